@@ -1,0 +1,423 @@
+//! The eframe shell: sidebar of lessons, the open lesson, its exercises,
+//! theme, zoom, "About this GPU", and persistence.
+
+use dlsys_core::text::Lang;
+use dlsys_lessons::exercise_panel::{ExercisePanel, shell_text};
+use dlsys_lessons::{Env, GpuStatus, Lesson};
+
+use crate::persist::{self, STORAGE_KEY, SavedState};
+
+/// How the app was started.
+#[derive(Default)]
+pub struct Startup {
+    /// Open this lesson (its id, as in `#id`), overriding the saved one.
+    pub lesson: Option<String>,
+    /// Things to tell the user once (e.g. a save file that was moved aside).
+    pub notices: Vec<String>,
+    /// Storage to use when eframe provides none (headless runs and tests).
+    pub storage: Option<Box<dyn eframe::Storage>>,
+}
+
+pub struct DlsysApp {
+    lessons: Vec<Box<dyn Lesson>>,
+    state: SavedState,
+    gpu: GpuStatus,
+    panel: ExercisePanel,
+    notices: Vec<String>,
+    show_gpu_window: bool,
+    fallback_storage: Option<Box<dyn eframe::Storage>>,
+}
+
+impl DlsysApp {
+    pub fn new(cc: &eframe::CreationContext<'_>, startup: Startup) -> Self {
+        let gpu = crate::setup::gpu_status(cc.wgpu_render_state.as_ref());
+        let Startup {
+            lesson: route,
+            mut notices,
+            storage: fallback_storage,
+        } = startup;
+        let storage: Option<&dyn eframe::Storage> = cc.storage.or(fallback_storage.as_deref());
+        let loaded = persist::load(
+            storage.and_then(|s| s.get_string(STORAGE_KEY)).as_deref(),
+            persist::now_secs(),
+        );
+        let mut state = loaded.state;
+        notices.extend(loaded.notice);
+        if let Some((key, text)) = loaded.set_aside {
+            state.unreadable.insert(key, text);
+        }
+        if let Some(storage) = storage
+            && storage.get_string(STORAGE_KEY).is_none()
+            && let Some(newer) = persist::newer_keys().find(|key| storage.get_string(key).is_some())
+        {
+            notices.push(format!(
+                "Progress saved by a newer dlsys-lab (`{newer}`) was found; this version cannot \
+                 read it and leaves it untouched."
+            ));
+        }
+        let mut app = Self {
+            lessons: dlsys_lessons::all(),
+            state,
+            gpu,
+            panel: ExercisePanel::default(),
+            notices,
+            show_gpu_window: false,
+            fallback_storage,
+        };
+        app.restore_lesson_states();
+        if let Some(route) = route {
+            app.open_route(&route);
+        }
+        if app.lesson_index(&app.state.lesson).is_none() {
+            app.state.lesson = app
+                .lessons
+                .first()
+                .map(|l| l.id().to_owned())
+                .unwrap_or_default();
+        }
+        cc.egui_ctx.set_theme(app.state.theme);
+        cc.egui_ctx.set_zoom_factor(app.state.zoom);
+        app
+    }
+
+    fn restore_lesson_states(&mut self) {
+        for lesson in &mut self.lessons {
+            let id = lesson.id();
+            let Some(text) = self.state.lesson_states.get(id) else {
+                continue;
+            };
+            if let Err(err) = lesson.load_state(text) {
+                let aside = format!("lesson/{id}");
+                self.notices.push(format!(
+                    "The saved state of lesson `{id}` could not be read ({err}); it starts fresh \
+                     and the old state is kept aside."
+                ));
+                self.state.unreadable.insert(aside, text.clone());
+            }
+        }
+    }
+
+    fn lesson_index(&self, id: &str) -> Option<usize> {
+        self.lessons.iter().position(|l| l.id() == id)
+    }
+
+    /// Opens `#id` (or `id`); an unknown route is reported, not fatal.
+    pub fn open_route(&mut self, route: &str) {
+        let id = route.trim_start_matches('#');
+        if self.lesson_index(id).is_some() {
+            self.state.lesson = id.to_owned();
+        } else {
+            let known: Vec<&str> = self.lessons.iter().map(|l| l.id()).collect();
+            self.notices.push(format!(
+                "There is no lesson `{id}`; lessons are: {}.",
+                known.join(", ")
+            ));
+        }
+    }
+
+    /// The open lesson's id.
+    pub fn current_lesson(&self) -> &str {
+        &self.state.lesson
+    }
+
+    pub fn gpu_status(&self) -> &GpuStatus {
+        &self.gpu
+    }
+
+    pub fn saved_state(&self) -> SavedState {
+        let mut state = self.state.clone();
+        for lesson in &self.lessons {
+            if let Some(text) = lesson.save_state() {
+                state.lesson_states.insert(lesson.id().to_owned(), text);
+            }
+        }
+        state
+    }
+
+    fn write_state(&self, storage: &mut dyn eframe::Storage) {
+        match self.saved_state().to_ron() {
+            Ok(text) => storage.set_string(STORAGE_KEY, text),
+            Err(err) => log::error!("could not serialise the app state: {err}"),
+        }
+    }
+
+    /// Writes the state now (not only on the auto-save interval).
+    fn save_now(&mut self, frame: &mut eframe::Frame) {
+        if let Some(storage) = frame.storage_mut() {
+            self.write_state(storage);
+            storage.flush();
+        } else if let Some(mut storage) = self.fallback_storage.take() {
+            self.write_state(storage.as_mut());
+            storage.flush();
+            self.fallback_storage = Some(storage);
+        }
+    }
+
+    fn top_bar_ui(&mut self, ui: &mut egui::Ui) {
+        let lang = self.state.lang;
+        let text = shell_text();
+        ui.horizontal(|ui| {
+            ui.strong(text.get(lang, "app.title"));
+            ui.separator();
+            ui.label(text.get(lang, "app.theme"));
+            let mut theme = self.state.theme;
+            ui.selectable_value(
+                &mut theme,
+                egui::ThemePreference::System,
+                text.get(lang, "app.theme_system"),
+            );
+            ui.selectable_value(
+                &mut theme,
+                egui::ThemePreference::Light,
+                text.get(lang, "app.theme_light"),
+            );
+            ui.selectable_value(
+                &mut theme,
+                egui::ThemePreference::Dark,
+                text.get(lang, "app.theme_dark"),
+            );
+            if theme != self.state.theme {
+                self.state.theme = theme;
+                ui.ctx().set_theme(theme);
+            }
+            ui.separator();
+            let zoom = ui.ctx().zoom_factor();
+            if ui
+                .button("−")
+                .on_hover_text(text.get(lang, "app.zoom_out"))
+                .clicked()
+            {
+                egui::gui_zoom::zoom_out(ui.ctx());
+            }
+            if ui
+                .button(format!("{:.0} %", zoom * 100.0))
+                .on_hover_text(text.get(lang, "app.zoom_reset"))
+                .clicked()
+            {
+                ui.ctx().set_zoom_factor(1.0);
+            }
+            if ui
+                .button("+")
+                .on_hover_text(text.get(lang, "app.zoom_in"))
+                .clicked()
+            {
+                egui::gui_zoom::zoom_in(ui.ctx());
+            }
+            ui.separator();
+            ui.toggle_value(&mut self.show_gpu_window, text.get(lang, "app.about_gpu"));
+        });
+    }
+
+    fn notices_ui(&mut self, ui: &mut egui::Ui) {
+        let lang = self.state.lang;
+        let mut dismissed = None;
+        for (i, notice) in self.notices.iter().enumerate() {
+            ui.horizontal_wrapped(|ui| {
+                ui.colored_label(
+                    dlsys_lessons::theme::warn(ui.visuals()),
+                    format!("⚠ {notice}"),
+                );
+                if ui.button(shell_text().get(lang, "app.dismiss")).clicked() {
+                    dismissed = Some(i);
+                }
+            });
+        }
+        if let Some(i) = dismissed {
+            self.notices.remove(i);
+        }
+    }
+
+    fn sidebar_ui(&mut self, ui: &mut egui::Ui) {
+        let lang = self.state.lang;
+        let text = shell_text();
+        ui.heading(text.get(lang, "app.lessons"));
+        ui.add_space(4.0);
+        let mut open = None;
+        for lesson in &self.lessons {
+            let exercises = lesson.exercises();
+            let selected = lesson.id() == self.state.lesson;
+            let response = ui
+                .selectable_label(selected, lesson.title(lang))
+                .on_hover_text(lesson.summary(lang));
+            if response.clicked() {
+                open = Some(lesson.id());
+            }
+            let progress = if exercises.is_empty() {
+                text.get(lang, "app.no_exercises").to_owned()
+            } else {
+                let solved = self
+                    .state
+                    .progress
+                    .solved_count(lesson.id(), exercises.iter().map(|e| e.id));
+                text.fill(
+                    lang,
+                    "app.progress",
+                    &[("solved", &solved), ("total", &exercises.len())],
+                )
+            };
+            ui.weak(progress);
+            ui.add_space(2.0);
+        }
+        if let Some(id) = open {
+            self.state.lesson = id.to_owned();
+        }
+    }
+
+    fn gpu_window_ui(&mut self, ctx: &egui::Context) {
+        let lang = self.state.lang;
+        let text = shell_text();
+        let mut open = self.show_gpu_window;
+        egui::Window::new(text.get(lang, "app.about_gpu"))
+            .open(&mut open)
+            .resizable(false)
+            .show(ctx, |ui| gpu_info_ui(ui, &self.gpu, lang));
+        self.show_gpu_window = open;
+    }
+}
+
+/// The "About this GPU" table.
+pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
+    let text = shell_text();
+    let Some(info) = gpu.info() else {
+        if let GpuStatus::Unavailable { reason } = gpu {
+            ui.label(text.fill(lang, "gpu.none", &[("reason", reason)]));
+        }
+        return;
+    };
+    egui::Grid::new("gpu_info")
+        .num_columns(2)
+        .striped(true)
+        .show(ui, |ui| {
+            let mut row = |key: &str, value: String| {
+                ui.label(text.get(lang, key));
+                ui.label(value);
+                ui.end_row();
+            };
+            row("gpu.adapter", info.adapter.clone());
+            row("gpu.backend", info.backend.clone());
+            row("gpu.device_type", info.device_type.clone());
+            row(
+                "gpu.driver",
+                format!("{} {}", info.driver, info.driver_info)
+                    .trim()
+                    .to_owned(),
+            );
+            row(
+                "gpu.compute",
+                if info.compute { "yes" } else { "no" }.to_owned(),
+            );
+            row(
+                "gpu.timestamp_period",
+                format!("{} ns", info.timestamp_period_ns),
+            );
+            row(
+                "gpu.subgroup_sizes",
+                format!("{}–{}", info.subgroup_min_size, info.subgroup_max_size),
+            );
+            row(
+                "gpu.limits",
+                format!(
+                    "{} invocations/workgroup, {} KiB workgroup storage, {} MiB storage binding",
+                    info.max_compute_invocations_per_workgroup,
+                    info.max_compute_workgroup_storage_bytes / 1024,
+                    info.max_storage_buffer_binding_bytes >> 20
+                ),
+            );
+        });
+    ui.add_space(4.0);
+    ui.strong(text.get(lang, "gpu.features"));
+    for (name, enabled) in info.feature_flags() {
+        let status = text.get(
+            lang,
+            if enabled {
+                "gpu.enabled"
+            } else {
+                "gpu.not_offered"
+            },
+        );
+        let color = if enabled {
+            dlsys_lessons::theme::good(ui.visuals())
+        } else {
+            ui.visuals().weak_text_color()
+        };
+        ui.colored_label(
+            color,
+            format!("{} {name}: {status}", if enabled { "✔" } else { "–" }),
+        );
+    }
+    if let GpuStatus::RenderOnly { reason, .. } = gpu {
+        ui.colored_label(
+            dlsys_lessons::theme::warn(ui.visuals()),
+            text.fill(lang, "app.cpu_path", &[("reason", reason)]),
+        );
+    }
+}
+
+impl eframe::App for DlsysApp {
+    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        let env = Env {
+            gpu: &self.gpu,
+            lang: self.state.lang,
+        };
+        for lesson in &mut self.lessons {
+            lesson.logic(ctx, &env);
+        }
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, frame: &mut eframe::Frame) {
+        egui::Panel::top("top_bar").show(ui, |ui| {
+            self.top_bar_ui(ui);
+            if !self.notices.is_empty() {
+                self.notices_ui(ui);
+            }
+        });
+        egui::Panel::left("lessons")
+            .resizable(true)
+            .default_size(190.0)
+            .show(ui, |ui| {
+                egui::ScrollArea::vertical().show(ui, |ui| self.sidebar_ui(ui));
+            });
+
+        let mut outcome = Default::default();
+        egui::CentralPanel::default().show(ui, |ui| {
+            egui::ScrollArea::vertical()
+                .auto_shrink(false)
+                .show(ui, |ui| {
+                    let Some(index) = self.lesson_index(&self.state.lesson) else {
+                        return;
+                    };
+                    let env = Env {
+                        gpu: &self.gpu,
+                        lang: self.state.lang,
+                    };
+                    let lesson = &mut self.lessons[index];
+                    lesson.ui(ui, &env);
+                    let exercises = lesson.exercises();
+                    if !exercises.is_empty() {
+                        ui.add_space(12.0);
+                        ui.separator();
+                        outcome = self.panel.ui(
+                            ui,
+                            lesson.id(),
+                            exercises,
+                            &mut self.state.progress,
+                            self.state.lang,
+                        );
+                    }
+                });
+        });
+        if self.show_gpu_window {
+            let ctx = ui.ctx().clone();
+            self.gpu_window_ui(&ctx);
+        }
+        self.state.zoom = ui.ctx().zoom_factor();
+        let outcome: dlsys_lessons::exercise_panel::PanelOutcome = outcome;
+        if outcome.newly_solved {
+            self.save_now(frame);
+        }
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        self.write_state(storage);
+    }
+}

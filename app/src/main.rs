@@ -1,0 +1,60 @@
+//! `dlsys-lab`: the app, or a subcommand over the same cores.
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() -> std::process::ExitCode {
+    use clap::Parser as _;
+    use std::process::ExitCode;
+
+    let cli = dlsys_lab::cli::Cli::parse();
+    let result = match cli.command {
+        Some(command) => dlsys_lab::cli::run(command),
+        None => run_app(cli.lesson).map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|err| {
+        eprintln!("error: {err}");
+        ExitCode::FAILURE
+    })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn run_app(lesson: Option<String>) -> Result<(), String> {
+    use dlsys_lab::{APP_ID, DlsysApp, Startup, persist};
+
+    let mut notices = Vec::new();
+    let save_file = persist::save_file_path();
+    if let Some(path) = &save_file {
+        notices.extend(persist::quarantine_unreadable_file(
+            path,
+            persist::now_secs(),
+        ));
+    }
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_app_id(APP_ID)
+            .with_title("dlsys-lab")
+            .with_inner_size([1200.0, 780.0])
+            .with_min_inner_size([640.0, 420.0]),
+        wgpu_options: dlsys_lab::setup::wgpu_configuration(),
+        persistence_path: save_file,
+        ..Default::default()
+    };
+    let startup = Startup {
+        lesson,
+        notices,
+        storage: None,
+    };
+    eframe::run_native(
+        "dlsys-lab",
+        options,
+        Box::new(move |cc| Ok(Box::new(DlsysApp::new(cc, startup)))),
+    )
+    .map_err(|err| {
+        format!(
+            "could not open the app window: {err}. Without a display run it under `xvfb-run`; \
+             without a GPU driver install a software one (`apt-get install mesa-vulkan-drivers`)."
+        )
+    })
+}
+
+#[cfg(target_arch = "wasm32")]
+fn main() {}

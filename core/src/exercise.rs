@@ -1,0 +1,689 @@
+//! The exercise model every lesson shares.
+//!
+//! An [`Exercise`] turns a seed into a [`Task`]: a prompt, the kind of answer
+//! it expects, a checker, ordered hints and an explanation. The same seed
+//! always gives the same task, so a task can be re-rolled and reproduced.
+//! Each task also lists known wrong answers (the classic mistakes) with the
+//! feedback they deserve; the self-check runs the checker against the
+//! reference answer and every listed mistake, so the checkers are tested as
+//! carefully as the cores.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::text::Lang;
+
+/// What the learner types.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnswerKind {
+    /// A decimal, scientific or hex-float number.
+    Number,
+    /// A bit pattern of `width` bits, typed as `0x…`, `0b…` or plain binary digits.
+    Bits { width: u32 },
+    /// One of several options; the learner gives its number (1-based) or text.
+    Choice { options: Vec<String> },
+    /// Free text or code.
+    Text,
+}
+
+/// How an answer is judged.
+#[derive(Clone)]
+pub enum Checker {
+    /// Correct when `|x − expected| ≤ abs_tol + rel_tol·|expected|`.
+    /// Infinities and NaN must match exactly.
+    Number {
+        expected: f64,
+        abs_tol: f64,
+        rel_tol: f64,
+    },
+    /// Correct when the bits equal `expected` (only the low `width` bits count).
+    Bits { expected: u64, width: u32 },
+    /// Correct when the chosen option is `correct` (0-based).
+    Choice { correct: usize },
+    /// Correct when the text equals one of `accepted` after trimming and
+    /// collapsing whitespace (and ignoring case unless `case_sensitive`).
+    Text {
+        accepted: Vec<String>,
+        case_sensitive: bool,
+    },
+    /// Any other rule, e.g. running learner code against a reference.
+    Custom(Arc<dyn Fn(&str) -> Verdict + Send + Sync>),
+}
+
+impl std::fmt::Debug for Checker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Number {
+                expected,
+                abs_tol,
+                rel_tol,
+            } => f
+                .debug_struct("Number")
+                .field("expected", expected)
+                .field("abs_tol", abs_tol)
+                .field("rel_tol", rel_tol)
+                .finish(),
+            Self::Bits { expected, width } => {
+                write!(f, "Bits {{ expected: {expected:#x}, width: {width} }}")
+            }
+            Self::Choice { correct } => write!(f, "Choice {{ correct: {correct} }}"),
+            Self::Text { accepted, .. } => write!(f, "Text {{ accepted: {accepted:?} }}"),
+            Self::Custom(_) => f.write_str("Custom"),
+        }
+    }
+}
+
+/// The outcome of checking one answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    Correct {
+        feedback: String,
+    },
+    Incorrect {
+        feedback: String,
+    },
+    /// The input could not be read as the expected kind of answer.
+    Malformed {
+        message: String,
+    },
+}
+
+impl Verdict {
+    pub fn is_correct(&self) -> bool {
+        matches!(self, Self::Correct { .. })
+    }
+
+    pub fn message(&self) -> &str {
+        match self {
+            Self::Correct { feedback } | Self::Incorrect { feedback } => feedback,
+            Self::Malformed { message } => message,
+        }
+    }
+}
+
+/// A known wrong answer and the feedback it earns.
+#[derive(Clone, Debug)]
+pub struct Mistake {
+    pub answer: String,
+    pub feedback: String,
+}
+
+/// One concrete, seeded instance of an exercise.
+#[derive(Clone, Debug)]
+pub struct Task {
+    pub prompt: String,
+    pub kind: AnswerKind,
+    pub checker: Checker,
+    /// Shown one at a time, in order.
+    pub hints: Vec<String>,
+    /// Shown after a pass or on request; says why the answer is what it is.
+    pub explanation: String,
+    /// A correct answer written as a learner would type it.
+    pub reference: String,
+    /// Known wrong answers; each must be rejected, with its own feedback.
+    pub mistakes: Vec<Mistake>,
+}
+
+/// An exercise: a stable id and a generator of seeded tasks.
+#[derive(Clone, Copy)]
+pub struct Exercise {
+    /// Stable: it keys saved progress. Unique within a lesson.
+    pub id: &'static str,
+    pub title: fn(Lang) -> String,
+    pub generate: fn(seed: u64, lang: Lang) -> Task,
+}
+
+impl std::fmt::Debug for Exercise {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exercise")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Task {
+    /// Judges what the learner typed.
+    pub fn check(&self, input: &str) -> Verdict {
+        let input = input.trim();
+        if input.is_empty() {
+            return Verdict::Malformed {
+                message: "Type an answer first.".to_owned(),
+            };
+        }
+        if let Checker::Custom(check) = &self.checker {
+            return check(input);
+        }
+        let answer = match parse_answer(&self.kind, input) {
+            Ok(answer) => answer,
+            Err(message) => return Verdict::Malformed { message },
+        };
+        if matches_checker(&self.checker, &answer) {
+            return Verdict::Correct {
+                feedback: "Correct.".to_owned(),
+            };
+        }
+        for mistake in &self.mistakes {
+            let Ok(known) = parse_answer(&self.kind, &mistake.answer) else {
+                continue;
+            };
+            if same_answer(&self.checker, &known, &answer) {
+                return Verdict::Incorrect {
+                    feedback: mistake.feedback.clone(),
+                };
+            }
+        }
+        Verdict::Incorrect {
+            feedback: "Not quite. Try a hint.".to_owned(),
+        }
+    }
+}
+
+/// An answer read from text.
+#[derive(Clone, Debug, PartialEq)]
+enum Answer {
+    Number(f64),
+    Bits(u64),
+    Choice(usize),
+    Text(String),
+}
+
+fn parse_answer(kind: &AnswerKind, input: &str) -> Result<Answer, String> {
+    match kind {
+        AnswerKind::Number => parse_number(input).map(Answer::Number),
+        AnswerKind::Bits { width } => parse_bits(input, *width).map(Answer::Bits),
+        AnswerKind::Choice { options } => parse_choice(input, options).map(Answer::Choice),
+        AnswerKind::Text => Ok(Answer::Text(input.to_owned())),
+    }
+}
+
+/// Reads a number: decimal, scientific, `inf`, `nan`, or a hex float (`0x1.8p-3`),
+/// with an optional `2^k` form (`2^-24`) since powers of two are the currency here.
+pub fn parse_number(input: &str) -> Result<f64, String> {
+    let text: String = input
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '_')
+        .collect();
+    let lower = text.to_ascii_lowercase();
+    let (negative, body) = match lower.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, lower.strip_prefix('+').unwrap_or(&lower)),
+    };
+    let sign = if negative { -1.0 } else { 1.0 };
+    let value = if let Some(exp) = body.strip_prefix("2^") {
+        let exp = exp.trim_start_matches('(').trim_end_matches(')');
+        exp.parse::<i32>()
+            .map(|e| 2f64.powi(e))
+            .map_err(|_| format!("`{input}`: after 2^ write a whole exponent, like 2^-24."))?
+    } else if let Some(hex) = body.strip_prefix("0x") {
+        parse_hex_float(hex).ok_or_else(|| {
+            format!("`{input}` is not a hex float; write it like 0x1.8p-3 (mantissa in hex, exponent in decimal).")
+        })?
+    } else {
+        match body {
+            "inf" | "infinity" | "∞" => f64::INFINITY,
+            "nan" => f64::NAN,
+            _ => body.parse::<f64>().map_err(|_| {
+                format!("`{input}` is not a number; write it like 65504, 6.1e-5, 0x1p-14 or 2^-24.")
+            })?,
+        }
+    };
+    Ok(sign * value)
+}
+
+/// `1.8p-3` (after the `0x`), exact: the mantissa digits are accumulated as an
+/// integer and scaled once, so the value is what the digits say.
+pub fn parse_hex_float(hex: &str) -> Option<f64> {
+    let (mantissa, exponent) = match hex.split_once('p') {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (hex, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let digits = format!("{int_part}{frac_part}");
+    if digits.len() > 15 {
+        return None;
+    }
+    let integer = u64::from_str_radix(&digits, 16).ok()?;
+    let shift = exponent.checked_sub(4 * i32::try_from(frac_part.len()).ok()?)?;
+    Some(integer as f64 * 2f64.powi(shift))
+}
+
+/// Reads a bit pattern: `0x3c00`, `0b0011110000000000`, or bare binary digits.
+/// Separators (`_`, spaces, `'`) are ignored.
+pub fn parse_bits(input: &str, width: u32) -> Result<u64, String> {
+    let text: String = input
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '_' && *c != '\'')
+        .collect();
+    let lower = text.to_ascii_lowercase();
+    let parsed = if let Some(hex) = lower.strip_prefix("0x") {
+        u64::from_str_radix(hex, 16)
+    } else if let Some(bin) = lower.strip_prefix("0b") {
+        u64::from_str_radix(bin, 2)
+    } else if lower.chars().all(|c| c == '0' || c == '1') {
+        u64::from_str_radix(&lower, 2)
+    } else {
+        return Err(format!(
+            "`{input}` is not a bit pattern; write 0x… (hex) or 0b… (binary)."
+        ));
+    };
+    let value = parsed.map_err(|_| format!("`{input}` is not a valid bit pattern."))?;
+    if width < 64 && value >> width != 0 {
+        return Err(format!("`{input}` has more than {width} bits."));
+    }
+    Ok(value)
+}
+
+fn parse_choice(input: &str, options: &[String]) -> Result<usize, String> {
+    if let Ok(number) = input.trim_end_matches(['.', ')']).parse::<usize>() {
+        if (1..=options.len()).contains(&number) {
+            return Ok(number - 1);
+        }
+        return Err(format!("Pick an option from 1 to {}.", options.len()));
+    }
+    let wanted = normalize_text(input, false);
+    options
+        .iter()
+        .position(|option| normalize_text(option, false) == wanted)
+        .ok_or_else(|| format!("Pick an option by its number, 1 to {}.", options.len()))
+}
+
+fn normalize_text(text: &str, case_sensitive: bool) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if case_sensitive {
+        collapsed
+    } else {
+        collapsed.to_lowercase()
+    }
+}
+
+fn numbers_match(expected: f64, got: f64, abs_tol: f64, rel_tol: f64) -> bool {
+    if expected.is_nan() || got.is_nan() {
+        return expected.is_nan() && got.is_nan();
+    }
+    if expected.is_infinite() || got.is_infinite() {
+        return expected == got;
+    }
+    (got - expected).abs() <= abs_tol + rel_tol * expected.abs()
+}
+
+fn matches_checker(checker: &Checker, answer: &Answer) -> bool {
+    match (checker, answer) {
+        (
+            Checker::Number {
+                expected,
+                abs_tol,
+                rel_tol,
+            },
+            Answer::Number(got),
+        ) => numbers_match(*expected, *got, *abs_tol, *rel_tol),
+        (Checker::Bits { expected, width }, Answer::Bits(got)) => {
+            let mask = if *width >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
+            expected & mask == got & mask
+        }
+        (Checker::Choice { correct }, Answer::Choice(got)) => correct == got,
+        (
+            Checker::Text {
+                accepted,
+                case_sensitive,
+            },
+            Answer::Text(got),
+        ) => {
+            let got = normalize_text(got, *case_sensitive);
+            accepted
+                .iter()
+                .any(|a| normalize_text(a, *case_sensitive) == got)
+        }
+        _ => false,
+    }
+}
+
+/// Whether two answers count as the same under the checker's tolerance
+/// (used to recognise a known mistake).
+fn same_answer(checker: &Checker, known: &Answer, got: &Answer) -> bool {
+    match (checker, known) {
+        (
+            Checker::Number {
+                abs_tol, rel_tol, ..
+            },
+            Answer::Number(value),
+        ) => matches_checker(
+            &Checker::Number {
+                expected: *value,
+                abs_tol: *abs_tol,
+                rel_tol: *rel_tol,
+            },
+            got,
+        ),
+        (Checker::Bits { width, .. }, Answer::Bits(value)) => matches_checker(
+            &Checker::Bits {
+                expected: *value,
+                width: *width,
+            },
+            got,
+        ),
+        (Checker::Choice { .. }, Answer::Choice(value)) => {
+            matches_checker(&Checker::Choice { correct: *value }, got)
+        }
+        (Checker::Text { case_sensitive, .. }, Answer::Text(value)) => matches_checker(
+            &Checker::Text {
+                accepted: vec![value.clone()],
+                case_sensitive: *case_sensitive,
+            },
+            got,
+        ),
+        _ => false,
+    }
+}
+
+/// What the self-check found for one task.
+#[derive(Clone, Debug, Serialize)]
+pub struct SelfCheck {
+    pub exercise_id: String,
+    pub seed: u64,
+    pub reference_passes: bool,
+    /// Mistakes the checker wrongly accepted (or could not read).
+    pub accepted_mistakes: Vec<String>,
+    /// Whether an obviously malformed answer is reported as malformed.
+    pub malformed_rejected: bool,
+    pub problems: Vec<String>,
+}
+
+impl SelfCheck {
+    pub fn ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// Runs the checker of one seeded task against its reference answer, its
+/// listed mistakes and a malformed input.
+pub fn self_check(exercise: &Exercise, seed: u64) -> SelfCheck {
+    let task = (exercise.generate)(seed, Lang::En);
+    let mut problems = Vec::new();
+    let reference = task.check(&task.reference);
+    let reference_passes = reference.is_correct();
+    if !reference_passes {
+        problems.push(format!(
+            "reference answer `{}` was judged {:?}",
+            task.reference, reference
+        ));
+    }
+    let mut accepted_mistakes = Vec::new();
+    for mistake in &task.mistakes {
+        match task.check(&mistake.answer) {
+            Verdict::Incorrect { .. } => {}
+            other => {
+                accepted_mistakes.push(mistake.answer.clone());
+                problems.push(format!("mistake `{}` was judged {other:?}", mistake.answer));
+            }
+        }
+    }
+    if task.mistakes.is_empty() {
+        problems.push("lists no known wrong answer".to_owned());
+    }
+    let malformed_rejected = match task.kind {
+        AnswerKind::Text => true,
+        _ => matches!(task.check("#not an answer#"), Verdict::Malformed { .. }),
+    };
+    if !malformed_rejected {
+        problems.push("a malformed answer was not reported as malformed".to_owned());
+    }
+    if task.hints.is_empty() {
+        problems.push("has no hints".to_owned());
+    }
+    if task.explanation.trim().is_empty() {
+        problems.push("has no explanation".to_owned());
+    }
+    let again = (exercise.generate)(seed, Lang::En);
+    if again.prompt != task.prompt || again.reference != task.reference {
+        problems.push("the same seed gave a different task".to_owned());
+    }
+    SelfCheck {
+        exercise_id: exercise.id.to_owned(),
+        seed,
+        reference_passes,
+        accepted_mistakes,
+        malformed_rejected,
+        problems,
+    }
+}
+
+/// A learner's state on one exercise.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ExerciseProgress {
+    pub seed: u64,
+    pub solved: bool,
+    pub attempts: u32,
+    pub hints_shown: u32,
+    pub revealed: bool,
+    /// What the learner typed last, kept so nothing is lost.
+    pub draft: String,
+    pub last_verdict: Option<Verdict>,
+}
+
+/// Progress over every exercise, keyed by `lesson_id/exercise_id`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Progress {
+    pub exercises: BTreeMap<String, ExerciseProgress>,
+}
+
+impl Progress {
+    pub fn key(lesson_id: &str, exercise_id: &str) -> String {
+        format!("{lesson_id}/{exercise_id}")
+    }
+
+    pub fn get(&self, lesson_id: &str, exercise_id: &str) -> Option<&ExerciseProgress> {
+        self.exercises.get(&Self::key(lesson_id, exercise_id))
+    }
+
+    pub fn entry(&mut self, lesson_id: &str, exercise_id: &str) -> &mut ExerciseProgress {
+        self.exercises
+            .entry(Self::key(lesson_id, exercise_id))
+            .or_default()
+    }
+
+    /// How many of `exercise_ids` in a lesson are solved.
+    pub fn solved_count<'a>(
+        &self,
+        lesson_id: &str,
+        exercise_ids: impl IntoIterator<Item = &'a str>,
+    ) -> usize {
+        exercise_ids
+            .into_iter()
+            .filter(|id| self.get(lesson_id, id).is_some_and(|p| p.solved))
+            .count()
+    }
+
+    /// Records an attempt; returns the verdict and whether the exercise became solved now.
+    pub fn submit(
+        &mut self,
+        lesson_id: &str,
+        exercise_id: &str,
+        task: &Task,
+        input: &str,
+    ) -> (Verdict, bool) {
+        let progress = self.entry(lesson_id, exercise_id);
+        let verdict = task.check(input);
+        progress.draft = input.to_owned();
+        if !matches!(verdict, Verdict::Malformed { .. }) {
+            progress.attempts += 1;
+        }
+        let newly_solved = verdict.is_correct() && !progress.solved;
+        if verdict.is_correct() {
+            progress.solved = true;
+        }
+        progress.last_verdict = Some(verdict.clone());
+        (verdict, newly_solved)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number_task() -> Task {
+        Task {
+            prompt: "fp16 max?".into(),
+            kind: AnswerKind::Number,
+            checker: Checker::Number {
+                expected: 65504.0,
+                abs_tol: 0.0,
+                rel_tol: 1e-9,
+            },
+            hints: vec!["exponent 15".into()],
+            explanation: "(2 − 2^-10)·2^15".into(),
+            reference: "65504".into(),
+            mistakes: vec![Mistake {
+                answer: "65536".into(),
+                feedback: "that is 2^16, which overflows".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn number_checker_accepts_forms_and_names_mistakes() {
+        let task = number_task();
+        assert!(task.check("65504").is_correct());
+        assert!(task.check("6.5504e4").is_correct());
+        assert!(task.check("0x1.ffcp15").is_correct());
+        assert_eq!(
+            task.check("65536"),
+            Verdict::Incorrect {
+                feedback: "that is 2^16, which overflows".into()
+            }
+        );
+        assert!(matches!(task.check("65503"), Verdict::Incorrect { .. }));
+        assert!(matches!(task.check("six"), Verdict::Malformed { .. }));
+        assert!(matches!(task.check("  "), Verdict::Malformed { .. }));
+    }
+
+    #[test]
+    fn parses_numbers() {
+        assert_eq!(parse_number("2^-24"), Ok(2f64.powi(-24)));
+        assert_eq!(parse_number("-0x1p-14"), Ok(-(2f64.powi(-14))));
+        assert_eq!(parse_number("1_000"), Ok(1000.0));
+        assert_eq!(parse_number("-inf"), Ok(f64::NEG_INFINITY));
+        assert!(parse_number("nan").is_ok_and(f64::is_nan));
+        assert!(parse_number("0x").is_err());
+        assert!(parse_number("2^x").is_err());
+        assert_eq!(parse_hex_float("1.8p-3"), Some(0.1875));
+        assert_eq!(parse_hex_float(".8"), Some(0.5));
+    }
+
+    #[test]
+    fn bits_checker_reads_hex_and_binary_and_rejects_too_wide() {
+        let task = Task {
+            kind: AnswerKind::Bits { width: 16 },
+            checker: Checker::Bits {
+                expected: 0x3c00,
+                width: 16,
+            },
+            reference: "0x3c00".into(),
+            mistakes: vec![Mistake {
+                answer: "0x3f80".into(),
+                feedback: "that is bf16's 1.0".into(),
+            }],
+            ..number_task()
+        };
+        assert!(task.check("0b0011_1100_0000_0000").is_correct());
+        assert!(task.check("0X3C00").is_correct());
+        assert_eq!(task.check("0x3f80").message(), "that is bf16's 1.0");
+        assert!(matches!(task.check("0x13c00"), Verdict::Malformed { .. }));
+        assert!(matches!(task.check("0xzz"), Verdict::Malformed { .. }));
+    }
+
+    #[test]
+    fn choice_and_text() {
+        let options = vec!["fp16".to_owned(), "bf16".to_owned()];
+        let task = Task {
+            kind: AnswerKind::Choice { options },
+            checker: Checker::Choice { correct: 1 },
+            reference: "2".into(),
+            mistakes: vec![Mistake {
+                answer: "1".into(),
+                feedback: "fp16 has 5 exponent bits".into(),
+            }],
+            ..number_task()
+        };
+        assert!(task.check("2").is_correct());
+        assert!(task.check("BF16").is_correct());
+        assert_eq!(task.check("fp16").message(), "fp16 has 5 exponent bits");
+        assert!(matches!(task.check("3"), Verdict::Malformed { .. }));
+        let text = Task {
+            kind: AnswerKind::Text,
+            checker: Checker::Text {
+                accepted: vec!["p - y".into()],
+                case_sensitive: false,
+            },
+            reference: "p - y".into(),
+            mistakes: vec![Mistake {
+                answer: "y - p".into(),
+                feedback: "sign".into(),
+            }],
+            ..number_task()
+        };
+        assert!(text.check("  P   -  Y ").is_correct());
+        assert_eq!(text.check("y - p").message(), "sign");
+    }
+
+    #[test]
+    fn self_check_catches_a_broken_checker() {
+        fn good(_: u64, _: Lang) -> Task {
+            number_task()
+        }
+        fn broken(_: u64, _: Lang) -> Task {
+            Task {
+                mistakes: vec![Mistake {
+                    answer: "65504.00000001".into(),
+                    feedback: String::new(),
+                }],
+                ..number_task()
+            }
+        }
+        let title = |_: Lang| String::new();
+        let ok = self_check(
+            &Exercise {
+                id: "good",
+                title,
+                generate: good,
+            },
+            1,
+        );
+        assert!(ok.ok(), "{:?}", ok.problems);
+        let bad = self_check(
+            &Exercise {
+                id: "bad",
+                title,
+                generate: broken,
+            },
+            1,
+        );
+        assert!(!bad.ok());
+        assert_eq!(bad.accepted_mistakes, vec!["65504.00000001".to_owned()]);
+    }
+
+    #[test]
+    fn progress_records_attempts_and_first_solve() {
+        let task = number_task();
+        let mut progress = Progress::default();
+        let (verdict, newly) = progress.submit("float", "max", &task, "x");
+        assert!(matches!(verdict, Verdict::Malformed { .. }) && !newly);
+        assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(0));
+        let (_, newly) = progress.submit("float", "max", &task, "65504");
+        assert!(newly);
+        let (_, newly) = progress.submit("float", "max", &task, "65504");
+        assert!(!newly);
+        assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(2));
+        assert_eq!(progress.solved_count("float", ["max", "other"]), 1);
+    }
+}

@@ -1,0 +1,8 @@
+//! `dlsys-core`: the pure compute cores behind dlsys-lab.
+//!
+//! Nothing here knows about a UI or a GPU: the float-format emulator, the
+//! autograd engine, the CPU reference kernels and the exercise model are plain
+//! Rust, so the app, the CLI, the web build and the tests all share them.
+
+pub mod exercise;
+pub mod text;

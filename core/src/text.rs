@@ -1,0 +1,165 @@
+//! Lesson prose, kept out of code: RON catalogs keyed by language.
+//!
+//! A catalog maps a key to a text in each language; `{name}` placeholders are
+//! filled at run time with values a core computed, so prose never carries a
+//! typed-in number.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The languages the prose is written in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Lang {
+    #[default]
+    En,
+    Zh,
+}
+
+impl Lang {
+    pub const ALL: [Self; 2] = [Self::En, Self::Zh];
+
+    /// The language's own name, as shown in the language picker.
+    pub fn native_name(self) -> &'static str {
+        match self {
+            Self::En => "English",
+            Self::Zh => "中文",
+        }
+    }
+}
+
+/// One entry: the English text (always present) and its translations.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Entry {
+    pub en: String,
+    pub zh: String,
+}
+
+/// A parsed catalog.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    entries: BTreeMap<String, Entry>,
+}
+
+impl Catalog {
+    /// Parses a catalog; a malformed file is an error naming the line.
+    pub fn parse(ron_text: &str) -> Result<Self, String> {
+        let entries: BTreeMap<String, Entry> =
+            ron::from_str(ron_text).map_err(|err| format!("catalog: {err}"))?;
+        for (key, entry) in &entries {
+            if entry.en.trim().is_empty() {
+                return Err(format!("catalog: key `{key}` has no English text"));
+            }
+        }
+        Ok(Self { entries })
+    }
+
+    /// Parses a catalog that ships inside the binary; a broken one is a bug
+    /// caught by the tests, so here it only degrades to showing keys.
+    pub fn embedded(ron_text: &str) -> Self {
+        Self::parse(ron_text).unwrap_or_else(|err| {
+            log::warn!("{err}");
+            Self::default()
+        })
+    }
+
+    /// The text for `key` in `lang`, falling back to English, then to the key.
+    pub fn get<'a>(&'a self, lang: Lang, key: &'a str) -> &'a str {
+        match self.entries.get(key) {
+            Some(entry) => match lang {
+                Lang::Zh if !entry.zh.is_empty() => &entry.zh,
+                _ => &entry.en,
+            },
+            None => key,
+        }
+    }
+
+    /// The text for `key` with each `{name}` replaced by its value.
+    pub fn fill(&self, lang: Lang, key: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
+        fill_placeholders(self.get(lang, key), args)
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
+    /// Keys with no text in `lang` (English always has text).
+    pub fn missing(&self, lang: Lang) -> Vec<&str> {
+        self.entries
+            .iter()
+            .filter(|(_, entry)| lang == Lang::Zh && entry.zh.is_empty())
+            .map(|(key, _)| key.as_str())
+            .collect()
+    }
+}
+
+/// Replaces `{name}` with the matching argument; unknown names stay visible.
+pub fn fill_placeholders(template: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
+    let mut out = String::with_capacity(template.len() + 16);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) => {
+                let name = &after[..close];
+                match args.iter().find(|(arg, _)| *arg == name) {
+                    Some((_, value)) => out.push_str(&value.to_string()),
+                    None => {
+                        out.push('{');
+                        out.push_str(name);
+                        out.push('}');
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push_str(&rest[open..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_and_falls_back() {
+        let catalog = Catalog::parse(
+            r#"{ "a": (en: "max {v} of {fmt}", zh: "{fmt} 最大 {v}"), "b": (en: "only english") }"#,
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            catalog.fill(Lang::En, "a", &[("v", &65504), ("fmt", &"fp16")]),
+            "max 65504 of fp16"
+        );
+        assert_eq!(
+            catalog.fill(Lang::Zh, "a", &[("v", &1), ("fmt", &"bf16")]),
+            "bf16 最大 1"
+        );
+        assert_eq!(catalog.get(Lang::Zh, "b"), "only english");
+        assert_eq!(catalog.get(Lang::En, "nope"), "nope");
+        assert_eq!(catalog.missing(Lang::Zh), vec!["b"]);
+    }
+
+    #[test]
+    fn keeps_unknown_placeholders_and_unclosed_braces() {
+        assert_eq!(fill_placeholders("{x} {y", &[("x", &1)]), "1 {y");
+        assert_eq!(fill_placeholders("{z}", &[]), "{z}");
+    }
+
+    #[test]
+    fn rejects_malformed_and_empty() {
+        assert!(Catalog::parse("{ \"a\": (en: ").is_err());
+        assert!(Catalog::parse(r#"{ "a": (zh: "x") }"#).is_err());
+    }
+}

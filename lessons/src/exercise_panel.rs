@@ -1,0 +1,270 @@
+//! The one exercise panel every lesson's exercises appear in: instant check,
+//! next hint, reveal, re-roll, reset — with progress kept per exercise.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use dlsys_core::exercise::{AnswerKind, Exercise, Progress, Task, Verdict};
+use dlsys_core::text::{Catalog, Lang};
+
+use crate::theme;
+
+static TEXT: LazyLock<Catalog> =
+    LazyLock::new(|| Catalog::embedded(include_str!("../../assets/lessons/shell.ron")));
+
+/// The shell's own prose (panel and app labels).
+pub fn shell_text() -> &'static Catalog {
+    &TEXT
+}
+
+/// The first seed of every exercise; re-rolls step from it.
+pub const FIRST_SEED: u64 = 1;
+
+/// The seed after `seed`: a fixed step, so variants are reproducible.
+pub fn next_seed(seed: u64) -> u64 {
+    // splitmix64's increment and finaliser.
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) % 1_000_000
+}
+
+/// What happened in the panel this frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PanelOutcome {
+    /// An exercise was solved for the first time: save progress now.
+    pub newly_solved: bool,
+    /// Progress changed in any other way (a draft, a hint, a re-roll).
+    pub changed: bool,
+}
+
+/// Generated tasks, cached so a task is built once per seed, not per frame.
+#[derive(Default)]
+pub struct ExercisePanel {
+    tasks: HashMap<(String, u64, Lang), Task>,
+}
+
+impl ExercisePanel {
+    fn task(&mut self, lesson_id: &str, exercise: &Exercise, seed: u64, lang: Lang) -> &Task {
+        let key = (format!("{lesson_id}/{}", exercise.id), seed, lang);
+        self.tasks
+            .entry(key)
+            .or_insert_with(|| (exercise.generate)(seed, lang))
+    }
+
+    /// Shows every exercise of one lesson.
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        lesson_id: &str,
+        exercises: &[Exercise],
+        progress: &mut Progress,
+        lang: Lang,
+    ) -> PanelOutcome {
+        let mut outcome = PanelOutcome::default();
+        if exercises.is_empty() {
+            return outcome;
+        }
+        let text = shell_text();
+        let solved = progress.solved_count(lesson_id, exercises.iter().map(|e| e.id));
+        ui.heading(text.fill(
+            lang,
+            "panel.heading",
+            &[("solved", &solved), ("total", &exercises.len())],
+        ));
+        for (index, exercise) in exercises.iter().enumerate() {
+            let entry_solved = progress
+                .get(lesson_id, exercise.id)
+                .is_some_and(|p| p.solved);
+            let mark = if entry_solved { "✔" } else { "○" };
+            let title = format!("{mark} {}. {}", index + 1, (exercise.title)(lang));
+            egui::CollapsingHeader::new(title)
+                .id_salt(("exercise", lesson_id, exercise.id))
+                .default_open(index == 0)
+                .show(ui, |ui| {
+                    let one = self.exercise_ui(ui, lesson_id, exercise, progress, lang);
+                    outcome.newly_solved |= one.newly_solved;
+                    outcome.changed |= one.changed;
+                });
+        }
+        outcome
+    }
+
+    fn exercise_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        lesson_id: &str,
+        exercise: &Exercise,
+        progress: &mut Progress,
+        lang: Lang,
+    ) -> PanelOutcome {
+        let text = shell_text();
+        let mut outcome = PanelOutcome::default();
+        let entry = progress.entry(lesson_id, exercise.id);
+        if entry.seed == 0 {
+            entry.seed = FIRST_SEED;
+        }
+        let seed = entry.seed;
+        let task = self.task(lesson_id, exercise, seed, lang).clone();
+        let entry = progress.entry(lesson_id, exercise.id);
+
+        ui.label(&task.prompt);
+        let mut submit = false;
+        ui.horizontal(|ui| match &task.kind {
+            AnswerKind::Choice { options } => {
+                ui.vertical(|ui| {
+                    for (i, option) in options.iter().enumerate() {
+                        let value = (i + 1).to_string();
+                        if ui.radio(entry.draft == value, option.as_str()).clicked() {
+                            entry.draft = value;
+                            outcome.changed = true;
+                            submit = true;
+                        }
+                    }
+                });
+            }
+            kind => {
+                let label = ui.label(text.get(lang, "panel.answer"));
+                let hint = match kind {
+                    AnswerKind::Bits { width } => format!("0x… / 0b… ({width} bits)"),
+                    AnswerKind::Number => "65504, 6.1e-5, 0x1p-14, 2^-24".to_owned(),
+                    _ => String::new(),
+                };
+                let response = ui
+                    .add(
+                        egui::TextEdit::singleline(&mut entry.draft)
+                            .hint_text(hint)
+                            .desired_width(220.0),
+                    )
+                    .labelled_by(label.id);
+                if response.changed() {
+                    outcome.changed = true;
+                }
+                if response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter)) {
+                    submit = true;
+                }
+                if ui.button(text.get(lang, "panel.check")).clicked() {
+                    submit = true;
+                }
+            }
+        });
+
+        if submit {
+            let draft = entry.draft.clone();
+            let revealed = entry.revealed;
+            let (verdict, newly) = progress.submit(lesson_id, exercise.id, &task, &draft);
+            let entry = progress.entry(lesson_id, exercise.id);
+            if newly && revealed {
+                // An answer read off the reveal does not count; a fresh variant will.
+                entry.solved = false;
+                entry.last_verdict = Some(Verdict::Incorrect {
+                    feedback: text.get(lang, "panel.revealed_no_credit").to_owned(),
+                });
+            } else {
+                outcome.newly_solved |= newly;
+                let _ = verdict;
+            }
+            outcome.changed = true;
+        }
+
+        let entry = progress.entry(lesson_id, exercise.id);
+        if let Some(verdict) = &entry.last_verdict {
+            let visuals = ui.visuals();
+            let (color, prefix) = match verdict {
+                Verdict::Correct { .. } => (theme::good(visuals), "✔"),
+                Verdict::Incorrect { .. } => (theme::bad(visuals), "✖"),
+                Verdict::Malformed { .. } => (theme::warn(visuals), "⚠"),
+            };
+            ui.colored_label(color, format!("{prefix} {}", verdict.message()));
+        }
+
+        let shown = (entry.hints_shown as usize).min(task.hints.len());
+        for (i, hint) in task.hints.iter().take(shown).enumerate() {
+            ui.label(format!(
+                "💡 {}: {hint}",
+                text.fill(lang, "panel.hint_n", &[("n", &(i + 1))])
+            ));
+        }
+
+        ui.horizontal_wrapped(|ui| {
+            let more = shown < task.hints.len();
+            let label = text.fill(
+                lang,
+                "panel.next_hint",
+                &[("shown", &shown), ("total", &task.hints.len())],
+            );
+            if ui.add_enabled(more, egui::Button::new(label)).clicked() {
+                entry.hints_shown += 1;
+                outcome.changed = true;
+            }
+            if ui
+                .add_enabled(
+                    !entry.revealed,
+                    egui::Button::new(text.get(lang, "panel.reveal")),
+                )
+                .clicked()
+            {
+                entry.revealed = true;
+                outcome.changed = true;
+            }
+            if ui.button(text.get(lang, "panel.reroll")).clicked() {
+                entry.seed = next_seed(entry.seed);
+                entry.draft.clear();
+                entry.last_verdict = None;
+                entry.hints_shown = 0;
+                entry.revealed = false;
+                outcome.changed = true;
+            }
+            if ui
+                .button(text.get(lang, "panel.reset"))
+                .on_hover_text(text.get(lang, "panel.reset_tooltip"))
+                .clicked()
+            {
+                let solved = entry.solved;
+                *entry = Default::default();
+                entry.seed = FIRST_SEED;
+                // Progress once earned is not taken away by a reset of the inputs.
+                entry.solved = solved;
+                outcome.changed = true;
+            }
+            ui.weak(text.fill(lang, "panel.seed", &[("seed", &entry.seed)]));
+        });
+
+        if entry.revealed || entry.solved {
+            ui.group(|ui| {
+                if entry.revealed {
+                    ui.label(text.fill(lang, "panel.answer_is", &[("answer", &task.reference)]));
+                }
+                ui.label(&task.explanation);
+            });
+        }
+        outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_step_reproducibly_and_stay_small() {
+        let a = next_seed(FIRST_SEED);
+        assert_eq!(a, next_seed(FIRST_SEED));
+        assert_ne!(a, FIRST_SEED);
+        assert!(a < 1_000_000);
+        assert_ne!(next_seed(a), a);
+    }
+
+    #[test]
+    fn shell_catalog_parses() {
+        assert!(Catalog::parse(include_str!("../../assets/lessons/shell.ron")).is_ok());
+        for key in [
+            "panel.heading",
+            "panel.check",
+            "panel.reveal",
+            "panel.reroll",
+        ] {
+            assert!(shell_text().contains(key), "{key}");
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! `dlsys-lessons`: every lesson of dlsys-lab, behind one small trait.
+//!
+//! The registry [`all`] drives the app's sidebar, the persistence keys and the
+//! tests: adding a lesson to it adds it to the snapshot and click-through tests
+//! without new test code. A lesson never talks to another lesson.
+
+pub mod exercise_panel;
+pub mod theme;
+pub mod welcome;
+
+use dlsys_core::exercise::Exercise;
+pub use dlsys_core::text::{Catalog, Lang};
+pub use dlsys_shaders::{Gpu, GpuInfo};
+
+/// What the GPU can do for lessons, decided once at start-up.
+#[derive(Clone, Debug)]
+pub enum GpuStatus {
+    /// A device that runs compute shaders.
+    Compute(Box<Gpu>),
+    /// A device that renders the UI but cannot run compute (WebGL2, old GL).
+    RenderOnly { info: GpuInfo, reason: String },
+    /// No wgpu device at all (or the app runs with another renderer).
+    Unavailable { reason: String },
+}
+
+impl GpuStatus {
+    /// The device to run kernels on, if any.
+    pub fn compute(&self) -> Option<&Gpu> {
+        match self {
+            Self::Compute(gpu) => Some(gpu),
+            Self::RenderOnly { .. } | Self::Unavailable { .. } => None,
+        }
+    }
+
+    pub fn info(&self) -> Option<GpuInfo> {
+        match self {
+            Self::Compute(gpu) => Some(gpu.info()),
+            Self::RenderOnly { info, .. } => Some(info.clone()),
+            Self::Unavailable { .. } => None,
+        }
+    }
+
+    /// One line for learners: which path GPU lessons take and why.
+    pub fn summary(&self) -> String {
+        match self {
+            Self::Compute(gpu) => format!(
+                "GPU kernels run on {} ({}).",
+                gpu.adapter_info.name, gpu.adapter_info.backend
+            ),
+            Self::RenderOnly { reason, .. } | Self::Unavailable { reason } => {
+                format!("GPU lessons run on the CPU path: {reason}")
+            }
+        }
+    }
+}
+
+/// What every lesson gets each frame from the shell.
+pub struct Env<'a> {
+    pub gpu: &'a GpuStatus,
+    pub lang: Lang,
+}
+
+/// One lesson. State that should survive a restart is saved through
+/// [`Lesson::save_state`]; GPU handles and in-flight work are not.
+pub trait Lesson {
+    /// Stable: the route (`#id`), the storage key and the snapshot name.
+    fn id(&self) -> &'static str;
+
+    fn title(&self, lang: Lang) -> String;
+
+    /// A one-line description for the sidebar's tooltip.
+    fn summary(&self, lang: Lang) -> String;
+
+    /// Polls background work; draws nothing. Called every frame, also for
+    /// lessons that are not shown, so work in flight keeps moving.
+    fn logic(&mut self, _ctx: &egui::Context, _env: &Env<'_>) {}
+
+    /// Draws the lesson into the central panel.
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>);
+
+    /// The lesson's exercises, rendered by the shell's exercise panel.
+    fn exercises(&self) -> &'static [Exercise] {
+        &[]
+    }
+
+    /// The lesson's persistent state as RON (`None`: nothing to keep).
+    fn save_state(&self) -> Option<String> {
+        None
+    }
+
+    /// Restores what [`Lesson::save_state`] wrote. On error the lesson keeps
+    /// its defaults and the shell tells the user.
+    fn load_state(&mut self, _ron_text: &str) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Implements [`Lesson::save_state`] and [`Lesson::load_state`] for a lesson
+/// whose persistent part is a `Default + serde` field.
+#[macro_export]
+macro_rules! persist_field {
+    ($field:ident) => {
+        fn save_state(&self) -> Option<String> {
+            ron::to_string(&self.$field).ok()
+        }
+
+        fn load_state(&mut self, ron_text: &str) -> Result<(), String> {
+            self.$field = ron::from_str(ron_text).map_err(|err| err.to_string())?;
+            Ok(())
+        }
+    };
+}
+
+/// Every lesson, in sidebar order. The first is the welcome page.
+pub fn all() -> Vec<Box<dyn Lesson>> {
+    vec![Box::new(welcome::Welcome)]
+}

@@ -1,0 +1,81 @@
+//! The colours lessons share, for light and dark themes alike.
+//! Lessons take colours from here, never from scattered `Color32::from_rgb`.
+
+use egui::{Color32, Visuals};
+
+fn pick(visuals: &Visuals, light: Color32, dark: Color32) -> Color32 {
+    if visuals.dark_mode { dark } else { light }
+}
+
+/// A float's sign bit.
+pub fn sign(visuals: &Visuals) -> Color32 {
+    pick(
+        visuals,
+        Color32::from_rgb(0xb0, 0x30, 0x60),
+        Color32::from_rgb(0xf0, 0x7c, 0xa8),
+    )
+}
+
+/// A float's exponent bits: they set the range.
+pub fn exponent(visuals: &Visuals) -> Color32 {
+    pick(
+        visuals,
+        Color32::from_rgb(0x1f, 0x5f, 0xb0),
+        Color32::from_rgb(0x7c, 0xb4, 0xf5),
+    )
+}
+
+/// A float's mantissa bits: they set the precision.
+pub fn mantissa(visuals: &Visuals) -> Color32 {
+    pick(
+        visuals,
+        Color32::from_rgb(0x2e, 0x7d, 0x32),
+        Color32::from_rgb(0x8b, 0xd6, 0x8f),
+    )
+}
+
+pub fn good(visuals: &Visuals) -> Color32 {
+    pick(
+        visuals,
+        Color32::from_rgb(0x1b, 0x7a, 0x2c),
+        Color32::from_rgb(0x6f, 0xd8, 0x80),
+    )
+}
+
+pub fn warn(visuals: &Visuals) -> Color32 {
+    pick(
+        visuals,
+        Color32::from_rgb(0x9a, 0x5b, 0x00),
+        Color32::from_rgb(0xf2, 0xb3, 0x4b),
+    )
+}
+
+pub fn bad(visuals: &Visuals) -> Color32 {
+    pick(
+        visuals,
+        Color32::from_rgb(0xb3, 0x1b, 0x1b),
+        Color32::from_rgb(0xff, 0x7b, 0x72),
+    )
+}
+
+/// A series colour for plots, stable per index.
+pub fn series(visuals: &Visuals, index: usize) -> Color32 {
+    const LIGHT: [Color32; 6] = [
+        Color32::from_rgb(0x1f, 0x5f, 0xb0),
+        Color32::from_rgb(0xc2, 0x4e, 0x00),
+        Color32::from_rgb(0x2e, 0x7d, 0x32),
+        Color32::from_rgb(0x8e, 0x24, 0xaa),
+        Color32::from_rgb(0xb0, 0x30, 0x60),
+        Color32::from_rgb(0x00, 0x79, 0x7a),
+    ];
+    const DARK: [Color32; 6] = [
+        Color32::from_rgb(0x7c, 0xb4, 0xf5),
+        Color32::from_rgb(0xff, 0xa6, 0x57),
+        Color32::from_rgb(0x8b, 0xd6, 0x8f),
+        Color32::from_rgb(0xd2, 0x9b, 0xf0),
+        Color32::from_rgb(0xf0, 0x7c, 0xa8),
+        Color32::from_rgb(0x5f, 0xd4, 0xd4),
+    ];
+    let palette = if visuals.dark_mode { &DARK } else { &LIGHT };
+    palette[index % palette.len()]
+}

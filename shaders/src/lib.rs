@@ -1,0 +1,10 @@
+//! `dlsys-shaders`: the GPU side of dlsys-lab.
+//!
+//! It owns adapter and device setup (standalone for the CLI and tests, or
+//! wrapped around eframe's device in the app), and — as the GPU lesson grows —
+//! the WGSL kernels, their dispatch, timing and checking against `dlsys-core`'s
+//! CPU references. It never depends on egui.
+
+pub mod gpu;
+
+pub use gpu::{Gpu, GpuError, GpuInfo};

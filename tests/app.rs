@@ -1,0 +1,142 @@
+//! The whole app under egui_kittest: every registered lesson opens from the
+//! sidebar and is snapshot-tested; no test code names a lesson.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use common::{MemoryStorage, app_harness};
+use dlsys_core::text::Lang;
+use egui::accesskit::Role;
+use egui_kittest::kittest::Queryable as _;
+
+#[test]
+fn every_lesson_opens_from_the_sidebar_and_matches_its_snapshot() {
+    let storage = MemoryStorage::default();
+    let (mut harness, gpu) = app_harness("every_lesson_opens", &storage, None);
+    harness.run();
+    let mut failures = Vec::new();
+    for lesson in dlsys_lessons::all() {
+        let title = lesson.title(Lang::En);
+        harness.get_by_role_and_label(Role::Button, &title).click();
+        harness.run();
+        assert_eq!(
+            harness.state().current_lesson(),
+            lesson.id(),
+            "clicking `{title}`"
+        );
+        if gpu && let Err(err) = harness.try_snapshot(format!("lesson_{}", lesson.id())) {
+            failures.push(err.to_string());
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "snapshots differ:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn gpu_panel_lists_the_adapter_and_its_features() {
+    let storage = MemoryStorage::default();
+    let (mut harness, gpu) = app_harness("gpu_panel", &storage, Some("welcome"));
+    harness.run();
+    harness.get_by_label("About this GPU").click();
+    harness.run();
+    if gpu {
+        assert!(
+            harness
+                .query_by_label("✔ TIMESTAMP_QUERY: enabled")
+                .is_some()
+        );
+        assert!(matches!(
+            harness.state().gpu_status(),
+            dlsys_lessons::GpuStatus::Compute(_)
+        ));
+    } else {
+        assert!(harness.query_by_label_contains("No GPU device").is_some());
+    }
+}
+
+#[test]
+fn an_unknown_route_is_reported_not_fatal() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("unknown_route", &storage, Some("#no_such_lesson"));
+    harness.run();
+    assert_eq!(harness.state().current_lesson(), "welcome");
+    assert!(
+        harness
+            .query_by_label_contains("There is no lesson `no_such_lesson`")
+            .is_some()
+    );
+}
+
+#[test]
+fn a_corrupt_save_starts_with_defaults_says_so_once_and_keeps_the_data() {
+    let storage = MemoryStorage::default();
+    storage.map.lock().unwrap().insert(
+        dlsys_lab::persist::STORAGE_KEY.to_owned(),
+        "(lesson: \"we".to_owned(),
+    );
+    let (mut harness, _) = app_harness("corrupt_save", &storage, None);
+    harness.run();
+    assert_eq!(harness.state().current_lesson(), "welcome");
+    assert!(
+        harness
+            .query_by_label_contains("could not be read")
+            .is_some()
+    );
+    let kept = harness.state().saved_state().unreadable;
+    assert_eq!(
+        kept.values().next().map(String::as_str),
+        Some("(lesson: \"we")
+    );
+    harness.get_by_label("Dismiss").click();
+    harness.run();
+    assert!(
+        harness
+            .query_by_label_contains("could not be read")
+            .is_none()
+    );
+}
+
+#[test]
+fn a_newer_save_is_left_untouched() {
+    let storage = MemoryStorage::default();
+    storage
+        .map
+        .lock()
+        .unwrap()
+        .insert("dlsys-lab/v2".to_owned(), "(future: true)".to_owned());
+    let (mut harness, _) = app_harness("newer_save", &storage, None);
+    harness.run();
+    assert!(harness.query_by_label_contains("newer dlsys-lab").is_some());
+    let mut app = harness.into_state();
+    eframe::App::save(&mut app, &mut storage.clone());
+    assert_eq!(
+        storage
+            .map
+            .lock()
+            .unwrap()
+            .get("dlsys-lab/v2")
+            .map(String::as_str),
+        Some("(future: true)")
+    );
+}
+
+#[test]
+fn theme_and_zoom_persist_across_restarts() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("theme_zoom", &storage, None);
+    harness.run();
+    harness.get_by_label("Dark").click();
+    harness.get_by_label("+").click();
+    harness.run();
+    let mut app = harness.into_state();
+    eframe::App::save(&mut app, &mut storage.clone());
+    let (mut again, _) = app_harness("theme_zoom_again", &storage, None);
+    again.run();
+    let state = again.state().saved_state();
+    assert_eq!(state.theme, egui::ThemePreference::Dark);
+    assert!(state.zoom > 1.05, "zoom {}", state.zoom);
+}

@@ -1,0 +1,97 @@
+//! Helpers shared by the end-to-end tests.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use dlsys_lab::{DlsysApp, Startup};
+use egui_kittest::{Harness, HarnessBuilder};
+
+/// Whether this run is CI, where a missing GPU adapter is a failure.
+pub fn is_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// A GPU for tests: on CI its absence fails the test; elsewhere it is
+/// reported and the caller skips the GPU part.
+pub fn gpu_or_skip(test: &str) -> Option<dlsys_shaders::Gpu> {
+    match dlsys_shaders::Gpu::request_blocking() {
+        Ok(gpu) => Some(gpu),
+        Err(err) => {
+            assert!(!is_ci(), "{test}: CI=true but no GPU adapter: {err}");
+            eprintln!("SKIPPED (not CI, no GPU adapter): {test}: {err}");
+            None
+        }
+    }
+}
+
+/// The app's own wgpu setup (same device descriptor), preferring a software
+/// adapter so snapshots look the same on every machine.
+pub fn test_wgpu_setup() -> eframe::egui_wgpu::WgpuSetup {
+    let mut setup = dlsys_lab::setup::wgpu_setup();
+    if let eframe::egui_wgpu::WgpuSetup::CreateNew(create_new) = &mut setup
+        && let eframe::egui_wgpu::WgpuSetup::CreateNew(kittest) =
+            egui_kittest::wgpu::default_wgpu_setup()
+    {
+        create_new.native_adapter_selector = kittest.native_adapter_selector;
+        create_new.instance_descriptor.backends = kittest.instance_descriptor.backends;
+    }
+    setup
+}
+
+/// A harness builder that renders with wgpu when a GPU adapter exists (and
+/// fails on CI when none does).
+pub fn builder(test: &str) -> (HarnessBuilder<DlsysApp>, bool) {
+    let builder = Harness::builder().with_size(egui::vec2(1100.0, 760.0));
+    match gpu_or_skip(test) {
+        Some(_) => (builder.wgpu_setup(test_wgpu_setup()), true),
+        None => (builder, false),
+    }
+}
+
+/// An in-memory eframe storage the test can look into.
+#[derive(Clone, Default)]
+pub struct MemoryStorage {
+    pub map: Arc<Mutex<HashMap<String, String>>>,
+    pub flushes: Arc<Mutex<u32>>,
+}
+
+impl eframe::Storage for MemoryStorage {
+    fn get_string(&self, key: &str) -> Option<String> {
+        self.map.lock().unwrap().get(key).cloned()
+    }
+
+    fn set_string(&mut self, key: &str, value: String) {
+        self.map.lock().unwrap().insert(key.to_owned(), value);
+    }
+
+    fn remove_string(&mut self, key: &str) {
+        self.map.lock().unwrap().remove(key);
+    }
+
+    fn flush(&mut self) {
+        *self.flushes.lock().unwrap() += 1;
+    }
+}
+
+/// Builds the whole app in a harness, with `storage` as its save file.
+pub fn app_harness<'a>(
+    test: &str,
+    storage: &MemoryStorage,
+    lesson: Option<&str>,
+) -> (Harness<'a, DlsysApp>, bool) {
+    let (builder, gpu) = builder(test);
+    let storage = storage.clone();
+    let lesson = lesson.map(str::to_owned);
+    let harness = builder.build_eframe(move |cc| {
+        DlsysApp::new(
+            cc,
+            Startup {
+                lesson,
+                notices: Vec::new(),
+                storage: Some(Box::new(storage)),
+            },
+        )
+    });
+    (harness, gpu)
+}
