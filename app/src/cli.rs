@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use dlsys_core::exercise::{SelfCheck, self_check};
+use dlsys_core::float::{self, Exact, Format, Rounding, StochasticRounder};
 use dlsys_lessons::exercise_panel::{FIRST_SEED, next_seed};
 use dlsys_shaders::Gpu;
 
@@ -23,7 +24,7 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-#[derive(Clone, Copy, Debug, Subcommand)]
+#[derive(Clone, Debug, Subcommand)]
 pub enum Command {
     /// Print the GPU adapter dlsys-lab would use and its optional features.
     GpuInfo {
@@ -40,6 +41,36 @@ pub enum Command {
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
         seeds: u32,
     },
+    /// Show a value in every float format — bits, value, class, rounding
+    /// error, ulp, neighbours — or, with `--batch --to F`, round fp32 patterns
+    /// read from stdin (hex, one per line) into F.
+    Float {
+        /// 0.1, -6.1e-5, 0x1.8p-3, 2^-24, inf, -0, nan, a bit pattern of
+        /// `--bits-of` (0x3c00, 0b…), or FORMAT:PATTERN (fp16:0x3c00).
+        #[arg(allow_hyphen_values = true)]
+        value: Option<String>,
+        /// Formats to show (repeatable): fp32 fp16 bf16 tf32 fp8-e4m3 fp8-e5m2,
+        /// or eXmY for a custom one. Default: all built-ins.
+        #[arg(long = "format", short = 'f', value_name = "F")]
+        formats: Vec<String>,
+        /// Rounding mode: rne rna rtz up down stochastic.
+        #[arg(long, default_value = "rne", value_name = "MODE")]
+        round: String,
+        /// Seed for stochastic rounding.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The format a bare bit pattern (0x…, 0b…) belongs to.
+        #[arg(long, default_value = "fp32", value_name = "F")]
+        bits_of: String,
+        #[arg(long)]
+        json: bool,
+        /// Read fp32 patterns from stdin, write rounded patterns of `--to`.
+        #[arg(long, requires = "to", conflicts_with = "value")]
+        batch: bool,
+        /// The target format of `--batch`.
+        #[arg(long, value_name = "F")]
+        to: Option<String>,
+    },
     /// List the lessons (their ids are the routes: `--lesson ID`, `#ID`).
     Lessons {
         #[arg(long)]
@@ -53,6 +84,40 @@ pub fn run(command: Command) -> Result<ExitCode, String> {
         Command::GpuInfo { json } => gpu_info(json),
         Command::Check { json, seeds } => check(json, seeds),
         Command::Lessons { json } => lessons(json),
+        Command::Float {
+            value,
+            formats,
+            round,
+            seed,
+            bits_of,
+            json,
+            batch,
+            to,
+        } => {
+            let rounding = Rounding::by_name(&round)?;
+            if batch {
+                let target = Format::by_name(to.as_deref().unwrap_or_default())?;
+                return float_batch(&target, rounding, seed);
+            }
+            let value =
+                value.ok_or("give a value (e.g. `dlsys-lab float 0.1`) or --batch --to F")?;
+            let formats = if formats.is_empty() {
+                Format::builtins()
+            } else {
+                formats
+                    .iter()
+                    .map(|f| Format::by_name(f))
+                    .collect::<Result<_, _>>()?
+            };
+            float_value(
+                &value,
+                &formats,
+                rounding,
+                seed,
+                &Format::by_name(&bits_of)?,
+                json,
+            )
+        }
     }
 }
 
@@ -219,4 +284,99 @@ fn lessons(json: bool) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn float_value(
+    text: &str,
+    formats: &[Format],
+    rounding: Rounding,
+    seed: u64,
+    bits_of: &Format,
+    json: bool,
+) -> Result<ExitCode, String> {
+    let parsed = float::parse_input(text, bits_of)?;
+    let input = parsed.exact.to_f64();
+    let mut stochastic = StochasticRounder::new(seed);
+    let mut encode = |format: &Format, exact: &Exact| {
+        if rounding == Rounding::Stochastic {
+            stochastic.encode(format, exact)
+        } else {
+            format.encode(exact, rounding)
+        }
+    };
+    let rows: Vec<(float::Described, float::RangeTable)> = formats
+        .iter()
+        .map(|format| {
+            let bits = encode(format, &parsed.exact);
+            (format.describe_bits(bits, input), format.range())
+        })
+        .collect();
+    if json {
+        #[derive(serde::Serialize)]
+        struct Row<'a> {
+            #[serde(flatten)]
+            described: &'a float::Described,
+            range: &'a float::RangeTable,
+        }
+        let out = serde_json::json!({
+            "input": text,
+            "input_kind": format!("{:?}", parsed.kind),
+            "input_value": input,
+            "rounding": rounding.short_name(),
+            "seed": seed,
+            "formats": rows.iter().map(|(d, r)| Row { described: d, range: r }).collect::<Vec<_>>(),
+        });
+        println!("{}", to_json(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("input     {text}  →  {}", float::show(input));
+    println!(
+        "rounding  {} ({})",
+        rounding.short_name(),
+        rounding.long_name()
+    );
+    for (d, r) in &rows {
+        println!();
+        println!("{:<9} {}  {}", d.format, d.binary, d.hex);
+        println!("          value {}  ({})", float::show(d.value), d.class);
+        if d.abs_error.is_finite() {
+            println!(
+                "          error {}  (relative {})",
+                float::show_sig(d.abs_error, 6),
+                float::show_sig(d.rel_error, 4)
+            );
+        }
+        if let Some(ulp) = d.ulp {
+            println!("          ulp   {}", float::show(ulp));
+        }
+        let side = |v: Option<f64>| v.map_or("none".to_owned(), float::show);
+        println!(
+            "          below {}   above {}",
+            side(d.below),
+            side(d.above)
+        );
+        println!(
+            "          range max {}, min normal {}, min subnormal {}, eps {}",
+            float::show(r.max_finite),
+            float::show(r.min_normal),
+            float::show(r.min_subnormal),
+            float::show(r.epsilon)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn float_batch(target: &Format, rounding: Rounding, seed: u64) -> Result<ExitCode, String> {
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let report = float::batch::convert_batch(stdin, stdout, target, rounding, seed)
+        .map_err(|err| format!("batch conversion: {err}"))?;
+    for (line, message) in &report.errors {
+        eprintln!("line {line}: {message}");
+    }
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

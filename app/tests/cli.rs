@@ -89,3 +89,87 @@ fn bad_input_exits_non_zero_with_a_message() {
     let out = dlsys_lab(&["check", "--seeds", "0"]);
     assert!(!out.status.success());
 }
+
+#[test]
+fn float_shows_every_format_and_json_agrees() {
+    let out = dlsys_lab(&["float", "65520", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let formats = json["formats"].as_array().unwrap();
+    let names: Vec<&str> = formats
+        .iter()
+        .filter_map(|f| f["format"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["fp32", "fp16", "bf16", "tf32", "fp8-e4m3", "fp8-e5m2"]
+    );
+    let fp16 = &formats[1];
+    assert_eq!(fp16["hex"], "0x7c00");
+    assert_eq!(fp16["class"], "Infinite");
+    assert_eq!(fp16["range"]["max_finite"], 65504.0);
+
+    let out = dlsys_lab(&[
+        "float", "-6.1e-5", "-f", "fp16", "-f", "e6m9", "--round", "rtz",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.contains("fp16") && text.contains("e6m9") && text.contains("toward zero"),
+        "{text}"
+    );
+
+    let out = dlsys_lab(&["float", "fp16:0x0001", "-f", "fp16", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["formats"][0]["class"], "Subnormal");
+    assert_eq!(json["input_value"].as_f64(), Some(2f64.powi(-24)));
+}
+
+#[test]
+fn float_rejects_bad_input_with_one_line() {
+    for args in [
+        &["float", "0x1.zp3"][..],
+        &["float", "1.5", "-f", "fp64"],
+        &["float", "1.5", "--round", "nearest"],
+        &["float"],
+    ] {
+        let out = dlsys_lab(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("error:") && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn float_batch_answers_every_line_and_reports_bad_ones() {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dlsys-lab"))
+        .args(["float", "--batch", "--to", "bf16"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"0x3f800000\n0x3f808000\nnot hex\n0x3f818000\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    // 1.0; a tie that goes to even (1.0); invalid; a tie that goes up to 0x3f82.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "0x3f80\n0x3f80\ninvalid\n0x3f82\n"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 3:"), "{err}");
+}

@@ -5,4 +5,5 @@
 //! Rust, so the app, the CLI, the web build and the tests all share them.
 
 pub mod exercise;
+pub mod float;
 pub mod text;

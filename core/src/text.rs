@@ -88,6 +88,16 @@ impl Catalog {
         self.entries.keys().map(String::as_str)
     }
 
+    /// Every `(key, language, text)` present.
+    pub fn texts(&self) -> impl Iterator<Item = (&str, Lang, &str)> {
+        self.entries.iter().flat_map(|(key, entry)| {
+            [(Lang::En, entry.en.as_str()), (Lang::Zh, entry.zh.as_str())]
+                .into_iter()
+                .filter(|(_, text)| !text.is_empty())
+                .map(move |(lang, text)| (key.as_str(), lang, text))
+        })
+    }
+
     /// Keys with no text in `lang` (English always has text).
     pub fn missing(&self, lang: Lang) -> Vec<&str> {
         self.entries

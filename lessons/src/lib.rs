@@ -5,6 +5,7 @@
 //! without new test code. A lesson never talks to another lesson.
 
 pub mod exercise_panel;
+pub mod float_formats;
 pub mod theme;
 pub mod welcome;
 
@@ -111,7 +112,65 @@ macro_rules! persist_field {
     };
 }
 
+/// Every prose catalog the app shows, by name (for the coverage tests).
+pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
+    vec![
+        ("shell", exercise_panel::shell_text()),
+        ("welcome", welcome::text()),
+        ("float_formats", float_formats::text()),
+    ]
+}
+
 /// Every lesson, in sidebar order. The first is the welcome page.
 pub fn all() -> Vec<Box<dyn Lesson>> {
-    vec![Box::new(welcome::Welcome)]
+    vec![
+        Box::new(welcome::Welcome),
+        Box::new(float_formats::FloatFormats::default()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalog_text_has_glyphs_in_the_apps_fonts() {
+        let ctx = egui::Context::default();
+        let mut output = ctx.run_ui(egui::RawInput::default(), |_| {});
+        output.textures_delta.clear();
+        let mut missing = Vec::new();
+        for (name, catalog) in catalogs() {
+            for (key, lang, text) in catalog.texts() {
+                if lang != Lang::En {
+                    continue; // other languages are checked once their font ships
+                }
+                for c in text.chars() {
+                    let has = ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::proportional(14.0), c));
+                    if !has {
+                        missing.push(format!("{name}/{key}: {c:?}"));
+                    }
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "characters the fonts cannot draw:\n{}",
+            missing.join("\n")
+        );
+    }
+
+    #[test]
+    fn lesson_ids_are_unique_and_every_catalog_parses() {
+        let ids: Vec<&str> = all().iter().map(|l| l.id()).collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ids.len(), "{ids:?}");
+        for (name, catalog) in catalogs() {
+            assert!(
+                catalog.keys().next().is_some(),
+                "catalog {name} is empty or failed to parse"
+            );
+        }
+    }
 }

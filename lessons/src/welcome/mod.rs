@@ -9,6 +9,11 @@ use crate::{Env, GpuStatus, Lesson, theme};
 static TEXT: LazyLock<Catalog> =
     LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/welcome.ron")));
 
+/// The welcome page's prose.
+pub fn text() -> &'static Catalog {
+    &TEXT
+}
+
 #[derive(Default)]
 pub struct Welcome;
 

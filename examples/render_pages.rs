@@ -1,0 +1,35 @@
+//! Renders every lesson, tall enough to see it whole, into PNG files — for
+//! reviewing the UI as a user sees it, without a window:
+//! `cargo run -p dlsys-lab-tests --example render_pages -- OUT_DIR [light|dark]`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dlsys_core::text::Lang;
+use dlsys_lab::{DlsysApp, Startup};
+use egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable as _;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dir = std::path::PathBuf::from(args.next().unwrap_or_else(|| ".".to_owned()));
+    let theme = match args.next().as_deref() {
+        Some("light") => egui::Theme::Light,
+        _ => egui::Theme::Dark,
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut harness = Harness::builder()
+        .with_size(egui::vec2(1280.0, 2800.0))
+        .with_theme(theme)
+        .wgpu_setup(dlsys_lab::setup::wgpu_setup())
+        .build_eframe(|cc| DlsysApp::new(cc, Startup::default()));
+    for lesson in dlsys_lessons::all() {
+        harness
+            .get_by_role_and_label(Role::Button, &lesson.title(Lang::En))
+            .click();
+        harness.run();
+        let path = dir.join(format!("{}.png", lesson.id()));
+        harness.render().unwrap().save(&path).unwrap();
+        println!("{}", path.display());
+    }
+}

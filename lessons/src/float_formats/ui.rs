@@ -1,0 +1,676 @@
+//! Drawing the float lesson. Every number shown comes from `dlsys_core::float`.
+
+use dlsys_core::float::{self, Class, Format, Rounding, show, show_sig};
+use dlsys_core::text::Lang;
+use egui::{Color32, RichText};
+use egui_plot::{Axis, Legend, Line, Plot, PlotPoints, Points, Span, VLine};
+
+use super::{ACCUMULATION_COUNT, Computed, FloatFormats, Settings, TEXT};
+use crate::theme;
+
+fn t(lang: Lang, key: &'static str) -> &'static str {
+    TEXT.get(lang, key)
+}
+
+pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
+    ui.heading(t(lang, "title"));
+    ui.label(t(lang, "intro"));
+    ui.add_space(6.0);
+    input_ui(ui, &mut lesson.settings, lang);
+
+    let mut changes = Changes::default();
+    let computed = lesson.computed();
+    match &computed.parsed {
+        Ok(parsed) => {
+            let value = parsed.exact.to_f64();
+            let kind = match &parsed.kind {
+                float::parse::InputKind::Bits { format, bits } => {
+                    format!("{} bits 0x{bits:x}", format.name)
+                }
+                other => format!("{other:?}").to_lowercase(),
+            };
+            let exact = parsed.exact == float::Exact::from_f64(value);
+            let key = if exact {
+                "input.reads_as"
+            } else {
+                "input.reads_as_approx"
+            };
+            ui.weak(TEXT.fill(lang, key, &[("kind", &kind), ("value", &show(value))]));
+        }
+        Err(err) => {
+            ui.colored_label(
+                theme::warn(ui.visuals()),
+                TEXT.fill(lang, "parse.error", &[("error", err)]),
+            );
+        }
+    }
+    if let Some(err) = &computed.custom_error {
+        ui.colored_label(
+            theme::warn(ui.visuals()),
+            TEXT.fill(lang, "custom.error", &[("error", err)]),
+        );
+    }
+    ui.add_space(4.0);
+    table_ui(ui, computed, lang, &mut changes);
+    ui.add_space(10.0);
+    tie_ui(ui, computed, lang);
+    ui.add_space(10.0);
+    range_ui(ui, computed, lang, &mut changes);
+    ui.add_space(10.0);
+    demos_ui(ui, computed, lang, &mut changes);
+    changes.apply(&mut lesson.settings);
+}
+
+/// Edits made while the computed results are borrowed, applied afterwards.
+#[derive(Default)]
+struct Changes {
+    input: Option<String>,
+    focus: Option<String>,
+    accumulation_seed: Option<u64>,
+}
+
+impl Changes {
+    fn apply(self, settings: &mut Settings) {
+        if let Some(input) = self.input {
+            settings.input = input;
+        }
+        if let Some(focus) = self.focus {
+            settings.focus = focus;
+        }
+        if let Some(seed) = self.accumulation_seed {
+            settings.accumulation_seed = seed;
+        }
+    }
+}
+
+fn input_ui(ui: &mut egui::Ui, settings: &mut Settings, lang: Lang) {
+    ui.strong(t(lang, "input.heading"));
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label(t(lang, "input.label"));
+        ui.add(
+            egui::TextEdit::singleline(&mut settings.input)
+                .hint_text(t(lang, "input.hint"))
+                .font(egui::TextStyle::Monospace)
+                .desired_width(260.0),
+        )
+        .labelled_by(label.id);
+        let label = ui.label(t(lang, "input.rounding"));
+        egui::ComboBox::from_id_salt("float_rounding")
+            .selected_text(settings.rounding.long_name())
+            .show_ui(ui, |ui| {
+                for mode in Rounding::ALL {
+                    ui.selectable_value(&mut settings.rounding, mode, mode.long_name());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        if settings.rounding == Rounding::Stochastic {
+            let label = ui.label(t(lang, "input.seed"));
+            ui.add(egui::DragValue::new(&mut settings.stochastic_seed))
+                .labelled_by(label.id);
+        }
+    });
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label(t(lang, "input.bits_of"));
+        egui::ComboBox::from_id_salt("float_bits_of")
+            .selected_text(settings.bits_of.as_str())
+            .show_ui(ui, |ui| {
+                for name in float::BUILTIN_NAMES {
+                    ui.selectable_value(&mut settings.bits_of, name.to_owned(), name);
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        let label = ui.label(t(lang, "input.custom"));
+        ui.add(
+            egui::TextEdit::singleline(&mut settings.custom)
+                .hint_text(t(lang, "input.custom_hint"))
+                .desired_width(70.0),
+        )
+        .labelled_by(label.id);
+    });
+    ui.horizontal_wrapped(|ui| {
+        ui.weak(t(lang, "input.example"));
+        for example in [
+            "0.1",
+            "65520",
+            "1e-8",
+            "2^-25",
+            "0x1.8p-3",
+            "fp16:0x3c00",
+            "-0",
+            "nan",
+            "3.4e38",
+        ] {
+            if ui.small_button(example).clicked() {
+                settings.input = example.to_owned();
+            }
+        }
+    });
+}
+
+fn field_color(visuals: &egui::Visuals, format: &Format, bit: u32) -> (Color32, &'static str) {
+    if bit == format.bits() - 1 {
+        (theme::sign(visuals), "field.sign")
+    } else if bit >= format.man_bits {
+        (theme::exponent(visuals), "field.exponent")
+    } else {
+        (theme::mantissa(visuals), "field.mantissa")
+    }
+}
+
+/// The pattern as clickable bits, coloured by field. Returns a new input when a bit is flipped.
+fn bits_ui(ui: &mut egui::Ui, format: &Format, bits: u32, lang: Lang) -> Option<String> {
+    let mut flipped = None;
+    ui.horizontal(|ui| {
+        ui.spacing_mut().item_spacing.x = 0.0;
+        for bit in (0..format.bits()).rev() {
+            let (color, field) = field_color(ui.visuals(), format, bit);
+            let value = (bits >> bit) & 1;
+            let text = RichText::new(value.to_string())
+                .monospace()
+                .color(color)
+                .strong();
+            let tooltip = TEXT.fill(
+                lang,
+                "table.bit_tooltip",
+                &[
+                    ("field", &t(lang, field)),
+                    ("index", &bit),
+                    ("format", &format.name),
+                ],
+            );
+            let response = ui
+                .add(egui::Button::new(text).frame(false).small())
+                .on_hover_text(tooltip);
+            if response.clicked() {
+                flipped = Some(format!("{}:0x{:x}", format.name, bits ^ (1 << bit)));
+            }
+            if bit == format.bits() - 1 || bit == format.man_bits {
+                ui.add_space(5.0);
+            }
+        }
+    });
+    flipped
+}
+
+fn class_color(visuals: &egui::Visuals, class: Class) -> Color32 {
+    match class {
+        Class::Normal => visuals.text_color(),
+        Class::Zero | Class::Subnormal => theme::warn(visuals),
+        Class::Infinite | Class::Nan => theme::bad(visuals),
+    }
+}
+
+fn table_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Changes) {
+    if computed.rows.is_empty() {
+        return;
+    }
+    egui::ScrollArea::horizontal()
+        .id_salt("float_table")
+        .show(ui, |ui| {
+            egui::Grid::new("float_formats_table")
+                .striped(true)
+                .spacing([14.0, 6.0])
+                .show(ui, |ui| {
+                    for key in [
+                        "table.format",
+                        "table.bits",
+                        "table.value",
+                        "table.class",
+                        "table.error",
+                        "table.ulp",
+                        "table.neighbours",
+                    ] {
+                        ui.strong(t(lang, key));
+                    }
+                    ui.end_row();
+                    for (row, format) in computed.rows.iter().zip(&computed.formats) {
+                        ui.label(RichText::new(&format.name).strong())
+                            .on_hover_text(format!(
+                                "1-{}-{}, bias {}",
+                                format.exp_bits, format.man_bits, format.bias
+                            ));
+                        ui.vertical(|ui| {
+                            if let Some(input) = bits_ui(ui, format, row.bits, lang) {
+                                changes.input = Some(input);
+                            }
+                            ui.weak(RichText::new(&row.hex).monospace().small());
+                        });
+                        ui.label(RichText::new(show(row.value)).monospace());
+                        ui.colored_label(
+                            class_color(ui.visuals(), row.class),
+                            row.class.to_string(),
+                        );
+                        let error = if row.rel_error.is_finite() {
+                            show_sig(row.rel_error, 3)
+                        } else {
+                            "—".to_owned()
+                        };
+                        ui.label(RichText::new(error).monospace());
+                        ui.label(
+                            RichText::new(row.ulp.map_or("—".to_owned(), power_of_two)).monospace(),
+                        )
+                        .on_hover_text(row.ulp.map_or(String::new(), show));
+                        let side = |v: Option<f64>| v.map_or("—".to_owned(), |v| show_sig(v, 8));
+                        ui.label(
+                            RichText::new(format!("{} / {}", side(row.below), side(row.above)))
+                                .monospace()
+                                .small(),
+                        );
+                        ui.end_row();
+                    }
+                });
+        });
+}
+
+/// A power of two as `2^k` (ulps always are).
+fn power_of_two(x: f64) -> String {
+    let k = x.log2();
+    if k.fract() == 0.0 {
+        format!("2^{k}")
+    } else {
+        show(x)
+    }
+}
+
+fn tie_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang) {
+    ui.strong(t(lang, "tie.heading"));
+    let fp16 = Format::fp16();
+    // 1 + 2^-11: halfway between 1 (even mantissa) and 1 + 2^-10 (odd).
+    let tie = 1.0 + 2f64.powi(-11);
+    let low = fp16.encode_f64(tie, Rounding::TowardZero);
+    let high = fp16.encode_f64(tie, Rounding::TowardPositive);
+    let rne = fp16.round_f64(tie, Rounding::NearestEven);
+    let rna = fp16.round_f64(tie, Rounding::NearestAway);
+    ui.label(TEXT.fill(
+        lang,
+        "tie.explain",
+        &[
+            ("format", &"fp16"),
+            ("tie", &show(tie)),
+            ("low", &show(fp16.decode(low))),
+            ("low_bits", &fp16.binary_string(low)),
+            ("high", &show(fp16.decode(high))),
+            ("high_bits", &fp16.binary_string(high)),
+            ("rne", &show(rne)),
+            ("rna", &show(rna)),
+        ],
+    ));
+    // Is the learner's own input a tie in one of the formats?
+    if let Ok(parsed) = &computed.parsed {
+        let x = parsed.exact;
+        for format in &computed.formats {
+            let rne = format.encode(&x, Rounding::NearestEven);
+            let rna = format.encode(&x, Rounding::NearestAway);
+            if rne != rna {
+                ui.colored_label(
+                    theme::good(ui.visuals()),
+                    TEXT.fill(
+                        lang,
+                        "tie.yours",
+                        &[
+                            ("format", &format.name),
+                            ("rne", &show(format.decode(rne))),
+                            ("rna", &show(format.decode(rna))),
+                        ],
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Changes) {
+    ui.strong(t(lang, "range.heading"));
+    let mut focus_name = computed.settings.focus.clone();
+    ui.horizontal(|ui| {
+        let label = ui.label(t(lang, "range.focus"));
+        egui::ComboBox::from_id_salt("float_focus")
+            .selected_text(focus_name.as_str())
+            .show_ui(ui, |ui| {
+                for format in &computed.formats {
+                    ui.selectable_value(&mut focus_name, format.name.clone(), format.name.as_str());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+    });
+    if focus_name != computed.settings.focus {
+        changes.focus = Some(focus_name.clone());
+    }
+    let focus = computed
+        .formats
+        .iter()
+        .find(|f| f.name == focus_name)
+        .cloned()
+        .unwrap_or_else(Format::fp16);
+
+    // The number line around the input.
+    if let Ok(parsed) = &computed.parsed {
+        let x = parsed.exact.to_f64();
+        let center = focus.encode(&parsed.exact, Rounding::NearestEven);
+        if x.is_finite() && !matches!(focus.classify(center), Class::Nan | Class::Infinite) {
+            let mut neighbours = vec![focus.decode(center)];
+            let (mut down, mut up) = (center, center);
+            for _ in 0..6 {
+                if let Some(b) = focus
+                    .next_down(down)
+                    .filter(|b| focus.classify(*b) != Class::Infinite)
+                {
+                    down = b;
+                    neighbours.push(focus.decode(b));
+                }
+                if let Some(b) = focus
+                    .next_up(up)
+                    .filter(|b| focus.classify(*b) != Class::Infinite)
+                {
+                    up = b;
+                    neighbours.push(focus.decode(b));
+                }
+            }
+            let ulp = focus.ulp(center).unwrap_or(f64::NAN);
+            ui.label(TEXT.fill(
+                lang,
+                "range.line",
+                &[("format", &focus.name), ("ulp", &show(ulp))],
+            ));
+            let visuals = ui.visuals().clone();
+            Plot::new("float_number_line")
+                .height(70.0)
+                .show_axes([true, false])
+                .show_grid([false, false])
+                .allow_zoom(false)
+                .allow_drag(false)
+                .allow_scroll(false)
+                .include_y(-1.0)
+                .include_y(1.0)
+                .show(ui, |plot| {
+                    for v in &neighbours {
+                        plot.vline(
+                            VLine::new(show(*v), *v)
+                                .color(theme::exponent(&visuals))
+                                .width(1.5),
+                        );
+                    }
+                    plot.points(
+                        Points::new("input", PlotPoints::from(vec![[x, 0.0]]))
+                            .radius(5.0)
+                            .color(theme::bad(&visuals)),
+                    );
+                });
+        }
+    }
+
+    // Spacing across the whole range, with the focus format's zones shaded.
+    ui.label(TEXT.fill(lang, "range.spacing", &[("format", &focus.name)]));
+    let visuals = ui.visuals().clone();
+    let range = focus.range();
+    let lg = |v: f64| v.log2();
+    Plot::new("float_spacing")
+        .height(260.0)
+        .legend(Legend::default())
+        .x_axis_label("log₂ |value|")
+        .y_axis_label("log₂ spacing")
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            let zone = |color: Color32| color.gamma_multiply(0.18);
+            plot.span(
+                Span::new(
+                    t(lang, "zone.underflow"),
+                    lg(range.min_subnormal) - 6.0..=lg(range.underflow_to_zero_at),
+                )
+                .axis(Axis::X)
+                .fill(zone(theme::bad(&visuals))),
+            );
+            plot.span(
+                Span::new(
+                    t(lang, "zone.subnormal"),
+                    lg(range.min_subnormal)..=lg(range.min_normal),
+                )
+                .axis(Axis::X)
+                .fill(zone(theme::warn(&visuals))),
+            );
+            plot.span(
+                Span::new(
+                    t(lang, "zone.normal"),
+                    lg(range.min_normal)..=lg(range.max_finite),
+                )
+                .axis(Axis::X)
+                .fill(zone(theme::good(&visuals))),
+            );
+            plot.span(
+                Span::new(
+                    t(lang, "zone.overflow"),
+                    lg(range.max_finite)..=lg(range.max_finite) + 6.0,
+                )
+                .axis(Axis::X)
+                .fill(zone(theme::bad(&visuals))),
+            );
+            for (i, format) in computed.formats.iter().enumerate() {
+                let r = format.range();
+                let mut points = vec![
+                    [lg(r.min_subnormal), lg(r.min_subnormal)],
+                    [lg(r.min_normal), lg(r.min_subnormal)],
+                ];
+                for (v, spacing) in float::spacing_curve(format).into_iter().skip(1) {
+                    if v == r.max_finite {
+                        points.push([lg(v), lg(spacing)]);
+                    } else {
+                        points.push([lg(v), lg(spacing)]);
+                        points.push([lg(v) + 1.0, lg(spacing)]);
+                    }
+                }
+                let width = if format.name == focus.name { 2.5 } else { 1.2 };
+                plot.line(
+                    Line::new(format.name.clone(), PlotPoints::from(points))
+                        .color(theme::series(&visuals, i))
+                        .width(width),
+                );
+            }
+        });
+
+    ui.add_space(6.0);
+    ui.strong(t(lang, "range.table"));
+    egui::Grid::new("float_range_table")
+        .striped(true)
+        .spacing([14.0, 4.0])
+        .show(ui, |ui| {
+            for key in [
+                "table.format",
+                "range.layout",
+                "range.max",
+                "range.min_normal",
+                "range.min_sub",
+                "range.eps",
+                "range.digits",
+            ] {
+                ui.strong(t(lang, key));
+            }
+            ui.end_row();
+            for format in &computed.formats {
+                let r = format.range();
+                ui.label(&format.name);
+                ui.monospace(format!("1-{}-{}", format.exp_bits, format.man_bits));
+                for v in [r.max_finite, r.min_normal, r.min_subnormal, r.epsilon] {
+                    ui.monospace(show_sig(v, 6));
+                }
+                ui.monospace(show_sig(r.decimal_digits, 3));
+                ui.end_row();
+            }
+        });
+}
+
+fn demo_frame(ui: &mut egui::Ui, title: &str, add: impl FnOnce(&mut egui::Ui)) {
+    egui::CollapsingHeader::new(RichText::new(title).strong())
+        .default_open(true)
+        .show(ui, add);
+}
+
+fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Changes) {
+    ui.heading(t(lang, "demo.heading"));
+    let fp16 = Format::fp16();
+
+    let o = float::overflow_demo(&fp16);
+    demo_frame(ui, t(lang, "demo.overflow.title"), |ui| {
+        ui.label(TEXT.fill(
+            lang,
+            "demo.overflow",
+            &[
+                ("max", &show(o.max_finite)),
+                ("max_to", &show(o.max_finite_rounds_to)),
+                ("first", &show(o.first_overflowing)),
+                ("first_to", &show(o.first_overflowing_rounds_to)),
+                ("below", &show(o.just_below)),
+                ("below_to", &show(o.just_below_rounds_to)),
+            ],
+        ));
+    });
+
+    let u = float::underflow_demo(&fp16);
+    demo_frame(ui, t(lang, "demo.underflow.title"), |ui| {
+        ui.label(TEXT.fill(
+            lang,
+            "demo.underflow",
+            &[
+                ("min_normal", &show(u.min_normal)),
+                ("min_sub", &show(u.min_subnormal)),
+                ("threshold", &show(u.zero_threshold)),
+                ("threshold_to", &show(u.threshold_rounds_to)),
+                ("above_to", &show(u.just_above_rounds_to)),
+            ],
+        ));
+        for (x, stored, err) in &u.ladder {
+            ui.monospace(TEXT.fill(
+                lang,
+                "demo.underflow.row",
+                &[
+                    ("x", &show_sig(*x, 4)),
+                    ("stored", &show(*stored)),
+                    ("err", &show_sig(*err, 2)),
+                ],
+            ));
+        }
+    });
+
+    let s = float::loss_scaling_demo(&fp16, 1e-8, 65536.0);
+    let bf16_stored = Format::bf16().round_f64(1e-8, Rounding::NearestEven);
+    demo_frame(ui, t(lang, "demo.scaling.title"), |ui| {
+        ui.label(TEXT.fill(
+            lang,
+            "demo.scaling",
+            &[
+                ("g", &show(s.gradient)),
+                ("unscaled", &show(s.stored_unscaled)),
+                ("scale", &"2^16"),
+                ("scaled", &show(s.stored_scaled)),
+                ("recovered", &show_sig(s.recovered, 6)),
+                ("err", &show_sig(s.recovered_rel_error, 2)),
+                ("bf16", &show_sig(bf16_stored, 6)),
+            ],
+        ));
+    });
+
+    let count = ACCUMULATION_COUNT;
+    demo_frame(
+        ui,
+        &TEXT.fill(lang, "demo.accumulation.title", &[("count", &count)]),
+        |ui| {
+            let find = |name: &str| computed.accumulation.iter().find(|a| a.format == name);
+            if let (Some(bf16), Some(half), Some(fp32)) = (find("bf16"), find("fp16"), find("fp32"))
+            {
+                ui.label(TEXT.fill(
+                    lang,
+                    "demo.accumulation",
+                    &[
+                        ("exact", &show_sig(bf16.exact_sum, 7)),
+                        ("bf16", &show(bf16.final_sum)),
+                        ("fp16", &show(half.final_sum)),
+                        ("fp32", &show_sig(fp32.final_sum, 9)),
+                    ],
+                ));
+                for demo in &computed.accumulation {
+                    if let Some(step) = demo.stalled_at_step {
+                        ui.weak(TEXT.fill(
+                            lang,
+                            "demo.accumulation.stalled",
+                            &[("format", &demo.format), ("step", &step)],
+                        ));
+                    }
+                }
+            }
+            ui.horizontal(|ui| {
+                let mut seed = computed.settings.accumulation_seed;
+                let label = ui.label(t(lang, "demo.accumulation.seed"));
+                if ui
+                    .add(egui::DragValue::new(&mut seed))
+                    .labelled_by(label.id)
+                    .changed()
+                {
+                    changes.accumulation_seed = Some(seed);
+                }
+            });
+            let visuals = ui.visuals().clone();
+            Plot::new("float_accumulation")
+                .height(200.0)
+                .legend(Legend::default())
+                .x_axis_label("step")
+                .y_axis_label("running sum")
+                .allow_scroll(false)
+                .show(ui, |plot| {
+                    for (i, demo) in computed.accumulation.iter().enumerate() {
+                        let points: Vec<[f64; 2]> =
+                            demo.trace.iter().map(|(s, v)| [*s as f64, *v]).collect();
+                        plot.line(
+                            Line::new(demo.format.clone(), PlotPoints::from(points))
+                                .color(theme::series(&visuals, i)),
+                        );
+                    }
+                });
+        },
+    );
+
+    demo_frame(ui, t(lang, "demo.tf32.title"), |ui| {
+        let input = computed
+            .parsed
+            .as_ref()
+            .map(|p| f32::from_bits(Format::fp32().encode(&p.exact, Rounding::NearestEven)))
+            .unwrap_or(0.1);
+        let tf = float::tf32_conventions(input);
+        ui.label(TEXT.fill(
+            lang,
+            "demo.tf32",
+            &[
+                ("input", &show(f64::from(input))),
+                ("bits", &format!("0x{:08x}", tf.input_bits)),
+            ],
+        ));
+        for r in &tf.results {
+            ui.monospace(TEXT.fill(
+                lang,
+                "demo.tf32.row",
+                &[
+                    ("convention", &r.convention),
+                    ("value", &show(r.value)),
+                    ("f32bits", &format!("0x{:08x}", r.f32_bits)),
+                    ("err", &show_sig(r.abs_error, 3)),
+                ],
+            ));
+        }
+    });
+
+    let e = float::epsilon_demo(&fp16);
+    demo_frame(ui, t(lang, "demo.eps.title"), |ui| {
+        ui.label(TEXT.fill(
+            lang,
+            "demo.eps",
+            &[
+                ("eps", &show(e.epsilon)),
+                ("half", &show(e.epsilon / 2.0)),
+                ("half_to", &show(e.one_plus_half_eps)),
+                ("hair", &show_sig(e.smallest_visible_addend, 8)),
+                ("hair_to", &show(e.one_plus_smallest_visible)),
+            ],
+        ));
+    });
+}
