@@ -140,3 +140,91 @@ fn theme_and_zoom_persist_across_restarts() {
     assert_eq!(state.theme, egui::ThemePreference::Dark);
     assert!(state.zoom > 1.05, "zoom {}", state.zoom);
 }
+
+#[test]
+fn typing_a_value_updates_every_format() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("float_typing", &storage, Some("float_formats"));
+    harness.run();
+    harness
+        .get_by_role_and_label(Role::TextInput, "Value:")
+        .set_text_value_accesskit("65520");
+    harness.run();
+    // fp16 overflows to infinity; fp32 holds it exactly.
+    assert!(harness.query_all_by_label("+inf").count() >= 1);
+    assert!(harness.query_all_by_label("65520").count() >= 1);
+    harness
+        .get_by_role_and_label(Role::TextInput, "Value:")
+        .set_text_value_accesskit("0x1.zp3");
+    harness.run();
+    assert!(
+        harness
+            .query_by_label_contains("Cannot read that")
+            .is_some()
+    );
+}
+
+/// Scrolls a button into view, then clicks it as a pointer would.
+fn click_visible(harness: &mut egui_kittest::Harness<'_, dlsys_lab::DlsysApp>, label: &str) {
+    harness.get_by_label(label).scroll_to_me();
+    harness.run();
+    harness.get_by_label(label).click();
+    harness.run();
+}
+
+#[test]
+fn solving_an_exercise_saves_progress_immediately() {
+    use dlsys_lessons::exercise_panel::FIRST_SEED;
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("exercise_save", &storage, Some("float_formats"));
+    harness.run();
+    let lesson = dlsys_lessons::all()
+        .into_iter()
+        .find(|l| l.id() == "float_formats")
+        .unwrap();
+    let exercise = lesson.exercises()[0];
+    let task = (exercise.generate)(FIRST_SEED, Lang::En);
+    // A wrong answer first: feedback, no save.
+    let wrong = &task.mistakes[0];
+    harness
+        .get_by_role_and_label(Role::TextInput, "Answer:")
+        .set_text_value_accesskit(&wrong.answer);
+    harness.run();
+    click_visible(&mut harness, "Check");
+    assert!(harness.query_by_label_contains(&wrong.feedback).is_some());
+    assert_eq!(*storage.flushes.lock().unwrap(), 0);
+    // Then the right one: saved at once, and the sidebar counts it.
+    harness
+        .get_by_role_and_label(Role::TextInput, "Answer:")
+        .set_text_value_accesskit(&task.reference);
+    harness.run();
+    click_visible(&mut harness, "Check");
+    assert!(
+        *storage.flushes.lock().unwrap() >= 1,
+        "not saved on completion"
+    );
+    let saved = storage
+        .map
+        .lock()
+        .unwrap()
+        .get(dlsys_lab::persist::STORAGE_KEY)
+        .cloned()
+        .unwrap();
+    let state: dlsys_lab::persist::SavedState = ron::from_str(&saved).unwrap();
+    let entry = state.progress.get("float_formats", exercise.id).unwrap();
+    assert!(entry.solved && entry.attempts == 2);
+    assert!(
+        harness
+            .query_by_label_contains("1/8 exercises solved")
+            .is_some()
+    );
+    // A restart from that storage keeps it.
+    drop(harness);
+    let (mut again, _) = app_harness("exercise_save_again", &storage, None);
+    again.run();
+    assert!(
+        again
+            .query_by_label_contains("1/8 exercises solved")
+            .is_some()
+    );
+}

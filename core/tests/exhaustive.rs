@@ -41,14 +41,28 @@ fn sweep(check: impl Fn(u32) -> Option<String> + Sync) {
     assert!(failures.is_empty(), "mismatches:\n{}", failures.join("\n"));
 }
 
+/// Both our paths — the general exact encoder and the bit-trick fast path —
+/// against `half`, for one input.
+fn compare(format: &Format, bits: u32, theirs: u32) -> Option<String> {
+    let general = format.encode(&Exact::from_f32_bits(bits), Rounding::NearestEven);
+    let fast = format.encode_f32_rne_ieee(bits);
+    (general != theirs || fast != theirs).then(|| {
+        format!(
+            "{} of {bits:#010x}: general {general:#06x}, fast {fast:#06x}, half {theirs:#06x}",
+            format.name
+        )
+    })
+}
+
 #[test]
 fn all_fp32_patterns_to_fp16_match_half() {
     let fp16 = Format::fp16();
     sweep(|bits| {
-        let ours = fp16.encode(&Exact::from_f32_bits(bits), Rounding::NearestEven);
-        let theirs = u32::from(half::f16::from_f32(f32::from_bits(bits)).to_bits());
-        (ours != theirs)
-            .then(|| format!("fp16 of {bits:#010x}: ours {ours:#06x}, half {theirs:#06x}"))
+        compare(
+            &fp16,
+            bits,
+            u32::from(half::f16::from_f32(f32::from_bits(bits)).to_bits()),
+        )
     });
 }
 
@@ -56,11 +70,35 @@ fn all_fp32_patterns_to_fp16_match_half() {
 fn all_fp32_patterns_to_bf16_match_half() {
     let bf16 = Format::bf16();
     sweep(|bits| {
-        let ours = bf16.encode(&Exact::from_f32_bits(bits), Rounding::NearestEven);
-        let theirs = u32::from(half::bf16::from_f32(f32::from_bits(bits)).to_bits());
-        (ours != theirs)
-            .then(|| format!("bf16 of {bits:#010x}: ours {ours:#06x}, half {theirs:#06x}"))
+        compare(
+            &bf16,
+            bits,
+            u32::from(half::bf16::from_f32(f32::from_bits(bits)).to_bits()),
+        )
     });
+}
+
+#[test]
+fn fast_path_matches_the_general_path_for_other_ieee_formats() {
+    // Every exponent, with mantissa bits around each rounding position and tie.
+    for name in ["tf32", "fp8-e5m2", "e6m9", "e2m1", "e8m23", "e3m4", "e5m10"] {
+        let format = Format::by_name(name).unwrap_or_else(|e| panic!("{e}"));
+        for high in 0..=0x1ffu32 {
+            for shift in 0..23 {
+                for pattern in [0u32, 1, 2, 3] {
+                    for noise in [0u32, 0x2a_aaaa, 0x7f_ffff] {
+                        let man =
+                            ((pattern << shift) | (noise >> (23 - shift).min(23))) & 0x7f_ffff;
+                        let bits = (high << 23) | man;
+                        let general =
+                            format.encode(&Exact::from_f32_bits(bits), Rounding::NearestEven);
+                        let fast = format.encode_f32_rne_ieee(bits);
+                        assert_eq!(fast, general, "{name} of {bits:#010x}");
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]

@@ -408,7 +408,81 @@ impl Format {
 
     /// Rounds an f32 (by its bits, so NaN payloads survive on every target).
     pub fn encode_f32(&self, x: f32, rounding: Rounding) -> u32 {
+        if rounding == Rounding::NearestEven && self.specials == Specials::Ieee && !self.saturate {
+            return self.encode_f32_rne_ieee(x.to_bits());
+        }
         self.encode(&Exact::from_f32_bits(x.to_bits()), rounding)
+    }
+
+    /// Rounds a slice of f32 into `out` (patterns of at most 16 bits), as the
+    /// batch tools and the mixed-precision trainer do.
+    ///
+    /// # Panics
+    /// If the format is wider than 16 bits or the slices differ in length.
+    pub fn encode_f32_slice(&self, input: &[f32], out: &mut [u16], rounding: Rounding) {
+        assert!(
+            self.bits() <= 16 && input.len() == out.len(),
+            "encode_f32_slice: 16-bit formats, equal lengths"
+        );
+        if rounding == Rounding::NearestEven && self.specials == Specials::Ieee && !self.saturate {
+            for (x, o) in input.iter().zip(out.iter_mut()) {
+                *o = self.encode_f32_rne_ieee(x.to_bits()) as u16;
+            }
+        } else {
+            for (x, o) in input.iter().zip(out.iter_mut()) {
+                *o = self.encode(&Exact::from_f32_bits(x.to_bits()), rounding) as u16;
+            }
+        }
+    }
+
+    /// The hot path of [`Self::encode_f32`] for nearest-even into an IEEE-style,
+    /// non-saturating format: integer bit arithmetic on the f32 pattern, no
+    /// branches beyond the range checks. The general path is its reference
+    /// (the exhaustive tests compare both with `half` on all 2^32 inputs).
+    pub fn encode_f32_rne_ieee(&self, bits: u32) -> u32 {
+        debug_assert!(self.specials == Specials::Ieee && !self.saturate);
+        let m = self.man_bits;
+        let e = self.exp_bits;
+        let sign = (bits >> 31) << (e + m);
+        let abs = bits & 0x7fff_ffff;
+        let exp_all_ones = (1u32 << e) - 1;
+        if abs >= 0x7f80_0000 {
+            if abs == 0x7f80_0000 {
+                return sign | (exp_all_ones << m);
+            }
+            // NaN: keep the top payload bits, set the quiet bit.
+            return sign | (exp_all_ones << m) | (1 << (m - 1)) | ((abs & 0x7f_ffff) >> (23 - m));
+        }
+        let shift = 23 - m;
+        // f32 subnormals sit at exponent −126 like the smallest normals.
+        let unbiased = ((abs >> 23) as i32).max(1) - 127;
+        if unbiased > self.emax() {
+            return sign | (exp_all_ones << m);
+        }
+        if unbiased >= self.emin() {
+            // Re-bias the exponent in place, then round the dropped bits away.
+            let rebiased = abs - (((127 - self.bias) as u32) << 23);
+            let rounded = if shift == 0 {
+                rebiased
+            } else {
+                rebiased + (1 << (shift - 1)) - 1 + ((rebiased >> shift) & 1)
+            };
+            // A carry out of the mantissa bumps the exponent, up to infinity.
+            return sign | (rounded >> shift);
+        }
+        // The result is subnormal (or zero): drop more bits from the significand.
+        let drop = shift as i32 + (self.emin() - unbiased);
+        if drop > 25 {
+            return sign; // below half the smallest subnormal
+        }
+        let significand = if abs >> 23 == 0 {
+            abs
+        } else {
+            (abs & 0x7f_ffff) | 0x80_0000
+        };
+        let drop = drop as u32;
+        let rounded = (significand + (1 << (drop - 1)) - 1 + ((significand >> drop) & 1)) >> drop;
+        sign | rounded
     }
 
     /// The value an f64 rounds to.
