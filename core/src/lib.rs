@@ -4,6 +4,8 @@
 //! autograd engine, the CPU reference kernels and the exercise model are plain
 //! Rust, so the app, the CLI, the web build and the tests all share them.
 
+pub mod autograd;
 pub mod exercise;
 pub mod float;
+pub mod nn;
 pub mod text;

@@ -1,0 +1,682 @@
+//! The reverse-mode tape. Each op computes its value when it is recorded;
+//! `backward` walks the graph in reverse topological order and applies each
+//! op's local derivative, accumulating into its inputs' gradients.
+
+use std::sync::Arc;
+
+use super::tensor::{Real, Tensor, matmul};
+
+/// A handle to a node of a [`Graph`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Var(pub usize);
+
+/// A deliberately wrong backward rule, for showing that gradient checks catch bugs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum PlantedBug {
+    /// A broadcast bias takes the gradient of the first row instead of the
+    /// sum over the batch.
+    BiasNotSummedOverBatch,
+    /// Softmax backward drops the coupling term: `p ⊙ g` instead of `p ⊙ (g − Σ p g)`.
+    SoftmaxMissingCoupling,
+    /// Softmax-cross-entropy's gradient is not divided by the batch size.
+    CrossEntropyNotAveraged,
+}
+
+impl PlantedBug {
+    pub const ALL: [Self; 3] = [
+        Self::BiasNotSummedOverBatch,
+        Self::SoftmaxMissingCoupling,
+        Self::CrossEntropyNotAveraged,
+    ];
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::BiasNotSummedOverBatch => "bias gradient not summed over the batch",
+            Self::SoftmaxMissingCoupling => "softmax backward without the −Σ p·g coupling term",
+            Self::CrossEntropyNotAveraged => "cross-entropy gradient not divided by the batch size",
+        }
+    }
+}
+
+/// What produced a node, with everything its backward needs.
+#[derive(Clone, Debug)]
+pub enum Op<T> {
+    Leaf {
+        requires_grad: bool,
+    },
+    Add(Var, Var),
+    Sub(Var, Var),
+    Mul(Var, Var),
+    MatMul(Var, Var),
+    Relu(Var),
+    Tanh(Var),
+    Sigmoid(Var),
+    Exp(Var),
+    Log(Var),
+    Scale(Var, T),
+    Sum(Var),
+    Mean(Var),
+    Softmax(Var),
+    LogSoftmax(Var),
+    /// Mean over rows of −log softmax(logits)[label]; keeps the probabilities.
+    SoftmaxCrossEntropy {
+        logits: Var,
+        labels: Vec<usize>,
+        probs: Tensor<T>,
+    },
+    Mse(Var, Var),
+}
+
+impl<T> Op<T> {
+    /// The op's name as the lesson shows it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Leaf { .. } => "leaf",
+            Self::Add(..) => "add",
+            Self::Sub(..) => "sub",
+            Self::Mul(..) => "mul",
+            Self::MatMul(..) => "matmul",
+            Self::Relu(_) => "relu",
+            Self::Tanh(_) => "tanh",
+            Self::Sigmoid(_) => "sigmoid",
+            Self::Exp(_) => "exp",
+            Self::Log(_) => "log",
+            Self::Scale(..) => "scale",
+            Self::Sum(_) => "sum",
+            Self::Mean(_) => "mean",
+            Self::Softmax(_) => "softmax",
+            Self::LogSoftmax(_) => "log_softmax",
+            Self::SoftmaxCrossEntropy { .. } => "softmax_cross_entropy",
+            Self::Mse(..) => "mse",
+        }
+    }
+
+    /// The nodes this op reads.
+    pub fn inputs(&self) -> Vec<Var> {
+        match self {
+            Self::Leaf { .. } => Vec::new(),
+            Self::Add(a, b)
+            | Self::Sub(a, b)
+            | Self::Mul(a, b)
+            | Self::MatMul(a, b)
+            | Self::Mse(a, b) => vec![*a, *b],
+            Self::Relu(a)
+            | Self::Tanh(a)
+            | Self::Sigmoid(a)
+            | Self::Exp(a)
+            | Self::Log(a)
+            | Self::Scale(a, _)
+            | Self::Sum(a)
+            | Self::Mean(a)
+            | Self::Softmax(a)
+            | Self::LogSoftmax(a) => vec![*a],
+            Self::SoftmaxCrossEntropy { logits, .. } => vec![*logits],
+        }
+    }
+}
+
+/// One recorded value.
+#[derive(Clone, Debug)]
+pub struct Node<T> {
+    pub value: Tensor<T>,
+    /// Accumulated over `backward` calls until [`Graph::zero_grad`].
+    pub grad: Option<Tensor<T>>,
+    pub op: Op<T>,
+    pub label: String,
+}
+
+/// A hook applied to every op's output as it is computed (e.g. rounding it
+/// through an emulated fp16), so a precision policy can wrap the engine.
+pub type OutputHook<T> = Arc<dyn Fn(&mut [T]) + Send + Sync>;
+
+/// How two operands of an elementwise op line up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Broadcast {
+    Same,
+    /// `b` is one row (`[n]` or `[1, n]`) repeated over the rows of `a`.
+    Row,
+    /// `b` is a single value.
+    Scalar,
+}
+
+fn broadcast(a: &[usize], b: &[usize], op: &str) -> Broadcast {
+    let b_numel: usize = b.iter().product();
+    if a == b {
+        Broadcast::Same
+    } else if b_numel == 1 {
+        Broadcast::Scalar
+    } else if a.len() == 2 && (b == [a[1]] || b == [1, a[1]]) {
+        Broadcast::Row
+    } else {
+        panic!(
+            "{op}: shapes {a:?} and {b:?} do not broadcast (b must match a, be one row of it, or be a scalar)"
+        )
+    }
+}
+
+/// The graph of one computation.
+#[derive(Clone, Default)]
+pub struct Graph<T: Real> {
+    nodes: Vec<Node<T>>,
+    output_hook: Option<OutputHook<T>>,
+    planted_bug: Option<PlantedBug>,
+}
+
+impl<T: Real> Graph<T> {
+    pub fn new() -> Self {
+        Self {
+            nodes: Vec::new(),
+            output_hook: None,
+            planted_bug: None,
+        }
+    }
+
+    /// Every op output passes through `hook` (see [`OutputHook`]).
+    pub fn set_output_hook(&mut self, hook: Option<OutputHook<T>>) {
+        self.output_hook = hook;
+    }
+
+    /// Makes one backward rule wrong, on purpose (for gradient-check demos).
+    pub fn plant_bug(&mut self, bug: Option<PlantedBug>) {
+        self.planted_bug = bug;
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    pub fn node(&self, v: Var) -> &Node<T> {
+        &self.nodes[v.0]
+    }
+
+    pub fn value(&self, v: Var) -> &Tensor<T> {
+        &self.nodes[v.0].value
+    }
+
+    pub fn grad(&self, v: Var) -> Option<&Tensor<T>> {
+        self.nodes[v.0].grad.as_ref()
+    }
+
+    pub fn set_label(&mut self, v: Var, label: &str) {
+        label.clone_into(&mut self.nodes[v.0].label);
+    }
+
+    /// A leaf that gradients flow to (a parameter or an input under test).
+    pub fn param(&mut self, value: Tensor<T>) -> Var {
+        self.push(
+            value,
+            Op::Leaf {
+                requires_grad: true,
+            },
+        )
+    }
+
+    /// A leaf without a gradient (data).
+    pub fn input(&mut self, value: Tensor<T>) -> Var {
+        self.push(
+            value,
+            Op::Leaf {
+                requires_grad: false,
+            },
+        )
+    }
+
+    fn push(&mut self, mut value: Tensor<T>, op: Op<T>) -> Var {
+        if !matches!(op, Op::Leaf { .. })
+            && let Some(hook) = &self.output_hook
+        {
+            hook(&mut value.data);
+        }
+        self.nodes.push(Node {
+            value,
+            grad: None,
+            op,
+            label: String::new(),
+        });
+        Var(self.nodes.len() - 1)
+    }
+
+    fn elementwise(&mut self, a: Var, b: Var, name: &str, f: impl Fn(T, T) -> T) -> Tensor<T> {
+        let (av, bv) = (&self.nodes[a.0].value, &self.nodes[b.0].value);
+        let kind = broadcast(&av.shape, &bv.shape, name);
+        let (_, cols) = av.rows_cols();
+        let data = av
+            .data
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let y = match kind {
+                    Broadcast::Same => bv.data[i],
+                    Broadcast::Row => bv.data[i % cols],
+                    Broadcast::Scalar => bv.data[0],
+                };
+                f(*x, y)
+            })
+            .collect();
+        Tensor {
+            data,
+            shape: av.shape.clone(),
+        }
+    }
+
+    /// `a + b`, with `b` broadcast over rows (a bias) or as a scalar.
+    pub fn add(&mut self, a: Var, b: Var) -> Var {
+        let value = self.elementwise(a, b, "add", |x, y| x + y);
+        self.push(value, Op::Add(a, b))
+    }
+
+    pub fn sub(&mut self, a: Var, b: Var) -> Var {
+        let value = self.elementwise(a, b, "sub", |x, y| x - y);
+        self.push(value, Op::Sub(a, b))
+    }
+
+    /// Elementwise `a ⊙ b` (same broadcasting as [`Self::add`]).
+    pub fn mul(&mut self, a: Var, b: Var) -> Var {
+        let value = self.elementwise(a, b, "mul", |x, y| x * y);
+        self.push(value, Op::Mul(a, b))
+    }
+
+    /// Matrix product `a · b` (`[m, k] · [k, n] → [m, n]`).
+    pub fn matmul(&mut self, a: Var, b: Var) -> Var {
+        let value = matmul(&self.nodes[a.0].value, false, &self.nodes[b.0].value, false);
+        self.push(value, Op::MatMul(a, b))
+    }
+
+    fn unary(&mut self, a: Var, f: impl Fn(T) -> T, op: Op<T>) -> Var {
+        let value = self.nodes[a.0].value.map(f);
+        self.push(value, op)
+    }
+
+    pub fn relu(&mut self, a: Var) -> Var {
+        self.unary(a, |x| if x > T::ZERO { x } else { T::ZERO }, Op::Relu(a))
+    }
+
+    pub fn tanh(&mut self, a: Var) -> Var {
+        self.unary(a, T::tanh, Op::Tanh(a))
+    }
+
+    pub fn sigmoid(&mut self, a: Var) -> Var {
+        self.unary(a, |x| T::ONE / (T::ONE + (-x).exp()), Op::Sigmoid(a))
+    }
+
+    pub fn exp(&mut self, a: Var) -> Var {
+        self.unary(a, T::exp, Op::Exp(a))
+    }
+
+    pub fn log(&mut self, a: Var) -> Var {
+        self.unary(a, T::ln, Op::Log(a))
+    }
+
+    /// `s · a` for a constant `s` (loss scaling uses this).
+    pub fn scale(&mut self, a: Var, s: T) -> Var {
+        self.unary(a, |x| x * s, Op::Scale(a, s))
+    }
+
+    /// The sum of every element (a scalar).
+    pub fn sum(&mut self, a: Var) -> Var {
+        let value = Tensor::scalar(self.nodes[a.0].value.sum());
+        self.push(value, Op::Sum(a))
+    }
+
+    pub fn mean(&mut self, a: Var) -> Var {
+        let v = &self.nodes[a.0].value;
+        let value = Tensor::scalar(v.sum() / T::from_f64(v.numel() as f64));
+        self.push(value, Op::Mean(a))
+    }
+
+    /// Row-wise softmax, numerically stable: the row max is subtracted first.
+    pub fn softmax(&mut self, a: Var) -> Var {
+        let value = softmax_rows(&self.nodes[a.0].value);
+        self.push(value, Op::Softmax(a))
+    }
+
+    /// Row-wise log-softmax: `z − max − log Σ exp(z − max)`.
+    pub fn log_softmax(&mut self, a: Var) -> Var {
+        let v = &self.nodes[a.0].value;
+        let (rows, cols) = v.rows_cols();
+        let mut out = v.data.clone();
+        for r in 0..rows {
+            let row = &mut out[r * cols..(r + 1) * cols];
+            let max = row.iter().fold(row[0], |m, x| m.max(*x));
+            let log_sum = row.iter().fold(T::ZERO, |s, x| s + (*x - max).exp()).ln();
+            for x in row.iter_mut() {
+                *x = *x - max - log_sum;
+            }
+        }
+        let value = Tensor {
+            data: out,
+            shape: v.shape.clone(),
+        };
+        self.push(value, Op::LogSoftmax(a))
+    }
+
+    /// Mean softmax cross-entropy of `logits` (`[batch, classes]`) against
+    /// class indices; stable (row max subtracted). Its gradient is `(p − y)/batch`.
+    ///
+    /// # Panics
+    /// If the labels do not match the rows or a label is out of range.
+    pub fn softmax_cross_entropy(&mut self, logits: Var, labels: &[usize]) -> Var {
+        let z = &self.nodes[logits.0].value;
+        let (rows, cols) = z.rows_cols();
+        assert_eq!(
+            rows,
+            labels.len(),
+            "softmax_cross_entropy: {rows} rows but {} labels",
+            labels.len()
+        );
+        assert!(
+            labels.iter().all(|l| *l < cols),
+            "softmax_cross_entropy: a label is ≥ {cols} classes"
+        );
+        let probs = softmax_rows(z);
+        let mut loss = T::ZERO;
+        for (r, label) in labels.iter().enumerate() {
+            let row = z.row(r);
+            let max = row.iter().fold(row[0], |m, x| m.max(*x));
+            let log_sum = row.iter().fold(T::ZERO, |s, x| s + (*x - max).exp()).ln();
+            loss += log_sum - (row[*label] - max);
+        }
+        let value = Tensor::scalar(loss / T::from_f64(rows as f64));
+        self.push(
+            value,
+            Op::SoftmaxCrossEntropy {
+                logits,
+                labels: labels.to_vec(),
+                probs,
+            },
+        )
+    }
+
+    /// Mean squared error `mean((a − b)²)`.
+    pub fn mse(&mut self, a: Var, b: Var) -> Var {
+        let (av, bv) = (&self.nodes[a.0].value, &self.nodes[b.0].value);
+        assert_eq!(av.shape, bv.shape, "mse: shapes differ");
+        let sum = av
+            .data
+            .iter()
+            .zip(&bv.data)
+            .fold(T::ZERO, |s, (x, y)| s + (*x - *y) * (*x - *y));
+        let value = Tensor::scalar(sum / T::from_f64(av.numel() as f64));
+        self.push(value, Op::Mse(a, b))
+    }
+
+    /// Clears every accumulated gradient.
+    pub fn zero_grad(&mut self) {
+        for node in &mut self.nodes {
+            node.grad = None;
+        }
+    }
+
+    /// The nodes `root` depends on, each after all of its inputs (depth-first).
+    pub fn topological_order(&self, root: Var) -> Vec<Var> {
+        let mut order = Vec::new();
+        let mut state = vec![0u8; self.nodes.len()]; // 0 new, 1 open, 2 done
+        let mut stack = vec![(root, false)];
+        while let Some((v, expanded)) = stack.pop() {
+            if expanded {
+                state[v.0] = 2;
+                order.push(v);
+                continue;
+            }
+            if state[v.0] != 0 {
+                continue;
+            }
+            state[v.0] = 1;
+            stack.push((v, true));
+            for input in self.nodes[v.0].op.inputs().into_iter().rev() {
+                if state[input.0] == 0 {
+                    stack.push((input, false));
+                }
+            }
+        }
+        order
+    }
+
+    /// Back-propagates from a scalar `loss` (seeded with 1) and adds every
+    /// node's gradient to its `.grad`: calling it twice doubles the gradients,
+    /// and a node used twice collects both contributions.
+    pub fn backward(&mut self, loss: Var) {
+        self.backward_steps(loss, usize::MAX);
+    }
+
+    /// [`Self::backward`], stopping after `steps` nodes of the reverse
+    /// topological order (for stepping through it). Returns the nodes done, in order.
+    pub fn backward_steps(&mut self, loss: Var, steps: usize) -> Vec<Var> {
+        let order = self.topological_order(loss);
+        // Which nodes lead to a leaf that wants a gradient.
+        let mut needs = vec![false; self.nodes.len()];
+        for v in &order {
+            needs[v.0] = match &self.nodes[v.0].op {
+                Op::Leaf { requires_grad } => *requires_grad,
+                op => op.inputs().iter().any(|i| needs[i.0]),
+            };
+        }
+        let mut pending: Vec<Option<Tensor<T>>> = vec![None; self.nodes.len()];
+        let loss_value = &self.nodes[loss.0].value;
+        pending[loss.0] = Some(Tensor::full(&loss_value.shape, T::ONE));
+        let mut done = Vec::new();
+        for v in order.iter().rev().take(steps) {
+            let Some(g) = pending[v.0].take() else {
+                continue;
+            };
+            if needs[v.0] {
+                self.propagate(*v, &g, &mut pending, &needs);
+            }
+            match &mut self.nodes[v.0].grad {
+                Some(acc) => acc.add_assign(&g),
+                None => self.nodes[v.0].grad = Some(g),
+            }
+            done.push(*v);
+        }
+        done
+    }
+
+    /// Applies one node's local derivative: adds `g`'s contribution to its inputs.
+    fn propagate(&self, v: Var, g: &Tensor<T>, pending: &mut [Option<Tensor<T>>], needs: &[bool]) {
+        let node = &self.nodes[v.0];
+        let value = |x: Var| &self.nodes[x.0].value;
+        let mut give = |to: Var, contribution: Tensor<T>| {
+            if !needs[to.0] {
+                return;
+            }
+            match &mut pending[to.0] {
+                Some(acc) => acc.add_assign(&contribution),
+                slot @ None => *slot = Some(contribution),
+            }
+        };
+        match &node.op {
+            Op::Leaf { .. } => {}
+            Op::Add(a, b) => {
+                give(*a, g.clone());
+                give(*b, self.reduce_to(g.clone(), &value(*b).shape));
+            }
+            Op::Sub(a, b) => {
+                give(*a, g.clone());
+                give(*b, self.reduce_to(g.map(|x| -x), &value(*b).shape));
+            }
+            Op::Mul(a, b) => {
+                // d(a⊙b) = g⊙b for a, and g⊙a summed back to b's shape for b.
+                let b_full = self.expand_like(value(*b), value(*a));
+                give(*a, g.zip_map(&b_full, |x, y| x * y));
+                give(
+                    *b,
+                    self.reduce_to(g.zip_map(value(*a), |x, y| x * y), &value(*b).shape),
+                );
+            }
+            Op::MatMul(a, b) => {
+                // Y = A·B: dA = G·Bᵀ, dB = Aᵀ·G.
+                if needs[a.0] {
+                    give(*a, matmul(g, false, value(*b), true));
+                }
+                if needs[b.0] {
+                    give(*b, matmul(value(*a), true, g, false));
+                }
+            }
+            Op::Relu(a) => give(
+                *a,
+                g.zip_map(value(*a), |g, x| if x > T::ZERO { g } else { T::ZERO }),
+            ),
+            Op::Tanh(a) => give(*a, g.zip_map(&node.value, |g, y| g * (T::ONE - y * y))),
+            Op::Sigmoid(a) => give(*a, g.zip_map(&node.value, |g, y| g * y * (T::ONE - y))),
+            Op::Exp(a) => give(*a, g.zip_map(&node.value, |g, y| g * y)),
+            Op::Log(a) => give(*a, g.zip_map(value(*a), |g, x| g / x)),
+            Op::Scale(a, s) => give(*a, g.map(|g| g * *s)),
+            Op::Sum(a) => give(*a, Tensor::full(&value(*a).shape, g.item())),
+            Op::Mean(a) => {
+                let n = T::from_f64(value(*a).numel() as f64);
+                give(*a, Tensor::full(&value(*a).shape, g.item() / n));
+            }
+            Op::Softmax(a) => {
+                // dz_k = p_k (g_k − Σ_j p_j g_j), row by row.
+                let p = &node.value;
+                let (rows, cols) = p.rows_cols();
+                let mut out = vec![T::ZERO; p.numel()];
+                for r in 0..rows {
+                    let (pr, gr) = (p.row(r), g.row(r));
+                    let dot = if self.planted_bug == Some(PlantedBug::SoftmaxMissingCoupling) {
+                        T::ZERO
+                    } else {
+                        pr.iter().zip(gr).fold(T::ZERO, |s, (p, g)| s + *p * *g)
+                    };
+                    for c in 0..cols {
+                        out[r * cols + c] = pr[c] * (gr[c] - dot);
+                    }
+                }
+                give(
+                    *a,
+                    Tensor {
+                        data: out,
+                        shape: p.shape.clone(),
+                    },
+                );
+            }
+            Op::LogSoftmax(a) => {
+                // y = log p: dz_k = g_k − p_k Σ_j g_j.
+                let y = &node.value;
+                let (rows, cols) = y.rows_cols();
+                let mut out = vec![T::ZERO; y.numel()];
+                for r in 0..rows {
+                    let sum_g = g.row(r).iter().fold(T::ZERO, |s, x| s + *x);
+                    for c in 0..cols {
+                        out[r * cols + c] = g.row(r)[c] - y.row(r)[c].exp() * sum_g;
+                    }
+                }
+                give(
+                    *a,
+                    Tensor {
+                        data: out,
+                        shape: y.shape.clone(),
+                    },
+                );
+            }
+            Op::SoftmaxCrossEntropy {
+                logits,
+                labels,
+                probs,
+            } => {
+                // ∂L/∂z = (p − y)/batch: the Jacobian's coupling cancels against the one-hot.
+                let (rows, cols) = probs.rows_cols();
+                let divisor = if self.planted_bug == Some(PlantedBug::CrossEntropyNotAveraged) {
+                    T::ONE
+                } else {
+                    T::from_f64(rows as f64)
+                };
+                let scale = g.item() / divisor;
+                let mut out = probs.data.clone();
+                for (r, label) in labels.iter().enumerate() {
+                    out[r * cols + label] -= T::ONE;
+                }
+                for x in &mut out {
+                    *x *= scale;
+                }
+                give(
+                    *logits,
+                    Tensor {
+                        data: out,
+                        shape: probs.shape.clone(),
+                    },
+                );
+            }
+            Op::Mse(a, b) => {
+                let n = T::from_f64(value(*a).numel() as f64);
+                let two = T::from_f64(2.0);
+                let d = value(*a).zip_map(value(*b), |x, y| two * (x - y) * g.item() / n);
+                give(*b, d.map(|x| -x));
+                give(*a, d);
+            }
+        }
+    }
+
+    /// Sums a gradient back down to a broadcast operand's shape.
+    fn reduce_to(&self, g: Tensor<T>, shape: &[usize]) -> Tensor<T> {
+        if g.shape == shape {
+            return g;
+        }
+        let numel: usize = shape.iter().product();
+        if numel == 1 {
+            return Tensor {
+                data: vec![g.sum()],
+                shape: shape.to_vec(),
+            };
+        }
+        // A row broadcast over the batch: its gradient is the sum over rows.
+        let mut summed = if self.planted_bug == Some(PlantedBug::BiasNotSummedOverBatch) {
+            let (_, cols) = g.rows_cols();
+            Tensor {
+                data: g.data[..cols].to_vec(),
+                shape: vec![cols],
+            }
+        } else {
+            g.sum_rows()
+        };
+        summed.shape = shape.to_vec();
+        summed
+    }
+
+    /// `b` repeated to `a`'s shape (for the other side of a broadcast product).
+    fn expand_like(&self, b: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
+        if b.shape == a.shape {
+            return b.clone();
+        }
+        let (_, cols) = a.rows_cols();
+        let data = (0..a.numel())
+            .map(|i| {
+                if b.numel() == 1 {
+                    b.data[0]
+                } else {
+                    b.data[i % cols]
+                }
+            })
+            .collect();
+        Tensor {
+            data,
+            shape: a.shape.clone(),
+        }
+    }
+}
+
+/// Row-wise softmax, with the row max subtracted so `exp` cannot overflow.
+pub fn softmax_rows<T: Real>(z: &Tensor<T>) -> Tensor<T> {
+    let (rows, cols) = z.rows_cols();
+    let mut out = z.data.clone();
+    for r in 0..rows {
+        let row = &mut out[r * cols..(r + 1) * cols];
+        let max = row.iter().fold(row[0], |m, x| m.max(*x));
+        let mut sum = T::ZERO;
+        for x in row.iter_mut() {
+            *x = (*x - max).exp();
+            sum += *x;
+        }
+        for x in row.iter_mut() {
+            *x = *x / sum;
+        }
+    }
+    Tensor {
+        data: out,
+        shape: z.shape.clone(),
+    }
+}

@@ -1,0 +1,554 @@
+//! Layers, optimizers and a trainer on top of the autograd engine.
+
+pub mod data;
+
+use rand::{RngExt as _, SeedableRng as _};
+use serde::{Deserialize, Serialize};
+
+use crate::autograd::{Graph, OutputHook, Real, Tensor, Var};
+pub use data::{DataLoader, Dataset, Synthetic};
+
+/// The hidden layers' nonlinearity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Activation {
+    #[default]
+    Relu,
+    Tanh,
+    Sigmoid,
+}
+
+impl Activation {
+    pub const ALL: [Self; 3] = [Self::Relu, Self::Tanh, Self::Sigmoid];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Relu => "relu",
+            Self::Tanh => "tanh",
+            Self::Sigmoid => "sigmoid",
+        }
+    }
+
+    pub fn by_name(name: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|a| a.name() == name.trim().to_ascii_lowercase())
+            .ok_or_else(|| format!("unknown activation `{name}`; use relu, tanh or sigmoid"))
+    }
+
+    fn apply<T: Real>(self, g: &mut Graph<T>, x: Var) -> Var {
+        match self {
+            Self::Relu => g.relu(x),
+            Self::Tanh => g.tanh(x),
+            Self::Sigmoid => g.sigmoid(x),
+        }
+    }
+}
+
+/// `y = x·W + b` with `W: [in, out]`, `b: [out]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Linear<T> {
+    pub weight: Tensor<T>,
+    pub bias: Tensor<T>,
+}
+
+impl<T: Real> Linear<T> {
+    /// Weights uniform with variance `gain / fan_in` (He for ReLU, LeCun
+    /// otherwise), biases zero.
+    pub fn new(
+        inputs: usize,
+        outputs: usize,
+        activation: Activation,
+        rng: &mut rand::rngs::StdRng,
+    ) -> Self {
+        let gain = if activation == Activation::Relu {
+            2.0
+        } else {
+            1.0
+        };
+        let limit = (3.0 * gain / inputs as f64).sqrt();
+        let weight = (0..inputs * outputs)
+            .map(|_| T::from_f64(rng.random_range(-limit..limit)))
+            .collect();
+        Self {
+            weight: Tensor::new(weight, &[inputs, outputs]),
+            bias: Tensor::zeros(&[outputs]),
+        }
+    }
+}
+
+/// A multi-layer perceptron: linear layers with an activation between them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mlp<T> {
+    pub layers: Vec<Linear<T>>,
+    pub activation: Activation,
+}
+
+impl<T: Real> Mlp<T> {
+    /// `sizes` = input, hidden…, output. Seeded.
+    pub fn new(sizes: &[usize], activation: Activation, seed: u64) -> Result<Self, String> {
+        if sizes.len() < 2 || sizes.contains(&0) {
+            return Err(format!(
+                "an MLP needs an input and an output size, all non-zero; got {sizes:?}"
+            ));
+        }
+        if sizes.iter().any(|s| *s > 8192) {
+            return Err("layers wider than 8192 units are not supported here".to_owned());
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let layers = sizes
+            .windows(2)
+            .map(|w| Linear::new(w[0], w[1], activation, &mut rng))
+            .collect();
+        Ok(Self { layers, activation })
+    }
+
+    pub fn parameter_count(&self) -> usize {
+        self.layers
+            .iter()
+            .map(|l| l.weight.numel() + l.bias.numel())
+            .sum()
+    }
+
+    /// Records the forward pass; returns the logits and the parameter leaves
+    /// (weight, bias per layer) in [`Self::params_mut`] order.
+    pub fn forward(&self, g: &mut Graph<T>, x: Var) -> (Var, Vec<Var>) {
+        let mut h = x;
+        let mut params = Vec::with_capacity(self.layers.len() * 2);
+        for (i, layer) in self.layers.iter().enumerate() {
+            let w = g.param(layer.weight.clone());
+            let b = g.param(layer.bias.clone());
+            params.extend([w, b]);
+            let z = g.matmul(h, w);
+            h = g.add(z, b);
+            if i + 1 < self.layers.len() {
+                h = self.activation.apply(g, h);
+            }
+        }
+        (h, params)
+    }
+
+    pub fn params_mut(&mut self) -> Vec<&mut Tensor<T>> {
+        self.layers
+            .iter_mut()
+            .flat_map(|l| [&mut l.weight, &mut l.bias])
+            .collect()
+    }
+
+    pub fn params(&self) -> Vec<&Tensor<T>> {
+        self.layers
+            .iter()
+            .flat_map(|l| [&l.weight, &l.bias])
+            .collect()
+    }
+
+    /// Logits for a batch, without keeping a graph around.
+    pub fn logits(&self, x: &[T], rows: usize) -> Tensor<T> {
+        let features = self.layers.first().map_or(0, |l| l.weight.shape[0]);
+        let mut g = Graph::new();
+        let xv = g.input(Tensor::new(x.to_vec(), &[rows, features]));
+        let (logits, _) = self.forward(&mut g, xv);
+        g.value(logits).clone()
+    }
+}
+
+/// Which optimizer, with its hyperparameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum OptimizerKind {
+    Sgd,
+    /// Heavy-ball momentum: `v ← μv − ηg; θ ← θ + v`.
+    Momentum {
+        mu: f64,
+        nesterov: bool,
+    },
+    Adam {
+        beta1: f64,
+        beta2: f64,
+        eps: f64,
+    },
+}
+
+impl OptimizerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sgd => "sgd",
+            Self::Momentum {
+                nesterov: false, ..
+            } => "momentum",
+            Self::Momentum { nesterov: true, .. } => "nesterov",
+            Self::Adam { .. } => "adam",
+        }
+    }
+
+    pub fn by_name(name: &str) -> Result<Self, String> {
+        Ok(match name.trim().to_ascii_lowercase().as_str() {
+            "sgd" => Self::Sgd,
+            "momentum" => Self::Momentum {
+                mu: 0.9,
+                nesterov: false,
+            },
+            "nesterov" => Self::Momentum {
+                mu: 0.9,
+                nesterov: true,
+            },
+            "adam" => Self::adam(),
+            other => {
+                return Err(format!(
+                    "unknown optimizer `{other}`; use sgd, momentum, nesterov or adam"
+                ));
+            }
+        })
+    }
+
+    pub fn adam() -> Self {
+        Self::Adam {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+        }
+    }
+}
+
+/// An optimizer and its per-parameter state.
+#[derive(Clone, Debug)]
+pub struct Optimizer<T> {
+    pub kind: OptimizerKind,
+    pub lr: f64,
+    pub weight_decay: f64,
+    /// Momentum's velocity, or Adam's first moment.
+    first: Vec<Vec<T>>,
+    /// Adam's second moment.
+    second: Vec<Vec<T>>,
+    pub steps: u64,
+}
+
+impl<T: Real> Optimizer<T> {
+    pub fn new(kind: OptimizerKind, lr: f64, weight_decay: f64) -> Self {
+        Self {
+            kind,
+            lr,
+            weight_decay,
+            first: Vec::new(),
+            second: Vec::new(),
+            steps: 0,
+        }
+    }
+
+    /// Updates every parameter in place from its gradient.
+    pub fn step(&mut self, params: &mut [&mut Tensor<T>], grads: &[Tensor<T>]) {
+        if self.first.len() != params.len() {
+            self.first = params.iter().map(|p| vec![T::ZERO; p.numel()]).collect();
+            self.second = self.first.clone();
+        }
+        self.steps += 1;
+        let lr = T::from_f64(self.lr);
+        let wd = T::from_f64(self.weight_decay);
+        let t = self.steps as i32;
+        for (i, (param, grad)) in params.iter_mut().zip(grads).enumerate() {
+            let (first, second) = (&mut self.first[i], &mut self.second[i]);
+            for j in 0..param.data.len() {
+                let theta = &mut param.data[j];
+                let g = grad.data[j] + wd * *theta;
+                match self.kind {
+                    OptimizerKind::Sgd => *theta -= lr * g,
+                    OptimizerKind::Momentum { mu, nesterov } => {
+                        let mu = T::from_f64(mu);
+                        let v_prev = first[j];
+                        let v = mu * v_prev - lr * g;
+                        first[j] = v;
+                        if nesterov {
+                            // Look ahead: θ += −μ·v_prev + (1 + μ)·v.
+                            *theta += -mu * v_prev + (T::ONE + mu) * v;
+                        } else {
+                            *theta += v;
+                        }
+                    }
+                    OptimizerKind::Adam { beta1, beta2, eps } => {
+                        let (b1, b2) = (T::from_f64(beta1), T::from_f64(beta2));
+                        first[j] = b1 * first[j] + (T::ONE - b1) * g;
+                        second[j] = b2 * second[j] + (T::ONE - b2) * g * g;
+                        let m_hat = first[j] / T::from_f64(1.0 - beta1.powi(t));
+                        let v_hat = second[j] / T::from_f64(1.0 - beta2.powi(t));
+                        *theta -= lr * m_hat / (v_hat.sqrt() + T::from_f64(eps));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the trainer is doing.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Status {
+    Running,
+    Finished,
+    /// The loss became NaN or infinite at this step; training stopped.
+    Diverged {
+        epoch: u64,
+        step: u64,
+        loss: f64,
+    },
+}
+
+/// One epoch's numbers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EpochStats {
+    pub epoch: u64,
+    pub train_loss: f64,
+    pub train_accuracy: f64,
+    pub test_loss: f64,
+    pub test_accuracy: f64,
+}
+
+/// How to train.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrainConfig {
+    pub hidden: Vec<usize>,
+    pub activation: Activation,
+    pub optimizer: OptimizerKind,
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub batch_size: usize,
+    pub epochs: u64,
+    pub seed: u64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            hidden: vec![128],
+            activation: Activation::Relu,
+            optimizer: OptimizerKind::Momentum {
+                mu: 0.9,
+                nesterov: false,
+            },
+            lr: 0.05,
+            weight_decay: 0.0,
+            batch_size: 64,
+            epochs: 10,
+            seed: 1,
+        }
+    }
+}
+
+impl TrainConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(format!(
+                "learning rate must be a positive number, not {}",
+                self.lr
+            ));
+        }
+        if self.batch_size == 0 || self.batch_size > 65_536 {
+            return Err(format!(
+                "batch size must be 1..=65536, not {}",
+                self.batch_size
+            ));
+        }
+        if self.epochs == 0 || self.epochs > 10_000 {
+            return Err(format!("epochs must be 1..=10000, not {}", self.epochs));
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return Err("weight decay must be ≥ 0".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Trains an MLP in f32 one batch at a time, so a UI can interleave it with frames.
+pub struct Trainer {
+    pub config: TrainConfig,
+    pub model: Mlp<f32>,
+    pub optimizer: Optimizer<f32>,
+    pub train: Dataset,
+    pub test: Dataset,
+    pub loader: DataLoader,
+    pub history: Vec<EpochStats>,
+    /// (global step, batch loss) for every step.
+    pub losses: Vec<(u64, f64)>,
+    pub status: Status,
+    pub epoch: u64,
+    batches: Vec<Vec<usize>>,
+    batch: usize,
+    step: u64,
+    epoch_loss: f64,
+    epoch_correct: usize,
+    epoch_seen: usize,
+    /// Applied to every op output (precision emulation).
+    pub output_hook: Option<OutputHook<f32>>,
+}
+
+impl Trainer {
+    pub fn new(config: TrainConfig, train: Dataset, test: Dataset) -> Result<Self, String> {
+        config.validate()?;
+        if train.is_empty() {
+            return Err("the training set is empty".to_owned());
+        }
+        let mut sizes = vec![train.features];
+        sizes.extend(&config.hidden);
+        sizes.push(train.classes);
+        let model = Mlp::new(&sizes, config.activation, config.seed)?;
+        let loader = DataLoader {
+            len: train.len(),
+            batch_size: config.batch_size,
+            shuffle: true,
+            drop_last: false,
+            seed: config.seed,
+        };
+        let batches = loader.batches(0);
+        Ok(Self {
+            optimizer: Optimizer::new(config.optimizer, config.lr, config.weight_decay),
+            config,
+            model,
+            train,
+            test,
+            loader,
+            history: Vec::new(),
+            losses: Vec::new(),
+            status: Status::Running,
+            epoch: 0,
+            batches,
+            batch: 0,
+            step: 0,
+            epoch_loss: 0.0,
+            epoch_correct: 0,
+            epoch_seen: 0,
+            output_hook: None,
+        })
+    }
+
+    /// Batches per epoch.
+    pub fn batches_per_epoch(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// Fraction of all configured work done, 0..=1.
+    pub fn progress(&self) -> f64 {
+        let per = self.batches.len().max(1) as f64;
+        ((self.epoch as f64 * per + self.batch as f64) / (self.config.epochs as f64 * per)).min(1.0)
+    }
+
+    /// Trains on one batch (and closes the epoch when it was the last).
+    pub fn step(&mut self) -> &Status {
+        if self.status != Status::Running {
+            return &self.status;
+        }
+        let indices = std::mem::take(&mut self.batches[self.batch]);
+        let (x, y) = self.train.gather(&indices);
+        self.batches[self.batch] = indices;
+        let rows = y.len();
+        let mut g = Graph::new();
+        g.set_output_hook(self.output_hook.clone());
+        let xv = g.input(Tensor::new(x, &[rows, self.train.features]));
+        let (logits, params) = self.model.forward(&mut g, xv);
+        let loss = g.softmax_cross_entropy(logits, &y);
+        let loss_value = f64::from(g.value(loss).item());
+        self.step += 1;
+        if !loss_value.is_finite() {
+            self.status = Status::Diverged {
+                epoch: self.epoch,
+                step: self.step,
+                loss: loss_value,
+            };
+            return &self.status;
+        }
+        let predictions = g.value(logits).argmax_rows();
+        self.epoch_correct += predictions.iter().zip(&y).filter(|(p, t)| p == t).count();
+        self.epoch_seen += rows;
+        self.epoch_loss += loss_value * rows as f64;
+        self.losses.push((self.step, loss_value));
+        g.backward(loss);
+        let grads: Vec<Tensor<f32>> = params
+            .iter()
+            .map(|p| {
+                g.grad(*p)
+                    .cloned()
+                    .unwrap_or_else(|| Tensor::zeros(&g.value(*p).shape))
+            })
+            .collect();
+        self.optimizer.step(&mut self.model.params_mut(), &grads);
+        if self.model.params().iter().any(|p| !p.all_finite()) {
+            self.status = Status::Diverged {
+                epoch: self.epoch,
+                step: self.step,
+                loss: f64::NAN,
+            };
+            return &self.status;
+        }
+        self.batch += 1;
+        if self.batch == self.batches.len() {
+            self.finish_epoch();
+        }
+        &self.status
+    }
+
+    fn finish_epoch(&mut self) {
+        let (test_loss, test_accuracy) = self.evaluate(&self.test);
+        let seen = self.epoch_seen.max(1) as f64;
+        self.history.push(EpochStats {
+            epoch: self.epoch + 1,
+            train_loss: self.epoch_loss / seen,
+            train_accuracy: self.epoch_correct as f64 / seen,
+            test_loss,
+            test_accuracy,
+        });
+        self.epoch += 1;
+        self.batch = 0;
+        self.epoch_loss = 0.0;
+        self.epoch_correct = 0;
+        self.epoch_seen = 0;
+        if self.epoch >= self.config.epochs {
+            self.status = Status::Finished;
+        } else {
+            self.batches = self.loader.batches(self.epoch);
+        }
+    }
+
+    /// Runs until finished or diverged.
+    pub fn run(&mut self) -> &Status {
+        while self.status == Status::Running {
+            self.step();
+        }
+        &self.status
+    }
+
+    /// Mean loss and accuracy of the current model on `data`.
+    pub fn evaluate(&self, data: &Dataset) -> (f64, f64) {
+        if data.is_empty() {
+            return (f64::NAN, f64::NAN);
+        }
+        let mut loss = 0.0;
+        let mut correct = 0;
+        let indices: Vec<usize> = (0..data.len()).collect();
+        for chunk in indices.chunks(512) {
+            let (x, y) = data.gather(chunk);
+            let logits = self.model.logits(&x, chunk.len());
+            let mut g = Graph::new();
+            let z = g.input(logits.clone());
+            let l = g.softmax_cross_entropy(z, &y);
+            loss += f64::from(g.value(l).item()) * chunk.len() as f64;
+            correct += logits
+                .argmax_rows()
+                .iter()
+                .zip(&y)
+                .filter(|(p, t)| p == t)
+                .count();
+        }
+        (loss / data.len() as f64, correct as f64 / data.len() as f64)
+    }
+
+    /// Predicted class of each test example.
+    pub fn predict(&self, data: &Dataset) -> Vec<usize> {
+        let indices: Vec<usize> = (0..data.len()).collect();
+        indices
+            .chunks(512)
+            .flat_map(|chunk| {
+                let (x, _) = data.gather(chunk);
+                self.model.logits(&x, chunk.len()).argmax_rows()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,211 @@
+use super::*;
+
+fn mnist() -> Dataset {
+    Dataset::from_dlds(
+        "mnist",
+        include_bytes!("../../../assets/data/mnist10k.dlds"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn digits() -> Dataset {
+    Dataset::from_dlds("digits", include_bytes!("../../../assets/data/digits.dlds"))
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn optimizers_follow_their_update_rules() {
+    let grads = [Tensor::new(vec![0.5f64, -2.0], &[2])];
+    let run = |kind: OptimizerKind, steps: usize| {
+        let mut p = Tensor::new(vec![1.0f64, 1.0], &[2]);
+        let mut opt = Optimizer::new(kind, 0.1, 0.0);
+        for _ in 0..steps {
+            opt.step(&mut [&mut p], &grads);
+        }
+        p.data
+    };
+    assert_eq!(run(OptimizerKind::Sgd, 1), vec![1.0 - 0.05, 1.0 + 0.2]);
+    // Momentum, two steps: v1 = −ηg, v2 = μv1 − ηg; θ = 1 + v1 + v2.
+    let m = run(
+        OptimizerKind::Momentum {
+            mu: 0.9,
+            nesterov: false,
+        },
+        2,
+    );
+    assert!((m[0] - (1.0 - 0.05 - (0.9 * 0.05 + 0.05))).abs() < 1e-12);
+    // Nesterov's first step: θ += (1 + μ)·v1.
+    let n = run(
+        OptimizerKind::Momentum {
+            mu: 0.9,
+            nesterov: true,
+        },
+        1,
+    );
+    assert!((n[0] - (1.0 - 1.9 * 0.05)).abs() < 1e-12);
+    // Adam's first step moves each parameter by ≈ lr against the sign of its gradient.
+    let a = run(OptimizerKind::adam(), 1);
+    assert!(
+        (a[0] - 0.9).abs() < 1e-6 && (a[1] - 1.1).abs() < 1e-6,
+        "{a:?}"
+    );
+    // Weight decay adds λθ to the gradient.
+    let mut p = Tensor::new(vec![2.0f64], &[1]);
+    Optimizer::new(OptimizerKind::Sgd, 0.1, 0.5)
+        .step(&mut [&mut p], &[Tensor::new(vec![0.0], &[1])]);
+    assert!((p.data[0] - (2.0 - 0.1 * 0.5 * 2.0)).abs() < 1e-12);
+}
+
+#[test]
+fn initial_loss_of_a_ten_class_classifier_is_about_ln_10() {
+    let (train, test) = digits().split(0.2, 1);
+    let trainer = Trainer::new(
+        TrainConfig {
+            hidden: vec![32],
+            ..Default::default()
+        },
+        train,
+        test,
+    );
+    let trainer = trainer.unwrap_or_else(|e| panic!("{e}"));
+    let (loss, _) = trainer.evaluate(&trainer.test);
+    assert!((loss - 10f64.ln()).abs() < 0.5, "initial loss {loss}");
+}
+
+#[test]
+fn mnist_one_hidden_layer_reaches_95_percent_on_held_out_digits() {
+    let (train, test) = mnist().split(0.2, 1);
+    assert_eq!((train.len(), test.len()), (8000, 2000));
+    let config = TrainConfig {
+        hidden: vec![128],
+        epochs: 15,
+        lr: 0.05,
+        batch_size: 64,
+        ..Default::default()
+    };
+    let mut trainer = Trainer::new(config, train, test).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(trainer.run(), &Status::Finished);
+    let last = trainer
+        .history
+        .last()
+        .cloned()
+        .unwrap_or_else(|| panic!("no epochs"));
+    assert!(
+        last.test_accuracy >= 0.95,
+        "MNIST test accuracy {:.4}",
+        last.test_accuracy
+    );
+}
+
+#[test]
+fn optical_digits_reach_96_percent() {
+    let (train, test) = digits().split(0.2, 1);
+    let config = TrainConfig {
+        hidden: vec![128],
+        epochs: 40,
+        lr: 0.05,
+        batch_size: 32,
+        ..Default::default()
+    };
+    let mut trainer = Trainer::new(config, train, test).unwrap_or_else(|e| panic!("{e}"));
+    trainer.run();
+    let last = trainer
+        .history
+        .last()
+        .cloned()
+        .unwrap_or_else(|| panic!("no epochs"));
+    assert!(
+        last.test_accuracy >= 0.96,
+        "digits test accuracy {:.4}",
+        last.test_accuracy
+    );
+}
+
+#[test]
+fn two_spirals_are_learned() {
+    let data = Synthetic::Spirals.generate(1000, 1);
+    let (train, test) = data.split(0.2, 1);
+    let config = TrainConfig {
+        hidden: vec![64, 64],
+        activation: Activation::Tanh,
+        optimizer: OptimizerKind::adam(),
+        lr: 0.01,
+        epochs: 200,
+        batch_size: 32,
+        ..Default::default()
+    };
+    let mut trainer = Trainer::new(config, train, test).unwrap_or_else(|e| panic!("{e}"));
+    trainer.run();
+    let (_, train_accuracy) = trainer.evaluate(&trainer.train);
+    assert!(
+        train_accuracy >= 0.98,
+        "spirals train accuracy {train_accuracy:.4}"
+    );
+}
+
+#[test]
+fn divergence_stops_training_with_the_step() {
+    let (train, test) = digits().split(0.2, 1);
+    let config = TrainConfig {
+        lr: 1e30,
+        optimizer: OptimizerKind::Sgd,
+        epochs: 3,
+        ..Default::default()
+    };
+    let mut trainer = Trainer::new(config, train, test).unwrap_or_else(|e| panic!("{e}"));
+    match trainer.run().clone() {
+        Status::Diverged { step, .. } => {
+            assert!((1..50).contains(&step), "diverged at step {step}")
+        }
+        other => panic!("expected divergence, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_configs_are_errors() {
+    let (train, test) = Synthetic::Xor.generate(50, 1).split(0.2, 1);
+    for config in [
+        TrainConfig {
+            lr: f64::NAN,
+            ..Default::default()
+        },
+        TrainConfig {
+            lr: -1.0,
+            ..Default::default()
+        },
+        TrainConfig {
+            batch_size: 0,
+            ..Default::default()
+        },
+        TrainConfig {
+            hidden: vec![0],
+            ..Default::default()
+        },
+        TrainConfig {
+            epochs: 0,
+            ..Default::default()
+        },
+    ] {
+        assert!(Trainer::new(config, train.clone(), test.clone()).is_err());
+    }
+}
+
+#[test]
+fn training_is_reproducible_for_a_seed() {
+    let run = || {
+        let (train, test) = Synthetic::Moons.generate(200, 3).split(0.2, 3);
+        let mut t = Trainer::new(
+            TrainConfig {
+                hidden: vec![8],
+                epochs: 3,
+                ..Default::default()
+            },
+            train,
+            test,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        t.run();
+        t.losses.clone()
+    };
+    assert_eq!(run(), run());
+}
