@@ -3,8 +3,10 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
 use dlsys_core::exercise::{SelfCheck, self_check};
 use dlsys_core::float::{self, Exact, Format, Rounding, StochasticRounder};
+use dlsys_core::nn::{Activation, OptimizerKind, Status, TrainConfig, Trainer};
 use dlsys_lessons::exercise_panel::{FIRST_SEED, next_seed};
 use dlsys_shaders::Gpu;
 
@@ -71,6 +73,46 @@ pub enum Command {
         #[arg(long, value_name = "F")]
         to: Option<String>,
     },
+    /// Check every autograd op and a whole MLP against numerical gradients;
+    /// exits non-zero if any is outside the good band.
+    Gradcheck {
+        #[arg(long)]
+        json: bool,
+        /// Arithmetic to check in: f64 (the real check) or f32 (to see why f64 matters).
+        #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
+        precision: String,
+        /// Plant a wrong backward rule to see the check catch it:
+        /// bias-not-summed, softmax-no-coupling, ce-not-averaged.
+        #[arg(long, value_name = "BUG")]
+        bug: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Train an MLP and print per-epoch loss and train/test accuracy.
+    Train {
+        /// mnist, digits, spirals, moons, circles or xor.
+        #[arg(long, default_value = "digits")]
+        dataset: String,
+        /// Hidden layer sizes, comma-separated (e.g. 128,64).
+        #[arg(long, default_value = "128")]
+        hidden: String,
+        /// relu, tanh or sigmoid.
+        #[arg(long, default_value = "relu")]
+        activation: String,
+        /// sgd, momentum, nesterov or adam.
+        #[arg(long, default_value = "momentum")]
+        optimizer: String,
+        #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
+        lr: f64,
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+        #[arg(long, default_value_t = 10)]
+        epochs: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// List the lessons (their ids are the routes: `--lesson ID`, `#ID`).
     Lessons {
         #[arg(long)]
@@ -84,6 +126,44 @@ pub fn run(command: Command) -> Result<ExitCode, String> {
         Command::GpuInfo { json } => gpu_info(json),
         Command::Check { json, seeds } => check(json, seeds),
         Command::Lessons { json } => lessons(json),
+        Command::Gradcheck {
+            json,
+            precision,
+            bug,
+            seed,
+        } => gradcheck(json, &precision, bug.as_deref(), seed),
+        Command::Train {
+            dataset,
+            hidden,
+            activation,
+            optimizer,
+            lr,
+            batch,
+            epochs,
+            seed,
+            json,
+        } => {
+            let hidden = hidden
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| {
+                    s.trim()
+                        .parse::<usize>()
+                        .map_err(|_| format!("--hidden: `{s}` is not a layer size"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let config = TrainConfig {
+                hidden,
+                activation: Activation::by_name(&activation)?,
+                optimizer: OptimizerKind::by_name(&optimizer)?,
+                lr,
+                batch_size: batch,
+                epochs,
+                seed,
+                ..Default::default()
+            };
+            train(&dataset, config, json)
+        }
         Command::Float {
             value,
             formats,
@@ -379,4 +459,151 @@ fn float_batch(target: &Format, rounding: Rounding, seed: u64) -> Result<ExitCod
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn planted_bug(name: &str) -> Result<PlantedBug, String> {
+    match name {
+        "bias-not-summed" => Ok(PlantedBug::BiasNotSummedOverBatch),
+        "softmax-no-coupling" => Ok(PlantedBug::SoftmaxMissingCoupling),
+        "ce-not-averaged" => Ok(PlantedBug::CrossEntropyNotAveraged),
+        other => Err(format!(
+            "unknown --bug `{other}`; use bias-not-summed, softmax-no-coupling or ce-not-averaged"
+        )),
+    }
+}
+
+fn gradcheck(
+    json: bool,
+    precision: &str,
+    bug: Option<&str>,
+    seed: u64,
+) -> Result<ExitCode, String> {
+    let bug = bug.map(planted_bug).transpose()?;
+    let reports: Vec<GradcheckReport> = Check::ALL
+        .iter()
+        .map(|check| {
+            if precision == "f32" {
+                check.run::<f32>(seed, bug)
+            } else {
+                check.run::<f64>(seed, bug)
+            }
+        })
+        .collect();
+    let failed = reports.iter().filter(|r| r.band != Band::Good).count();
+    if json {
+        let rows: Vec<_> = reports
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "check": r.name,
+                    "precision": r.precision,
+                    "max_rel_error": r.max_rel_error,
+                    "band": r.band.name(),
+                    "tensors": r.tensors.iter().map(|t| serde_json::json!({
+                        "name": t.name, "shape": t.shape, "max_rel_error": t.max_rel_error,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            to_json(&serde_json::json!({
+                "precision": precision,
+                "planted_bug": bug.map(PlantedBug::describe),
+                "checks": rows,
+                "outside_good_band": failed,
+            }))?
+        );
+    } else {
+        if let Some(bug) = bug {
+            println!("planted bug: {}", bug.describe());
+        }
+        println!(
+            "{:<24} {:>12}  band",
+            format!("check ({precision})"),
+            "max rel err"
+        );
+        for r in &reports {
+            println!(
+                "{:<24} {:>12.3e}  {}",
+                r.name,
+                r.max_rel_error,
+                r.band.name()
+            );
+            for t in r
+                .tensors
+                .iter()
+                .filter(|t| Band::of(t.max_rel_error) != Band::Good)
+            {
+                println!(
+                    "{:<24} {:>12.3e}  ({} {:?})",
+                    "", t.max_rel_error, t.name, t.shape
+                );
+            }
+        }
+        println!(
+            "{} checks, {failed} outside the good band (< 1e-7)",
+            reports.len()
+        );
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, String> {
+    let data = dlsys_lessons::datasets::load(dataset, config.seed)?;
+    let (train_set, test_set) = data.split(dlsys_lessons::datasets::TEST_FRACTION, config.seed);
+    let epochs = config.epochs;
+    let mut trainer = Trainer::new(config, train_set, test_set)?;
+    if !json {
+        println!(
+            "{}: {} train / {} test, {} features, {} classes; MLP {} parameters",
+            data.name,
+            trainer.train.len(),
+            trainer.test.len(),
+            data.features,
+            data.classes,
+            trainer.model.parameter_count()
+        );
+    }
+    let mut reported = 0;
+    while trainer.status == Status::Running {
+        trainer.step();
+        for stats in &trainer.history[reported..] {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string(stats).map_err(|e| e.to_string())?
+                );
+            } else {
+                println!(
+                    "epoch {:>3}/{epochs}  train loss {:.4}  train acc {:6.2}%  test loss {:.4}  test acc {:6.2}%",
+                    stats.epoch,
+                    stats.train_loss,
+                    100.0 * stats.train_accuracy,
+                    stats.test_loss,
+                    100.0 * stats.test_accuracy
+                );
+            }
+        }
+        reported = trainer.history.len();
+    }
+    match &trainer.status {
+        Status::Diverged { epoch, step, loss } => Err(format!(
+            "training diverged at step {step} (epoch {}): the loss became {loss}; try a smaller learning rate",
+            epoch + 1
+        )),
+        _ => {
+            let accuracy = trainer.history.last().map_or(f64::NAN, |s| s.test_accuracy);
+            if json {
+                println!("{}", serde_json::json!({ "final_test_accuracy": accuracy }));
+            } else {
+                println!("final test accuracy {:.2}%", 100.0 * accuracy);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
 }

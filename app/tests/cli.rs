@@ -173,3 +173,87 @@ fn float_batch_answers_every_line_and_reports_bad_ones() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("line 3:"), "{err}");
 }
+
+#[test]
+fn gradcheck_passes_and_catches_a_planted_bug() {
+    let out = dlsys_lab(&["gradcheck", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["outside_good_band"], 0);
+    let checks = json["checks"].as_array().unwrap();
+    assert!(checks.len() >= 17);
+    assert!(
+        checks
+            .iter()
+            .all(|c| c["max_rel_error"].as_f64().is_some_and(|e| e <= 1e-7))
+    );
+
+    let out = dlsys_lab(&["gradcheck", "--bug", "bias-not-summed"]);
+    assert!(!out.status.success(), "a planted bug must fail the check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("wrong") && text.contains("b1"), "{text}");
+
+    let out = dlsys_lab(&["gradcheck", "--bug", "nonsense"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown --bug"));
+}
+
+#[test]
+fn train_prints_epochs_and_rejects_bad_arguments() {
+    let out = dlsys_lab(&[
+        "train",
+        "--dataset",
+        "xor",
+        "--hidden",
+        "8",
+        "--epochs",
+        "3",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "three epochs and a final line: {text}");
+    assert_eq!(lines[2]["epoch"], 3);
+    assert!(lines[3]["final_test_accuracy"].as_f64().is_some());
+
+    for args in [
+        &["train", "--dataset", "cifar"][..],
+        &["train", "--lr", "-1"],
+        &["train", "--hidden", "12,x"],
+        &["train", "--optimizer", "lbfgs"],
+        &["train", "--batch", "0"],
+    ] {
+        let out = dlsys_lab(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("error:") && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+    let out = dlsys_lab(&[
+        "train",
+        "--dataset",
+        "digits",
+        "--lr",
+        "1e30",
+        "--optimizer",
+        "sgd",
+        "--epochs",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("diverged at step"));
+}

@@ -4,6 +4,7 @@
 //! tests: adding a lesson to it adds it to the snapshot and click-through tests
 //! without new test code. A lesson never talks to another lesson.
 
+pub mod datasets;
 pub mod exercise_panel;
 pub mod float_formats;
 pub mod theme;

@@ -201,6 +201,23 @@ impl<T: Real> Graph<T> {
         self.nodes[v.0].grad.as_ref()
     }
 
+    /// Moves a node's value out (leaving an empty tensor): for taking
+    /// parameters back after a step without copying them.
+    pub fn take_value(&mut self, v: Var) -> Tensor<T> {
+        std::mem::replace(
+            &mut self.nodes[v.0].value,
+            Tensor {
+                data: Vec::new(),
+                shape: vec![0],
+            },
+        )
+    }
+
+    /// Moves a node's accumulated gradient out.
+    pub fn take_grad(&mut self, v: Var) -> Option<Tensor<T>> {
+        self.nodes[v.0].grad.take()
+    }
+
     pub fn set_label(&mut self, v: Var, label: &str) {
         label.clone_into(&mut self.nodes[v.0].label);
     }

@@ -35,17 +35,17 @@ pub trait Real:
     fn max(self, other: Self) -> Self {
         if self >= other { self } else { other }
     }
-    /// `c ← a·b + beta·c` for row-major `a` (m×k, or k×m when `a_t`) and `b`
-    /// (k×n, or n×k when `b_t`); transposes are read through strides, not copied.
+    /// `c ← a·b + beta·c` where `a` is m×k read with strides (`rsa`, `csa`),
+    /// `b` is k×n read with (`rsb`, `csb`), and `c` is m×n, row-major, `n` wide.
     #[allow(clippy::too_many_arguments)]
-    fn gemm(
+    fn gemm_strided(
         m: usize,
         k: usize,
         n: usize,
         a: &[Self],
-        a_t: bool,
+        a_strides: (usize, usize),
         b: &[Self],
-        b_t: bool,
+        b_strides: (usize, usize),
         beta: Self,
         c: &mut [Self],
     );
@@ -78,37 +78,30 @@ macro_rules! impl_real {
             fn is_finite(self) -> bool {
                 <$t>::is_finite(self)
             }
-            fn gemm(
+            fn gemm_strided(
                 m: usize,
                 k: usize,
                 n: usize,
                 a: &[Self],
-                a_t: bool,
+                (rsa, csa): (usize, usize),
                 b: &[Self],
-                b_t: bool,
+                (rsb, csb): (usize, usize),
                 beta: Self,
                 c: &mut [Self],
             ) {
-                assert!(
-                    a.len() >= m * k && b.len() >= k * n && c.len() >= m * n,
-                    "gemm: slices shorter than {m}×{k}·{k}×{n}"
-                );
                 if m == 0 || n == 0 {
                     return;
                 }
-                let (rsa, csa) = if a_t {
-                    (1, m as isize)
-                } else {
-                    (k as isize, 1)
+                let last = |rows: usize, cols: usize, rs: usize, cs: usize| {
+                    (rows - 1) * rs + cols.saturating_sub(1) * cs
                 };
-                let (rsb, csb) = if b_t {
-                    (1, k as isize)
-                } else {
-                    (n as isize, 1)
-                };
-                // SAFETY: the pointers come from slices at least as long as the
-                // strided extents above (checked), and `c` does not alias `a` or `b`
-                // (it is a distinct `&mut`).
+                assert!(
+                    (k == 0 || (last(m, k, rsa, csa) < a.len() && last(k, n, rsb, csb) < b.len()))
+                        && c.len() >= m * n,
+                    "gemm: slices too short for {m}×{k}·{k}×{n}"
+                );
+                // SAFETY: every element the strides reach lies inside its slice
+                // (checked above); `c` is a distinct `&mut`, so it aliases neither input.
                 #[allow(unsafe_code)]
                 unsafe {
                     $gemm(
@@ -117,11 +110,11 @@ macro_rules! impl_real {
                         n,
                         1.0,
                         a.as_ptr(),
-                        rsa,
-                        csa,
+                        rsa as isize,
+                        csa as isize,
                         b.as_ptr(),
-                        rsb,
-                        csb,
+                        rsb as isize,
+                        csb as isize,
                         beta,
                         c.as_mut_ptr(),
                         n as isize,
@@ -297,12 +290,47 @@ pub fn matmul<T: Real>(a: &Tensor<T>, a_t: bool, b: &Tensor<T>, b_t: bool) -> Te
         b.shape,
         if b_t { "ᵀ" } else { "" }
     );
+    let a_strides = if a_t { (1, m) } else { (k, 1) };
+    let b_strides = if b_t { (1, k) } else { (n, 1) };
     let mut out = vec![T::ZERO; m * n];
-    T::gemm(m, k, n, &a.data, a_t, &b.data, b_t, T::ZERO, &mut out);
+    gemm_split(m, k, n, &a.data, a_strides, &b.data, b_strides, &mut out);
     Tensor {
         data: out,
         shape: vec![m, n],
     }
+}
+
+/// `x·w` for `rows` rows of `x` stored contiguously (no tensor, no copy).
+pub fn matmul_rows<T: Real>(x: &[T], rows: usize, w: &Tensor<T>) -> Tensor<T> {
+    let (k, n) = w.rows_cols();
+    assert_eq!(
+        x.len(),
+        rows * k,
+        "matmul_rows: {} values are not {rows} rows of {k}",
+        x.len()
+    );
+    let mut out = vec![T::ZERO; rows * n];
+    gemm_split(rows, k, n, x, (k, 1), &w.data, (n, 1), &mut out);
+    Tensor {
+        data: out,
+        shape: vec![rows, n],
+    }
+}
+
+/// `c = a·b` (one core: on these small products, measured on 2 cores, splitting
+/// them across threads cost more in wake-ups than it saved).
+#[allow(clippy::too_many_arguments)]
+fn gemm_split<T: Real>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    a_strides: (usize, usize),
+    b: &[T],
+    b_strides: (usize, usize),
+    c: &mut [T],
+) {
+    T::gemm_strided(m, k, n, a, a_strides, b, b_strides, T::ZERO, c);
 }
 
 #[cfg(test)]

@@ -141,13 +141,55 @@ impl<T: Real> Mlp<T> {
             .collect()
     }
 
-    /// Logits for a batch, without keeping a graph around.
+    /// [`Self::forward`] that moves the parameters into the graph instead of
+    /// copying them; [`Self::take_back`] returns them after the backward pass.
+    pub fn forward_moving(&mut self, g: &mut Graph<T>, x: Var) -> (Var, Vec<Var>) {
+        let mut h = x;
+        let mut params = Vec::with_capacity(self.layers.len() * 2);
+        let count = self.layers.len();
+        for (i, layer) in self.layers.iter_mut().enumerate() {
+            let w = g.param(std::mem::replace(&mut layer.weight, Tensor::zeros(&[0])));
+            let b = g.param(std::mem::replace(&mut layer.bias, Tensor::zeros(&[0])));
+            params.extend([w, b]);
+            let z = g.matmul(h, w);
+            h = g.add(z, b);
+            if i + 1 < count {
+                h = self.activation.apply(g, h);
+            }
+        }
+        (h, params)
+    }
+
+    /// Moves the parameters back out of `g` (see [`Self::forward_moving`]).
+    pub fn take_back(&mut self, g: &mut Graph<T>, params: &[Var]) {
+        for (layer, pair) in self.layers.iter_mut().zip(params.chunks(2)) {
+            layer.weight = g.take_value(pair[0]);
+            layer.bias = g.take_value(pair[1]);
+        }
+    }
+
+    /// Logits for a batch of `rows` examples (read in place): a plain
+    /// forward pass, no graph, no copy of the input.
     pub fn logits(&self, x: &[T], rows: usize) -> Tensor<T> {
-        let features = self.layers.first().map_or(0, |l| l.weight.shape[0]);
-        let mut g = Graph::new();
-        let xv = g.input(Tensor::new(x.to_vec(), &[rows, features]));
-        let (logits, _) = self.forward(&mut g, xv);
-        g.value(logits).clone()
+        let mut h = Tensor::zeros(&[0]);
+        for (i, layer) in self.layers.iter().enumerate() {
+            let input = if i == 0 { x } else { &h.data };
+            h = crate::autograd::tensor::matmul_rows(input, rows, &layer.weight);
+            let cols = layer.bias.numel();
+            for row in h.data.chunks_mut(cols) {
+                for (v, b) in row.iter_mut().zip(&layer.bias.data) {
+                    *v += *b;
+                }
+            }
+            if i + 1 < self.layers.len() {
+                h = match self.activation {
+                    Activation::Relu => h.map(|v| if v > T::ZERO { v } else { T::ZERO }),
+                    Activation::Tanh => h.map(T::tanh),
+                    Activation::Sigmoid => h.map(|v| T::ONE / (T::ONE + (-v).exp())),
+                };
+            }
+        }
+        h
     }
 }
 
@@ -233,7 +275,8 @@ impl<T: Real> Optimizer<T> {
         }
     }
 
-    /// Updates every parameter in place from its gradient.
+    /// Updates every parameter in place from its gradient. Each rule is one
+    /// tight loop over the parameter, so the compiler can vectorise it.
     pub fn step(&mut self, params: &mut [&mut Tensor<T>], grads: &[Tensor<T>]) {
         if self.first.len() != params.len() {
             self.first = params.iter().map(|p| vec![T::ZERO; p.numel()]).collect();
@@ -245,30 +288,48 @@ impl<T: Real> Optimizer<T> {
         let t = self.steps as i32;
         for (i, (param, grad)) in params.iter_mut().zip(grads).enumerate() {
             let (first, second) = (&mut self.first[i], &mut self.second[i]);
-            for j in 0..param.data.len() {
-                let theta = &mut param.data[j];
-                let g = grad.data[j] + wd * *theta;
-                match self.kind {
-                    OptimizerKind::Sgd => *theta -= lr * g,
-                    OptimizerKind::Momentum { mu, nesterov } => {
-                        let mu = T::from_f64(mu);
-                        let v_prev = first[j];
-                        let v = mu * v_prev - lr * g;
-                        first[j] = v;
-                        if nesterov {
-                            // Look ahead: θ += −μ·v_prev + (1 + μ)·v.
-                            *theta += -mu * v_prev + (T::ONE + mu) * v;
-                        } else {
-                            *theta += v;
-                        }
+            let theta = &mut param.data;
+            let grad = &grad.data;
+            match self.kind {
+                OptimizerKind::Sgd => {
+                    for (p, g) in theta.iter_mut().zip(grad) {
+                        *p -= lr * (*g + wd * *p);
                     }
-                    OptimizerKind::Adam { beta1, beta2, eps } => {
-                        let (b1, b2) = (T::from_f64(beta1), T::from_f64(beta2));
-                        first[j] = b1 * first[j] + (T::ONE - b1) * g;
-                        second[j] = b2 * second[j] + (T::ONE - b2) * g * g;
-                        let m_hat = first[j] / T::from_f64(1.0 - beta1.powi(t));
-                        let v_hat = second[j] / T::from_f64(1.0 - beta2.powi(t));
-                        *theta -= lr * m_hat / (v_hat.sqrt() + T::from_f64(eps));
+                }
+                OptimizerKind::Momentum {
+                    mu,
+                    nesterov: false,
+                } => {
+                    // v ← μv − ηg; θ ← θ + v
+                    let mu = T::from_f64(mu);
+                    for ((p, v), g) in theta.iter_mut().zip(first.iter_mut()).zip(grad) {
+                        *v = mu * *v - lr * (*g + wd * *p);
+                        *p += *v;
+                    }
+                }
+                OptimizerKind::Momentum { mu, nesterov: true } => {
+                    // Look ahead: θ ← θ − μ·v_prev + (1 + μ)·v.
+                    let mu = T::from_f64(mu);
+                    for ((p, v), g) in theta.iter_mut().zip(first.iter_mut()).zip(grad) {
+                        let v_prev = *v;
+                        *v = mu * v_prev - lr * (*g + wd * *p);
+                        *p += -mu * v_prev + (T::ONE + mu) * *v;
+                    }
+                }
+                OptimizerKind::Adam { beta1, beta2, eps } => {
+                    let (b1, b2, eps) = (T::from_f64(beta1), T::from_f64(beta2), T::from_f64(eps));
+                    let c1 = T::ONE / T::from_f64(1.0 - beta1.powi(t));
+                    let c2 = T::ONE / T::from_f64(1.0 - beta2.powi(t));
+                    for (((p, m), v), g) in theta
+                        .iter_mut()
+                        .zip(first.iter_mut())
+                        .zip(second.iter_mut())
+                        .zip(grad)
+                    {
+                        let g = *g + wd * *p;
+                        *m = b1 * *m + (T::ONE - b1) * g;
+                        *v = b2 * *v + (T::ONE - b2) * g * g;
+                        *p -= lr * (*m * c1) / ((*v * c2).sqrt() + eps);
                     }
                 }
             }
@@ -430,8 +491,13 @@ impl Trainer {
 
     /// Trains on one batch (and closes the epoch when it was the last).
     pub fn step(&mut self) -> &Status {
+        self.step_batch();
+        &self.status
+    }
+
+    fn step_batch(&mut self) {
         if self.status != Status::Running {
-            return &self.status;
+            return;
         }
         let indices = std::mem::take(&mut self.batches[self.batch]);
         let (x, y) = self.train.gather(&indices);
@@ -440,17 +506,19 @@ impl Trainer {
         let mut g = Graph::new();
         g.set_output_hook(self.output_hook.clone());
         let xv = g.input(Tensor::new(x, &[rows, self.train.features]));
-        let (logits, params) = self.model.forward(&mut g, xv);
+        let (logits, params) = self.model.forward_moving(&mut g, xv);
         let loss = g.softmax_cross_entropy(logits, &y);
         let loss_value = f64::from(g.value(loss).item());
         self.step += 1;
         if !loss_value.is_finite() {
+            // Non-finite parameters show up here too, one step after they appear.
+            self.model.take_back(&mut g, &params);
             self.status = Status::Diverged {
                 epoch: self.epoch,
                 step: self.step,
                 loss: loss_value,
             };
-            return &self.status;
+            return;
         }
         let predictions = g.value(logits).argmax_rows();
         self.epoch_correct += predictions.iter().zip(&y).filter(|(p, t)| p == t).count();
@@ -461,25 +529,16 @@ impl Trainer {
         let grads: Vec<Tensor<f32>> = params
             .iter()
             .map(|p| {
-                g.grad(*p)
-                    .cloned()
+                g.take_grad(*p)
                     .unwrap_or_else(|| Tensor::zeros(&g.value(*p).shape))
             })
             .collect();
+        self.model.take_back(&mut g, &params);
         self.optimizer.step(&mut self.model.params_mut(), &grads);
-        if self.model.params().iter().any(|p| !p.all_finite()) {
-            self.status = Status::Diverged {
-                epoch: self.epoch,
-                step: self.step,
-                loss: f64::NAN,
-            };
-            return &self.status;
-        }
         self.batch += 1;
         if self.batch == self.batches.len() {
             self.finish_epoch();
         }
-        &self.status
     }
 
     fn finish_epoch(&mut self) {
@@ -507,7 +566,29 @@ impl Trainer {
     /// Runs until finished or diverged.
     pub fn run(&mut self) -> &Status {
         while self.status == Status::Running {
-            self.step();
+            self.step_batch();
+        }
+        &self.status
+    }
+
+    /// Trains until the current epoch ends (or training stops).
+    pub fn run_epoch(&mut self) -> &Status {
+        let epoch = self.epoch;
+        while self.status == Status::Running && self.epoch == epoch {
+            self.step_batch();
+        }
+        &self.status
+    }
+
+    /// Trains whole batches until `budget` has passed (at least one batch),
+    /// so a UI can train between frames without stalling them.
+    pub fn run_for(&mut self, budget: web_time::Duration) -> &Status {
+        let start = web_time::Instant::now();
+        while self.status == Status::Running {
+            self.step_batch();
+            if start.elapsed() >= budget {
+                break;
+            }
         }
         &self.status
     }
@@ -517,20 +598,18 @@ impl Trainer {
         if data.is_empty() {
             return (f64::NAN, f64::NAN);
         }
-        let mut loss = 0.0;
-        let mut correct = 0;
-        let indices: Vec<usize> = (0..data.len()).collect();
-        for chunk in indices.chunks(512) {
-            let (x, y) = data.gather(chunk);
-            let logits = self.model.logits(&x, chunk.len());
-            let mut g = Graph::new();
-            let z = g.input(logits.clone());
-            let l = g.softmax_cross_entropy(z, &y);
-            loss += f64::from(g.value(l).item()) * chunk.len() as f64;
+        let (mut loss, mut correct) = (0.0, 0);
+        let chunk = 500;
+        for start in (0..data.len()).step_by(chunk) {
+            let rows = chunk.min(data.len() - start);
+            let x = &data.x[start * data.features..(start + rows) * data.features];
+            let labels = &data.y[start..start + rows];
+            let logits = self.model.logits(x, rows);
+            loss += cross_entropy_sum(&logits, labels);
             correct += logits
                 .argmax_rows()
                 .iter()
-                .zip(&y)
+                .zip(labels)
                 .filter(|(p, t)| p == t)
                 .count();
         }
@@ -548,6 +627,20 @@ impl Trainer {
             })
             .collect()
     }
+}
+
+/// Σ over rows of −log softmax(logits)[label], stable, in f64.
+fn cross_entropy_sum(logits: &Tensor<f32>, labels: &[usize]) -> f64 {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(r, label)| {
+            let row = logits.row(r);
+            let max = row.iter().fold(f32::NEG_INFINITY, |m, x| m.max(*x));
+            let sum: f64 = row.iter().map(|x| f64::from(*x - max).exp()).sum();
+            sum.ln() - f64::from(row[*label] - max)
+        })
+        .sum()
 }
 
 #[cfg(test)]

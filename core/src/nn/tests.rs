@@ -155,7 +155,7 @@ fn divergence_stops_training_with_the_step() {
     let mut trainer = Trainer::new(config, train, test).unwrap_or_else(|e| panic!("{e}"));
     match trainer.run().clone() {
         Status::Diverged { step, .. } => {
-            assert!((1..50).contains(&step), "diverged at step {step}")
+            assert!((1..50).contains(&step), "diverged at step {step}");
         }
         other => panic!("expected divergence, got {other:?}"),
     }
