@@ -169,7 +169,8 @@ fn click_visible(harness: &mut egui_kittest::Harness<'_, dlsys_lab::DlsysApp>, l
     harness.get_by_label(label).scroll_to_me();
     harness.run();
     harness.get_by_label(label).click();
-    harness.run();
+    // Not `run`: the click may start work that keeps repainting.
+    harness.run_steps(2);
 }
 
 #[test]
@@ -225,6 +226,30 @@ fn solving_an_exercise_saves_progress_immediately() {
     assert!(
         again
             .query_by_label_contains("1/8 exercises solved")
+            .is_some()
+    );
+}
+
+#[test]
+fn training_runs_between_frames_and_finishes() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("training", &storage, Some("autograd_mlp"));
+    harness.run();
+    click_visible(&mut harness, "Train");
+    let mut frames = 0;
+    while harness
+        .query_by_label_contains("Done: test accuracy")
+        .is_none()
+    {
+        harness.run_steps(5);
+        frames += 5;
+        assert!(frames < 5000, "training did not finish");
+    }
+    // Training took many frames: it never ran to completion inside one.
+    assert!(frames > 5, "finished in {frames} frames");
+    assert!(
+        harness
+            .query_by_label_contains("Decision boundary")
             .is_some()
     );
 }

@@ -75,6 +75,7 @@ impl DlsysApp {
                 .map(|l| l.id().to_owned())
                 .unwrap_or_default();
         }
+        dlsys_lessons::fonts::install(&cc.egui_ctx);
         cc.egui_ctx.set_theme(app.state.theme);
         cc.egui_ctx.set_zoom_factor(app.state.zoom);
         app
@@ -237,8 +238,17 @@ impl DlsysApp {
             let exercises = lesson.exercises();
             let selected = lesson.id() == self.state.lesson;
             let response = ui
-                .selectable_label(selected, lesson.title(lang))
-                .on_hover_text(lesson.summary(lang));
+                .horizontal(|ui| {
+                    let response = ui
+                        .selectable_label(selected, lesson.title(lang))
+                        .on_hover_text(lesson.summary(lang));
+                    if lesson.is_busy() {
+                        ui.add(egui::Spinner::new())
+                            .on_hover_text(text.get(lang, "app.busy"));
+                    }
+                    response
+                })
+                .inner;
             if response.clicked() {
                 open = Some(lesson.id());
             }

@@ -127,7 +127,7 @@ impl ExercisePanel {
                 let label = ui.label(text.get(lang, "panel.answer"));
                 let hint = match kind {
                     AnswerKind::Bits { width } => format!("0x… / 0b… ({width} bits)"),
-                    AnswerKind::Number => "65504, 6.1e-5, 0x1p-14, 2^-24".to_owned(),
+                    AnswerKind::Number => text.get(lang, "panel.number_hint").to_owned(),
                     _ => String::new(),
                 };
                 let response = ui

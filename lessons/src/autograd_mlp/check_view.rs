@@ -1,0 +1,179 @@
+//! The gradient-check panel: every op and a whole MLP, in f64 or f32, with an
+//! optional planted bug, errors plotted against the CS231n bands.
+
+use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
+use dlsys_core::float::show_sig;
+use dlsys_core::text::Lang;
+use egui_plot::{Axis, HLine, Plot, PlotPoints, Points, Span};
+use serde::{Deserialize, Serialize};
+
+use super::TEXT;
+use crate::theme;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckSettings {
+    pub f32: bool,
+    pub bug: Option<PlantedBug>,
+    pub seed: u64,
+}
+
+impl Default for CheckSettings {
+    fn default() -> Self {
+        Self {
+            f32: false,
+            bug: None,
+            seed: 1,
+        }
+    }
+}
+
+/// Reports, computed when the settings change.
+#[derive(Default)]
+pub struct CheckCache {
+    key: Option<CheckSettings>,
+    reports: Vec<GradcheckReport>,
+}
+
+impl CheckCache {
+    pub fn reports(&mut self, settings: &CheckSettings) -> &[GradcheckReport] {
+        if self.key.as_ref() != Some(settings) {
+            self.reports = Check::ALL
+                .iter()
+                .map(|c| {
+                    if settings.f32 {
+                        c.run::<f32>(settings.seed, settings.bug)
+                    } else {
+                        c.run::<f64>(settings.seed, settings.bug)
+                    }
+                })
+                .collect();
+            self.key = Some(settings.clone());
+        }
+        &self.reports
+    }
+}
+
+fn band_color(visuals: &egui::Visuals, band: Band) -> egui::Color32 {
+    match band {
+        Band::Good => theme::good(visuals),
+        Band::Acceptable => visuals.text_color(),
+        Band::Suspicious => theme::warn(visuals),
+        Band::Wrong => theme::bad(visuals),
+    }
+}
+
+pub fn check_ui(
+    ui: &mut egui::Ui,
+    settings: &mut CheckSettings,
+    cache: &mut CheckCache,
+    lang: Lang,
+) {
+    let t = |key| TEXT.get(lang, key);
+    ui.label(t("check.explain"));
+    ui.horizontal_wrapped(|ui| {
+        ui.label(t("check.precision"));
+        ui.selectable_value(&mut settings.f32, false, "f64");
+        ui.selectable_value(&mut settings.f32, true, "f32");
+        ui.separator();
+        let label = ui.label(t("check.bug"));
+        egui::ComboBox::from_id_salt("check_bug")
+            .selected_text(settings.bug.map_or(t("check.no_bug"), PlantedBug::describe))
+            .show_ui(ui, |ui| {
+                ui.selectable_value(&mut settings.bug, None, t("check.no_bug"));
+                for bug in PlantedBug::ALL {
+                    ui.selectable_value(&mut settings.bug, Some(bug), bug.describe());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        let label = ui.label(t("check.seed"));
+        ui.add(egui::DragValue::new(&mut settings.seed).range(1..=9999))
+            .labelled_by(label.id);
+    });
+    let reports = cache.reports(settings);
+    let visuals = ui.visuals().clone();
+    let outside = reports.iter().filter(|r| r.band != Band::Good).count();
+    if settings.f32 {
+        ui.colored_label(theme::warn(&visuals), t("check.f32_note"));
+    }
+    if let Some(bug) = settings.bug {
+        ui.colored_label(
+            theme::bad(&visuals),
+            TEXT.fill(
+                lang,
+                "check.caught",
+                &[("bug", &bug.describe()), ("count", &outside)],
+            ),
+        );
+    }
+    ui.columns(2, |columns| {
+        egui::Grid::new("gradcheck_table")
+            .striped(true)
+            .show(&mut columns[0], |ui| {
+                ui.strong(t("check.op"));
+                ui.strong(t("check.max"));
+                ui.strong(t("check.band"));
+                ui.end_row();
+                for r in reports {
+                    ui.label(&r.name);
+                    ui.monospace(show_sig(r.max_rel_error, 3));
+                    ui.colored_label(band_color(&visuals, r.band), r.band.name());
+                    ui.end_row();
+                }
+            });
+        let floor = -17.0;
+        let points: Vec<[f64; 2]> = reports
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let y = if r.max_rel_error > 0.0 {
+                    r.max_rel_error.log10().max(floor)
+                } else {
+                    floor
+                };
+                [i as f64, if y.is_finite() { y } else { 1.0 }]
+            })
+            .collect();
+        let names: Vec<String> = reports.iter().map(|r| r.name.clone()).collect();
+        Plot::new("gradcheck_plot")
+            .height(360.0)
+            .y_axis_label(t("check.axis"))
+            .x_axis_formatter(move |mark, _| {
+                names.get(mark.value as usize).cloned().unwrap_or_default()
+            })
+            .include_y(floor)
+            .include_y(1.0)
+            .allow_scroll(false)
+            .show(&mut columns[1], |plot| {
+                let zone = |c: egui::Color32| c.gamma_multiply(0.15);
+                plot.span(
+                    Span::new("good", floor..=-7.0)
+                        .axis(Axis::Y)
+                        .fill(zone(theme::good(&visuals))),
+                );
+                plot.span(
+                    Span::new("suspicious", -4.0..=-2.0)
+                        .axis(Axis::Y)
+                        .fill(zone(theme::warn(&visuals))),
+                );
+                plot.span(
+                    Span::new("wrong", -2.0..=2.0)
+                        .axis(Axis::Y)
+                        .fill(zone(theme::bad(&visuals))),
+                );
+                for y in [-7.0, -4.0, -2.0] {
+                    plot.hline(
+                        HLine::new(format!("1e{y}"), y)
+                            .color(visuals.weak_text_color())
+                            .width(0.5),
+                    );
+                }
+                plot.points(
+                    Points::new("max relative error", PlotPoints::from(points))
+                        .radius(4.0)
+                        .color(theme::exponent(&visuals)),
+                );
+            });
+    });
+}

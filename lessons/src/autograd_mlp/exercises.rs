@@ -1,0 +1,547 @@
+//! The autograd lesson's exercises; every expected answer is computed by
+//! `dlsys_core::autograd` / `nn` (or from the formula the prompt names).
+
+use dlsys_core::autograd::{Band, Graph, Tensor, softmax_rows};
+use dlsys_core::exercise::{AnswerKind, Checker, Exercise, Mistake, Task};
+use dlsys_core::float::show_sig;
+use dlsys_core::nn::{Optimizer, OptimizerKind};
+use dlsys_core::text::Lang;
+use rand::{RngExt as _, SeedableRng as _};
+
+use super::TEXT;
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed ^ 0xa17d_6ad0)
+}
+
+fn t(lang: Lang, key: &str) -> String {
+    TEXT.get(lang, key).to_owned()
+}
+
+/// A value with at most 2 decimals, so prompts are short and exact.
+fn small(rng: &mut rand::rngs::StdRng, lo: f64, hi: f64) -> f64 {
+    (rng.random_range(lo..hi) * 100.0).round() / 100.0
+}
+
+fn list(values: &[f64], digits: usize) -> String {
+    let items: Vec<String> = values.iter().map(|v| format!("{v:.digits$}")).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// Accepts answers within half a unit of the last shown decimal.
+fn decimals(expected: f64, places: i32) -> Checker {
+    Checker::Number {
+        expected,
+        abs_tol: 0.5 * 10f64.powi(-places) + 1e-12,
+        rel_tol: 0.0,
+    }
+}
+
+pub const EXERCISES: [Exercise; 8] = [
+    Exercise {
+        id: "bias_gradient",
+        title: |l| t(l, "ex.bias.title"),
+        generate: bias_gradient,
+    },
+    Exercise {
+        id: "gradient_shapes",
+        title: |l| t(l, "ex.shape.title"),
+        generate: gradient_shapes,
+    },
+    Exercise {
+        id: "softmax_ce_gradient",
+        title: |l| t(l, "ex.ce.title"),
+        generate: softmax_ce_gradient,
+    },
+    Exercise {
+        id: "softmax_backward",
+        title: |l| t(l, "ex.softmax.title"),
+        generate: softmax_backward,
+    },
+    Exercise {
+        id: "momentum_step",
+        title: |l| t(l, "ex.momentum.title"),
+        generate: momentum_step,
+    },
+    Exercise {
+        id: "initial_loss",
+        title: |l| t(l, "ex.initloss.title"),
+        generate: initial_loss,
+    },
+    Exercise {
+        id: "gradcheck_band",
+        title: |l| t(l, "ex.band.title"),
+        generate: gradcheck_band,
+    },
+    Exercise {
+        id: "adam_first_step",
+        title: |l| t(l, "ex.adam.title"),
+        generate: adam_first_step,
+    },
+];
+
+fn bias_gradient(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let batch = rng.random_range(3..=4);
+    let cols = 2;
+    let dy: Vec<f64> = (0..batch * cols)
+        .map(|_| small(&mut rng, -2.0, 2.0))
+        .collect();
+    let col = rng.random_range(0..cols);
+    // The engine's own backward for a broadcast bias.
+    let mut g = Graph::<f64>::new();
+    let x = g.input(Tensor::zeros(&[batch, cols]));
+    let b = g.param(Tensor::zeros(&[cols]));
+    let y = g.add(x, b);
+    let w = g.input(Tensor::new(dy.clone(), &[batch, cols]));
+    let weighted = g.mul(y, w);
+    let loss = g.sum(weighted);
+    g.backward(loss);
+    let db = g.grad(b).map(|t| t.data.clone()).unwrap_or_default();
+    let answer = db[col];
+    let rows: Vec<String> = dy.chunks(cols).map(|r| list(r, 2)).collect();
+    let dy_text = format!("[{}]", rows.join(", "));
+    let mut mistakes = vec![Mistake {
+        answer: format!("{:.2}", dy[col]),
+        feedback: t(lang, "ex.bias.one_row"),
+    }];
+    let mean = answer / batch as f64;
+    if (mean - answer).abs() > 0.011 && (mean - dy[col]).abs() > 0.011 {
+        mistakes.push(Mistake {
+            answer: format!("{mean:.4}"),
+            feedback: t(lang, "ex.bias.mean"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(lang, "ex.bias.prompt", &[("dy", &dy_text), ("col", &col)]),
+        kind: AnswerKind::Number,
+        checker: decimals(answer, 2),
+        hints: vec![
+            t(lang, "ex.bias.hint1"),
+            TEXT.fill(lang, "ex.bias.hint2", &[("col", &col)]),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.bias.explain",
+            &[
+                ("db", &list(&db, 2)),
+                ("col", &col),
+                ("sum", &format!("{answer:.2}")),
+            ],
+        ),
+        reference: format!("{answer:.2}"),
+        mistakes: mistakes
+            .into_iter()
+            .filter(|m| (m.answer.parse::<f64>().unwrap_or(f64::NAN) - answer).abs() > 0.011)
+            .collect(),
+    }
+}
+
+fn gradient_shapes(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let batch = [32, 64, 128][rng.random_range(0..3)];
+    let (inp, out) = [(784, 128), (512, 256), (128, 10)][rng.random_range(0..3)];
+    let which = ["W", "b", "X"][rng.random_range(0..3)];
+    let shape_of = |s: &[usize]| {
+        format!(
+            "[{}]",
+            s.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    // Shapes read off the engine's gradients for a tiny stand-in with the same pattern.
+    let (shape, formula) = match which {
+        "W" => (shape_of(&[inp, out]), "Xᵀ·dY"),
+        "b" => (shape_of(&[out]), "Σ_batch dY"),
+        _ => (shape_of(&[batch, inp]), "dY·Wᵀ"),
+    };
+    // Distractors: dY's shape (the per-example mistake) and the transpose.
+    let dy_shape = shape_of(&[batch, out]);
+    let transposed = match which {
+        "W" => shape_of(&[out, inp]),
+        "b" => shape_of(&[out, 1]),
+        _ => shape_of(&[inp, batch]),
+    };
+    let mut options = vec![shape.clone()];
+    for candidate in [
+        dy_shape.clone(),
+        transposed.clone(),
+        shape_of(&[batch]),
+        shape_of(&[inp]),
+    ] {
+        if !options.contains(&candidate) && options.len() < 4 {
+            options.push(candidate);
+        }
+    }
+    for i in (1..options.len()).rev() {
+        options.swap(i, rng.random_range(0..=i));
+    }
+    let index_of = |text: &str| options.iter().position(|o| o == text);
+    let correct = index_of(&shape).unwrap_or(0);
+    let mut mistakes = Vec::new();
+    if let Some(i) = index_of(&dy_shape).filter(|i| *i != correct) {
+        mistakes.push(Mistake {
+            answer: (i + 1).to_string(),
+            feedback: TEXT.fill(lang, "ex.shape.dy", &[("which", &which)]),
+        });
+    }
+    if let Some(i) = index_of(&transposed).filter(|i| *i != correct) {
+        mistakes.push(Mistake {
+            answer: (i + 1).to_string(),
+            feedback: t(lang, "ex.shape.transposed"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.shape.prompt",
+            &[
+                ("batch", &batch),
+                ("inp", &inp),
+                ("out", &out),
+                ("which", &which),
+            ],
+        ),
+        kind: AnswerKind::Choice { options },
+        checker: Checker::Choice { correct },
+        hints: vec![t(lang, "ex.shape.hint1"), t(lang, "ex.shape.hint2")],
+        explanation: TEXT.fill(
+            lang,
+            "ex.shape.explain",
+            &[("which", &which), ("shape", &shape), ("formula", &formula)],
+        ),
+        reference: (correct + 1).to_string(),
+        mistakes,
+    }
+}
+
+fn softmax_ce_gradient(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let z: Vec<f64> = (0..3).map(|_| small(&mut rng, -2.0, 2.0)).collect();
+    let label = rng.random_range(0..3);
+    let k = rng.random_range(0..3);
+    let mut g = Graph::<f64>::new();
+    let zv = g.param(Tensor::new(z.clone(), &[1, 3]));
+    let loss = g.softmax_cross_entropy(zv, &[label]);
+    g.backward(loss);
+    let grad = g.grad(zv).map(|t| t.data.clone()).unwrap_or_default();
+    let p = softmax_rows(&Tensor::new(z.clone(), &[1, 3])).data;
+    let answer = grad[k];
+    let mut mistakes = Vec::new();
+    if (p[k] - answer).abs() > 0.002 {
+        mistakes.push(Mistake {
+            answer: format!("{:.3}", p[k]),
+            feedback: TEXT.fill(lang, "ex.ce.p_only", &[("k", &k)]),
+        });
+    }
+    if answer.abs() > 0.002 {
+        mistakes.push(Mistake {
+            answer: format!("{:.3}", -answer),
+            feedback: t(lang, "ex.ce.sign"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.ce.prompt",
+            &[("z", &list(&z, 2)), ("label", &label), ("k", &k)],
+        ),
+        kind: AnswerKind::Number,
+        checker: decimals(answer, 3),
+        hints: vec![t(lang, "ex.ce.hint1"), t(lang, "ex.ce.hint2")],
+        explanation: TEXT.fill(
+            lang,
+            "ex.ce.explain",
+            &[
+                ("p", &list(&p, 3)),
+                ("k", &k),
+                ("answer", &format!("{answer:.3}")),
+            ],
+        ),
+        reference: format!("{answer:.3}"),
+        mistakes,
+    }
+}
+
+fn softmax_backward(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let z: Vec<f64> = (0..3).map(|_| small(&mut rng, -1.5, 1.5)).collect();
+    let gvals: Vec<f64> = (0..3).map(|_| small(&mut rng, -1.0, 1.0)).collect();
+    let k = rng.random_range(0..3);
+    let mut g = Graph::<f64>::new();
+    let zv = g.param(Tensor::new(z.clone(), &[1, 3]));
+    let p = g.softmax(zv);
+    let w = g.input(Tensor::new(gvals.clone(), &[1, 3]));
+    let weighted = g.mul(p, w);
+    let loss = g.sum(weighted);
+    g.backward(loss);
+    let grad = g.grad(zv).map(|t| t.data.clone()).unwrap_or_default();
+    let pv = g.value(p).data.clone();
+    let dot: f64 = pv.iter().zip(&gvals).map(|(a, b)| a * b).sum();
+    let answer = grad[k];
+    let mut mistakes = Vec::new();
+    let naive = pv[k] * gvals[k];
+    if (naive - answer).abs() > 0.0002 {
+        mistakes.push(Mistake {
+            answer: format!("{naive:.4}"),
+            feedback: t(lang, "ex.softmax.no_coupling"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.softmax.prompt",
+            &[("p", &list(&pv, 4)), ("g", &list(&gvals, 2)), ("k", &k)],
+        ),
+        kind: AnswerKind::Number,
+        checker: decimals(answer, 4),
+        hints: vec![t(lang, "ex.softmax.hint1"), t(lang, "ex.softmax.hint2")],
+        explanation: TEXT.fill(
+            lang,
+            "ex.softmax.explain",
+            &[
+                ("dot", &format!("{dot:.4}")),
+                ("k", &k),
+                ("answer", &format!("{answer:.4}")),
+            ],
+        ),
+        reference: format!("{answer:.4}"),
+        mistakes,
+    }
+}
+
+fn momentum_step(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let theta = small(&mut rng, -1.0, 1.0);
+    let v = small(&mut rng, -0.5, 0.5);
+    let g = small(&mut rng, -2.0, 2.0);
+    let mu = [0.9, 0.8, 0.5][rng.random_range(0..3)];
+    let lr = [0.1, 0.05, 0.01][rng.random_range(0..3)];
+    // The optimizer itself, fed the same velocity by a first step with a made-up gradient.
+    let mut opt = Optimizer::<f64>::new(
+        OptimizerKind::Momentum {
+            mu,
+            nesterov: false,
+        },
+        lr,
+        0.0,
+    );
+    let mut p = Tensor::new(vec![theta - v], &[1]);
+    // First step with gradient −v/lr leaves velocity v and θ = theta.
+    opt.step(&mut [&mut p], &[Tensor::new(vec![-v / lr], &[1])]);
+    opt.step(&mut [&mut p], &[Tensor::new(vec![g], &[1])]);
+    let answer = p.data[0];
+    let v_new = mu * v - lr * g;
+    let plain = theta - lr * g;
+    let flipped = theta + mu * v + lr * g;
+    let mut mistakes = Vec::new();
+    for (value, key) in [(plain, "ex.momentum.plain"), (flipped, "ex.momentum.sign")] {
+        if (value - answer).abs() > 1e-4 {
+            mistakes.push(Mistake {
+                answer: format!("{value:.4}"),
+                feedback: t(lang, key),
+            });
+        }
+    }
+    let f = |x: f64| show_sig(x, 6);
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.momentum.prompt",
+            &[
+                ("theta", &f(theta)),
+                ("v", &f(v)),
+                ("g", &f(g)),
+                ("mu", &mu),
+                ("lr", &lr),
+            ],
+        ),
+        kind: AnswerKind::Number,
+        checker: Checker::Number {
+            expected: answer,
+            abs_tol: 5e-5,
+            rel_tol: 0.0,
+        },
+        hints: vec![
+            t(lang, "ex.momentum.hint1"),
+            TEXT.fill(
+                lang,
+                "ex.momentum.hint2",
+                &[
+                    ("mu", &mu),
+                    ("v", &f(v)),
+                    ("lr", &lr),
+                    ("g", &f(g)),
+                    ("v_new", &f(v_new)),
+                ],
+            ),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.momentum.explain",
+            &[
+                ("v_new", &f(v_new)),
+                ("theta", &f(theta)),
+                ("answer", &f(answer)),
+            ],
+        ),
+        reference: format!("{answer:.4}"),
+        mistakes,
+    }
+}
+
+fn initial_loss(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let k = [2usize, 5, 10, 100, 1000][rng.random_range(0..5)];
+    // Uniform logits through the engine's own loss.
+    let mut g = Graph::<f64>::new();
+    let z = g.param(Tensor::zeros(&[1, k]));
+    let loss = g.softmax_cross_entropy(z, &[0]);
+    let answer = g.value(loss).item();
+    let mut mistakes = vec![Mistake {
+        answer: format!("{:.4}", 1.0 / k as f64),
+        feedback: t(lang, "ex.initloss.inverse"),
+    }];
+    mistakes.push(Mistake {
+        answer: format!("{:.2}", (k as f64).log10()),
+        feedback: t(lang, "ex.initloss.log10"),
+    });
+    Task {
+        prompt: TEXT.fill(lang, "ex.initloss.prompt", &[("k", &k)]),
+        kind: AnswerKind::Number,
+        checker: decimals(answer, 2),
+        hints: vec![
+            t(lang, "ex.initloss.hint1"),
+            TEXT.fill(lang, "ex.initloss.hint2", &[("k", &k)]),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.initloss.explain",
+            &[("k", &k), ("answer", &format!("{answer:.3}"))],
+        ),
+        reference: format!("{answer:.2}"),
+        mistakes,
+    }
+}
+
+fn gradcheck_band(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let exp: i32 = rng.random_range(-11..=-1);
+    let err = rng.random_range(1.0..9.9) * 10f64.powi(exp);
+    let err_text = format!("{err:.1e}");
+    let err: f64 = err_text.parse().unwrap_or(err);
+    let band = Band::of(err);
+    let bands = [Band::Good, Band::Acceptable, Band::Suspicious, Band::Wrong];
+    let keys = [
+        "ex.band.good",
+        "ex.band.kinks",
+        "ex.band.suspicious",
+        "ex.band.wrong",
+    ];
+    let options: Vec<String> = keys.iter().map(|k| t(lang, k)).collect();
+    let correct = bands.iter().position(|b| *b == band).unwrap_or(0);
+    let mistakes = (0..4)
+        .filter(|i| *i != correct)
+        .map(|i| Mistake {
+            answer: (i + 1).to_string(),
+            feedback: TEXT.fill(lang, "ex.band.other", &[("err", &err_text)]),
+        })
+        .collect();
+    Task {
+        prompt: TEXT.fill(lang, "ex.band.prompt", &[("err", &err_text)]),
+        kind: AnswerKind::Choice {
+            options: options.clone(),
+        },
+        checker: Checker::Choice { correct },
+        hints: vec![
+            t(lang, "ex.band.hint1"),
+            TEXT.fill(lang, "ex.band.hint2", &[("err", &err_text), ("exp", &exp)]),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.band.explain",
+            &[("err", &err_text), ("band", &options[correct])],
+        ),
+        reference: (correct + 1).to_string(),
+        mistakes,
+    }
+}
+
+fn adam_first_step(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let g = [0.003, -0.2, 5.0, -40.0, 0.0007][rng.random_range(0..5)];
+    let lr = [0.001, 0.01, 0.0003][rng.random_range(0..3)];
+    let mut opt = Optimizer::<f64>::new(OptimizerKind::adam(), lr, 0.0);
+    let mut p = Tensor::new(vec![0.0], &[1]);
+    opt.step(&mut [&mut p], &[Tensor::new(vec![g], &[1])]);
+    let answer = p.data[0].abs();
+    let sgd = (lr * g).abs();
+    let mut mistakes = Vec::new();
+    if (sgd - answer).abs() > 0.01 * answer {
+        mistakes.push(Mistake {
+            answer: format!("{sgd:e}"),
+            feedback: t(lang, "ex.adam.sgd"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(lang, "ex.adam.prompt", &[("g", &g), ("lr", &lr)]),
+        kind: AnswerKind::Number,
+        checker: Checker::Number {
+            expected: answer,
+            abs_tol: 0.0,
+            rel_tol: 1e-3,
+        },
+        hints: vec![t(lang, "ex.adam.hint1"), t(lang, "ex.adam.hint2")],
+        explanation: TEXT.fill(lang, "ex.adam.explain", &[("lr", &lr)]),
+        reference: format!("{lr}"),
+        mistakes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::exercise::self_check;
+
+    #[test]
+    fn every_exercise_passes_its_self_check_over_many_seeds() {
+        for exercise in &EXERCISES {
+            for seed in 1..=40 {
+                let report = self_check(exercise, seed);
+                assert!(
+                    report.ok(),
+                    "{} seed {seed}: {:?}",
+                    exercise.id,
+                    report.problems
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_classic_slips_get_named() {
+        let task = bias_gradient(3, Lang::En);
+        let first_row = &task.mistakes[0];
+        assert!(
+            task.check(&first_row.answer)
+                .message()
+                .contains("first row")
+        );
+        let loss = initial_loss(1, Lang::En);
+        assert!(loss.prompt.contains("class"));
+        let k: f64 = loss
+            .prompt
+            .split('-')
+            .next()
+            .and_then(|s| s.split_whitespace().last())
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(f64::NAN);
+        assert!(
+            loss.check(&format!("{:.2}", k.ln())).is_correct(),
+            "{}",
+            loss.prompt
+        );
+    }
+}

@@ -1,0 +1,109 @@
+//! "Autograd & MLP": a computation graph stepped backward node by node, the
+//! gradient checks of every op, and an MLP trained live.
+
+mod check_view;
+mod exercises;
+mod graph_view;
+mod trainer_view;
+
+use std::sync::LazyLock;
+
+use dlsys_core::text::{Catalog, Lang};
+use serde::{Deserialize, Serialize};
+
+use crate::{Env, Lesson};
+
+pub use exercises::EXERCISES;
+
+static TEXT: LazyLock<Catalog> =
+    LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/autograd_mlp.ron")));
+
+/// The lesson's prose.
+pub fn text() -> &'static Catalog {
+    &TEXT
+}
+
+/// Everything the learner set up; survives restarts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub graph: graph_view::GraphSettings,
+    pub check: check_view::CheckSettings,
+    pub train: trainer_view::TrainSettings,
+}
+
+#[derive(Default)]
+pub struct AutogradMlp {
+    settings: Settings,
+    checks: check_view::CheckCache,
+    run: trainer_view::TrainRun,
+}
+
+impl Lesson for AutogradMlp {
+    fn id(&self) -> &'static str {
+        "autograd_mlp"
+    }
+
+    fn title(&self, lang: Lang) -> String {
+        TEXT.get(lang, "title").to_owned()
+    }
+
+    fn summary(&self, lang: Lang) -> String {
+        TEXT.get(lang, "summary").to_owned()
+    }
+
+    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+        self.run.logic(ctx);
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        let Self {
+            settings,
+            checks,
+            run,
+        } = self;
+        ui.heading(TEXT.get(lang, "title"));
+        ui.label(TEXT.get(lang, "intro"));
+        ui.add_space(8.0);
+        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "graph.heading")).strong())
+            .default_open(true)
+            .show(ui, |ui| graph_view::graph_ui(ui, &mut settings.graph, lang));
+        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "check.heading")).strong())
+            .default_open(true)
+            .show(ui, |ui| {
+                check_view::check_ui(ui, &mut settings.check, checks, lang);
+            });
+        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "train.heading")).strong())
+            .default_open(true)
+            .show(ui, |ui| {
+                trainer_view::trainer_ui(ui, &mut settings.train, run, lang);
+            });
+    }
+
+    fn is_busy(&self) -> bool {
+        self.run.is_running()
+    }
+
+    fn exercises(&self) -> &'static [dlsys_core::exercise::Exercise] {
+        &EXERCISES
+    }
+
+    crate::persist_field!(settings);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_parses_and_settings_round_trip() {
+        assert!(Catalog::parse(include_str!("../../../assets/lessons/autograd_mlp.ron")).is_ok());
+        let mut lesson = AutogradMlp::default();
+        lesson.settings.train.hidden = "32".to_owned();
+        let saved = lesson.save_state().unwrap_or_default();
+        let mut other = AutogradMlp::default();
+        assert!(other.load_state(&saved).is_ok());
+        assert_eq!(other.settings, lesson.settings);
+    }
+}

@@ -1,0 +1,521 @@
+//! Training an MLP live: a few batches per frame, never blocking the UI.
+
+use dlsys_core::float::show_sig;
+use dlsys_core::nn::{Activation, Dataset, OptimizerKind, Status, TrainConfig, Trainer};
+use dlsys_core::text::Lang;
+use egui::{Color32, Rect, Stroke, StrokeKind, Vec2};
+use egui_plot::{Heatmap, Legend, Line, Plot, PlotPoint, PlotPoints, Points};
+use serde::{Deserialize, Serialize};
+
+use super::TEXT;
+use crate::{datasets, theme};
+
+/// What the learner set (persisted; the trained weights are not).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrainSettings {
+    pub dataset: String,
+    pub hidden: String,
+    pub activation: Activation,
+    pub optimizer: String,
+    pub lr: f64,
+    pub batch: usize,
+    pub epochs: u64,
+    pub seed: u64,
+}
+
+impl Default for TrainSettings {
+    fn default() -> Self {
+        Self {
+            dataset: "spirals".to_owned(),
+            hidden: "64,64".to_owned(),
+            activation: Activation::Tanh,
+            optimizer: "adam".to_owned(),
+            lr: 0.01,
+            batch: 32,
+            epochs: 100,
+            seed: 1,
+        }
+    }
+}
+
+impl TrainSettings {
+    fn config(&self) -> Result<TrainConfig, String> {
+        let hidden = self
+            .hidden
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("`{}` is not a layer size", s.trim()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let config = TrainConfig {
+            hidden,
+            activation: self.activation,
+            optimizer: OptimizerKind::by_name(&self.optimizer)?,
+            lr: self.lr,
+            batch_size: self.batch,
+            epochs: self.epochs,
+            seed: self.seed,
+            ..Default::default()
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// A wrong test prediction: (test index, predicted, true).
+type Misclassified = (usize, usize, usize);
+
+/// Training in progress (not persisted).
+#[derive(Default)]
+pub struct TrainRun {
+    trainer: Option<Trainer>,
+    running: bool,
+    error: Option<String>,
+    initial_loss: f64,
+    boundary: Option<(usize, Vec<f64>)>,
+    mistakes: Option<(usize, Vec<Misclassified>)>,
+}
+
+impl TrainRun {
+    pub fn is_running(&self) -> bool {
+        self.running
+    }
+
+    /// Trains for a slice of the frame budget.
+    pub fn logic(&mut self, ctx: &egui::Context) {
+        let Some(trainer) = &mut self.trainer else {
+            return;
+        };
+        if !self.running {
+            return;
+        }
+        trainer.run_for(web_time::Duration::from_millis(12));
+        if trainer.status != Status::Running {
+            self.running = false;
+        }
+        ctx.request_repaint();
+    }
+
+    fn start(&mut self, settings: &TrainSettings) {
+        *self = Self::default();
+        let result = settings.config().and_then(|config| {
+            let data = datasets::load(&settings.dataset, settings.seed)?;
+            let (train, test) = data.split(datasets::TEST_FRACTION, settings.seed);
+            Trainer::new(config, train, test)
+        });
+        match result {
+            Ok(trainer) => {
+                self.initial_loss = trainer.evaluate(&trainer.test).0;
+                self.trainer = Some(trainer);
+                self.running = true;
+            }
+            Err(err) => self.error = Some(err),
+        }
+    }
+}
+
+pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut TrainRun, lang: Lang) {
+    let t = |key| TEXT.get(lang, key);
+    let busy = run.running;
+    ui.add_enabled_ui(!busy, |ui| {
+        ui.horizontal_wrapped(|ui| {
+            let label = ui.label(t("train.dataset"));
+            egui::ComboBox::from_id_salt("train_dataset")
+                .selected_text(settings.dataset.as_str())
+                .show_ui(ui, |ui| {
+                    for name in datasets::NAMES {
+                        ui.selectable_value(&mut settings.dataset, name.to_owned(), name);
+                    }
+                })
+                .response
+                .labelled_by(label.id);
+            let label = ui.label(t("train.hidden"));
+            ui.add(
+                egui::TextEdit::singleline(&mut settings.hidden)
+                    .hint_text(t("train.hidden_hint"))
+                    .desired_width(70.0),
+            )
+            .labelled_by(label.id);
+            let label = ui.label(t("train.activation"));
+            egui::ComboBox::from_id_salt("train_activation")
+                .selected_text(settings.activation.name())
+                .show_ui(ui, |ui| {
+                    for a in Activation::ALL {
+                        ui.selectable_value(&mut settings.activation, a, a.name());
+                    }
+                })
+                .response
+                .labelled_by(label.id);
+            let label = ui.label(t("train.optimizer"));
+            egui::ComboBox::from_id_salt("train_optimizer")
+                .selected_text(settings.optimizer.as_str())
+                .show_ui(ui, |ui| {
+                    for name in ["sgd", "momentum", "nesterov", "adam"] {
+                        ui.selectable_value(&mut settings.optimizer, name.to_owned(), name);
+                    }
+                })
+                .response
+                .labelled_by(label.id);
+        });
+        ui.horizontal_wrapped(|ui| {
+            let label = ui.label(t("train.lr"));
+            ui.add(
+                egui::DragValue::new(&mut settings.lr)
+                    .speed(0.001)
+                    .range(1e-6..=10.0)
+                    .max_decimals(6),
+            )
+            .labelled_by(label.id);
+            let label = ui.label(t("train.batch"));
+            ui.add(egui::DragValue::new(&mut settings.batch).range(1..=4096))
+                .labelled_by(label.id);
+            let label = ui.label(t("train.epochs"));
+            ui.add(egui::DragValue::new(&mut settings.epochs).range(1..=1000))
+                .labelled_by(label.id);
+            let label = ui.label(t("train.seed"));
+            ui.add(egui::DragValue::new(&mut settings.seed))
+                .labelled_by(label.id);
+        });
+    });
+    ui.horizontal(|ui| {
+        let has = run
+            .trainer
+            .as_ref()
+            .is_some_and(|tr| tr.status == Status::Running);
+        if busy {
+            if ui.button(t("train.pause")).clicked() {
+                run.running = false;
+            }
+        } else if has {
+            if ui.button(t("train.resume")).clicked() {
+                run.running = true;
+            }
+        } else if ui.button(t("train.start")).clicked() {
+            run.start(settings);
+        }
+        if ui
+            .add_enabled(
+                run.trainer.is_some() || run.error.is_some(),
+                egui::Button::new(t("train.reset")),
+            )
+            .clicked()
+        {
+            *run = TrainRun::default();
+        }
+        if let Some(trainer) = &run.trainer {
+            let progress = trainer.progress() as f32;
+            ui.add(
+                egui::ProgressBar::new(progress)
+                    .desired_width(220.0)
+                    .text(TEXT.fill(
+                        lang,
+                        "train.progress",
+                        &[
+                            ("epoch", &trainer.epoch),
+                            ("epochs", &trainer.config.epochs),
+                        ],
+                    )),
+            );
+        }
+    });
+    if let Some(err) = &run.error {
+        ui.colored_label(
+            theme::bad(ui.visuals()),
+            TEXT.fill(lang, "train.error", &[("error", err)]),
+        );
+    }
+    let Some(trainer) = &run.trainer else {
+        return;
+    };
+    let visuals = ui.visuals().clone();
+    ui.label(TEXT.fill(
+        lang,
+        "train.summary",
+        &[
+            ("data", &trainer.train.name.replace(" (train)", "")),
+            ("train", &trainer.train.len()),
+            ("test", &trainer.test.len()),
+            ("features", &trainer.train.features),
+            ("classes", &trainer.train.classes),
+            ("params", &trainer.model.parameter_count()),
+        ],
+    ));
+    let classes = trainer.train.classes;
+    ui.weak(TEXT.fill(
+        lang,
+        "train.initial_loss",
+        &[
+            ("loss", &show_sig(run.initial_loss, 4)),
+            ("classes", &classes),
+            ("ln", &show_sig((classes as f64).ln(), 4)),
+        ],
+    ));
+    match &trainer.status {
+        Status::Diverged { epoch, step, loss } => {
+            ui.colored_label(
+                theme::bad(&visuals),
+                TEXT.fill(
+                    lang,
+                    "train.diverged",
+                    &[("loss", loss), ("step", step), ("epoch", &(epoch + 1))],
+                ),
+            );
+        }
+        Status::Finished => {
+            let acc = trainer.history.last().map_or(f64::NAN, |h| h.test_accuracy);
+            ui.colored_label(
+                theme::good(&visuals),
+                TEXT.fill(
+                    lang,
+                    "train.done",
+                    &[("acc", &format!("{:.2} %", acc * 100.0))],
+                ),
+            );
+        }
+        Status::Running => {}
+    }
+
+    ui.columns(2, |cols| {
+        cols[0].label(t("train.loss_plot"));
+        let stride = (trainer.losses.len() / 1500).max(1);
+        let loss_points: Vec<[f64; 2]> = trainer
+            .losses
+            .iter()
+            .step_by(stride)
+            .map(|(s, l)| [*s as f64, *l])
+            .collect();
+        Plot::new("train_loss")
+            .height(200.0)
+            .x_axis_label("step")
+            .allow_scroll(false)
+            .show(&mut cols[0], |plot| {
+                plot.line(
+                    Line::new("loss", PlotPoints::from(loss_points))
+                        .color(theme::series(&visuals, 0)),
+                );
+            });
+        cols[1].label(t("train.acc_plot"));
+        let train_acc: Vec<[f64; 2]> = trainer
+            .history
+            .iter()
+            .map(|h| [h.epoch as f64, h.train_accuracy])
+            .collect();
+        let test_acc: Vec<[f64; 2]> = trainer
+            .history
+            .iter()
+            .map(|h| [h.epoch as f64, h.test_accuracy])
+            .collect();
+        Plot::new("train_accuracy")
+            .height(200.0)
+            .legend(Legend::default())
+            .x_axis_label("epoch")
+            .include_y(0.0)
+            .include_y(1.0)
+            .allow_scroll(false)
+            .show(&mut cols[1], |plot| {
+                plot.line(
+                    Line::new(t("train.train_acc"), PlotPoints::from(train_acc))
+                        .color(theme::series(&visuals, 1)),
+                );
+                plot.line(
+                    Line::new(t("train.test_acc"), PlotPoints::from(test_acc))
+                        .color(theme::series(&visuals, 2)),
+                );
+            });
+    });
+
+    let epoch = trainer.history.len();
+    if trainer.train.features == 2 {
+        if run.boundary.as_ref().is_none_or(|(e, _)| *e != epoch) {
+            run.boundary = Some((epoch, boundary_grid(trainer)));
+        }
+        if let Some((_, grid)) = &run.boundary {
+            boundary_ui(ui, trainer, grid, &visuals, lang);
+        }
+    } else if trainer.train.image.is_some() {
+        if run.mistakes.as_ref().is_none_or(|(e, _)| *e != epoch) {
+            let predictions = trainer.predict(&trainer.test);
+            let wrong: Vec<(usize, usize, usize)> = predictions
+                .iter()
+                .zip(&trainer.test.y)
+                .enumerate()
+                .filter(|(_, (p, y))| p != y)
+                .take(24)
+                .map(|(i, (p, y))| (i, *p, *y))
+                .collect();
+            run.mistakes = Some((epoch, wrong));
+        }
+        if let Some((_, wrong)) = &run.mistakes {
+            mistakes_ui(ui, &trainer.test, wrong, &visuals, lang);
+        }
+    }
+}
+
+const GRID: usize = 64;
+const EXTENT: f64 = 1.6;
+
+/// The model's probability of class 1 over a grid covering the data.
+fn boundary_grid(trainer: &Trainer) -> Vec<f64> {
+    let mut points = Vec::with_capacity(GRID * GRID * 2);
+    for row in 0..GRID {
+        // Heatmap rows run from the top of the plot down.
+        let y = EXTENT - (row as f64 + 0.5) / GRID as f64 * 2.0 * EXTENT;
+        for col in 0..GRID {
+            let x = -EXTENT + (col as f64 + 0.5) / GRID as f64 * 2.0 * EXTENT;
+            points.extend([
+                x as f32 + 0.5 * f32::from(u8::from(trainer.train.name.starts_with("moons"))),
+                y as f32,
+            ]);
+        }
+    }
+    let logits = trainer.model.logits(&points, GRID * GRID);
+    let probs = dlsys_core::autograd::softmax_rows(&logits);
+    (0..GRID * GRID)
+        .map(|i| f64::from(probs.row(i).get(1).copied().unwrap_or(0.0)))
+        .collect()
+}
+
+fn boundary_ui(
+    ui: &mut egui::Ui,
+    trainer: &Trainer,
+    grid: &[f64],
+    visuals: &egui::Visuals,
+    lang: Lang,
+) {
+    ui.label(TEXT.get(lang, "train.boundary"));
+    let shift = if trainer.train.name.starts_with("moons") {
+        0.5
+    } else {
+        0.0
+    };
+    let (c0, c1) = (theme::series(visuals, 0), theme::series(visuals, 1));
+    let side = 2.0 * EXTENT as f32;
+    Plot::new("train_boundary")
+        .height(320.0)
+        .data_aspect(1.0)
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            plot.heatmap(
+                Heatmap::new(grid.to_vec(), GRID)
+                    .range(0.0, 1.0)
+                    .palette(&[
+                        c0.gamma_multiply(0.35),
+                        visuals.extreme_bg_color,
+                        c1.gamma_multiply(0.35),
+                    ])
+                    .at(PlotPoint::new(-EXTENT + shift, -EXTENT))
+                    .size(side, side)
+                    .show_labels(false),
+            );
+            for class in 0..2 {
+                let pts: Vec<[f64; 2]> = (0..trainer.test.len())
+                    .filter(|i| trainer.test.y[*i] == class)
+                    .map(|i| {
+                        let e = trainer.test.example(i);
+                        [f64::from(e[0]), f64::from(e[1])]
+                    })
+                    .collect();
+                plot.points(
+                    Points::new(format!("class {class}"), PlotPoints::from(pts))
+                        .radius(2.5)
+                        .color(if class == 0 { c0 } else { c1 }),
+                );
+            }
+        });
+}
+
+fn mistakes_ui(
+    ui: &mut egui::Ui,
+    test: &Dataset,
+    wrong: &[(usize, usize, usize)],
+    visuals: &egui::Visuals,
+    lang: Lang,
+) {
+    ui.label(TEXT.get(lang, "train.mistakes"));
+    if wrong.is_empty() {
+        ui.weak(TEXT.get(lang, "train.no_mistakes"));
+        return;
+    }
+    let Some((rows, cols)) = test.image else {
+        return;
+    };
+    ui.horizontal_wrapped(|ui| {
+        for (index, predicted, truth) in wrong {
+            ui.vertical(|ui| {
+                let size = Vec2::splat(48.0);
+                let (rect, response) = ui.allocate_exact_size(size, egui::Sense::hover());
+                let painter = ui.painter_at(rect);
+                let pixel = Vec2::new(rect.width() / cols as f32, rect.height() / rows as f32);
+                for (i, v) in test.example(*index).iter().enumerate() {
+                    let (r, c) = (i / cols, i % cols);
+                    let level = (v.clamp(0.0, 1.0) * 255.0) as u8;
+                    let color = if visuals.dark_mode {
+                        Color32::from_gray(level)
+                    } else {
+                        Color32::from_gray(255 - level)
+                    };
+                    let min = rect.min + Vec2::new(c as f32 * pixel.x, r as f32 * pixel.y);
+                    painter.rect_filled(Rect::from_min_size(min, pixel), 0.0, color);
+                }
+                painter.rect_stroke(
+                    rect,
+                    0.0,
+                    Stroke::new(1.0, visuals.weak_text_color()),
+                    StrokeKind::Outside,
+                );
+                let caption = format!("{predicted} / {truth}");
+                response.on_hover_text(&caption);
+                ui.small(caption);
+            });
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_settings_give_a_message_not_a_trainer() {
+        let mut run = TrainRun::default();
+        let settings = TrainSettings {
+            hidden: "64,abc".to_owned(),
+            ..Default::default()
+        };
+        run.start(&settings);
+        assert!(run.trainer.is_none());
+        assert!(run.error.as_deref().is_some_and(|e| e.contains("abc")));
+        let settings = TrainSettings {
+            dataset: "cifar".to_owned(),
+            ..Default::default()
+        };
+        run.start(&settings);
+        assert!(run.error.as_deref().is_some_and(|e| e.contains("cifar")));
+    }
+
+    #[test]
+    fn training_runs_in_slices_and_finishes() {
+        let mut run = TrainRun::default();
+        let settings = TrainSettings {
+            dataset: "xor".to_owned(),
+            hidden: "8".to_owned(),
+            epochs: 2,
+            ..Default::default()
+        };
+        run.start(&settings);
+        assert!(run.is_running());
+        let ctx = egui::Context::default();
+        for _ in 0..1000 {
+            run.logic(&ctx);
+            if !run.is_running() {
+                break;
+            }
+        }
+        let trainer = run.trainer.as_ref().map(|t| t.status.clone());
+        assert_eq!(trainer, Some(Status::Finished));
+    }
+}
