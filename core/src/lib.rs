@@ -7,5 +7,6 @@
 pub mod autograd;
 pub mod exercise;
 pub mod float;
+pub mod kernels;
 pub mod nn;
 pub mod text;

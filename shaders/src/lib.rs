@@ -6,5 +6,8 @@
 //! CPU references. It never depends on egui.
 
 pub mod gpu;
+pub mod run;
+pub mod source;
 
 pub use gpu::{Gpu, GpuError, GpuInfo};
+pub use run::{Job, KernelRunner, RunOutput, RunSpec, Timer};

@@ -1,0 +1,196 @@
+//! WGSL sources: the files under `shaders/wgsl/`, filled in for a workgroup
+//! size, a reduction op, the device's workgroup memory, and whether loads and
+//! stores are counted (the instrumented build).
+
+use dlsys_core::kernels::{ReduceOp, WG};
+
+const COMMON: &str = include_str!("../wgsl/common.wgsl");
+
+/// The kernel files, by the name plans use (`file:entry`).
+pub fn file(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "copy" => include_str!("../wgsl/copy.wgsl"),
+        "softmax_naive" => include_str!("../wgsl/softmax_naive.wgsl"),
+        "softmax_three_pass" => include_str!("../wgsl/softmax_three_pass.wgsl"),
+        "softmax_workgroup" => include_str!("../wgsl/softmax_workgroup.wgsl"),
+        "softmax_online" => include_str!("../wgsl/softmax_online.wgsl"),
+        "softmax_subgroup" => include_str!("../wgsl/softmax_subgroup.wgsl"),
+        "reduce" => include_str!("../wgsl/reduce.wgsl"),
+        "reduce_subgroup" => include_str!("../wgsl/reduce_subgroup.wgsl"),
+        _ => return None,
+    })
+}
+
+/// Everything that changes the text of a shader.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Variant {
+    pub file: &'static str,
+    pub op: Option<ReduceOp>,
+    pub instrumented: bool,
+    /// f32 values the fused softmax keeps in workgroup memory.
+    pub cache_floats: u32,
+}
+
+/// The complete WGSL for a variant (without any `enable` directive).
+pub fn build(variant: &Variant) -> Result<String, String> {
+    let body = file(variant.file).ok_or_else(|| format!("no kernel file `{}`", variant.file))?;
+    let mut text = if variant.file == "copy" {
+        body.to_owned()
+    } else {
+        format!("{COMMON}\n{body}")
+    };
+    let (count_load, count_store, count16_load, count16_store) = if variant.instrumented {
+        (
+            "atomicAdd(&counters[0], 4u);",
+            "atomicAdd(&counters[1], 4u);",
+            "atomicAdd(&counters[0], 16u);",
+            "atomicAdd(&counters[1], 16u);",
+        )
+    } else {
+        ("", "", "", "")
+    };
+    let op = variant.op.unwrap_or(ReduceOp::Sum);
+    let (combine, identity, subgroup) = match op {
+        ReduceOp::Sum => ("return a + b;", "0.0", "return subgroupAdd(v);"),
+        ReduceOp::Max => (
+            // NaN-propagating, like the reference: max() alone may drop a NaN.
+            "return max_nan(a, b);",
+            "params.neg_inf",
+            "if (subgroupAny(is_nan(v))) { return nan(); }\n    return subgroupMax(v);",
+        ),
+    };
+    let mut unrolled = String::new();
+    let mut s = WG / 2;
+    while s > 0 {
+        unrolled.push_str(&format!(
+            "    if (lid < {s}u) {{ sdata[lid] = combine(sdata[lid], sdata[lid + {s}u]); }}\n    workgroupBarrier();\n"
+        ));
+        s /= 2;
+    }
+    for (token, value) in [
+        ("{{WG}}", WG.to_string()),
+        ("{{WG_DIV4}}", (WG / 4).to_string()),
+        ("{{CACHE}}", variant.cache_floats.max(1).to_string()),
+        ("{{COUNT_LOAD}}", count_load.to_owned()),
+        ("{{COUNT_STORE}}", count_store.to_owned()),
+        ("{{COUNT_LOAD16}}", count16_load.to_owned()),
+        ("{{COUNT_STORE16}}", count16_store.to_owned()),
+        ("{{COMBINE}}", combine.to_owned()),
+        ("{{IDENTITY}}", identity.to_owned()),
+        ("{{SUBGROUP_COMBINE}}", subgroup.to_owned()),
+        ("{{UNROLLED_STEPS}}", unrolled),
+    ] {
+        text = text.replace(token, &value);
+    }
+    if let Some(start) = text.find("{{") {
+        let token: String = text[start..].chars().take(30).collect();
+        return Err(format!(
+            "kernel `{}` has an unfilled template token {token}",
+            variant.file
+        ));
+    }
+    Ok(text)
+}
+
+/// A shader checked by naga, with the bindings each entry point uses.
+pub struct Checked {
+    pub module: naga::Module,
+    /// (entry point, bindings of group 0 it uses).
+    pub bindings: Vec<(String, Vec<u32>)>,
+}
+
+/// Parses and validates WGSL with naga; errors carry the line and column.
+pub fn check(source: &str) -> Result<Checked, String> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|err| err.emit_to_string(source))?;
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .subgroup_stages(naga::valid::ShaderStages::all())
+    .subgroup_operations(naga::valid::SubgroupOperationSet::all())
+    .validate(&module)
+    .map_err(|err| err.emit_to_string(source))?;
+    let bindings = module
+        .entry_points
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let used = info.get_entry_point(index);
+            let mut bindings: Vec<u32> = module
+                .global_variables
+                .iter()
+                .filter(|(handle, _)| !used[*handle].is_empty())
+                .filter_map(|(_, var)| var.binding.as_ref().map(|b| b.binding))
+                .collect();
+            bindings.sort_unstable();
+            (entry.name.clone(), bindings)
+        })
+        .collect();
+    Ok(Checked { module, bindings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::kernels::{Kernel, Problem, plan};
+
+    #[test]
+    fn every_kernel_builds_and_validates_in_both_builds() {
+        for kernel in Kernel::all() {
+            let (steps, _) = plan(
+                kernel,
+                Problem {
+                    rows: 4,
+                    cols: 1024,
+                },
+                2048,
+            )
+            .unwrap_or_default();
+            for step in steps {
+                let (file, entry) = step.entry.split_once(':').unwrap_or_default();
+                for instrumented in [false, true] {
+                    let op = match kernel {
+                        Kernel::Reduce(_, op) => Some(op),
+                        _ => None,
+                    };
+                    let variant = Variant {
+                        file: leak(file),
+                        op,
+                        instrumented,
+                        cache_floats: 2048,
+                    };
+                    let source = build(&variant).unwrap_or_else(|e| panic!("{e}"));
+                    let checked = check(&source).unwrap_or_else(|e| panic!("{file}:\n{e}"));
+                    let used = checked.bindings.iter().find(|(name, _)| name == entry);
+                    let used = used.unwrap_or_else(|| panic!("{file} has no entry point {entry}"));
+                    // The instrumented build uses the counters (binding 4); the plain one never does.
+                    assert_eq!(
+                        used.1.contains(&4),
+                        instrumented,
+                        "{file}:{entry} {:?}",
+                        used.1
+                    );
+                }
+            }
+        }
+    }
+
+    fn leak(s: &str) -> &'static str {
+        match s {
+            "copy" => "copy",
+            "softmax_naive" => "softmax_naive",
+            "softmax_three_pass" => "softmax_three_pass",
+            "softmax_workgroup" => "softmax_workgroup",
+            "softmax_online" => "softmax_online",
+            "softmax_subgroup" => "softmax_subgroup",
+            "reduce" => "reduce",
+            _ => "reduce_subgroup",
+        }
+    }
+
+    #[test]
+    fn a_broken_shader_is_reported_with_its_line() {
+        let err = check("@compute @workgroup_size(1)\nfn main() {\n    let x: f32 = 1u;\n}\n");
+        assert!(err.is_err_and(|e| e.contains(":3:")));
+    }
+}

@@ -1,0 +1,243 @@
+//! Every kernel against the CPU reference on adversarial shapes and values,
+//! and every plan's traffic model against the instrumented build's counts.
+//! Runs on the software Vulkan adapter in CI; fails (not skips) there without one.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dlsys_core::kernels::{
+    Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, compare, reduce_reference,
+    relative_error, softmax_reference,
+};
+use dlsys_shaders::{Gpu, KernelRunner, RunSpec};
+
+fn runner(test: &str) -> Option<KernelRunner> {
+    match Gpu::request_blocking() {
+        Ok(gpu) => Some(KernelRunner::new(gpu)),
+        Err(err) => {
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+            assert!(!ci, "{test}: CI=true but no GPU adapter: {err}");
+            eprintln!("SKIPPED (not CI, no GPU adapter): {test}: {err}");
+            None
+        }
+    }
+}
+
+fn run(
+    r: &mut KernelRunner,
+    kernel: Kernel,
+    problem: Problem,
+    input: &[f32],
+    instrumented: bool,
+) -> dlsys_shaders::RunOutput {
+    let spec = RunSpec {
+        kernel,
+        problem,
+        warmup: 0,
+        trials: 1,
+        instrumented,
+    };
+    r.start(spec, input)
+        .and_then(|job| job.wait())
+        .unwrap_or_else(|e| panic!("{}: {e}", kernel.id()))
+}
+
+fn softmax_kinds(r: &KernelRunner) -> Vec<SoftmaxKind> {
+    SoftmaxKind::ALL
+        .into_iter()
+        .filter(|k| r.supports(Kernel::Softmax(*k)).is_ok())
+        .collect()
+}
+
+#[test]
+fn softmax_variants_match_the_reference_on_adversarial_inputs() {
+    let Some(mut r) = runner("softmax") else {
+        return;
+    };
+    let wide = r.cache_floats as usize + 1; // forces the re-reading fallback
+    let shapes = [
+        (1, 1),
+        (3, 2),
+        (2, 255),
+        (2, 256),
+        (2, 257),
+        (5, 1023),
+        (4, 1025),
+        (2, wide),
+        (1, 5000),
+        (65_537, 2),
+    ];
+    let mut failures = Vec::new();
+    for (rows, cols) in shapes {
+        for data in Data::ALL {
+            let x = data.generate(rows, cols, 7, false);
+            let want = softmax_reference(&x, rows, cols);
+            for kind in softmax_kinds(&r) {
+                let problem = Problem {
+                    rows: rows as u32,
+                    cols: cols as u32,
+                };
+                let got = run(&mut r, Kernel::Softmax(kind), problem, &x, false).output;
+                let c = compare(&got, &want);
+                let expected_to_overflow =
+                    kind == SoftmaxKind::NaiveUnsafe && data == Data::HugeLogits;
+                if expected_to_overflow {
+                    // The point of keeping it: exp(1e4) is inf, and inf/inf is NaN.
+                    if c.special_mismatches == 0 {
+                        failures.push(format!(
+                            "naive softmax did not overflow on huge logits ({rows}×{cols})"
+                        ));
+                    }
+                } else if !c.ok(1e-5) {
+                    failures.push(format!("{} {rows}×{cols} {}: {c:?}", kind.id(), data.id()));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn reductions_match_the_reference() {
+    let Some(mut r) = runner("reduce") else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for n in [1usize, 2, 255, 256, 257, 511, 513, 65_535, 65_537, 1 << 24] {
+        let datas: &[Data] = if n == 1 << 24 {
+            &[Data::Random]
+        } else {
+            &[Data::Random, Data::Specials]
+        };
+        for data in datas {
+            let x = data.generate(1, n, 11, true);
+            for op in [ReduceOp::Sum, ReduceOp::Max] {
+                let want = reduce_reference(&x, op);
+                for kind in ReduceKind::ALL {
+                    let kernel = Kernel::Reduce(kind, op);
+                    if r.supports(kernel).is_err() {
+                        continue;
+                    }
+                    let got = f64::from(
+                        run(
+                            &mut r,
+                            kernel,
+                            Problem {
+                                rows: 1,
+                                cols: n as u32,
+                            },
+                            &x,
+                            false,
+                        )
+                        .output[0],
+                    );
+                    let tolerance = if op == ReduceOp::Sum { 1e-5 } else { 0.0 };
+                    let err = relative_error(got, want);
+                    if err > tolerance || got.is_nan() != want.is_nan() {
+                        failures.push(format!(
+                            "{} n={n} {}: got {got}, want {want} (rel {err:e})",
+                            kernel.id(),
+                            data.id()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn instrumented_counts_equal_the_traffic_model() {
+    let Some(mut r) = runner("traffic") else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for kernel in Kernel::all() {
+        if r.supports(kernel).is_err() {
+            continue;
+        }
+        let problems: Vec<Problem> = match kernel {
+            Kernel::Softmax(_) => vec![
+                Problem {
+                    rows: 3,
+                    cols: 1000,
+                },
+                Problem {
+                    rows: 2,
+                    cols: r.cache_floats + 7,
+                },
+            ],
+            _ => vec![
+                Problem {
+                    rows: 1,
+                    cols: 4096,
+                },
+                Problem {
+                    rows: 1,
+                    cols: 300_004,
+                },
+            ],
+        };
+        for problem in problems {
+            let x = Data::Random.generate(problem.rows as usize, problem.cols as usize, 1, true);
+            let out = run(&mut r, kernel, problem, &x, true);
+            let counted = out.counted.unwrap();
+            let model = (out.traffic.bytes_read, out.traffic.bytes_written);
+            if counted != model {
+                failures.push(format!(
+                    "{} {problem:?}: counted {counted:?}, model {model:?}",
+                    kernel.id()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn copy_copies_and_trials_are_timed() {
+    let Some(mut r) = runner("copy") else { return };
+    let x = Data::Random.generate(1, 1 << 16, 3, false);
+    let spec = RunSpec {
+        kernel: Kernel::Copy,
+        problem: Problem {
+            rows: 1,
+            cols: 1 << 16,
+        },
+        warmup: 2,
+        trials: 5,
+        instrumented: false,
+    };
+    let out = r.start(spec, &x).and_then(|j| j.wait()).unwrap();
+    assert_eq!(out.output, x);
+    assert_eq!(out.trial_ns.len(), 5);
+    assert!(out.median_ns() > 0.0, "{:?}", out.trial_ns);
+}
+
+#[test]
+fn bad_requests_are_errors_not_panics() {
+    let Some(mut r) = runner("bad requests") else {
+        return;
+    };
+    let spec = |cols| RunSpec {
+        kernel: Kernel::Softmax(SoftmaxKind::Online),
+        problem: Problem { rows: 1, cols },
+        warmup: 0,
+        trials: 1,
+        instrumented: false,
+    };
+    assert!(r.start(spec(0), &[]).is_err());
+    assert!(r.start(spec(4), &[1.0, 2.0]).is_err());
+    let huge = Problem {
+        rows: 1,
+        cols: u32::MAX / 8,
+    };
+    let spec = RunSpec {
+        kernel: Kernel::Copy,
+        problem: huge,
+        warmup: 0,
+        trials: 1,
+        instrumented: false,
+    };
+    assert!(r.start(spec, &[]).is_err());
+}

@@ -1,0 +1,24 @@
+// The bandwidth ceiling: a vec4 copy, one 16-byte load and store per invocation.
+struct Params {
+    rows: u32,
+    cols: u32,
+    n: u32,
+    neg_inf: f32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y4: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>, 2>;
+
+@compute @workgroup_size({{WG}})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let i = gid.x + gid.y * nwg.x * {{WG}}u;
+    if (i >= params.n / 4u) {
+        return;
+    }
+    {{COUNT_LOAD16}}
+    let v = x4[i];
+    {{COUNT_STORE16}}
+    y4[i] = v;
+}
