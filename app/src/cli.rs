@@ -113,10 +113,61 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Benchmarks (they print numbers; they are not tests).
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+    /// Run one GPU kernel on your own data: f32 little-endian on stdin.
+    #[command(name = "kernel")]
+    RunKernel {
+        #[command(subcommand)]
+        which: KernelCommand,
+    },
     /// List the lessons (their ids are the routes: `--lesson ID`, `#ID`).
     Lessons {
         #[arg(long)]
         json: bool,
+    },
+}
+
+#[derive(Clone, Debug, Subcommand)]
+pub enum BenchWhat {
+    /// Every softmax and reduction variant and the copy kernel on the default
+    /// adapter: time, bytes moved, GB/s against copy, error against the reference.
+    Kernels {
+        #[arg(long, default_value_t = 4096)]
+        rows: u32,
+        #[arg(long, default_value_t = 1024)]
+        cols: u32,
+        #[arg(long, default_value_t = 10)]
+        trials: u32,
+        #[arg(long)]
+        json: bool,
+        /// Also write the softmax input (f32, little-endian) here, for comparing
+        /// with another implementation on the same data.
+        #[arg(long, value_name = "FILE")]
+        dump_input: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Clone, Debug, Subcommand)]
+pub enum KernelCommand {
+    /// Row-wise softmax of stdin (rows of `--cols` f32), written to stdout the same way.
+    Softmax {
+        /// naive, three-pass, workgroup, online or subgroup.
+        #[arg(long, default_value = "online")]
+        variant: String,
+        #[arg(long)]
+        cols: u32,
+    },
+    /// Reduce the f32 values on stdin; prints the result.
+    Reduce {
+        /// divergent, strided, sequential, first-add, unrolled, grid-stride or subgroup.
+        #[arg(long, default_value = "grid-stride")]
+        variant: String,
+        #[arg(long, default_value = "sum")]
+        op: String,
     },
 }
 
@@ -126,6 +177,17 @@ pub fn run(command: Command) -> Result<ExitCode, String> {
         Command::GpuInfo { json } => gpu_info(json),
         Command::Check { json, seeds } => check(json, seeds),
         Command::Lessons { json } => lessons(json),
+        Command::Bench {
+            what:
+                BenchWhat::Kernels {
+                    rows,
+                    cols,
+                    trials,
+                    json,
+                    dump_input,
+                },
+        } => bench_kernels(rows, cols, trials, json, dump_input.as_deref()),
+        Command::RunKernel { which } => run_kernel(&which),
         Command::Gradcheck {
             json,
             precision,
@@ -606,4 +668,275 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Str
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn kernel_runner() -> Result<dlsys_shaders::KernelRunner, String> {
+    let gpu = Gpu::request_blocking().map_err(|err| err.to_string())?;
+    if !gpu.supports_compute() {
+        return Err(format!(
+            "{} cannot run compute shaders",
+            gpu.adapter_info.name
+        ));
+    }
+    Ok(dlsys_shaders::KernelRunner::new(gpu))
+}
+
+fn bench_kernels(
+    rows: u32,
+    cols: u32,
+    trials: u32,
+    json: bool,
+    dump: Option<&std::path::Path>,
+) -> Result<ExitCode, String> {
+    use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
+    use dlsys_shaders::report::{Row, row};
+    let mut runner = kernel_runner()?;
+    let problem = Problem { rows, cols };
+    let elements = problem.elements() as usize;
+    if elements == 0 {
+        return Err("--rows and --cols must be at least 1".to_owned());
+    }
+    let mut run = |kernel: Kernel, problem: Problem, input: &[f32]| {
+        let spec = dlsys_shaders::RunSpec {
+            kernel,
+            problem,
+            warmup: 3,
+            trials,
+            instrumented: false,
+        };
+        runner.start(spec, input).and_then(dlsys_shaders::Job::wait)
+    };
+    // The ceiling first: the copy kernel on the same number of bytes.
+    let copy_n = (elements / 4 * 4).max(4);
+    let copy_input = Data::Random.generate(1, copy_n, 1, false);
+    let copy = run(
+        Kernel::Copy,
+        Problem {
+            rows: 1,
+            cols: copy_n as u32,
+        },
+        &copy_input,
+    )?;
+    let copy_row = row(&copy, &copy_input, None);
+    let copy_gb = copy_row.gb_per_s;
+    let softmax_input = Data::Random.generate(rows as usize, cols as usize, 2, false);
+    if let Some(path) = dump {
+        std::fs::write(path, bytemuck::cast_slice::<f32, u8>(&softmax_input))
+            .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+    }
+    let reduce_input = Data::Random.generate(1, elements, 3, true);
+    let mut rows_out: Vec<Row> = vec![copy_row];
+    let mut skipped = Vec::new();
+    for kind in SoftmaxKind::ALL {
+        match run(Kernel::Softmax(kind), problem, &softmax_input) {
+            Ok(out) => rows_out.push(row(&out, &softmax_input, Some(copy_gb))),
+            Err(err) => skipped.push(format!("softmax/{}: {err}", kind.id())),
+        }
+    }
+    for op in [ReduceOp::Sum, ReduceOp::Max] {
+        for kind in ReduceKind::ALL {
+            let kernel = Kernel::Reduce(kind, op);
+            match run(
+                kernel,
+                Problem {
+                    rows: 1,
+                    cols: elements as u32,
+                },
+                &reduce_input,
+            ) {
+                Ok(out) => rows_out.push(row(&out, &reduce_input, Some(copy_gb))),
+                Err(err) => skipped.push(format!("{}: {err}", kernel.id())),
+            }
+        }
+    }
+    let best = |prefix: &str| {
+        rows_out
+            .iter()
+            .filter(|r| r.kernel.starts_with(prefix) && r.ok && !r.kernel.ends_with("/naive"))
+            .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
+            .cloned()
+    };
+    let three_pass = rows_out
+        .iter()
+        .find(|r| r.kernel == "softmax/three-pass")
+        .map(|r| r.median_ms);
+    let best_softmax = best("softmax/");
+    let best_sum = best("reduce-sum/");
+    let info = runner.gpu().info();
+    let failed = rows_out
+        .iter()
+        .filter(|r| !r.ok && r.kernel != "softmax/naive")
+        .count();
+    if json {
+        let summary = serde_json::json!({
+            "best_softmax": best_softmax.as_ref().map(|r| &r.kernel),
+            "best_softmax_fraction_of_copy": best_softmax.as_ref().and_then(|r| r.fraction_of_copy),
+            "best_softmax_ms": best_softmax.as_ref().map(|r| r.median_ms),
+            "best_sum": best_sum.as_ref().map(|r| &r.kernel),
+            "best_sum_fraction_of_copy": best_sum.as_ref().and_then(|r| r.fraction_of_copy),
+            "best_vs_three_pass_speedup": best_softmax.as_ref().zip(three_pass).map(|(b, t)| t / b.median_ms),
+            "copy_gb_per_s": copy_gb,
+        });
+        println!(
+            "{}",
+            to_json(&serde_json::json!({
+                "adapter": info.adapter,
+                "backend": info.backend,
+                "timer": rows_out[0].timer,
+                "timestamp_period_ns": info.timestamp_period_ns,
+                "rows": rows,
+                "cols": cols,
+                "trials": trials,
+                "results": rows_out,
+                "skipped": skipped,
+                "summary": summary,
+                "failed": failed,
+            }))?
+        );
+    } else {
+        println!(
+            "adapter {} ({}), timer: {}",
+            info.adapter, info.backend, rows_out[0].timer
+        );
+        println!(
+            "softmax {rows}×{cols} f32; reductions and copy over {elements} f32; median of {trials} trials\n"
+        );
+        println!(
+            "{:<28} {:>9} {:>9} {:>9} {:>7} {:>8} {:>7} {:>10} ok",
+            "kernel", "median ms", "min", "max", "MB", "GB/s", "× copy", "max rel err"
+        );
+        for r in &rows_out {
+            println!(
+                "{:<28} {:>9.3} {:>9.3} {:>9.3} {:>7.1} {:>8.2} {:>7} {:>10.2e} {}",
+                r.kernel,
+                r.median_ms,
+                r.min_ms,
+                r.max_ms,
+                r.bytes as f64 / 1e6,
+                r.gb_per_s,
+                r.fraction_of_copy
+                    .map_or("—".to_owned(), |f| format!("{f:.2}")),
+                r.max_rel_error,
+                if r.ok {
+                    "yes"
+                } else if r.kernel == "softmax/naive" {
+                    "overflows"
+                } else {
+                    "NO"
+                }
+            );
+        }
+        for s in &skipped {
+            println!("skipped {s}");
+        }
+        println!();
+        if let Some(b) = &best_softmax {
+            println!(
+                "best softmax: {} at {:.2}× copy bandwidth",
+                b.kernel,
+                b.fraction_of_copy.unwrap_or(f64::NAN)
+            );
+            if let Some(t) = three_pass {
+                println!(
+                    "best softmax vs three-pass safe softmax: {:.2}× faster",
+                    t / b.median_ms
+                );
+            }
+        }
+        if let Some(b) = &best_sum {
+            println!(
+                "best sum reduction: {} at {:.2}× copy bandwidth",
+                b.kernel,
+                b.fraction_of_copy.unwrap_or(f64::NAN)
+            );
+        }
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn read_stdin_f32() -> Result<Vec<f32>, String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|err| format!("reading stdin: {err}"))?;
+    if bytes.len() % 4 != 0 {
+        return Err(format!(
+            "stdin has {} bytes, not a whole number of f32 values",
+            bytes.len()
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
+fn run_kernel(which: &KernelCommand) -> Result<ExitCode, String> {
+    use dlsys_core::kernels::{Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
+    let (kernel, problem, input) = match which {
+        KernelCommand::Softmax { variant, cols } => {
+            let kind = SoftmaxKind::ALL.into_iter().find(|k| k.id() == variant).ok_or_else(|| {
+                format!("unknown softmax variant `{variant}`; use naive, three-pass, workgroup, online or subgroup")
+            })?;
+            if *cols == 0 {
+                return Err("--cols must be at least 1".to_owned());
+            }
+            let input = read_stdin_f32()?;
+            if input.is_empty() || input.len() % *cols as usize != 0 {
+                return Err(format!(
+                    "{} values on stdin are not whole rows of {cols}",
+                    input.len()
+                ));
+            }
+            let rows = (input.len() / *cols as usize) as u32;
+            (Kernel::Softmax(kind), Problem { rows, cols: *cols }, input)
+        }
+        KernelCommand::Reduce { variant, op } => {
+            let kind = ReduceKind::ALL.into_iter().find(|k| k.id() == variant).ok_or_else(|| {
+                format!("unknown reduction `{variant}`; use divergent, strided, sequential, first-add, unrolled, grid-stride or subgroup")
+            })?;
+            let op = ReduceOp::by_name(op)?;
+            let input = read_stdin_f32()?;
+            if input.is_empty() {
+                return Err("no values on stdin".to_owned());
+            }
+            let n =
+                u32::try_from(input.len()).map_err(|_| "too many values on stdin".to_owned())?;
+            (
+                Kernel::Reduce(kind, op),
+                Problem { rows: 1, cols: n },
+                input,
+            )
+        }
+    };
+    let mut runner = kernel_runner()?;
+    let spec = dlsys_shaders::RunSpec {
+        kernel,
+        problem,
+        warmup: 0,
+        trials: 1,
+        instrumented: false,
+    };
+    let out = runner
+        .start(spec, &input)
+        .and_then(dlsys_shaders::Job::wait)?;
+    match which {
+        KernelCommand::Softmax { .. } => {
+            use std::io::Write as _;
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(bytemuck::cast_slice(&out.output))
+                .and_then(|()| stdout.flush())
+                .map_err(|err| format!("writing stdout: {err}"))?;
+        }
+        KernelCommand::Reduce { .. } => {
+            println!("{}", out.output.first().copied().unwrap_or(f32::NAN));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

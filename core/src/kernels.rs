@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 /// Invocations per workgroup: WebGPU's default limit, so every browser runs it.
 pub const WG: u32 = 256;
+/// Workgroups of the grid-stride copy.
+pub const COPY_WORKGROUPS: u32 = 1024;
 /// Workgroups in a grid-stride reduction's first level.
 pub const GRID_STRIDE_WORKGROUPS: u32 = 256;
 /// Workgroups per dispatch dimension (WebGPU's limit); more wrap into y.
@@ -26,6 +28,8 @@ pub enum SoftmaxKind {
     Online,
     /// Online softmax with subgroup reductions.
     Subgroup,
+    /// One subgroup per row: online softmax with no workgroup barrier at all.
+    SubgroupRows,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -55,12 +59,13 @@ pub enum Kernel {
 }
 
 impl SoftmaxKind {
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::NaiveUnsafe,
         Self::ThreePass,
         Self::Workgroup,
         Self::Online,
         Self::Subgroup,
+        Self::SubgroupRows,
     ];
 
     pub fn id(self) -> &'static str {
@@ -70,6 +75,7 @@ impl SoftmaxKind {
             Self::Workgroup => "workgroup",
             Self::Online => "online",
             Self::Subgroup => "subgroup",
+            Self::SubgroupRows => "row-per-subgroup",
         }
     }
 }
@@ -149,7 +155,8 @@ impl Kernel {
     pub fn needs_subgroups(self) -> bool {
         matches!(
             self,
-            Self::Softmax(SoftmaxKind::Subgroup) | Self::Reduce(ReduceKind::Subgroup, _)
+            Self::Softmax(SoftmaxKind::Subgroup | SoftmaxKind::SubgroupRows)
+                | Self::Reduce(ReduceKind::Subgroup, _)
         )
     }
 }
@@ -177,6 +184,9 @@ pub struct Step {
     pub output: Buf,
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// Kernel-specific parameter (`params.aux`): rows per workgroup for the
+    /// row-per-subgroup softmax.
+    pub aux: u32,
 }
 
 /// What a whole plan moves.
@@ -208,13 +218,23 @@ impl Problem {
     }
 }
 
-/// A kernel's dispatches for a problem. `cache_floats` is how many f32 the
-/// fused softmax can keep in workgroup memory on this device.
+/// What a plan depends on besides the problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Device {
+    /// f32 the fused softmax can keep in workgroup memory.
+    pub cache_floats: u32,
+    /// The largest subgroup the adapter may use (rows per workgroup of the
+    /// row-per-subgroup softmax are planned for it).
+    pub subgroup_max: u32,
+}
+
+/// A kernel's dispatches for a problem on a device.
 pub fn plan(
     kernel: Kernel,
     problem: Problem,
-    cache_floats: u32,
+    device: Device,
 ) -> Result<(Vec<Step>, Traffic), String> {
+    let cache_floats = device.cache_floats;
     let Problem { rows, cols } = problem;
     if rows == 0 || cols == 0 {
         return Err("the problem is empty: rows and columns must be at least 1".to_owned());
@@ -236,6 +256,7 @@ pub fn plan(
         output,
         bytes_read: bytes(read),
         bytes_written: bytes(written),
+        aux: 0,
     };
     let (steps, input_passes) = match kernel {
         Kernel::Copy => {
@@ -245,7 +266,7 @@ pub fn plan(
             (
                 vec![step(
                     "copy:main",
-                    (n / 4).div_ceil(WG),
+                    (n / 4).div_ceil(WG).min(COPY_WORKGROUPS),
                     Buf::Input,
                     Buf::Output,
                     rc,
@@ -339,6 +360,25 @@ pub fn plan(
                 )],
                 2,
             ),
+            SoftmaxKind::SubgroupRows => {
+                let per_group = (WG / device.subgroup_max.clamp(1, WG)).max(1);
+                // Whole vec4s when the row allows, 16-byte loads.
+                let entry = if cols.is_multiple_of(4) {
+                    "softmax_subgroup_rows:main_vec4"
+                } else {
+                    "softmax_subgroup_rows:main"
+                };
+                let mut s = step(
+                    entry,
+                    rows.div_ceil(per_group),
+                    Buf::Input,
+                    Buf::Output,
+                    2 * rc,
+                    rc,
+                );
+                s.aux = per_group;
+                (vec![s], 2)
+            }
         },
         Kernel::Reduce(kind, _) => {
             let entry = match kind {
@@ -361,6 +401,15 @@ pub fn plan(
                 if matches!(kind, ReduceKind::GridStride | ReduceKind::Subgroup) {
                     workgroups = workgroups.min(GRID_STRIDE_WORKGROUPS);
                 }
+                // The subgroup kernel reads the input as vec4 when it divides evenly.
+                let entry = if kind == ReduceKind::Subgroup
+                    && steps.is_empty()
+                    && remaining.is_multiple_of(4)
+                {
+                    "reduce_subgroup:main_vec4"
+                } else {
+                    entry
+                };
                 steps.push(Step {
                     entry,
                     workgroups,
@@ -369,6 +418,7 @@ pub fn plan(
                     output,
                     bytes_read: bytes(u64::from(remaining)),
                     bytes_written: bytes(u64::from(workgroups)),
+                    aux: 0,
                 });
                 if workgroups == 1 {
                     break;
@@ -561,6 +611,11 @@ impl Data {
 mod tests {
     use super::*;
 
+    const DEV: Device = Device {
+        cache_floats: 4096,
+        subgroup_max: 32,
+    };
+
     #[test]
     fn softmax_traffic_follows_the_ladder() {
         let p = Problem {
@@ -568,7 +623,7 @@ mod tests {
             cols: 1024,
         };
         let traffic = |k| {
-            plan(Kernel::Softmax(k), p, 4096)
+            plan(Kernel::Softmax(k), p, DEV)
                 .map(|(_, t)| t)
                 .unwrap_or_default()
         };
@@ -585,7 +640,7 @@ mod tests {
                 rows: 2,
                 cols: 5000,
             },
-            4096,
+            DEV,
         );
         assert!(wide.is_ok_and(|(s, t)| s[0].entry.ends_with("reread") && t.input_passes == 3));
     }
@@ -596,13 +651,21 @@ mod tests {
             rows: 1,
             cols: 1 << 24,
         };
-        let (steps, t) =
-            plan(Kernel::Reduce(ReduceKind::Sequential, ReduceOp::Sum), p, 0).unwrap_or_default();
+        let (steps, t) = plan(
+            Kernel::Reduce(ReduceKind::Sequential, ReduceOp::Sum),
+            p,
+            DEV,
+        )
+        .unwrap_or_default();
         let counts: Vec<u32> = steps.iter().map(|s| s.workgroups).collect();
         assert_eq!(counts, vec![65536, 256, 1]);
         assert_eq!(t.bytes_read, 4 * (65536 * 256 + 65536 + 256));
-        let (steps, _) =
-            plan(Kernel::Reduce(ReduceKind::GridStride, ReduceOp::Max), p, 0).unwrap_or_default();
+        let (steps, _) = plan(
+            Kernel::Reduce(ReduceKind::GridStride, ReduceOp::Max),
+            p,
+            DEV,
+        )
+        .unwrap_or_default();
         assert_eq!(
             steps.iter().map(|s| s.workgroups).collect::<Vec<_>>(),
             vec![256, 1]
@@ -610,12 +673,12 @@ mod tests {
         let (one, _) = plan(
             Kernel::Reduce(ReduceKind::FirstAdd, ReduceOp::Sum),
             Problem { rows: 1, cols: 1 },
-            0,
+            DEV,
         )
         .unwrap_or_default();
         assert_eq!(one.len(), 1);
-        assert!(plan(Kernel::Copy, Problem { rows: 1, cols: 0 }, 0).is_err());
-        assert!(plan(Kernel::Copy, Problem { rows: 1, cols: 6 }, 0).is_err());
+        assert!(plan(Kernel::Copy, Problem { rows: 1, cols: 0 }, DEV).is_err());
+        assert!(plan(Kernel::Copy, Problem { rows: 1, cols: 6 }, DEV).is_err());
     }
 
     #[test]

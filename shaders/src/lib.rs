@@ -6,6 +6,7 @@
 //! CPU references. It never depends on egui.
 
 pub mod gpu;
+pub mod report;
 pub mod run;
 pub mod source;
 

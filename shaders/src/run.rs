@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 use std::sync::mpsc;
 
-use dlsys_core::kernels::{Buf, Kernel, MAX_WORKGROUPS_PER_DIM, Problem, Step, Traffic, WG, plan};
+use dlsys_core::kernels::{
+    Buf, Device, Kernel, MAX_WORKGROUPS_PER_DIM, Problem, Step, Traffic, WG, plan,
+};
 use serde::Serialize;
 use wgpu::util::DeviceExt as _;
 
@@ -147,6 +149,14 @@ impl KernelRunner {
         &self.gpu
     }
 
+    /// What plans need to know about this device.
+    pub fn device(&self) -> Device {
+        Device {
+            cache_floats: self.cache_floats,
+            subgroup_max: self.gpu.adapter_info.subgroup_max_size.max(1),
+        }
+    }
+
     /// Whether this device can run `kernel` at all.
     pub fn supports(&self, kernel: Kernel) -> Result<(), String> {
         if !self.gpu.supports_compute() {
@@ -239,7 +249,7 @@ impl KernelRunner {
             ));
         }
         let trials = spec.trials.clamp(1, MAX_TRIALS);
-        let (steps, traffic) = plan(spec.kernel, spec.problem, self.cache_floats)?;
+        let (steps, traffic) = plan(spec.kernel, spec.problem, self.device())?;
         let limits = self.gpu.limits();
         let bytes = elements * 4;
         if bytes > limits.max_storage_buffer_binding_size || bytes > limits.max_buffer_size {
@@ -311,6 +321,10 @@ impl KernelRunner {
                     spec.problem.cols,
                     s.n,
                     f32::NEG_INFINITY.to_bits(),
+                    s.aux,
+                    0,
+                    0,
+                    0,
                 ];
                 device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                     label: Some("params"),
@@ -330,6 +344,8 @@ impl KernelRunner {
                         1 => buffer(s.input).as_entire_binding(),
                         2 => buffer(s.output).as_entire_binding(),
                         3 => stats.as_entire_binding(),
+                        5 => buffer(s.input).as_entire_binding(),
+                        6 => buffer(s.output).as_entire_binding(),
                         _ => counters.as_entire_binding(),
                     },
                 })
@@ -497,13 +513,14 @@ impl KernelRunner {
 }
 
 fn source_file(name: &str) -> Result<&'static str, String> {
-    const FILES: [&str; 8] = [
+    const FILES: [&str; 9] = [
         "copy",
         "softmax_naive",
         "softmax_three_pass",
         "softmax_workgroup",
         "softmax_online",
         "softmax_subgroup",
+        "softmax_subgroup_rows",
         "reduce",
         "reduce_subgroup",
     ];

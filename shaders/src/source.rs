@@ -15,6 +15,7 @@ pub fn file(name: &str) -> Option<&'static str> {
         "softmax_workgroup" => include_str!("../wgsl/softmax_workgroup.wgsl"),
         "softmax_online" => include_str!("../wgsl/softmax_online.wgsl"),
         "softmax_subgroup" => include_str!("../wgsl/softmax_subgroup.wgsl"),
+        "softmax_subgroup_rows" => include_str!("../wgsl/softmax_subgroup_rows.wgsl"),
         "reduce" => include_str!("../wgsl/reduce.wgsl"),
         "reduce_subgroup" => include_str!("../wgsl/reduce_subgroup.wgsl"),
         _ => return None,
@@ -143,7 +144,10 @@ mod tests {
                     rows: 4,
                     cols: 1024,
                 },
-                2048,
+                dlsys_core::kernels::Device {
+                    cache_floats: 2048,
+                    subgroup_max: 32,
+                },
             )
             .unwrap_or_default();
             for step in steps {
@@ -183,6 +187,7 @@ mod tests {
             "softmax_workgroup" => "softmax_workgroup",
             "softmax_online" => "softmax_online",
             "softmax_subgroup" => "softmax_subgroup",
+            "softmax_subgroup_rows" => "softmax_subgroup_rows",
             "reduce" => "reduce",
             _ => "reduce_subgroup",
         }

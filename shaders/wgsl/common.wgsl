@@ -8,6 +8,11 @@ struct Params {
     n: u32,
     // −inf, passed in: WGSL forbids an infinite constant expression.
     neg_inf: f32,
+    // Kernel-specific: rows per workgroup for the row-per-subgroup softmax.
+    aux: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -27,6 +32,20 @@ fn load_x(i: u32) -> f32 {
 fn store_y(i: u32, v: f32) {
     {{COUNT_STORE}}
     y[i] = v;
+}
+
+// The same buffers read as vec4 (16-byte loads and stores).
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
+
+fn load_x4(i: u32) -> vec4<f32> {
+    {{COUNT_LOAD16}}
+    return x4[i];
+}
+
+fn store_y4(i: u32, v: vec4<f32>) {
+    {{COUNT_STORE16}}
+    y4[i] = v;
 }
 
 fn load_stats(i: u32) -> f32 {

@@ -1,9 +1,14 @@
-// The bandwidth ceiling: a vec4 copy, one 16-byte load and store per invocation.
+// The bandwidth ceiling: a vec4 copy with a grid-stride loop, 16-byte loads
+// and stores, a bounded number of workgroups.
 struct Params {
     rows: u32,
     cols: u32,
     n: u32,
     neg_inf: f32,
+    aux: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
@@ -13,12 +18,11 @@ struct Params {
 
 @compute @workgroup_size({{WG}})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = gid.x + gid.y * nwg.x * {{WG}}u;
-    if (i >= params.n / 4u) {
-        return;
+    let stride = nwg.x * nwg.y * {{WG}}u;
+    for (var i = gid.x + gid.y * nwg.x * {{WG}}u; i < params.n / 4u; i = i + stride) {
+        {{COUNT_LOAD16}}
+        let v = x4[i];
+        {{COUNT_STORE16}}
+        y4[i] = v;
     }
-    {{COUNT_LOAD16}}
-    let v = x4[i];
-    {{COUNT_STORE16}}
-    y4[i] = v;
 }

@@ -1,0 +1,89 @@
+//! Turning a run into the row the lesson and `dlsys-lab bench kernels` show:
+//! time, bytes, bandwidth against the copy kernel, error against the reference.
+
+use dlsys_core::kernels::{Kernel, compare, reduce_reference, relative_error, softmax_reference};
+use serde::Serialize;
+
+use crate::RunOutput;
+
+/// One variant's numbers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub kernel: String,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    /// Median time of each dispatch, when timed inside the pass.
+    pub dispatch_ms: Vec<f64>,
+    pub bytes: u64,
+    pub input_passes: u32,
+    pub dispatches: u32,
+    pub gb_per_s: f64,
+    /// Effective bandwidth as a fraction of the copy kernel's, same run.
+    pub fraction_of_copy: Option<f64>,
+    pub max_abs_error: f64,
+    pub max_rel_error: f64,
+    /// Elements whose NaN/inf pattern differs from the reference.
+    pub special_mismatches: u64,
+    pub ok: bool,
+    pub timer: String,
+}
+
+/// Softmax: relative error ≤ 1e-5 with the same NaN pattern; sums: ≤ 1e-5; max: exact.
+pub const TOLERANCE: f64 = 1e-5;
+
+/// Summarises a run against the reference for `input`.
+pub fn row(out: &RunOutput, input: &[f32], copy_gb_per_s: Option<f64>) -> Row {
+    let problem = out.spec.problem;
+    let (max_abs_error, max_rel_error, special_mismatches) = match out.spec.kernel {
+        Kernel::Copy => {
+            let c = compare(&out.output, input);
+            (c.max_abs_error, c.max_rel_error, c.special_mismatches)
+        }
+        Kernel::Softmax(_) => {
+            let want = softmax_reference(input, problem.rows as usize, problem.cols as usize);
+            let c = compare(&out.output, &want);
+            (c.max_abs_error, c.max_rel_error, c.special_mismatches)
+        }
+        Kernel::Reduce(_, op) => {
+            let want = reduce_reference(input, op);
+            let got = out.output.first().map_or(f64::NAN, |v| f64::from(*v));
+            let special =
+                u64::from(got.is_nan() != want.is_nan() || (got.is_infinite() && got != want));
+            let finite = got.is_finite() && want.is_finite();
+            let rel = if finite {
+                relative_error(got, want)
+            } else {
+                0.0
+            };
+            (if finite { (got - want).abs() } else { 0.0 }, rel, special)
+        }
+    };
+    let tolerance = if matches!(
+        out.spec.kernel,
+        Kernel::Reduce(_, dlsys_core::kernels::ReduceOp::Max)
+    ) {
+        0.0
+    } else {
+        TOLERANCE
+    };
+    let (min, max) = out.spread_ns();
+    let gb = out.effective_gb_per_s();
+    Row {
+        kernel: out.spec.kernel.id(),
+        median_ms: out.median_ns() / 1e6,
+        min_ms: min / 1e6,
+        max_ms: max / 1e6,
+        dispatch_ms: out.step_median_ns().iter().map(|ns| ns / 1e6).collect(),
+        bytes: out.traffic.bytes(),
+        input_passes: out.traffic.input_passes,
+        dispatches: out.traffic.dispatches,
+        gb_per_s: gb,
+        fraction_of_copy: copy_gb_per_s.map(|c| gb / c),
+        max_abs_error,
+        max_rel_error,
+        special_mismatches,
+        ok: special_mismatches == 0 && max_rel_error <= tolerance,
+        timer: out.timer.label(),
+    }
+}
