@@ -19,7 +19,13 @@ fn main() {
     };
     std::fs::create_dir_all(&dir).unwrap();
     let mut harness = Harness::builder()
-        .with_size(egui::vec2(1280.0, 2800.0))
+        .with_size(egui::vec2(
+            1280.0,
+            std::env::var("H")
+                .ok()
+                .and_then(|h| h.parse().ok())
+                .unwrap_or(2800.0),
+        ))
         .with_theme(theme)
         .wgpu_setup(dlsys_lab::setup::wgpu_setup())
         .build_eframe(|cc| DlsysApp::new(cc, Startup::default()));
@@ -28,6 +34,19 @@ fn main() {
             .get_by_role_and_label(Role::Button, &lesson.title(Lang::En))
             .click();
         harness.run();
+        // Show work the lesson can do, not just its controls.
+        for button in ["Race them all", "Train"] {
+            if harness.query_by_label(button).is_some() {
+                harness.get_by_label(button).scroll_to_me();
+                harness.run_steps(2);
+                harness.get_by_label(button).click();
+                harness.run_steps(2);
+                while harness.state().lesson_busy(lesson.id()) {
+                    harness.run_steps(5);
+                }
+                harness.run_steps(3);
+            }
+        }
         let path = dir.join(format!("{}.png", lesson.id()));
         harness.render().unwrap().save(&path).unwrap();
         println!("{}", path.display());

@@ -253,3 +253,32 @@ fn training_runs_between_frames_and_finishes() {
             .is_some()
     );
 }
+
+#[test]
+fn the_kernel_race_runs_every_variant_without_blocking_frames() {
+    let storage = MemoryStorage::default();
+    let (mut harness, gpu) = app_harness("kernel_race", &storage, Some("gpu_kernels"));
+    harness.run();
+    harness
+        .get_by_role_and_label(Role::SpinButton, "Rows:")
+        .set_value_accesskit(64.0);
+    harness
+        .get_by_role_and_label(Role::SpinButton, "Columns:")
+        .set_value_accesskit(300.0);
+    harness.run();
+    click_visible(&mut harness, "Race them all");
+    let mut frames = 0;
+    while harness.state().lesson_busy("gpu_kernels") {
+        harness.run_steps(2);
+        frames += 2;
+        assert!(frames < 20_000, "the race did not finish");
+    }
+    harness.run();
+    if gpu {
+        assert!(frames > 2, "the race ran inside one frame");
+        assert!(harness.query_all_by_label_contains("matches").count() >= 12);
+        assert!(harness.query_by_label_contains("wrong").is_none());
+    } else {
+        assert!(harness.query_all_by_label("CPU").count() >= 10);
+    }
+}

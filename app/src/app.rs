@@ -121,6 +121,11 @@ impl DlsysApp {
         &self.state.lesson
     }
 
+    /// Whether a lesson has work in flight.
+    pub fn lesson_busy(&self, id: &str) -> bool {
+        self.lessons.iter().any(|l| l.id() == id && l.is_busy())
+    }
+
     pub fn gpu_status(&self) -> &GpuStatus {
         &self.gpu
     }

@@ -689,7 +689,7 @@ fn bench_kernels(
     dump: Option<&std::path::Path>,
 ) -> Result<ExitCode, String> {
     use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
-    use dlsys_shaders::report::{Row, row};
+    use dlsys_shaders::report::{Reference, Row, row};
     let mut runner = kernel_runner()?;
     let problem = Problem { rows, cols };
     let elements = problem.elements() as usize;
@@ -717,7 +717,7 @@ fn bench_kernels(
         },
         &copy_input,
     )?;
-    let copy_row = row(&copy, &copy_input, None);
+    let copy_row = row(&copy, &Reference::Values(copy_input.clone()), None);
     let copy_gb = copy_row.gb_per_s;
     let softmax_input = Data::Random.generate(rows as usize, cols as usize, 2, false);
     if let Some(path) = dump {
@@ -725,15 +725,21 @@ fn bench_kernels(
             .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
     }
     let reduce_input = Data::Random.generate(1, elements, 3, true);
+    let softmax_reference = Reference::compute(
+        Kernel::Softmax(SoftmaxKind::Online),
+        &softmax_input,
+        problem,
+    );
     let mut rows_out: Vec<Row> = vec![copy_row];
     let mut skipped = Vec::new();
     for kind in SoftmaxKind::ALL {
         match run(Kernel::Softmax(kind), problem, &softmax_input) {
-            Ok(out) => rows_out.push(row(&out, &softmax_input, Some(copy_gb))),
+            Ok(out) => rows_out.push(row(&out, &softmax_reference, Some(copy_gb))),
             Err(err) => skipped.push(format!("softmax/{}: {err}", kind.id())),
         }
     }
     for op in [ReduceOp::Sum, ReduceOp::Max] {
+        let reference = Reference::Scalar(dlsys_core::kernels::reduce_reference(&reduce_input, op));
         for kind in ReduceKind::ALL {
             let kernel = Kernel::Reduce(kind, op);
             match run(
@@ -744,7 +750,7 @@ fn bench_kernels(
                 },
                 &reduce_input,
             ) {
-                Ok(out) => rows_out.push(row(&out, &reduce_input, Some(copy_gb))),
+                Ok(out) => rows_out.push(row(&out, &reference, Some(copy_gb))),
                 Err(err) => skipped.push(format!("{}: {err}", kernel.id())),
             }
         }

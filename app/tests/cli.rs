@@ -257,3 +257,119 @@ fn train_prints_epochs_and_rejects_bad_arguments() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("diverged at step"));
 }
+
+fn gpu_expected() -> bool {
+    // On CI the software Vulkan adapter must be there; elsewhere a machine
+    // without any adapter skips the GPU commands' success checks.
+    let out = dlsys_lab(&["gpu-info", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let available = json["available"] == true && json["compute"] == true;
+    assert!(
+        available || !is_ci(),
+        "CI=true but no compute-capable GPU adapter"
+    );
+    available
+}
+
+fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dlsys-lab"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+#[test]
+fn bench_kernels_reports_every_variant() {
+    if !gpu_expected() {
+        return;
+    }
+    let out = dlsys_lab(&[
+        "bench", "kernels", "--rows", "32", "--cols", "256", "--trials", "2", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["failed"], 0, "{json}");
+    let results = json["results"].as_array().unwrap();
+    assert!(results.len() >= 15);
+    for r in results {
+        assert!(r["median_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{r}");
+        assert!(r["bytes"].as_u64().is_some_and(|b| b > 0), "{r}");
+    }
+    assert!(json["summary"]["best_softmax"].is_string());
+}
+
+#[test]
+fn kernel_commands_read_stdin_and_reject_bad_sizes() {
+    if !gpu_expected() {
+        return;
+    }
+    let input = f32_bytes(&[1.0, 2.0, 3.0, 0.0, 0.0, 0.0]);
+    let out = with_stdin(
+        &[
+            "kernel",
+            "softmax",
+            "--variant",
+            "three-pass",
+            "--cols",
+            "3",
+        ],
+        &input,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let values: Vec<f32> = out
+        .stdout
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(values.len(), 6);
+    assert!((values[0..3].iter().sum::<f32>() - 1.0).abs() < 1e-6);
+    assert!(values[3..].iter().all(|v| (v - 1.0 / 3.0).abs() < 1e-6));
+
+    let out = with_stdin(
+        &["kernel", "reduce", "--variant", "sequential", "--op", "max"],
+        &f32_bytes(&[3.0, -1.0, 7.5]),
+    );
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "7.5");
+
+    for (args, input) in [
+        (&["kernel", "softmax", "--cols", "0"][..], f32_bytes(&[1.0])),
+        (
+            &["kernel", "softmax", "--cols", "3"],
+            f32_bytes(&[1.0, 2.0]),
+        ),
+        (&["kernel", "softmax", "--cols", "2"], vec![0u8; 7]),
+        (
+            &["kernel", "softmax", "--cols", "2", "--variant", "fastest"],
+            f32_bytes(&[1.0, 2.0]),
+        ),
+        (&["kernel", "reduce", "--op", "mean"], f32_bytes(&[1.0])),
+        (&["kernel", "reduce"], Vec::new()),
+    ] {
+        let out = with_stdin(args, &input);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("error:") && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}

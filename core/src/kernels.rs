@@ -152,6 +152,21 @@ impl Kernel {
         }
     }
 
+    /// Arithmetic per element (exp, max and division each count as one), for
+    /// the roofline plot.
+    pub fn ops_per_element(self) -> f64 {
+        match self {
+            Self::Copy => 0.0,
+            // Σ exp, then exp and a division.
+            Self::Softmax(SoftmaxKind::NaiveUnsafe) => 4.0,
+            // max; subtract, exp, add; subtract, exp, divide.
+            Self::Softmax(SoftmaxKind::ThreePass | SoftmaxKind::Workgroup) => 7.0,
+            // The running update adds a compare and a rescale to the above.
+            Self::Softmax(_) => 9.0,
+            Self::Reduce(..) => 1.0,
+        }
+    }
+
     pub fn needs_subgroups(self) -> bool {
         matches!(
             self,

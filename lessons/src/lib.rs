@@ -9,6 +9,7 @@ pub mod datasets;
 pub mod exercise_panel;
 pub mod float_formats;
 pub mod fonts;
+pub mod gpu_kernels;
 pub mod theme;
 pub mod welcome;
 
@@ -127,6 +128,7 @@ pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
         ("welcome", welcome::text()),
         ("float_formats", float_formats::text()),
         ("autograd_mlp", autograd_mlp::text()),
+        ("gpu_kernels", gpu_kernels::text()),
     ]
 }
 
@@ -136,6 +138,7 @@ pub fn all() -> Vec<Box<dyn Lesson>> {
         Box::new(welcome::Welcome),
         Box::new(float_formats::FloatFormats::default()),
         Box::new(autograd_mlp::AutogradMlp::default()),
+        Box::new(gpu_kernels::GpuKernels::default()),
     ]
 }
 

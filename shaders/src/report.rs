@@ -32,21 +32,39 @@ pub struct Row {
 /// Softmax: relative error ≤ 1e-5 with the same NaN pattern; sums: ≤ 1e-5; max: exact.
 pub const TOLERANCE: f64 = 1e-5;
 
-/// Summarises a run against the reference for `input`.
-pub fn row(out: &RunOutput, input: &[f32], copy_gb_per_s: Option<f64>) -> Row {
-    let problem = out.spec.problem;
-    let (max_abs_error, max_rel_error, special_mismatches) = match out.spec.kernel {
-        Kernel::Copy => {
-            let c = compare(&out.output, input);
+/// What a kernel's output is checked against (computed once per input).
+#[derive(Clone, Debug)]
+pub enum Reference {
+    /// Copy and softmax: the expected output, element by element.
+    Values(Vec<f32>),
+    /// A reduction: the expected value.
+    Scalar(f64),
+}
+
+impl Reference {
+    /// The reference for `kernel` on `input` (the CPU work happens here).
+    pub fn compute(kernel: Kernel, input: &[f32], problem: dlsys_core::kernels::Problem) -> Self {
+        match kernel {
+            Kernel::Copy => Self::Values(input.to_vec()),
+            Kernel::Softmax(_) => Self::Values(softmax_reference(
+                input,
+                problem.rows as usize,
+                problem.cols as usize,
+            )),
+            Kernel::Reduce(_, op) => Self::Scalar(reduce_reference(input, op)),
+        }
+    }
+}
+
+/// Summarises a run against its reference.
+pub fn row(out: &RunOutput, reference: &Reference, copy_gb_per_s: Option<f64>) -> Row {
+    let (max_abs_error, max_rel_error, special_mismatches) = match reference {
+        Reference::Values(want) => {
+            let c = compare(&out.output, want);
             (c.max_abs_error, c.max_rel_error, c.special_mismatches)
         }
-        Kernel::Softmax(_) => {
-            let want = softmax_reference(input, problem.rows as usize, problem.cols as usize);
-            let c = compare(&out.output, &want);
-            (c.max_abs_error, c.max_rel_error, c.special_mismatches)
-        }
-        Kernel::Reduce(_, op) => {
-            let want = reduce_reference(input, op);
+        Reference::Scalar(want) => {
+            let want = *want;
             let got = out.output.first().map_or(f64::NAN, |v| f64::from(*v));
             let special =
                 u64::from(got.is_nan() != want.is_nan() || (got.is_infinite() && got != want));

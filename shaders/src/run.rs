@@ -18,8 +18,11 @@ use crate::source::{self, Variant};
 /// How the trials were timed.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum Timer {
-    /// GPU timestamp queries; `per_dispatch` when written inside the pass.
-    Timestamps { period_ns: f32, per_dispatch: bool },
+    /// GPU timestamps at the beginning and end of every pass (one pass per dispatch).
+    Timestamps { period_ns: f32 },
+    /// Each trial submitted alone and waited for, on the CPU clock (used for
+    /// adapters that are the CPU, whose timestamps proved unreliable).
+    WallPerTrial,
     /// Submission to readback on the CPU clock: includes submission and
     /// mapping latency, so it overstates kernel time.
     WallClock,
@@ -28,14 +31,11 @@ pub enum Timer {
 impl Timer {
     pub fn label(&self) -> String {
         match self {
-            Self::Timestamps {
-                period_ns,
-                per_dispatch: true,
-            } => {
-                format!("GPU timestamps, per dispatch (tick {period_ns} ns)")
+            Self::Timestamps { period_ns } => {
+                format!("GPU timestamps around every dispatch (tick {period_ns} ns)")
             }
-            Self::Timestamps { period_ns, .. } => {
-                format!("GPU timestamps, per pass (tick {period_ns} ns)")
+            Self::WallPerTrial => {
+                "CPU clock per trial, submit to completion (a CPU adapter; its timestamps are not reliable)".to_owned()
             }
             Self::WallClock => {
                 "wall clock (no timestamp queries; includes submit and readback)".to_owned()
@@ -361,24 +361,38 @@ impl KernelRunner {
             .enumerate()
             .map(|(i, s)| bind(&plain[i], i, s))
             .collect();
-        let features = self.gpu.features();
-        let per_dispatch = features.contains(wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES);
-        let timestamps = features.contains(wgpu::Features::TIMESTAMP_QUERY);
-        let per_trial = if per_dispatch {
-            steps.len() as u32 + 1
+        // Timing. On GPUs: every step runs in its own pass with timestamps at
+        // its beginning and end (the end one waits for the pass's work).
+        // Adapters that are really the CPU (lavapipe) were measured writing the
+        // end timestamp before asynchronous work finished, so there each trial
+        // is its own submission, timed on the CPU clock from a background
+        // thread that waits for it (native only), never blocking the UI.
+        let is_cpu = self.gpu.adapter_info.device_type == wgpu::DeviceType::Cpu;
+        let timestamps = self
+            .gpu
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY);
+        let mode = if timestamps && !is_cpu {
+            Mode::Timestamps
+        } else if cfg!(target_arch = "wasm32") {
+            Mode::WallBatch
         } else {
-            2
+            Mode::WallPerTrial
         };
-        let query_set = timestamps.then(|| {
+        let per_trial = steps.len() as u32;
+        let queries = trials * per_trial * 2;
+        let query_set = (mode == Mode::Timestamps).then(|| {
             device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("kernel timestamps"),
                 ty: wgpu::QueryType::Timestamp,
-                count: trials * per_trial,
+                count: queries,
             })
         });
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
-            label: Some("kernel run"),
-        });
+        let new_encoder = || {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("kernel run"),
+            })
+        };
         let dispatch = |pass: &mut wgpu::ComputePass<'_>,
                         prepared: &Prepared,
                         group: &wgpu::BindGroup,
@@ -388,45 +402,53 @@ impl KernelRunner {
             let x = s.workgroups.min(MAX_WORKGROUPS_PER_DIM);
             pass.dispatch_workgroups(x, s.workgroups.div_ceil(MAX_WORKGROUPS_PER_DIM), 1);
         };
+        // One run of the plan, each step in its own pass; `first_query` times them.
+        let record = |encoder: &mut wgpu::CommandEncoder,
+                      pipelines: &[std::sync::Arc<Prepared>],
+                      groups: &[wgpu::BindGroup],
+                      first_query: Option<u32>| {
+            for (i, s) in steps.iter().enumerate() {
+                let timestamp_writes = match (&query_set, first_query) {
+                    (Some(qs), Some(q)) => Some(wgpu::ComputePassTimestampWrites {
+                        query_set: qs,
+                        beginning_of_pass_write_index: Some(q + 2 * i as u32),
+                        end_of_pass_write_index: Some(q + 2 * i as u32 + 1),
+                    }),
+                    _ => None,
+                };
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: None,
+                    timestamp_writes,
+                });
+                dispatch(&mut pass, &pipelines[i], &groups[i], s);
+            }
+        };
+        let mut prelude = new_encoder();
         if let Some(counted) = &counted {
             let groups: Vec<_> = steps
                 .iter()
                 .enumerate()
                 .map(|(i, s)| bind(&counted[i], i, s))
                 .collect();
-            encoder.clear_buffer(&counters, 0, None);
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            for (i, s) in steps.iter().enumerate() {
-                dispatch(&mut pass, &counted[i], &groups[i], s);
-            }
+            prelude.clear_buffer(&counters, 0, None);
+            record(&mut prelude, counted, &groups, None);
         }
         for _ in 0..spec.warmup {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            for (i, s) in steps.iter().enumerate() {
-                dispatch(&mut pass, &plain[i], &plain_groups[i], s);
-            }
+            record(&mut prelude, &plain, &plain_groups, None);
         }
-        for trial in 0..trials {
-            let base = trial * per_trial;
-            let timestamp_writes = match (&query_set, per_dispatch) {
-                (Some(qs), false) => Some(wgpu::ComputePassTimestampWrites {
-                    query_set: qs,
-                    beginning_of_pass_write_index: Some(base),
-                    end_of_pass_write_index: Some(base + 1),
-                }),
-                _ => None,
-            };
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: None,
-                timestamp_writes,
-            });
-            if let (Some(qs), true) = (&query_set, per_dispatch) {
-                pass.write_timestamp(qs, base);
+        let mut trial_buffers = Vec::new();
+        match mode {
+            Mode::WallPerTrial => {
+                for _ in 0..trials {
+                    let mut encoder = new_encoder();
+                    record(&mut encoder, &plain, &plain_groups, None);
+                    trial_buffers.push(encoder.finish());
+                }
             }
-            for (i, s) in steps.iter().enumerate() {
-                dispatch(&mut pass, &plain[i], &plain_groups[i], s);
-                if let (Some(qs), true) = (&query_set, per_dispatch) {
-                    pass.write_timestamp(qs, base + 1 + i as u32);
+            Mode::Timestamps | Mode::WallBatch => {
+                for trial in 0..trials {
+                    let first = (mode == Mode::Timestamps).then_some(trial * per_trial * 2);
+                    record(&mut prelude, &plain, &plain_groups, first);
                 }
             }
         }
@@ -438,58 +460,95 @@ impl KernelRunner {
                 mapped_at_creation: false,
             })
         };
-        let result_buf = if matches!(spec.kernel, Kernel::Reduce(..)) {
+        let reduce = matches!(spec.kernel, Kernel::Reduce(..));
+        let result_buf = if reduce {
             buffer(steps.last().map_or(Buf::PartialA, |s| s.output))
         } else {
             &output_buf
         };
-        let out_len = if matches!(spec.kernel, Kernel::Reduce(..)) {
-            4
-        } else {
-            bytes
-        };
+        let out_len = if reduce { 4 } else { bytes };
         let out_read = read_buffer(out_len);
-        encoder.copy_buffer_to_buffer(result_buf, 0, &out_read, 0, out_len);
+        let mut readback = new_encoder();
+        readback.copy_buffer_to_buffer(result_buf, 0, &out_read, 0, out_len);
         let mut times_read = None;
         if let Some(qs) = &query_set {
-            let size = u64::from(trials * per_trial) * 8;
+            let size = u64::from(queries) * 8;
             let resolve = device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("timestamps"),
                 size,
                 usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
                 mapped_at_creation: false,
             });
-            encoder.resolve_query_set(qs, 0..trials * per_trial, &resolve, 0);
+            readback.resolve_query_set(qs, 0..queries, &resolve, 0);
             let read = read_buffer(size);
-            encoder.copy_buffer_to_buffer(&resolve, 0, &read, 0, size);
+            readback.copy_buffer_to_buffer(&resolve, 0, &read, 0, size);
             times_read = Some(read);
         }
         let counters_read = counted.as_ref().map(|_| {
             let read = read_buffer(8);
-            encoder.copy_buffer_to_buffer(&counters, 0, &read, 0, 8);
+            readback.copy_buffer_to_buffer(&counters, 0, &read, 0, 8);
             read
         });
-        let started = web_time::Instant::now();
-        self.gpu.queue.submit([encoder.finish()]);
         let (sender, receiver) = mpsc::channel();
-        let mut pending = 0;
-        for (tag, buf) in [
-            (0u8, Some(&out_read)),
-            (1, times_read.as_ref()),
-            (2, counters_read.as_ref()),
-        ] {
-            if let Some(buf) = buf {
+        let maps: Vec<wgpu::Buffer> = [
+            Some(out_read.clone()),
+            times_read.clone(),
+            counters_read.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut pending = maps.len();
+        let map_all = move |maps: Vec<wgpu::Buffer>, sender: &mpsc::Sender<Message>| {
+            for buf in maps {
                 let sender = sender.clone();
                 buf.map_async(wgpu::MapMode::Read, .., move |result| {
                     // The job may be gone (the learner moved on); nothing to do then.
-                    let _ = sender.send((
-                        tag,
+                    let _ = sender.send(Message::Mapped(
                         result.map_err(|e| e.to_string()),
                         web_time::Instant::now(),
                     ));
                 });
-                pending += 1;
             }
+        };
+        let started = web_time::Instant::now();
+        let queue = self.gpu.queue.clone();
+        queue.submit([prelude.finish()]);
+        if mode == Mode::WallPerTrial {
+            pending += 1;
+            #[cfg(not(target_arch = "wasm32"))]
+            {
+                let device = device.clone();
+                let sender = sender.clone();
+                let readback = readback.finish();
+                std::thread::Builder::new()
+                    .name("kernel timer".to_owned())
+                    .spawn(move || {
+                        // The warm-up first, so the first trial does not include it.
+                        let _ = device.poll(wgpu::PollType::wait_indefinitely());
+                        let mut times = Vec::new();
+                        for buffer in trial_buffers {
+                            let start = std::time::Instant::now();
+                            queue.submit([buffer]);
+                            if device.poll(wgpu::PollType::wait_indefinitely()).is_err() {
+                                break;
+                            }
+                            times.push(start.elapsed().as_nanos() as f64);
+                        }
+                        queue.submit([readback]);
+                        map_all(maps, &sender);
+                        let _ = sender.send(Message::Times(times));
+                    })
+                    .map_err(|err| format!("cannot start the timing thread: {err}"))?;
+            }
+            #[cfg(target_arch = "wasm32")]
+            {
+                drop(trial_buffers);
+                unreachable!("per-trial wall clock is native only");
+            }
+        } else {
+            queue.submit([readback.finish()]);
+            map_all(maps, &sender);
         }
         Ok(Job {
             device: device.clone(),
@@ -501,15 +560,30 @@ impl KernelRunner {
             out_read,
             times_read,
             counters_read,
+            wall_times: None,
+            mode,
             spec: RunSpec { trials, ..spec },
             per_trial,
-            per_dispatch,
             period_ns: self.gpu.queue.get_timestamp_period(),
             steps,
             traffic,
-            reduce: matches!(spec.kernel, Kernel::Reduce(..)),
+            reduce,
         })
     }
+}
+
+/// How trials are timed (see `KernelRunner::start`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Timestamps,
+    WallPerTrial,
+    WallBatch,
+}
+
+/// What the GPU side reports back to a job.
+enum Message {
+    Mapped(Result<(), String>, web_time::Instant),
+    Times(Vec<f64>),
 }
 
 fn source_file(name: &str) -> Result<&'static str, String> {
@@ -533,7 +607,7 @@ fn source_file(name: &str) -> Result<&'static str, String> {
 /// A run in flight.
 pub struct Job {
     device: wgpu::Device,
-    receiver: mpsc::Receiver<(u8, Result<(), String>, web_time::Instant)>,
+    receiver: mpsc::Receiver<Message>,
     pending: usize,
     failed: Option<String>,
     finished_at: Option<web_time::Instant>,
@@ -541,9 +615,10 @@ pub struct Job {
     out_read: wgpu::Buffer,
     times_read: Option<wgpu::Buffer>,
     counters_read: Option<wgpu::Buffer>,
+    wall_times: Option<Vec<f64>>,
+    mode: Mode,
     spec: RunSpec,
     per_trial: u32,
-    per_dispatch: bool,
     period_ns: f32,
     steps: Vec<Step>,
     traffic: Traffic,
@@ -555,11 +630,16 @@ impl Job {
     pub fn poll(&mut self) -> Option<Result<RunOutput, String>> {
         #[cfg(not(target_arch = "wasm32"))]
         let _ = self.device.poll(wgpu::PollType::Poll);
-        while let Ok((_, result, at)) = self.receiver.try_recv() {
+        while let Ok(message) = self.receiver.try_recv() {
             self.pending -= 1;
-            self.finished_at = Some(self.finished_at.map_or(at, |t| t.max(at)));
-            if let Err(err) = result {
-                self.failed = Some(format!("reading back the result failed: {err}"));
+            match message {
+                Message::Mapped(result, at) => {
+                    self.finished_at = Some(self.finished_at.map_or(at, |t| t.max(at)));
+                    if let Err(err) = result {
+                        self.failed = Some(format!("reading back the result failed: {err}"));
+                    }
+                }
+                Message::Times(times) => self.wall_times = Some(times),
             }
         }
         if self.pending > 0 {
@@ -601,23 +681,28 @@ impl Job {
             drop(view);
             buf.unmap();
             let period = f64::from(self.period_ns);
-            for trial in ticks.chunks(self.per_trial as usize) {
-                let ns = |a: u64, b: u64| b.saturating_sub(a) as f64 * period;
-                trial_ns.push(ns(trial[0], trial[trial.len() - 1]));
-                if self.per_dispatch {
-                    step_ns.push(trial.windows(2).map(|w| ns(w[0], w[1])).collect());
-                }
+            let ns = |a: u64, b: u64| b.saturating_sub(a) as f64 * period;
+            let per = 2 * self.per_trial as usize;
+            for trial in ticks.chunks(per) {
+                trial_ns.push(ns(trial[0], trial[per - 1]));
+                step_ns.push(trial.chunks(2).map(|pair| ns(pair[0], pair[1])).collect());
             }
             Timer::Timestamps {
                 period_ns: self.period_ns,
-                per_dispatch: self.per_dispatch,
             }
+        } else if let Some(times) = self.wall_times.take() {
+            if times.len() < self.spec.trials as usize {
+                return Err("waiting for the GPU failed during the timed trials".to_owned());
+            }
+            trial_ns = times;
+            Timer::WallPerTrial
         } else {
             let elapsed = self.finished_at.unwrap_or(self.started) - self.started;
             let per = elapsed.as_nanos() as f64 / f64::from(self.spec.trials + self.spec.warmup);
             trial_ns = vec![per; self.spec.trials as usize];
             Timer::WallClock
         };
+        let _ = self.mode;
         let counted = match &self.counters_read {
             Some(buf) => {
                 let view = buf.get_mapped_range(..).map_err(|e| e.to_string())?;

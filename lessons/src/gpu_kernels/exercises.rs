@@ -1,0 +1,395 @@
+//! The GPU lesson's exercises. Traffic answers come from the same plans the
+//! kernels run (`dlsys_core::kernels::plan`).
+
+use dlsys_core::exercise::{AnswerKind, Checker, Exercise, Mistake, Task};
+use dlsys_core::float::show_sig;
+use dlsys_core::kernels::{Device, Kernel, Problem, SoftmaxKind, plan};
+use dlsys_core::text::Lang;
+use rand::{RngExt as _, SeedableRng as _};
+
+use super::TEXT;
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed ^ 0x6b0_6b0)
+}
+
+fn t(lang: Lang, key: &str) -> String {
+    TEXT.get(lang, key).to_owned()
+}
+
+fn close(expected: f64) -> Checker {
+    Checker::Number {
+        expected,
+        abs_tol: 0.0,
+        rel_tol: 5e-3,
+    }
+}
+
+/// The choices in a fixed order, with the correct one moved to `correct_at`.
+fn choice(lang: Lang, keys: [&str; 4], correct_at: usize) -> (Vec<String>, usize) {
+    let mut options: Vec<String> = keys.iter().map(|k| t(lang, k)).collect();
+    options.swap(0, correct_at);
+    (options, correct_at)
+}
+
+pub const EXERCISES: [Exercise; 7] = [
+    Exercise {
+        id: "three_pass_bytes",
+        title: |l| t(l, "ex.bytes.title"),
+        generate: three_pass_bytes,
+    },
+    Exercise {
+        id: "online_bytes_per_element",
+        title: |l| t(l, "ex.online.title"),
+        generate: online_bytes,
+    },
+    Exercise {
+        id: "roofline_bound",
+        title: |l| t(l, "ex.roofline.title"),
+        generate: roofline,
+    },
+    Exercise {
+        id: "why_subtract_max",
+        title: |l| t(l, "ex.max.title"),
+        generate: why_max,
+    },
+    Exercise {
+        id: "occupancy",
+        title: |l| t(l, "ex.occupancy.title"),
+        generate: occupancy,
+    },
+    Exercise {
+        id: "divergence_step",
+        title: |l| t(l, "ex.divergence.title"),
+        generate: divergence,
+    },
+    Exercise {
+        id: "effective_bandwidth",
+        title: |l| t(l, "ex.bandwidth.title"),
+        generate: bandwidth,
+    },
+];
+
+const DEVICE: Device = Device {
+    cache_floats: 1 << 20,
+    subgroup_max: 32,
+};
+
+fn mb_of(kind: SoftmaxKind, problem: Problem) -> f64 {
+    plan(Kernel::Softmax(kind), problem, DEVICE).map_or(f64::NAN, |(_, t)| t.bytes() as f64 / 1e6)
+}
+
+fn three_pass_bytes(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let rows = [1024u32, 2048, 4096, 8192][rng.random_range(0..4)];
+    let cols = [512u32, 1000, 1024, 4096][rng.random_range(0..4)];
+    let problem = Problem { rows, cols };
+    let elems = problem.elements();
+    // The plan's bytes include the per-row stats; the question leaves them out.
+    let exact = 16.0 * elems as f64 / 1e6;
+    let with_stats = mb_of(SoftmaxKind::ThreePass, problem);
+    debug_assert!((with_stats - exact).abs() < 0.01 * exact);
+    let online = mb_of(SoftmaxKind::Online, problem);
+    let cached = 8.0 * elems as f64 / 1e6;
+    Task {
+        prompt: TEXT.fill(lang, "ex.bytes.prompt", &[("rows", &rows), ("cols", &cols)]),
+        kind: AnswerKind::Number,
+        checker: close(exact),
+        hints: vec![t(lang, "ex.bytes.hint1"), t(lang, "ex.bytes.hint2")],
+        explanation: TEXT.fill(
+            lang,
+            "ex.bytes.explain",
+            &[
+                ("elems", &elems),
+                ("mb", &show_sig(exact, 6)),
+                ("online", &show_sig(online, 6)),
+                ("cached", &show_sig(cached, 6)),
+            ],
+        ),
+        reference: show_sig(exact, 6),
+        mistakes: vec![
+            Mistake {
+                answer: show_sig(online, 6),
+                feedback: t(lang, "ex.bytes.online"),
+            },
+            Mistake {
+                answer: show_sig(cached, 6),
+                feedback: t(lang, "ex.bytes.once"),
+            },
+        ],
+    }
+}
+
+fn online_bytes(_seed: u64, lang: Lang) -> Task {
+    let problem = Problem {
+        rows: 1,
+        cols: 1 << 20,
+    };
+    let per = |kind| mb_of(kind, problem) * 1e6 / problem.elements() as f64;
+    let online = per(SoftmaxKind::Online);
+    Task {
+        prompt: t(lang, "ex.online.prompt"),
+        kind: AnswerKind::Number,
+        checker: Checker::Number {
+            expected: online,
+            abs_tol: 0.01,
+            rel_tol: 0.0,
+        },
+        hints: vec![t(lang, "ex.online.hint1"), t(lang, "ex.online.hint2")],
+        explanation: t(lang, "ex.online.explain"),
+        reference: show_sig(online, 3),
+        mistakes: vec![
+            Mistake {
+                answer: show_sig(per(SoftmaxKind::ThreePass).round(), 3),
+                feedback: t(lang, "ex.online.safe"),
+            },
+            Mistake {
+                answer: "8".to_owned(),
+                feedback: t(lang, "ex.online.cached"),
+            },
+        ],
+    }
+}
+
+fn roofline(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let bw: f64 = [900.0, 2000.0, 3350.0, 4800.0][rng.random_range(0..4)];
+    let peak: f64 = [19_500.0, 60_000.0, 67_000.0][rng.random_range(0..3)];
+    let ai: f64 = [0.25, 1.0, 4.0, 30.0, 100.0][rng.random_range(0..5)];
+    let memory = bw * ai;
+    let answer = memory.min(peak);
+    let bound = if memory < peak { "memory" } else { "compute" };
+    let mut mistakes = Vec::new();
+    if memory < peak {
+        mistakes.push(Mistake {
+            answer: show_sig(peak, 6),
+            feedback: t(lang, "ex.roofline.peak"),
+        });
+    } else if memory > peak {
+        mistakes.push(Mistake {
+            answer: show_sig(memory, 6),
+            feedback: t(lang, "ex.roofline.memory"),
+        });
+    }
+    if mistakes.is_empty() {
+        mistakes.push(Mistake {
+            answer: show_sig(answer * 2.0, 6),
+            feedback: t(lang, "ex.roofline.memory"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.roofline.prompt",
+            &[("bw", &bw), ("peak", &peak), ("ai", &ai)],
+        ),
+        kind: AnswerKind::Number,
+        checker: close(answer),
+        hints: vec![t(lang, "ex.roofline.hint1"), t(lang, "ex.roofline.hint2")],
+        explanation: TEXT.fill(
+            lang,
+            "ex.roofline.explain",
+            &[
+                ("peak", &peak),
+                ("bw", &bw),
+                ("ai", &ai),
+                ("answer", &show_sig(answer, 6)),
+                ("bound", &bound),
+            ],
+        ),
+        reference: show_sig(answer, 6),
+        mistakes,
+    }
+}
+
+fn why_max(seed: u64, lang: Lang) -> Task {
+    let at = (seed % 4) as usize;
+    let (options, correct) = choice(lang, ["ex.max.a", "ex.max.b", "ex.max.c", "ex.max.d"], at);
+    let mistakes = (0..4)
+        .filter(|i| *i != correct)
+        .map(|i| Mistake {
+            answer: (i + 1).to_string(),
+            feedback: t(lang, "ex.max.wrong"),
+        })
+        .collect();
+    // The claim is computed, not asserted: exp(100) in f32.
+    debug_assert!(100f32.exp().is_infinite());
+    Task {
+        prompt: t(lang, "ex.max.prompt"),
+        kind: AnswerKind::Choice { options },
+        checker: Checker::Choice { correct },
+        hints: vec![t(lang, "ex.max.hint1"), t(lang, "ex.max.hint2")],
+        explanation: t(lang, "ex.max.explain"),
+        reference: (correct + 1).to_string(),
+        mistakes,
+    }
+}
+
+fn occupancy(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let threads = 2048u32;
+    let regs = 65_536u32;
+    let wg = [128u32, 256, 512][rng.random_range(0..3)];
+    let per = [32u32, 40, 64, 96, 128][rng.random_range(0..5)];
+    let by_threads = threads / wg;
+    let by_regs = regs / (per * wg);
+    let answer = by_threads.min(by_regs);
+    let mut mistakes = Vec::new();
+    // Ignoring registers gives the thread limit; when that is already the
+    // answer, one more than it is the classic over-count.
+    let threads_only = if by_threads == answer {
+        answer + 1
+    } else {
+        by_threads
+    };
+    mistakes.push(Mistake {
+        answer: threads_only.to_string(),
+        feedback: t(lang, "ex.occupancy.threads_only"),
+    });
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.occupancy.prompt",
+            &[
+                ("threads", &threads),
+                ("regs", &regs),
+                ("per", &per),
+                ("wg", &wg),
+            ],
+        ),
+        kind: AnswerKind::Number,
+        checker: Checker::Number {
+            expected: f64::from(answer),
+            abs_tol: 0.0,
+            rel_tol: 0.0,
+        },
+        hints: vec![
+            t(lang, "ex.occupancy.hint1"),
+            TEXT.fill(
+                lang,
+                "ex.occupancy.hint2",
+                &[
+                    ("regs", &regs),
+                    ("per", &per),
+                    ("wg", &wg),
+                    ("threads", &threads),
+                ],
+            ),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.occupancy.explain",
+            &[
+                ("by_threads", &by_threads),
+                ("by_regs", &by_regs),
+                ("answer", &answer),
+                ("occupancy", &(100 * answer * wg / threads)),
+            ],
+        ),
+        reference: answer.to_string(),
+        mistakes,
+    }
+}
+
+fn divergence(seed: u64, lang: Lang) -> Task {
+    let at = (seed % 4) as usize;
+    let (options, correct) = choice(
+        lang,
+        [
+            "ex.divergence.a",
+            "ex.divergence.b",
+            "ex.divergence.c",
+            "ex.divergence.d",
+        ],
+        at,
+    );
+    // After the swap, "sequential addressing" sits where the correct one started
+    // unless the correct one moved onto it.
+    let seq_text = t(lang, "ex.divergence.b");
+    let mistakes = (0..4)
+        .filter(|i| *i != correct)
+        .map(|i| {
+            let key = if options[i] == seq_text {
+                "ex.divergence.seq"
+            } else {
+                "ex.divergence.other"
+            };
+            Mistake {
+                answer: (i + 1).to_string(),
+                feedback: t(lang, key),
+            }
+        })
+        .collect();
+    Task {
+        prompt: t(lang, "ex.divergence.prompt"),
+        kind: AnswerKind::Choice { options },
+        checker: Checker::Choice { correct },
+        hints: vec![
+            t(lang, "ex.divergence.hint1"),
+            t(lang, "ex.divergence.hint2"),
+        ],
+        explanation: t(lang, "ex.divergence.explain"),
+        reference: (correct + 1).to_string(),
+        mistakes,
+    }
+}
+
+fn bandwidth(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let mb: f64 = [16.8, 33.6, 67.1, 134.2, 268.4][rng.random_range(0..5)];
+    let ms: f64 = [0.05, 0.2, 1.5, 4.0, 12.5][rng.random_range(0..5)];
+    let answer = mb / ms;
+    Task {
+        prompt: TEXT.fill(lang, "ex.bandwidth.prompt", &[("mb", &mb), ("ms", &ms)]),
+        kind: AnswerKind::Number,
+        checker: close(answer),
+        hints: vec![t(lang, "ex.bandwidth.hint1"), t(lang, "ex.bandwidth.hint2")],
+        explanation: TEXT.fill(
+            lang,
+            "ex.bandwidth.explain",
+            &[("mb", &mb), ("ms", &ms), ("answer", &show_sig(answer, 5))],
+        ),
+        reference: show_sig(answer, 5),
+        mistakes: vec![
+            Mistake {
+                answer: show_sig(answer * 1000.0, 5),
+                feedback: t(lang, "ex.bandwidth.thousand"),
+            },
+            Mistake {
+                answer: show_sig(answer / 1000.0, 5),
+                feedback: t(lang, "ex.bandwidth.thousand"),
+            },
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::exercise::self_check;
+
+    #[test]
+    fn every_exercise_passes_its_self_check_over_many_seeds() {
+        for exercise in &EXERCISES {
+            for seed in 1..=40 {
+                let report = self_check(exercise, seed);
+                assert!(
+                    report.ok(),
+                    "{} seed {seed}: {:?}",
+                    exercise.id,
+                    report.problems
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_classic_answers() {
+        let task = online_bytes(1, Lang::En);
+        assert!(task.check("12").is_correct());
+        assert!(task.check("16").message().contains("three-pass"));
+        let div = divergence(0, Lang::En);
+        assert!(div.check("1").is_correct());
+        assert!(div.check("2").message().contains("bank conflicts"));
+    }
+}
