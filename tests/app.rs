@@ -282,3 +282,30 @@ fn the_kernel_race_runs_every_variant_without_blocking_frames() {
         assert!(harness.query_all_by_label("CPU").count() >= 10);
     }
 }
+
+#[test]
+fn the_browser_selftest_sequence_passes_natively_too() {
+    let (builder, gpu) = common::builder("selftest");
+    let mut harness = builder.build_eframe(|cc| {
+        dlsys_lab::DlsysApp::new(
+            cc,
+            dlsys_lab::Startup {
+                selftest: true,
+                ..Default::default()
+            },
+        )
+    });
+    let mut frames = 0;
+    while harness.state().selftest_report().is_none() {
+        harness.run_steps(1);
+        frames += 1;
+        assert!(frames < 5000, "the self-test did not finish");
+    }
+    let report = harness.state().selftest_report().cloned().unwrap();
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.checks.len(), 3);
+    assert_eq!(report.lessons.len(), dlsys_lessons::all().len());
+    if gpu {
+        assert_ne!(report.backend, "cpu");
+    }
+}

@@ -16,6 +16,8 @@ pub struct Startup {
     pub notices: Vec<String>,
     /// Storage to use when eframe provides none (headless runs and tests).
     pub storage: Option<Box<dyn eframe::Storage>>,
+    /// Run the smoke sequence of `?selftest` and report it.
+    pub selftest: bool,
 }
 
 pub struct DlsysApp {
@@ -26,6 +28,10 @@ pub struct DlsysApp {
     notices: Vec<String>,
     show_gpu_window: bool,
     fallback_storage: Option<Box<dyn eframe::Storage>>,
+    selftest: Option<crate::selftest::SelfTest>,
+    /// The route last written to the address bar (web).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    route_shown: String,
 }
 
 impl DlsysApp {
@@ -35,6 +41,7 @@ impl DlsysApp {
             lesson: route,
             mut notices,
             storage: fallback_storage,
+            selftest,
         } = startup;
         let storage: Option<&dyn eframe::Storage> = cc.storage.or(fallback_storage.as_deref());
         let loaded = persist::load(
@@ -63,7 +70,13 @@ impl DlsysApp {
             notices,
             show_gpu_window: false,
             fallback_storage,
+            selftest: None,
+            route_shown: String::new(),
         };
+        if selftest {
+            let ids = app.lessons.iter().map(|l| l.id().to_owned()).collect();
+            app.selftest = Some(crate::selftest::SelfTest::new(ids));
+        }
         app.restore_lesson_states();
         if let Some(route) = route {
             app.open_route(&route);
@@ -113,6 +126,50 @@ impl DlsysApp {
                 "There is no lesson `{id}`; lessons are: {}.",
                 known.join(", ")
             ));
+        }
+    }
+
+    /// The self-test's report, once it has finished.
+    pub fn selftest_report(&self) -> Option<&crate::selftest::Report> {
+        self.selftest.as_ref().and_then(|s| s.report.as_ref())
+    }
+
+    /// Advances the self-test (if one runs) by a step.
+    fn selftest_logic(&mut self, ctx: &egui::Context) {
+        let Some(selftest) = &mut self.selftest else {
+            return;
+        };
+        if selftest.is_done() {
+            return;
+        }
+        if let Some(id) = selftest.step(&self.gpu) {
+            self.state.lesson = id;
+        }
+        ctx.request_repaint();
+        if let Some(report) = &selftest.report {
+            let json = serde_json::to_string_pretty(report).unwrap_or_default();
+            log::info!("selftest: {json}");
+            #[cfg(target_arch = "wasm32")]
+            crate::web::write_selftest(&json, report.ok);
+        }
+    }
+
+    /// Keeps `#lesson_id` in the address bar and follows the back button (web).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(clippy::unused_self))]
+    fn route_logic(&mut self) {
+        #[cfg(target_arch = "wasm32")]
+        {
+            if let Some(hash) = crate::web::hash()
+                && hash != self.route_shown
+                && hash != self.state.lesson
+            {
+                // The address bar changed under us: Back, Forward, or a typed route.
+                self.open_route(&hash);
+            }
+            if self.route_shown != self.state.lesson {
+                crate::web::push_hash(&self.state.lesson);
+                self.route_shown = self.state.lesson.clone();
+            }
         }
     }
 
@@ -370,6 +427,8 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
 
 impl eframe::App for DlsysApp {
     fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        self.selftest_logic(ctx);
+        self.route_logic();
         let env = Env {
             gpu: &self.gpu,
             lang: self.state.lang,

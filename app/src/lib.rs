@@ -5,7 +5,10 @@ pub mod app;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
 pub mod persist;
+pub mod selftest;
 pub mod setup;
+#[cfg(target_arch = "wasm32")]
+pub mod web;
 
 pub use app::{DlsysApp, Startup};
 

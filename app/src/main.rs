@@ -41,7 +41,7 @@ fn run_app(lesson: Option<String>) -> Result<(), String> {
     let startup = Startup {
         lesson,
         notices,
-        storage: None,
+        ..Default::default()
     };
     eframe::run_native(
         "dlsys-lab",
@@ -57,4 +57,6 @@ fn run_app(lesson: Option<String>) -> Result<(), String> {
 }
 
 #[cfg(target_arch = "wasm32")]
-fn main() {}
+fn main() {
+    dlsys_lab::web::start();
+}

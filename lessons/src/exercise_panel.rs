@@ -181,7 +181,7 @@ impl ExercisePanel {
         let shown = (entry.hints_shown as usize).min(task.hints.len());
         for (i, hint) in task.hints.iter().take(shown).enumerate() {
             ui.label(format!(
-                "💡 {}: {hint}",
+                "• {}: {hint}",
                 text.fill(lang, "panel.hint_n", &[("n", &(i + 1))])
             ));
         }

@@ -206,7 +206,9 @@ impl KernelRunner {
             .ok_or_else(|| format!("{file} has no entry point {entry}"))?;
         let device = &self.gpu.device;
         // Browsers want subgroups enabled in the source; naga (native) rejects the line.
-        let text = if cfg!(target_arch = "wasm32") && text.contains("subgroup") {
+        let uses_subgroups =
+            kernel.needs_subgroups() && self.gpu.features().contains(wgpu::Features::SUBGROUP);
+        let text = if cfg!(target_arch = "wasm32") && uses_subgroups {
             format!("enable subgroups;\n{text}")
         } else {
             text
@@ -229,8 +231,17 @@ impl KernelRunner {
         if let Some(err) = pollster::block_on(scope.pop()) {
             return Err(format!("{}: {err}", step.entry));
         }
+        // The web cannot wait here; a failure still shows in the log, and the
+        // run reports the invalid pipeline when its result comes back.
         #[cfg(target_arch = "wasm32")]
-        drop(scope.pop());
+        {
+            let label = step.entry;
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Some(err) = scope.pop().await {
+                    log::error!("{label}: {err}");
+                }
+            });
+        }
         let prepared = std::sync::Arc::new(Prepared { pipeline, bindings });
         self.pipelines.insert(key, prepared.clone());
         Ok(prepared)
@@ -498,6 +509,7 @@ impl KernelRunner {
         .into_iter()
         .flatten()
         .collect();
+        #[cfg_attr(target_arch = "wasm32", allow(unused_mut))]
         let mut pending = maps.len();
         let map_all = move |maps: Vec<wgpu::Buffer>, sender: &mpsc::Sender<Message>| {
             for buf in maps {
@@ -515,9 +527,9 @@ impl KernelRunner {
         let queue = self.gpu.queue.clone();
         queue.submit([prelude.finish()]);
         if mode == Mode::WallPerTrial {
-            pending += 1;
             #[cfg(not(target_arch = "wasm32"))]
             {
+                pending += 1;
                 let device = device.clone();
                 let sender = sender.clone();
                 let readback = readback.finish();
@@ -583,6 +595,7 @@ enum Mode {
 /// What the GPU side reports back to a job.
 enum Message {
     Mapped(Result<(), String>, web_time::Instant),
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     Times(Vec<f64>),
 }
 
@@ -628,7 +641,7 @@ pub struct Job {
 impl Job {
     /// Checks for completion without blocking. `None` while the GPU works.
     pub fn poll(&mut self) -> Option<Result<RunOutput, String>> {
-        #[cfg(not(target_arch = "wasm32"))]
+        // Native: lets callbacks run. Web: a no-op; the browser runs them.
         let _ = self.device.poll(wgpu::PollType::Poll);
         while let Ok(message) = self.receiver.try_recv() {
             self.pending -= 1;

@@ -88,8 +88,8 @@ pub fn app_harness<'a>(
             cc,
             Startup {
                 lesson,
-                notices: Vec::new(),
                 storage: Some(Box::new(storage)),
+                ..Default::default()
             },
         )
     });

@@ -77,16 +77,32 @@ pub struct TrainRun {
     error: Option<String>,
     initial_loss: f64,
     boundary: Option<(usize, Vec<f64>)>,
+    /// Settings to start with once a data set has downloaded (web).
+    waiting: Option<TrainSettings>,
     mistakes: Option<(usize, Vec<Misclassified>)>,
 }
 
 impl TrainRun {
     pub fn is_running(&self) -> bool {
-        self.running
+        self.running || self.waiting.is_some()
     }
 
     /// Trains for a slice of the frame budget.
     pub fn logic(&mut self, ctx: &egui::Context) {
+        if let Some(settings) = &self.waiting {
+            match datasets::fetch_mnist() {
+                datasets::Fetch::Ready => {
+                    let settings = settings.clone();
+                    self.start(&settings);
+                }
+                datasets::Fetch::Failed(err) => {
+                    self.waiting = None;
+                    self.error = Some(err);
+                }
+                datasets::Fetch::Pending | datasets::Fetch::NotStarted => ctx.request_repaint(),
+            }
+            return;
+        }
         let Some(trainer) = &mut self.trainer else {
             return;
         };
@@ -102,6 +118,12 @@ impl TrainRun {
 
     fn start(&mut self, settings: &TrainSettings) {
         *self = Self::default();
+        if datasets::needs_fetch(&settings.dataset)
+            && datasets::fetch_mnist() != datasets::Fetch::Ready
+        {
+            self.waiting = Some(settings.clone());
+            return;
+        }
         let result = settings.config().and_then(|config| {
             let data = datasets::load(&settings.dataset, settings.seed)?;
             let (train, test) = data.split(datasets::TEST_FRACTION, settings.seed);
@@ -222,6 +244,12 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
             );
         }
     });
+    if run.waiting.is_some() {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label(t("train.downloading"));
+        });
+    }
     if let Some(err) = &run.error {
         ui.colored_label(
             theme::bad(ui.visuals()),

@@ -1,0 +1,197 @@
+//! The smoke sequence behind `index.html?selftest` (and `Startup::selftest`):
+//! open every lesson, convert a float, run one gradient check and one softmax
+//! kernel on whatever backend is there, and report the outcome as JSON. It
+//! advances a little every frame, so the page keeps rendering meanwhile.
+
+use dlsys_core::autograd::{Band, Check};
+use dlsys_core::float::{Format, Rounding};
+use dlsys_core::kernels::{Data, Kernel, Problem, SoftmaxKind, compare, softmax_reference};
+use dlsys_lessons::GpuStatus;
+use dlsys_shaders::{Job, KernelRunner, RunSpec};
+use serde::Serialize;
+
+/// One finished check.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckResult {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// What the self-test reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    /// `webgpu`, `vulkan`, … when the kernel ran on a GPU; `cpu` otherwise.
+    pub backend: String,
+    pub adapter: String,
+    pub lessons: Vec<String>,
+    pub checks: Vec<CheckResult>,
+}
+
+enum Stage {
+    Lessons { index: usize, frames: u32 },
+    Float,
+    Gradcheck,
+    StartKernel,
+    Kernel(Box<(KernelRunner, Job, Vec<f32>)>),
+    Done,
+}
+
+pub struct SelfTest {
+    stage: Stage,
+    checks: Vec<CheckResult>,
+    lessons: Vec<String>,
+    backend: String,
+    adapter: String,
+    pub report: Option<Report>,
+}
+
+const ROWS: u32 = 64;
+const COLS: u32 = 300;
+
+impl SelfTest {
+    pub fn new(lessons: Vec<String>) -> Self {
+        Self {
+            stage: Stage::Lessons {
+                index: 0,
+                frames: 0,
+            },
+            checks: Vec::new(),
+            lessons,
+            backend: "cpu".to_owned(),
+            adapter: String::new(),
+            report: None,
+        }
+    }
+
+    fn check(&mut self, name: &str, ok: bool, detail: String) {
+        self.checks.push(CheckResult {
+            name: name.to_owned(),
+            ok,
+            detail,
+        });
+    }
+
+    /// Advances one step. Returns the lesson to show this frame, if any.
+    pub fn step(&mut self, gpu: &GpuStatus) -> Option<String> {
+        match &mut self.stage {
+            Stage::Lessons { index, frames } => {
+                let Some(id) = self.lessons.get(*index).cloned() else {
+                    self.stage = Stage::Float;
+                    return None;
+                };
+                *frames += 1;
+                if *frames >= 3 {
+                    *index += 1;
+                    *frames = 0;
+                }
+                return Some(id);
+            }
+            Stage::Float => {
+                let fp16 = Format::fp16();
+                let overflow = fp16.encode_f64(65520.0, Rounding::NearestEven);
+                let tenth = fp16.describe(
+                    &dlsys_core::float::Exact::from_f64(0.1),
+                    Rounding::NearestEven,
+                );
+                let ok = overflow == 0x7c00 && tenth.hex == "0x2e66";
+                self.check(
+                    "float",
+                    ok,
+                    format!("fp16(65520) = {overflow:#06x}, fp16(0.1) = {}", tenth.hex),
+                );
+                self.stage = Stage::Gradcheck;
+            }
+            Stage::Gradcheck => {
+                let report = Check::Mlp.run::<f64>(1, None);
+                self.check(
+                    "gradcheck",
+                    report.band == Band::Good,
+                    format!("MLP max relative error {:e}", report.max_rel_error),
+                );
+                self.stage = Stage::StartKernel;
+            }
+            Stage::StartKernel => {
+                let input = Data::Random.generate(ROWS as usize, COLS as usize, 1, false);
+                let kernel = Kernel::Softmax(SoftmaxKind::Online);
+                let problem = Problem {
+                    rows: ROWS,
+                    cols: COLS,
+                };
+                match gpu {
+                    GpuStatus::Compute(gpu) => {
+                        self.backend = gpu.adapter_info.backend.to_string();
+                        self.adapter = gpu.adapter_info.name.clone();
+                        let mut runner = KernelRunner::new((**gpu).clone());
+                        let spec = RunSpec {
+                            kernel,
+                            problem,
+                            warmup: 0,
+                            trials: 1,
+                            instrumented: false,
+                        };
+                        match runner.start(spec, &input) {
+                            Ok(job) => self.stage = Stage::Kernel(Box::new((runner, job, input))),
+                            Err(err) => {
+                                self.check("softmax", false, err);
+                                self.stage = Stage::Done;
+                            }
+                        }
+                    }
+                    GpuStatus::RenderOnly { reason, .. } | GpuStatus::Unavailable { reason } => {
+                        let out = softmax_reference(&input, ROWS as usize, COLS as usize);
+                        let sums_to_one = out
+                            .chunks(COLS as usize)
+                            .all(|r| (r.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+                        self.check(
+                            "softmax",
+                            sums_to_one,
+                            format!("CPU reference (no compute GPU: {reason})"),
+                        );
+                        self.stage = Stage::Done;
+                    }
+                }
+            }
+            Stage::Kernel(boxed) => {
+                let (_, job, input) = &mut **boxed;
+                if let Some(result) = job.poll() {
+                    match result {
+                        Ok(out) => {
+                            let c = compare(
+                                &out.output,
+                                &softmax_reference(input, ROWS as usize, COLS as usize),
+                            );
+                            self.check(
+                                "softmax",
+                                c.ok(1e-5),
+                                format!(
+                                    "online softmax on the GPU, max rel error {:e}",
+                                    c.max_rel_error
+                                ),
+                            );
+                        }
+                        Err(err) => self.check("softmax", false, err),
+                    }
+                    self.stage = Stage::Done;
+                }
+            }
+            Stage::Done => {
+                if self.report.is_none() {
+                    self.report = Some(Report {
+                        ok: self.checks.iter().all(|c| c.ok) && self.checks.len() == 3,
+                        backend: self.backend.to_lowercase(),
+                        adapter: self.adapter.clone(),
+                        lessons: self.lessons.clone(),
+                        checks: self.checks.clone(),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.report.is_some()
+    }
+}

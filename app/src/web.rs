@@ -1,0 +1,95 @@
+//! The browser side: starting eframe's web runner on the page's canvas, the
+//! `#lesson_id` route in the address bar (back button included), and writing
+//! the self-test result into the page.
+
+use eframe::wasm_bindgen::JsCast as _;
+
+use crate::{DlsysApp, Startup};
+
+fn window() -> Option<web_sys::Window> {
+    web_sys::window()
+}
+
+/// The route in the address bar, without the `#`.
+pub fn hash() -> Option<String> {
+    let hash = window()?.location().hash().ok()?;
+    let id = hash.trim_start_matches('#');
+    (!id.is_empty()).then(|| id.to_owned())
+}
+
+/// Puts `#id` in the address bar as a new history entry (so Back returns).
+pub fn push_hash(id: &str) {
+    if hash().as_deref() == Some(id) {
+        return;
+    }
+    if let Some(history) = window().and_then(|w| w.history().ok()) {
+        let _ = history.push_state_with_url(
+            &eframe::wasm_bindgen::JsValue::NULL,
+            "",
+            Some(&format!("#{id}")),
+        );
+    }
+}
+
+/// Whether the page was opened with `?selftest`.
+pub fn selftest_requested() -> bool {
+    window()
+        .and_then(|w| w.location().search().ok())
+        .is_some_and(|s| s.contains("selftest"))
+}
+
+/// Writes the self-test report where a headless browser can read it.
+pub fn write_selftest(json: &str, ok: bool) {
+    let Some(document) = window().and_then(|w| w.document()) else {
+        return;
+    };
+    if let Some(pre) = document.get_element_by_id("selftest") {
+        pre.set_text_content(Some(json));
+    }
+    document.set_title(if ok {
+        "selftest: ok"
+    } else {
+        "selftest: failed"
+    });
+}
+
+/// Starts the app on the page's canvas.
+pub fn start() {
+    eframe::WebLogger::init(log::LevelFilter::Info).ok();
+    let options = eframe::WebOptions {
+        wgpu_options: crate::setup::wgpu_configuration(),
+        ..Default::default()
+    };
+    wasm_bindgen_futures::spawn_local(async move {
+        let Some(document) = window().and_then(|w| w.document()) else {
+            return;
+        };
+        let Some(canvas) = document
+            .get_element_by_id("dlsys_canvas")
+            .and_then(|e| e.dyn_into::<web_sys::HtmlCanvasElement>().ok())
+        else {
+            log::error!("no <canvas id=\"dlsys_canvas\"> on the page");
+            return;
+        };
+        let startup = Startup {
+            lesson: hash(),
+            selftest: selftest_requested(),
+            ..Default::default()
+        };
+        let result = eframe::WebRunner::new()
+            .start(
+                canvas,
+                options,
+                Box::new(move |cc| Ok(Box::new(DlsysApp::new(cc, startup)))),
+            )
+            .await;
+        if let Some(loading) = document.get_element_by_id("loading") {
+            match result {
+                Ok(()) => loading.remove(),
+                Err(err) => {
+                    loading.set_text_content(Some(&format!("dlsys-lab could not start: {err:?}")));
+                }
+            }
+        }
+    });
+}

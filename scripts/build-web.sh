@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the browser bundle into web/dist: the app as WebAssembly (profile
+# `web`: optimised for size), wasm-bindgen's JS glue, index.html, and the
+# MNIST file the trainer fetches on demand. Works offline once crates and
+# wasm-bindgen-cli are present; installs the pinned wasm-bindgen-cli if missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=web/dist
+rustup target add wasm32-unknown-unknown >/dev/null 2>&1 || true
+version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $version\$"; then
+  echo "installing wasm-bindgen-cli $version (matches Cargo.lock)"
+  cargo install wasm-bindgen-cli --version "$version"
+fi
+cargo build --locked --profile web --target wasm32-unknown-unknown -p dlsys-lab --bin dlsys-lab
+rm -rf "$out"
+mkdir -p "$out/assets/data"
+wasm-bindgen --target web --no-typescript --out-dir "$out" --out-name dlsys-lab \
+  target/wasm32-unknown-unknown/web/dlsys-lab.wasm
+# wasm-opt from npm's binaryen (Debian's binaryen 108 breaks the bundle).
+if [ ! -x web/test/node_modules/.bin/wasm-opt ]; then
+  (cd web/test && npm ci --no-audit --no-fund)
+fi
+web/test/node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+  --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  "$out/dlsys-lab_bg.wasm" -o "$out/dlsys-lab_bg.wasm"
+cp web/index.html "$out/"
+cp assets/data/mnist10k.dlds "$out/assets/data/"
+wasm=$(stat -c %s "$out/dlsys-lab_bg.wasm")
+gz=$(gzip -9 -c "$out/dlsys-lab_bg.wasm" | wc -c)
+echo "web bundle in $out: wasm $((wasm / 1024)) KiB, $((gz / 1024)) KiB gzipped"
+echo "serve it, e.g.: python3 -m http.server -d $out 8080, then open http://127.0.0.1:8080/"

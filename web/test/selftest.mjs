@@ -1,0 +1,42 @@
+// Opens the web bundle's ?selftest in Debian's chromium and checks the result:
+//   node selftest.mjs URL webgpu|cpu SCREENSHOT.png
+// `webgpu`: WebGPU through SwiftShader, the kernel must run on WebGPU.
+// `cpu`: --disable-gpu, WebGL2 only, the kernel must take the CPU path.
+import fs from "node:fs";
+import { chromium } from "playwright-core";
+
+const [url, mode, shot] = process.argv.slice(2);
+const common = [
+  "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync",
+];
+const webgpu = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader", "--use-angle=vulkan"];
+const args = mode === "webgpu" ? [...common, ...webgpu] : [...common, "--disable-gpu"];
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", args, headless: true });
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+const logs = [];
+page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
+page.on("pageerror", (e) => logs.push(`pageerror: ${e}`));
+let failure = null;
+try {
+  await page.goto(`${url}?selftest`);
+  await page.waitForFunction(() => document.title.startsWith("selftest:"), null, { timeout: 240_000 });
+  const report = JSON.parse((await page.$eval("#selftest", (e) => e.textContent)) || "{}");
+  await page.screenshot({ path: shot });
+  const size = fs.statSync(shot).size;
+  console.log(JSON.stringify({ mode, title: await page.title(), report, screenshot_bytes: size }, null, 2));
+  if (!report.ok) failure = "the self-test reported a failure";
+  else if (mode === "webgpu" && report.backend !== "webgpu") failure = `expected the kernel on WebGPU, got ${report.backend}`;
+  else if (mode === "cpu" && report.backend !== "cpu") failure = `expected the CPU fallback, got ${report.backend}`;
+  // A blank page compresses to almost nothing; the rendered UI does not.
+  else if (size < 20_000) failure = `the screenshot looks blank (${size} bytes)`;
+} catch (err) {
+  failure = `${err}`;
+}
+await browser.close();
+if (failure) {
+  console.error(`browser self-test (${mode}) FAILED: ${failure}`);
+  console.error(logs.slice(-40).join("\n"));
+  process.exit(1);
+}
+console.log(`browser self-test (${mode}) ok`);
