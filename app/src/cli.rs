@@ -78,8 +78,9 @@ pub enum Command {
     Gradcheck {
         #[arg(long)]
         json: bool,
-        /// Arithmetic to check in: f64 (the real check) or f32 (to see why f64 matters).
-        #[arg(long, default_value = "f64", value_parser = ["f64", "f32"])]
+        /// Arithmetic to check in: f64 (the real check), or f32, tf32, bf16,
+        /// fp16 (emulated) to see why gradient checks need f64.
+        #[arg(long, default_value = "f64", value_parser = dlsys_core::autograd::checks::PRECISIONS)]
         precision: String,
         /// Plant a wrong backward rule to see the check catch it:
         /// bias-not-summed, softmax-no-coupling, ce-not-averaged.
@@ -88,31 +89,10 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-    /// Train an MLP and print per-epoch loss and train/test accuracy.
-    Train {
-        /// mnist, digits, spirals, moons, circles or xor.
-        #[arg(long, default_value = "digits")]
-        dataset: String,
-        /// Hidden layer sizes, comma-separated (e.g. 128,64).
-        #[arg(long, default_value = "128")]
-        hidden: String,
-        /// relu, tanh or sigmoid.
-        #[arg(long, default_value = "relu")]
-        activation: String,
-        /// sgd, momentum, nesterov or adam.
-        #[arg(long, default_value = "momentum")]
-        optimizer: String,
-        #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
-        lr: f64,
-        #[arg(long, default_value_t = 64)]
-        batch: usize,
-        #[arg(long, default_value_t = 10)]
-        epochs: u64,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        #[arg(long)]
-        json: bool,
-    },
+    /// Train an MLP and print per-epoch loss and train/test accuracy (and,
+    /// under a reduced precision, the loss scale, skipped steps and the
+    /// fraction of gradient values that underflowed).
+    Train(TrainArgs),
     /// Benchmarks (they print numbers; they are not tests).
     Bench {
         #[command(subcommand)]
@@ -129,6 +109,126 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct TrainArgs {
+    /// mnist, digits, spirals, moons, circles or xor.
+    #[arg(long, default_value = "digits")]
+    dataset: String,
+    /// Hidden layer sizes, comma-separated (e.g. 128,64).
+    #[arg(long, default_value = "128")]
+    hidden: String,
+    /// relu, tanh or sigmoid.
+    #[arg(long, default_value = "relu")]
+    activation: String,
+    /// sgd, momentum, nesterov or adam.
+    #[arg(long, default_value = "momentum")]
+    optimizer: String,
+    #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
+    lr: f64,
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    #[arg(long, default_value_t = 10)]
+    epochs: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Compute (op outputs and gradients) in fp32, tf32, bf16, fp16, fp8-e4m3, fp8-e5m2 or eXmY.
+    #[arg(long, default_value = "fp32", value_name = "F")]
+    precision: String,
+    /// dynamic (2^16, ×2 after 200 clean steps, ×½ and skip on inf/NaN), none, or a fixed value.
+    #[arg(
+        long,
+        default_value = "none",
+        value_name = "S",
+        allow_hyphen_values = true
+    )]
+    loss_scale: String,
+    /// fp32 (a master copy; the forward pass sees rounded weights) or same (weights stored in --precision).
+    #[arg(long, default_value = "fp32", value_parser = ["fp32", "same"])]
+    master_weights: String,
+    /// Format of the optimizer state (momentum, Adam's moments).
+    #[arg(long, default_value = "fp32", value_name = "F")]
+    optimizer_state: String,
+    /// Format of the gradient-accumulation buffer.
+    #[arg(long, default_value = "fp32", value_name = "F")]
+    accumulate_in: String,
+    /// Batches accumulated per optimizer step.
+    #[arg(long, default_value_t = 1)]
+    micro_batches: u32,
+    /// Multiply the loss by this before backward (e.g. 2^-16: smaller gradients).
+    #[arg(
+        long,
+        default_value = "1",
+        value_name = "W",
+        allow_hyphen_values = true
+    )]
+    loss_weight: String,
+    /// One of the mixed-precision lesson's scenarios (sets everything but --json):
+    /// fp32, fp16-no-scaling, fp16-dynamic, bf16-no-scaling, accumulate-fp32,
+    /// accumulate-fp16, adam-fp32-moments, adam-fp16-moments.
+    #[arg(long)]
+    scenario: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+impl TrainArgs {
+    /// The data set and configuration these arguments ask for.
+    fn config(&self) -> Result<(String, TrainConfig), String> {
+        use dlsys_core::mixed::{LossScale, MasterWeights, Policy};
+        use dlsys_core::nn::scenarios::Scenario;
+        if let Some(id) = &self.scenario {
+            let scenario = Scenario::ALL
+                .into_iter()
+                .find(|s| s.id() == id)
+                .ok_or_else(|| {
+                    let ids: Vec<&str> = Scenario::ALL.iter().map(|s| s.id()).collect();
+                    format!("unknown --scenario `{id}`; use one of {}", ids.join(", "))
+                })?;
+            return Ok(("digits".to_owned(), scenario.config()));
+        }
+        let hidden = self
+            .hidden
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                s.trim()
+                    .parse::<usize>()
+                    .map_err(|_| format!("--hidden: `{s}` is not a layer size"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let master = if self.master_weights == "same" {
+            MasterWeights::Same
+        } else {
+            MasterWeights::Fp32
+        };
+        let policy = Policy {
+            optimizer_state: self.optimizer_state.clone(),
+            accumulation: self.accumulate_in.clone(),
+            ..Policy::uniform(
+                &self.precision,
+                LossScale::by_name(&self.loss_scale)?,
+                master,
+            )
+        };
+        let loss_weight = dlsys_core::exercise::parse_number(&self.loss_weight)
+            .map_err(|err| format!("--loss-weight: {err}"))? as f32;
+        let config = TrainConfig {
+            hidden,
+            activation: Activation::by_name(&self.activation)?,
+            optimizer: OptimizerKind::by_name(&self.optimizer)?,
+            lr: self.lr,
+            batch_size: self.batch,
+            epochs: self.epochs,
+            seed: self.seed,
+            policy,
+            micro_batches: self.micro_batches,
+            loss_weight,
+            ..Default::default()
+        };
+        Ok((self.dataset.clone(), config))
+    }
 }
 
 #[derive(Clone, Debug, Subcommand)]
@@ -194,37 +294,9 @@ pub fn run(command: Command) -> Result<ExitCode, String> {
             bug,
             seed,
         } => gradcheck(json, &precision, bug.as_deref(), seed),
-        Command::Train {
-            dataset,
-            hidden,
-            activation,
-            optimizer,
-            lr,
-            batch,
-            epochs,
-            seed,
-            json,
-        } => {
-            let hidden = hidden
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(|s| {
-                    s.trim()
-                        .parse::<usize>()
-                        .map_err(|_| format!("--hidden: `{s}` is not a layer size"))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            let config = TrainConfig {
-                hidden,
-                activation: Activation::by_name(&activation)?,
-                optimizer: OptimizerKind::by_name(&optimizer)?,
-                lr,
-                batch_size: batch,
-                epochs,
-                seed,
-                ..Default::default()
-            };
-            train(&dataset, config, json)
+        Command::Train(args) => {
+            let (dataset, config) = args.config()?;
+            train(&dataset, config, args.json)
         }
         Command::Float {
             value,
@@ -543,14 +615,8 @@ fn gradcheck(
     let bug = bug.map(planted_bug).transpose()?;
     let reports: Vec<GradcheckReport> = Check::ALL
         .iter()
-        .map(|check| {
-            if precision == "f32" {
-                check.run::<f32>(seed, bug)
-            } else {
-                check.run::<f64>(seed, bug)
-            }
-        })
-        .collect();
+        .map(|check| check.run_in(precision, seed, bug))
+        .collect::<Result<_, _>>()?;
     let failed = reports.iter().filter(|r| r.band != Band::Good).count();
     if json {
         let rows: Vec<_> = reports
@@ -621,6 +687,9 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Str
     let epochs = config.epochs;
     let mut trainer = Trainer::new(config, train_set, test_set)?;
     if !json {
+        if !trainer.config.policy.is_fp32() {
+            println!("precision policy: {}", trainer.config.policy.describe());
+        }
         println!(
             "{}: {} train / {} test, {} features, {} classes; MLP {} parameters",
             data.name,
@@ -641,8 +710,17 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Str
                     serde_json::to_string(stats).map_err(|e| e.to_string())?
                 );
             } else {
+                let mixed = stats.mixed.as_ref().map_or(String::new(), |m| {
+                    format!(
+                        "  scale {}  skipped {}  underflowed {:.2}%  accumulation overflows {}",
+                        m.loss_scale,
+                        m.skipped_steps,
+                        100.0 * m.underflow_fraction,
+                        m.accumulation_overflows
+                    )
+                });
                 println!(
-                    "epoch {:>3}/{epochs}  train loss {:.4}  train acc {:6.2}%  test loss {:.4}  test acc {:6.2}%",
+                    "epoch {:>3}/{epochs}  train loss {:.4}  train acc {:6.2}%  test loss {:.4}  test acc {:6.2}%{mixed}",
                     stats.epoch,
                     stats.train_loss,
                     100.0 * stats.train_accuracy,

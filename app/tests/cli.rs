@@ -258,6 +258,92 @@ fn train_prints_epochs_and_rejects_bad_arguments() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("diverged at step"));
 }
 
+#[test]
+fn train_under_a_precision_policy_reports_underflow_and_the_loss_scale() {
+    let epoch_json = |scale: &str| {
+        let out = dlsys_lab(&[
+            "train",
+            "--dataset",
+            "digits",
+            "--hidden",
+            "64",
+            "--optimizer",
+            "adam",
+            "--lr",
+            "0.003",
+            "--batch",
+            "32",
+            "--epochs",
+            "2",
+            "--precision",
+            "fp16",
+            "--loss-weight",
+            "2^-16",
+            "--loss-scale",
+            scale,
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        first["mixed"].clone()
+    };
+    let none = epoch_json("none");
+    assert_eq!(none["loss_scale"], 1.0);
+    assert!(none["underflow_fraction"].as_f64().unwrap() > 0.1, "{none}");
+    let dynamic = epoch_json("dynamic");
+    assert!(
+        dynamic["loss_scale"].as_f64().unwrap() >= 65536.0,
+        "{dynamic}"
+    );
+    assert!(
+        dynamic["underflow_fraction"].as_f64().unwrap() < 0.01,
+        "{dynamic}"
+    );
+
+    let out = dlsys_lab(&["train", "--scenario", "bf16-no-scaling", "--epochs", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("precision policy: compute bf16"),
+        "{text}"
+    );
+    assert!(text.contains("underflowed"), "{text}");
+
+    for args in [
+        &["train", "--precision", "fp7"][..],
+        &["train", "--loss-scale", "-3"],
+        &["train", "--optimizer-state", "e0m3"],
+        &["train", "--scenario", "fp64"],
+        &["train", "--micro-batches", "0"],
+    ] {
+        let out = dlsys_lab(args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("error:") && err.trim().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn gradcheck_in_fp16_shows_why_checks_run_in_f64() {
+    let out = dlsys_lab(&["gradcheck", "--precision", "fp16", "--json"]);
+    assert!(
+        !out.status.success(),
+        "correct gradients look wrong in fp16"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["precision"], "fp16");
+    assert!(json["outside_good_band"].as_u64().unwrap() > 0);
+    let out = dlsys_lab(&["gradcheck", "--precision", "fp64"]);
+    assert!(!out.status.success());
+}
+
 fn gpu_expected() -> bool {
     // On CI the software Vulkan adapter must be there; elsewhere a machine
     // without any adapter skips the GPU commands' success checks.

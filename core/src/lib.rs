@@ -8,5 +8,6 @@ pub mod autograd;
 pub mod exercise;
 pub mod float;
 pub mod kernels;
+pub mod mixed;
 pub mod nn;
 pub mod text;

@@ -1,8 +1,10 @@
 //! All 2^32 fp32 patterns → fp16 and → bf16 with nearest-even, bit for bit
-//! against the `half` crate. NaN rule (ours and `half`'s): keep the sign, keep
+//! against the `half` crate — the emulator's two encoders and the
+//! mixed-precision rounder. NaN rule (ours and `half`'s): keep the sign, keep
 //! the top payload bits, set the quiet bit. Split across the machine's cores.
 
 use dlsys_core::float::{Exact, Format, Rounding};
+use dlsys_core::mixed::Rounder;
 
 fn sweep(check: impl Fn(u32) -> Option<String> + Sync) {
     let threads = std::thread::available_parallelism()
@@ -54,27 +56,38 @@ fn compare(format: &Format, bits: u32, theirs: u32) -> Option<String> {
     })
 }
 
+/// The mixed-precision lesson's buffer rounding (f32 → format → f32) against
+/// `half`'s round trip: the same value, or NaN for NaN.
+fn compare_rounder(rounder: &Rounder, bits: u32, theirs: f32) -> Option<String> {
+    let ours = rounder.round(f32::from_bits(bits));
+    let same = ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan());
+    (!same).then(|| {
+        format!(
+            "{} rounder of {bits:#010x}: {ours:e} vs half {theirs:e}",
+            rounder.format_name()
+        )
+    })
+}
+
 #[test]
 fn all_fp32_patterns_to_fp16_match_half() {
     let fp16 = Format::fp16();
+    let rounder = Rounder::new(&fp16);
     sweep(|bits| {
-        compare(
-            &fp16,
-            bits,
-            u32::from(half::f16::from_f32(f32::from_bits(bits)).to_bits()),
-        )
+        let theirs = half::f16::from_f32(f32::from_bits(bits));
+        compare(&fp16, bits, u32::from(theirs.to_bits()))
+            .or_else(|| compare_rounder(&rounder, bits, theirs.to_f32()))
     });
 }
 
 #[test]
 fn all_fp32_patterns_to_bf16_match_half() {
     let bf16 = Format::bf16();
+    let rounder = Rounder::new(&bf16);
     sweep(|bits| {
-        compare(
-            &bf16,
-            bits,
-            u32::from(half::bf16::from_f32(f32::from_bits(bits)).to_bits()),
-        )
+        let theirs = half::bf16::from_f32(f32::from_bits(bits));
+        compare(&bf16, bits, u32::from(theirs.to_bits()))
+            .or_else(|| compare_rounder(&rounder, bits, theirs.to_f32()))
     });
 }
 

@@ -8,6 +8,16 @@ use serde::Serialize;
 use super::gradcheck::{GradcheckReport, gradcheck};
 use super::graph::{Graph, PlantedBug, Var};
 use super::tensor::{Real, Tensor};
+use crate::mixed::Rounder;
+use std::sync::Arc;
+
+/// The arithmetics [`Check::run_in`] knows, widest first.
+pub const PRECISIONS: [&str; 5] = ["f64", "f32", "tf32", "bf16", "fp16"];
+
+/// The finite-difference step in emulated formats: 2⁻⁵, a power of two (so
+/// `x ± h` and `x ± 2h` are exact in them for |x| < 4) below the 0.1 the ReLU
+/// check keeps from its kink.
+pub const EMULATED_STEP: f64 = 1.0 / 32.0;
 
 /// Every check, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
@@ -92,6 +102,54 @@ impl Check {
         let build =
             move |g: &mut Graph<T>, v: &[Var]| -> Var { self.build(g, v, &weights, &labels) };
         gradcheck(self.name(), &build, &inputs, Self::step::<T>(), bug)
+    }
+
+    /// Runs this check in `precision`: f64 or f32 natively, or tf32, bf16 or
+    /// fp16 emulated — f32 arithmetic with the inputs, every op's output and
+    /// every gradient rounded to the format (nearest-even), the finite
+    /// differences taken at a power-of-two step so `x ± h` stays exact.
+    pub fn run_in(
+        self,
+        precision: &str,
+        seed: u64,
+        bug: Option<PlantedBug>,
+    ) -> Result<GradcheckReport, String> {
+        let name: &'static str = match precision {
+            "f64" => return Ok(self.run::<f64>(seed, bug)),
+            "f32" => return Ok(self.run::<f32>(seed, bug)),
+            "tf32" => "tf32",
+            "bf16" => "bf16",
+            "fp16" => "fp16",
+            other => {
+                return Err(format!(
+                    "no gradient check in `{other}`: use one of {}",
+                    PRECISIONS.join(", ")
+                ));
+            }
+        };
+        let rounder = Rounder::by_name(name)?;
+        let round = |t: &Tensor<f64>| -> Tensor<f32> {
+            Tensor::new(
+                t.data.iter().map(|v| rounder.round(*v as f32)).collect(),
+                &t.shape,
+            )
+        };
+        let (inputs, extra) = self.inputs(seed);
+        let inputs: Vec<(String, Tensor<f32>)> =
+            inputs.iter().map(|(n, t)| (n.clone(), round(t))).collect();
+        let weights = round(&extra.weights);
+        let labels = extra.labels.clone();
+        let build = move |g: &mut Graph<f32>, v: &[Var]| -> Var {
+            let (outputs, grads) = (rounder.clone(), rounder.clone());
+            g.set_output_hook(Some(Arc::new(move |d: &mut [f32]| outputs.round_slice(d))));
+            g.set_grad_hook(Some(Arc::new(move |_: Var, d: &mut [f32]| {
+                grads.round_slice(d);
+            })));
+            self.build(g, v, &weights, &labels)
+        };
+        let mut report = gradcheck(self.name(), &build, &inputs, EMULATED_STEP, bug);
+        report.precision = name;
+        Ok(report)
     }
 
     fn build<T: Real>(

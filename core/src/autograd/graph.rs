@@ -129,6 +129,10 @@ pub struct Node<T> {
 /// through an emulated fp16), so a precision policy can wrap the engine.
 pub type OutputHook<T> = Arc<dyn Fn(&mut [T]) + Send + Sync>;
 
+/// A hook applied to every gradient contribution in backward, given the node
+/// it flows to.
+pub type GradHook<T> = Arc<dyn Fn(Var, &mut [T]) + Send + Sync>;
+
 /// How two operands of an elementwise op line up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Broadcast {
@@ -159,6 +163,7 @@ fn broadcast(a: &[usize], b: &[usize], op: &str) -> Broadcast {
 pub struct Graph<T: Real> {
     nodes: Vec<Node<T>>,
     output_hook: Option<OutputHook<T>>,
+    grad_hook: Option<GradHook<T>>,
     planted_bug: Option<PlantedBug>,
 }
 
@@ -167,8 +172,15 @@ impl<T: Real> Graph<T> {
         Self {
             nodes: Vec::new(),
             output_hook: None,
+            grad_hook: None,
             planted_bug: None,
         }
+    }
+
+    /// Every gradient contribution flowing backward passes through `hook`,
+    /// with the node it flows to (precision emulation of the backward pass).
+    pub fn set_grad_hook(&mut self, hook: Option<GradHook<T>>) {
+        self.grad_hook = hook;
     }
 
     /// Every op output passes through `hook` (see [`OutputHook`]).
@@ -496,9 +508,12 @@ impl<T: Real> Graph<T> {
     fn propagate(&self, v: Var, g: &Tensor<T>, pending: &mut [Option<Tensor<T>>], needs: &[bool]) {
         let node = &self.nodes[v.0];
         let value = |x: Var| &self.nodes[x.0].value;
-        let mut give = |to: Var, contribution: Tensor<T>| {
+        let mut give = |to: Var, mut contribution: Tensor<T>| {
             if !needs[to.0] {
                 return;
+            }
+            if let Some(hook) = &self.grad_hook {
+                hook(to, &mut contribution.data);
             }
             match &mut pending[to.0] {
                 Some(acc) => acc.add_assign(&contribution),

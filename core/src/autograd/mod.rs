@@ -12,7 +12,7 @@ pub mod tensor;
 
 pub use checks::Check;
 pub use gradcheck::{Band, GradcheckReport, gradcheck, relative_error};
-pub use graph::{Graph, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
+pub use graph::{GradHook, Graph, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
 pub use tensor::{Real, Tensor, matmul};
 
 #[cfg(test)]

@@ -54,6 +54,47 @@ fn f32_checks_are_orders_of_magnitude_worse() {
 }
 
 #[test]
+fn the_narrower_the_arithmetic_the_worse_the_check_of_correct_gradients() {
+    let median = |precision: &str| {
+        let mut errors: Vec<f64> = Check::ALL
+            .iter()
+            .flat_map(|c| {
+                let report = c
+                    .run_in(precision, 1, None)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                report
+                    .tensors
+                    .into_iter()
+                    .flat_map(|t| t.elements)
+                    .map(|e| e.rel_error)
+            })
+            .collect();
+        errors.sort_by(f64::total_cmp);
+        errors[errors.len() / 2]
+    };
+    let medians: Vec<f64> = ["f64", "f32", "bf16"].iter().map(|p| median(p)).collect();
+    eprintln!("median relative errors f64, f32, bf16: {medians:?}");
+    assert!(
+        medians[0] < 1e-9 && medians[0] * 100.0 < medians[1] && medians[1] * 10.0 < medians[2],
+        "{medians:?}"
+    );
+    // fp16's 10 mantissa bits put whole checks of correct ops outside the good band.
+    let fp16_outside = Check::ALL
+        .iter()
+        .filter(|c| {
+            c.run_in("fp16", 1, None)
+                .is_ok_and(|r| r.band != Band::Good)
+        })
+        .count();
+    assert!(fp16_outside >= Check::ALL.len() / 2, "{fp16_outside}");
+    assert!(
+        Check::Mlp
+            .run_in("fp64", 1, None)
+            .is_err_and(|e| e.contains("bf16"))
+    );
+}
+
+#[test]
 fn a_node_used_twice_accumulates_and_backward_twice_doubles() {
     let mut g = Graph::<f64>::new();
     let x = g.param(Tensor::scalar(3.0));

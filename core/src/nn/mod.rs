@@ -1,11 +1,15 @@
 //! Layers, optimizers and a trainer on top of the autograd engine.
 
 pub mod data;
+pub mod scenarios;
 
 use rand::{RngExt as _, SeedableRng as _};
 use serde::{Deserialize, Serialize};
 
+use std::sync::{Arc, Mutex};
+
 use crate::autograd::{Graph, OutputHook, Real, Tensor, Var};
+use crate::mixed::{Histogram, MasterWeights, Policy, RoundStats, Rounder, ScaleEvent, Scaler};
 pub use data::{DataLoader, Dataset, Synthetic};
 
 /// The hidden layers' nonlinearity.
@@ -160,6 +164,32 @@ impl<T: Real> Mlp<T> {
         (h, params)
     }
 
+    /// [`Self::forward`] with the given parameter values (weight, bias per
+    /// layer) as leaves — e.g. rounded copies of fp32 master weights.
+    pub fn forward_with(
+        &self,
+        g: &mut Graph<T>,
+        x: Var,
+        values: Vec<Tensor<T>>,
+    ) -> (Var, Vec<Var>) {
+        let mut h = x;
+        let mut params = Vec::with_capacity(values.len());
+        let mut values = values.into_iter();
+        for i in 0..self.layers.len() {
+            let (Some(w), Some(b)) = (values.next(), values.next()) else {
+                break;
+            };
+            let (w, b) = (g.param(w), g.param(b));
+            params.extend([w, b]);
+            let z = g.matmul(h, w);
+            h = g.add(z, b);
+            if i + 1 < self.layers.len() {
+                h = self.activation.apply(g, h);
+            }
+        }
+        (h, params)
+    }
+
     /// Moves the parameters back out of `g` (see [`Self::forward_moving`]).
     pub fn take_back(&mut self, g: &mut Graph<T>, params: &[Var]) {
         for (layer, pair) in self.layers.iter_mut().zip(params.chunks(2)) {
@@ -251,7 +281,7 @@ impl OptimizerKind {
 }
 
 /// An optimizer and its per-parameter state.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Optimizer<T> {
     pub kind: OptimizerKind,
     pub lr: f64,
@@ -261,6 +291,20 @@ pub struct Optimizer<T> {
     /// Adam's second moment.
     second: Vec<Vec<T>>,
     pub steps: u64,
+    /// Rounds the optimizer state as it is stored (emulated precision):
+    /// applied to each moment right after it is computed, before it is used.
+    pub state_hook: Option<OutputHook<T>>,
+}
+
+impl<T: Real> std::fmt::Debug for Optimizer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Optimizer")
+            .field("kind", &self.kind)
+            .field("lr", &self.lr)
+            .field("steps", &self.steps)
+            .field("state_hook", &self.state_hook.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T: Real> Optimizer<T> {
@@ -272,6 +316,65 @@ impl<T: Real> Optimizer<T> {
             first: Vec::new(),
             second: Vec::new(),
             steps: 0,
+            state_hook: None,
+        }
+    }
+
+    /// The same rules, each state vector rounded by the hook as it is stored.
+    fn step_rounded(
+        &mut self,
+        params: &mut [&mut Tensor<T>],
+        grads: &[Tensor<T>],
+        hook: &OutputHook<T>,
+    ) {
+        let lr = T::from_f64(self.lr);
+        let wd = T::from_f64(self.weight_decay);
+        let t = self.steps as i32;
+        for (i, (param, grad)) in params.iter_mut().zip(grads).enumerate() {
+            let (first, second) = (&mut self.first[i], &mut self.second[i]);
+            let theta = &mut param.data;
+            let g: Vec<T> = grad
+                .data
+                .iter()
+                .zip(theta.iter())
+                .map(|(g, p)| *g + wd * *p)
+                .collect();
+            match self.kind {
+                OptimizerKind::Sgd => {
+                    for (p, g) in theta.iter_mut().zip(&g) {
+                        *p -= lr * *g;
+                    }
+                }
+                OptimizerKind::Momentum { mu, nesterov } => {
+                    let mu = T::from_f64(mu);
+                    let previous = first.clone();
+                    for (v, g) in first.iter_mut().zip(&g) {
+                        *v = mu * *v - lr * *g;
+                    }
+                    hook(first);
+                    for ((p, v), v_prev) in theta.iter_mut().zip(first.iter()).zip(&previous) {
+                        *p += if nesterov {
+                            -mu * *v_prev + (T::ONE + mu) * *v
+                        } else {
+                            *v
+                        };
+                    }
+                }
+                OptimizerKind::Adam { beta1, beta2, eps } => {
+                    let (b1, b2, eps) = (T::from_f64(beta1), T::from_f64(beta2), T::from_f64(eps));
+                    let c1 = T::ONE / T::from_f64(1.0 - beta1.powi(t));
+                    let c2 = T::ONE / T::from_f64(1.0 - beta2.powi(t));
+                    for ((m, v), g) in first.iter_mut().zip(second.iter_mut()).zip(&g) {
+                        *m = b1 * *m + (T::ONE - b1) * *g;
+                        *v = b2 * *v + (T::ONE - b2) * *g * *g;
+                    }
+                    hook(first);
+                    hook(second);
+                    for ((p, m), v) in theta.iter_mut().zip(first.iter()).zip(second.iter()) {
+                        *p -= lr * (*m * c1) / ((*v * c2).sqrt() + eps);
+                    }
+                }
+            }
         }
     }
 
@@ -283,6 +386,10 @@ impl<T: Real> Optimizer<T> {
             self.second = self.first.clone();
         }
         self.steps += 1;
+        if let Some(hook) = self.state_hook.clone() {
+            self.step_rounded(params, grads, &hook);
+            return;
+        }
         let lr = T::from_f64(self.lr);
         let wd = T::from_f64(self.weight_decay);
         let t = self.steps as i32;
@@ -358,6 +465,26 @@ pub struct EpochStats {
     pub train_accuracy: f64,
     pub test_loss: f64,
     pub test_accuracy: f64,
+    /// Under a reduced-precision policy: what the epoch's rounding did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mixed: Option<MixedEpoch>,
+}
+
+/// One epoch under a precision policy.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MixedEpoch {
+    /// The loss scale at the end of the epoch.
+    pub loss_scale: f32,
+    pub skipped_steps: u64,
+    /// Gradient values rounded to the compute format in backward.
+    pub gradient_values: u64,
+    /// Of those, non-zero values that became zero.
+    pub underflowed: u64,
+    pub underflow_fraction: f64,
+    /// Finite gradient values that became inf/NaN.
+    pub overflowed: u64,
+    /// Values of the accumulation buffer that overflowed.
+    pub accumulation_overflows: u64,
 }
 
 /// How to train.
@@ -372,6 +499,13 @@ pub struct TrainConfig {
     pub batch_size: usize,
     pub epochs: u64,
     pub seed: u64,
+    /// The precision policy (fp32 throughout by default).
+    pub policy: Policy,
+    /// Batches whose gradients are accumulated before each optimizer step.
+    pub micro_batches: u32,
+    /// Multiplies the loss before backward (e.g. 2^-16 for a loss averaged
+    /// over many more elements), which shrinks every gradient alike.
+    pub loss_weight: f32,
 }
 
 impl Default for TrainConfig {
@@ -388,6 +522,9 @@ impl Default for TrainConfig {
             batch_size: 64,
             epochs: 10,
             seed: 1,
+            policy: Policy::default(),
+            micro_batches: 1,
+            loss_weight: 1.0,
         }
     }
 }
@@ -412,6 +549,19 @@ impl TrainConfig {
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
             return Err("weight decay must be ≥ 0".to_owned());
         }
+        if !(self.loss_weight.is_finite() && self.loss_weight > 0.0) {
+            return Err(format!(
+                "the loss weight must be positive, not {}",
+                self.loss_weight
+            ));
+        }
+        if !(1..=1024).contains(&self.micro_batches) {
+            return Err(format!(
+                "micro-batches must be 1..=1024, not {}",
+                self.micro_batches
+            ));
+        }
+        self.policy.validate()?;
         Ok(())
     }
 }
@@ -435,8 +585,56 @@ pub struct Trainer {
     epoch_loss: f64,
     epoch_correct: usize,
     epoch_seen: usize,
-    /// Applied to every op output (precision emulation).
-    pub output_hook: Option<OutputHook<f32>>,
+    /// Reduced-precision state, when the policy is not plain fp32.
+    mixed: Option<MixedState>,
+}
+
+/// What a reduced-precision policy keeps between steps.
+struct MixedState {
+    compute: Rounder,
+    grads: Rounder,
+    accumulation: Rounder,
+    scaler: Scaler,
+    /// Tallied by the backward pass's hook.
+    backward: Arc<Mutex<Tally>>,
+    accumulation_overflows: u64,
+    skipped_at_epoch_start: u64,
+    accum: Vec<Tensor<f32>>,
+    /// The rounded copies of fp32 master weights the forward pass reads.
+    copies: Vec<Tensor<f32>>,
+    micro: u32,
+}
+
+/// What the backward hook records.
+#[derive(Default)]
+struct Tally {
+    /// Every gradient value rounded this epoch.
+    stats: RoundStats,
+    /// Whether this step's parameter gradients go into the histograms
+    /// (every tenth step: a sample is enough for a picture).
+    sampling: bool,
+    /// This step's parameter nodes, in [`Mlp::params`] order.
+    params: Vec<Var>,
+    layers: Vec<LayerGradients>,
+}
+
+/// One parameter's gradients as they reached the rounding, over the sampled
+/// steps: magnitudes (log₂ bins, loss scale included) and what rounding did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LayerGradients {
+    pub name: String,
+    pub histogram: Histogram,
+    pub stats: RoundStats,
+}
+
+/// A snapshot of the policy's state, for plots.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MixedReport {
+    pub scale: f32,
+    pub skipped: u64,
+    pub events: Vec<ScaleEvent>,
+    /// The sampled gradients of each weight matrix.
+    pub layers: Vec<LayerGradients>,
 }
 
 impl Trainer {
@@ -457,8 +655,41 @@ impl Trainer {
             seed: config.seed,
         };
         let batches = loader.batches(0);
-        Ok(Self {
-            optimizer: Optimizer::new(config.optimizer, config.lr, config.weight_decay),
+        let mut optimizer = Optimizer::new(config.optimizer, config.lr, config.weight_decay);
+        let mixed = if config.policy.is_fp32()
+            && config.micro_batches == 1
+            && config.loss_weight == 1.0
+        {
+            None
+        } else {
+            let policy = &config.policy;
+            let state = Rounder::by_name(&policy.optimizer_state)?;
+            if !state.is_identity() {
+                optimizer.state_hook = Some(Arc::new(move |d: &mut [f32]| state.round_slice(d)));
+            }
+            Some(MixedState {
+                compute: Rounder::by_name(&policy.compute)?,
+                grads: Rounder::by_name(&policy.grads)?,
+                accumulation: Rounder::by_name(&policy.accumulation)?,
+                scaler: Scaler::new(policy.loss_scale),
+                backward: Arc::new(Mutex::new(Tally {
+                    layers: (0..model.layers.len() * 2)
+                        .map(|i| LayerGradients {
+                            name: format!("{}{}", if i % 2 == 0 { "W" } else { "b" }, i / 2 + 1),
+                            ..LayerGradients::default()
+                        })
+                        .collect(),
+                    ..Tally::default()
+                })),
+                accumulation_overflows: 0,
+                skipped_at_epoch_start: 0,
+                accum: Vec::new(),
+                copies: Vec::new(),
+                micro: 0,
+            })
+        };
+        let mut trainer = Self {
+            optimizer,
             config,
             model,
             train,
@@ -474,7 +705,37 @@ impl Trainer {
             epoch_loss: 0.0,
             epoch_correct: 0,
             epoch_seen: 0,
-            output_hook: None,
+            mixed,
+        };
+        // The training inputs enter the network in the compute format: round
+        // them once, not every batch.
+        if let Some(m) = &trainer.mixed {
+            m.compute.round_slice(&mut trainer.train.x);
+        }
+        // Weights stored in the compute format start out rounded to it.
+        if let Some(m) = &trainer.mixed
+            && trainer.config.policy.master_weights == MasterWeights::Same
+        {
+            for p in trainer.model.params_mut() {
+                m.compute.round_slice(&mut p.data);
+            }
+        }
+        Ok(trainer)
+    }
+
+    /// The loss scale, its history and the gradient histograms (reduced precision only).
+    pub fn mixed_report(&self) -> Option<MixedReport> {
+        let m = self.mixed.as_ref()?;
+        let layers = m
+            .backward
+            .lock()
+            .map(|t| t.layers.iter().step_by(2).cloned().collect())
+            .unwrap_or_default();
+        Some(MixedReport {
+            scale: m.scaler.scale,
+            skipped: m.scaler.skipped,
+            events: m.scaler.events.clone(),
+            layers,
         })
     }
 
@@ -499,12 +760,15 @@ impl Trainer {
         if self.status != Status::Running {
             return;
         }
+        if self.mixed.is_some() {
+            self.step_mixed();
+            return;
+        }
         let indices = std::mem::take(&mut self.batches[self.batch]);
         let (x, y) = self.train.gather(&indices);
         self.batches[self.batch] = indices;
         let rows = y.len();
         let mut g = Graph::new();
-        g.set_output_hook(self.output_hook.clone());
         let xv = g.input(Tensor::new(x, &[rows, self.train.features]));
         let (logits, params) = self.model.forward_moving(&mut g, xv);
         let loss = g.softmax_cross_entropy(logits, &y);
@@ -525,6 +789,11 @@ impl Trainer {
         self.epoch_seen += rows;
         self.epoch_loss += loss_value * rows as f64;
         self.losses.push((self.step, loss_value));
+        let loss = if self.config.loss_weight == 1.0 {
+            loss
+        } else {
+            g.scale(loss, self.config.loss_weight)
+        };
         g.backward(loss);
         let grads: Vec<Tensor<f32>> = params
             .iter()
@@ -541,8 +810,170 @@ impl Trainer {
         }
     }
 
+    /// One batch under a reduced-precision policy: every op output and every
+    /// gradient rounded to the compute format, the loss scaled, gradients
+    /// accumulated over micro-batches in the accumulation format, the step
+    /// skipped when they are not finite.
+    fn step_mixed(&mut self) {
+        let Some(mut m) = self.mixed.take() else {
+            return;
+        };
+        let policy = self.config.policy.clone();
+        let indices = std::mem::take(&mut self.batches[self.batch]);
+        let (x, y) = self.train.gather(&indices);
+        self.batches[self.batch] = indices;
+        let rows = y.len();
+        let mut g = Graph::new();
+        if !m.compute.is_identity() {
+            let c = m.compute.clone();
+            g.set_output_hook(Some(Arc::new(move |d: &mut [f32]| c.round_slice(d))));
+        }
+        let (c, tally) = (m.compute.clone(), m.backward.clone());
+        g.set_grad_hook(Some(Arc::new(move |to: Var, d: &mut [f32]| {
+            let Ok(mut t) = tally.lock() else {
+                c.round_slice(d);
+                return;
+            };
+            let layer = if t.sampling {
+                t.params.iter().position(|p| *p == to)
+            } else {
+                None
+            };
+            if let Some(i) = layer {
+                t.layers[i].histogram.add_slice(d);
+            }
+            let stats = c.round_slice_counting(d);
+            t.stats.add(&stats);
+            if let Some(i) = layer {
+                t.layers[i].stats.add(&stats);
+            }
+        })));
+        let xv = g.input(Tensor::new(x, &[rows, self.train.features]));
+        let moved = policy.master_weights == MasterWeights::Same;
+        let (logits, params) = if moved {
+            self.model.forward_moving(&mut g, xv)
+        } else {
+            // The fp32 master weights stay; the forward pass sees rounded
+            // copies, written into buffers kept from step to step.
+            let masters = self.model.params();
+            if m.copies.len() != masters.len() {
+                m.copies = masters.iter().map(|p| (*p).clone()).collect();
+            }
+            for (copy, master) in m.copies.iter_mut().zip(masters) {
+                m.compute.round_into(&master.data, &mut copy.data);
+            }
+            self.model
+                .forward_with(&mut g, xv, std::mem::take(&mut m.copies))
+        };
+        let loss = g.softmax_cross_entropy(logits, &y);
+        let loss_value = f64::from(g.value(loss).item());
+        self.step += 1;
+        if !loss_value.is_finite() {
+            if moved {
+                self.model.take_back(&mut g, &params);
+            }
+            self.status = Status::Diverged {
+                epoch: self.epoch,
+                step: self.step,
+                loss: loss_value,
+            };
+            self.mixed = Some(m);
+            return;
+        }
+        let predictions = g.value(logits).argmax_rows();
+        self.epoch_correct += predictions.iter().zip(&y).filter(|(p, t)| p == t).count();
+        self.epoch_seen += rows;
+        self.epoch_loss += loss_value * rows as f64;
+        self.losses.push((self.step, loss_value));
+        let scale = m.scaler.scale;
+        if let Ok(mut t) = m.backward.lock() {
+            t.sampling = self.step % 10 == 1;
+            t.params.clone_from(&params);
+        }
+        let scaled = g.scale(loss, scale * self.config.loss_weight);
+        g.backward(scaled);
+        let mut grads: Vec<Tensor<f32>> = params
+            .iter()
+            .map(|p| {
+                g.take_grad(*p)
+                    .unwrap_or_else(|| Tensor::zeros(&g.value(*p).shape))
+            })
+            .collect();
+        if moved {
+            self.model.take_back(&mut g, &params);
+        } else {
+            m.copies = params.iter().map(|p| g.take_value(*p)).collect();
+        }
+        if m.grads.format_name() != m.compute.format_name() {
+            for grad in &mut grads {
+                m.grads.round_slice(&mut grad.data);
+            }
+        }
+        if self.config.micro_batches == 1 && m.accumulation.is_identity() {
+            // Nothing to accumulate: the batch's gradients are the sum.
+            m.accum = grads;
+        } else {
+            if m.accum.is_empty() {
+                m.accum = grads.iter().map(|t| Tensor::zeros(&t.shape)).collect();
+            }
+            for (acc, grad) in m.accum.iter_mut().zip(&grads) {
+                m.accumulation_overflows += accumulate(&mut acc.data, &grad.data, &m.accumulation);
+            }
+        }
+        m.micro += 1;
+        if m.micro >= self.config.micro_batches {
+            m.micro = 0;
+            let finite = m.accum.iter().all(Tensor::all_finite);
+            if m.scaler.update(self.step, finite) {
+                let inverse = 1.0 / (scale * self.config.micro_batches as f32);
+                for acc in &mut m.accum {
+                    for v in &mut acc.data {
+                        *v *= inverse;
+                    }
+                }
+                self.optimizer.step(&mut self.model.params_mut(), &m.accum);
+                if moved {
+                    for p in self.model.params_mut() {
+                        m.compute.round_slice(&mut p.data);
+                    }
+                }
+            }
+            if self.config.micro_batches > 1 || !m.accumulation.is_identity() {
+                for acc in &mut m.accum {
+                    acc.data.fill(0.0);
+                }
+            }
+        }
+        self.mixed = Some(m);
+        self.batch += 1;
+        if self.batch == self.batches.len() {
+            self.finish_epoch();
+        }
+    }
+
+    fn mixed_epoch(&mut self) -> Option<MixedEpoch> {
+        let m = self.mixed.as_mut()?;
+        let tally = m
+            .backward
+            .lock()
+            .map(|mut t| std::mem::take(&mut t.stats))
+            .unwrap_or_default();
+        let epoch = MixedEpoch {
+            loss_scale: m.scaler.scale,
+            skipped_steps: m.scaler.skipped - m.skipped_at_epoch_start,
+            gradient_values: tally.values,
+            underflowed: tally.underflowed,
+            underflow_fraction: tally.underflow_fraction(),
+            overflowed: tally.overflowed,
+            accumulation_overflows: std::mem::take(&mut m.accumulation_overflows),
+        };
+        m.skipped_at_epoch_start = m.scaler.skipped;
+        Some(epoch)
+    }
+
     fn finish_epoch(&mut self) {
         let (test_loss, test_accuracy) = self.evaluate(&self.test);
+        let mixed = self.mixed_epoch();
         let seen = self.epoch_seen.max(1) as f64;
         self.history.push(EpochStats {
             epoch: self.epoch + 1,
@@ -550,6 +981,7 @@ impl Trainer {
             train_accuracy: self.epoch_correct as f64 / seen,
             test_loss,
             test_accuracy,
+            mixed,
         });
         self.epoch += 1;
         self.batch = 0;
@@ -627,6 +1059,18 @@ impl Trainer {
             })
             .collect()
     }
+}
+
+/// `acc += grad`, the sum rounded to the buffer's format; returns how many
+/// finite sums overflowed to ±inf (in fp32 too, if a sum leaves its range).
+fn accumulate(acc: &mut [f32], grad: &[f32], format: &Rounder) -> u64 {
+    let mut overflows = 0;
+    for (a, g) in acc.iter_mut().zip(grad) {
+        let was_finite = a.is_finite() && g.is_finite();
+        *a = format.round(*a + *g);
+        overflows += u64::from(was_finite && !a.is_finite());
+    }
+    overflows
 }
 
 /// Σ over rows of −log softmax(logits)[label], stable, in f64.
