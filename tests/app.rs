@@ -309,3 +309,34 @@ fn the_browser_selftest_sequence_passes_natively_too() {
         assert_ne!(report.backend, "cpu");
     }
 }
+
+#[test]
+fn a_mixed_precision_scenario_trains_both_sides_and_shows_what_was_lost() {
+    let storage = MemoryStorage::default();
+    let (mut harness, gpu) = app_harness("mixed_scenario", &storage, Some("mixed_precision"));
+    harness.run();
+    click_visible(&mut harness, "fp16, no loss scaling");
+    let mut frames = 0;
+    while harness.state().lesson_busy("mixed_precision") {
+        harness.run_steps(5);
+        frames += 5;
+        assert!(frames < 20_000, "the scenario did not finish");
+    }
+    harness.run();
+    assert!(frames > 5, "finished in {frames} frames");
+    // Both sides finished, and the per-layer counts of flushed gradients are shown.
+    assert_eq!(
+        harness
+            .query_all_by_label_contains("finished; test accuracy")
+            .count(),
+        2
+    );
+    assert!(harness.query_all_by_label_contains("became 0").count() >= 2);
+    harness
+        .get_by_label_contains("Weight gradients as they reach")
+        .scroll_to_me();
+    harness.run();
+    if gpu {
+        harness.snapshot("mixed_precision_fp16_no_scaling");
+    }
+}

@@ -10,6 +10,7 @@ pub mod exercise_panel;
 pub mod float_formats;
 pub mod fonts;
 pub mod gpu_kernels;
+pub mod mixed_precision;
 pub mod theme;
 pub mod welcome;
 
@@ -128,6 +129,7 @@ pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
         ("welcome", welcome::text()),
         ("float_formats", float_formats::text()),
         ("autograd_mlp", autograd_mlp::text()),
+        ("mixed_precision", mixed_precision::text()),
         ("gpu_kernels", gpu_kernels::text()),
     ]
 }
@@ -138,6 +140,7 @@ pub fn all() -> Vec<Box<dyn Lesson>> {
         Box::new(welcome::Welcome),
         Box::new(float_formats::FloatFormats::default()),
         Box::new(autograd_mlp::AutogradMlp::default()),
+        Box::new(mixed_precision::MixedPrecision::default()),
         Box::new(gpu_kernels::GpuKernels::default()),
     ]
 }

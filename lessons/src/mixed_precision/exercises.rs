@@ -1,0 +1,621 @@
+//! The mixed-precision lesson's exercises. Every answer is computed by the
+//! rounding core (`dlsys_core::mixed::Rounder`) or the loss scaler itself.
+
+use dlsys_core::exercise::{AnswerKind, Checker, Exercise, Mistake, Task};
+use dlsys_core::float::{Format, show_sig};
+use dlsys_core::mixed::{LossScale, Rounder, Scaler};
+use dlsys_core::text::Lang;
+use rand::{RngExt as _, SeedableRng as _};
+
+use super::TEXT;
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed ^ 0x00f1_6b16)
+}
+
+fn t(lang: Lang, key: &str) -> String {
+    TEXT.get(lang, key).to_owned()
+}
+
+fn rounder(name: &str) -> Rounder {
+    // The built-in names always parse; fall back to fp32 rather than panic.
+    Rounder::by_name(name).unwrap_or_else(|_| Rounder::new(&Format::fp32()))
+}
+
+fn exact(expected: f64) -> Checker {
+    Checker::Number {
+        expected,
+        abs_tol: 0.0,
+        rel_tol: 1e-12,
+    }
+}
+
+/// Shows a power of two as `2^k`, anything else with 8 significant digits.
+fn show(x: f64) -> String {
+    let k = x.log2();
+    if x > 0.0 && k.fract() == 0.0 && k.abs() > 10.0 {
+        format!("2^{k}")
+    } else {
+        show_sig(x, 8)
+    }
+}
+
+pub const EXERCISES: [Exercise; 6] = [
+    Exercise {
+        id: "choose_loss_scale",
+        title: |l| t(l, "ex.scale.title"),
+        generate: choose_scale,
+    },
+    Exercise {
+        id: "which_format_loses_it",
+        title: |l| t(l, "ex.loses.title"),
+        generate: which_loses,
+    },
+    Exercise {
+        id: "fp16_accumulation_ceiling",
+        title: |l| t(l, "ex.accum.title"),
+        generate: accumulation,
+    },
+    Exercise {
+        id: "why_master_weights",
+        title: |l| t(l, "ex.master.title"),
+        generate: master_weights,
+    },
+    Exercise {
+        id: "bf16_or_fp16",
+        title: |l| t(l, "ex.bf16.title"),
+        generate: bf16_or_fp16,
+    },
+    Exercise {
+        id: "dynamic_scale_after",
+        title: |l| t(l, "ex.dynamic.title"),
+        generate: dynamic_scale,
+    },
+];
+
+/// The largest power-of-two scale that keeps `max_grad · scale` finite in fp16.
+fn largest_safe_scale(max_grad: f64) -> f64 {
+    let fp16 = rounder("fp16");
+    (0..=40)
+        .rev()
+        .map(|k| 2f64.powi(k))
+        .find(|s| fp16.round((max_grad * s) as f32).is_finite())
+        .unwrap_or(1.0)
+}
+
+fn choose_scale(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let max_grad = [0.75, 1.5, 3.0, 6.5, 12.0, 40.0, 250.0][rng.random_range(0..7)];
+    let smallest: i32 = -rng.random_range(26..34);
+    let answer = largest_safe_scale(max_grad);
+    let fp16 = rounder("fp16");
+    let max_fp16 = Format::fp16().range().max_finite;
+    let twice = answer * 2.0;
+    let overflowed = fp16.round((max_grad * twice) as f32);
+    debug_assert!(overflowed.is_infinite());
+    let small = 2f64.powi(smallest);
+    let kept = fp16.round((small * answer) as f32) != 0.0;
+    let mut mistakes = vec![Mistake {
+        answer: show(twice),
+        feedback: TEXT.fill(
+            lang,
+            "ex.scale.twice",
+            &[
+                ("product", &show_sig(max_grad * twice, 6)),
+                ("max", &max_fp16),
+            ],
+        ),
+    }];
+    let default = f64::from(initial_scale());
+    if answer != default {
+        mistakes.push(Mistake {
+            answer: show(default),
+            feedback: t(lang, "ex.scale.default"),
+        });
+    }
+    let naive = max_fp16 / max_grad;
+    if naive != answer {
+        mistakes.push(Mistake {
+            answer: show_sig(naive, 8),
+            feedback: t(lang, "ex.scale.power"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.scale.prompt",
+            &[("max", &max_grad), ("small", &format!("2^{smallest}"))],
+        ),
+        kind: AnswerKind::Number,
+        checker: exact(answer),
+        hints: vec![
+            TEXT.fill(lang, "ex.scale.hint1", &[("max", &max_fp16)]),
+            TEXT.fill(
+                lang,
+                "ex.scale.hint2",
+                &[("grad", &max_grad), ("max", &max_fp16)],
+            ),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.scale.explain",
+            &[
+                ("scale", &show(answer)),
+                ("product", &show_sig(max_grad * answer, 6)),
+                ("max", &max_fp16),
+                ("small", &format!("2^{smallest}")),
+                ("scaled", &show(small * answer)),
+                (
+                    "fate",
+                    &t(
+                        lang,
+                        if kept {
+                            "ex.scale.kept"
+                        } else {
+                            "ex.scale.lost"
+                        },
+                    ),
+                ),
+            ],
+        ),
+        reference: show(answer),
+        mistakes,
+    }
+}
+
+const LOSE_OPTIONS: [&str; 4] = ["fp32", "tf32", "bf16", "fp16"];
+
+fn which_loses(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let underflow = seed.is_multiple_of(2);
+    let value = if underflow {
+        // Below half of fp16's smallest subnormal (2^-25), far above bf16's.
+        f64::from(rng.random_range(1..8) * 2 + 1) * 2f64.powi(-rng.random_range(29..36))
+    } else {
+        // Beyond fp16's 65504 (and its rounding boundary 65520), far inside the others.
+        f64::from(rng.random_range(66..900)) * 1000.0
+    };
+    let lost = |name: &str| {
+        let r = rounder(name).round(value as f32);
+        if underflow { r == 0.0 } else { r.is_infinite() }
+    };
+    let losers: Vec<usize> = (0..LOSE_OPTIONS.len())
+        .filter(|i| lost(LOSE_OPTIONS[*i]))
+        .collect();
+    debug_assert_eq!(losers, vec![3]);
+    let correct = losers.first().copied().unwrap_or(3);
+    let options: Vec<String> = LOSE_OPTIONS.iter().map(|s| (*s).to_owned()).collect();
+    let mistakes = (0..LOSE_OPTIONS.len())
+        .filter(|i| *i != correct)
+        .map(|i| Mistake {
+            answer: (i + 1).to_string(),
+            feedback: TEXT.fill(
+                lang,
+                "ex.loses.wrong",
+                &[
+                    ("format", &LOSE_OPTIONS[i]),
+                    (
+                        "value",
+                        &show_sig(f64::from(rounder(LOSE_OPTIONS[i]).round(value as f32)), 6),
+                    ),
+                ],
+            ),
+        })
+        .collect();
+    let fp16 = Format::fp16().range();
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            if underflow {
+                "ex.loses.prompt_small"
+            } else {
+                "ex.loses.prompt_big"
+            },
+            &[("value", &show_sig(value, 6))],
+        ),
+        kind: AnswerKind::Choice { options },
+        checker: Checker::Choice { correct },
+        hints: vec![
+            TEXT.fill(
+                lang,
+                "ex.loses.hint1",
+                &[
+                    ("wide", &Format::bf16().exp_bits),
+                    ("narrow", &Format::fp16().exp_bits),
+                ],
+            ),
+            TEXT.fill(
+                lang,
+                "ex.loses.hint2",
+                &[
+                    ("sub", &show(fp16.min_subnormal)),
+                    ("max", &fp16.max_finite),
+                ],
+            ),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.loses.explain",
+            &[
+                ("sub", &show(fp16.min_subnormal)),
+                ("max", &fp16.max_finite),
+                ("bf16_sub", &show(Format::bf16().range().min_subnormal)),
+                ("bf16_max", &show_sig(Format::bf16().range().max_finite, 4)),
+            ],
+        ),
+        reference: (correct + 1).to_string(),
+        mistakes,
+    }
+}
+
+/// Adds `v` into an fp16 buffer until it stops growing or overflows:
+/// (largest finite value held, additions done, overflowed?).
+pub fn fp16_accumulate(v: f32) -> (f64, u32, bool) {
+    let fp16 = rounder("fp16");
+    let v = fp16.round(v);
+    let mut acc = 0.0f32;
+    for n in 1..=1_000_000u32 {
+        let next = fp16.round(acc + v);
+        if next.is_infinite() {
+            return (f64::from(acc), n, true);
+        }
+        if next == acc {
+            return (f64::from(acc), n, false);
+        }
+        acc = next;
+    }
+    (f64::from(acc), 1_000_000, false)
+}
+
+fn accumulation(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let v = [0.5f32, 1.0, 3.0, 7.0, 100.0, 1000.0, 3000.0, 5000.0][rng.random_range(0..8)];
+    let (answer, additions, overflowed) = fp16_accumulate(v);
+    let max = Format::fp16().range().max_finite;
+    let mut mistakes = Vec::new();
+    if answer != max {
+        mistakes.push(Mistake {
+            answer: show_sig(max, 8),
+            feedback: t(
+                lang,
+                if overflowed {
+                    "ex.accum.max_overflow"
+                } else {
+                    "ex.accum.max_stall"
+                },
+            ),
+        });
+    }
+    let naive = (max / f64::from(v)).floor() * f64::from(v);
+    if naive != answer {
+        mistakes.push(Mistake {
+            answer: show_sig(naive, 8),
+            feedback: t(lang, "ex.accum.naive"),
+        });
+    }
+    let next_power = 2f64.powf(max.log2().ceil());
+    if answer != next_power {
+        mistakes.push(Mistake {
+            answer: show_sig(next_power, 8),
+            feedback: t(lang, "ex.accum.pow"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(lang, "ex.accum.prompt", &[("v", &v)]),
+        kind: AnswerKind::Number,
+        checker: exact(answer),
+        hints: vec![
+            TEXT.fill(lang, "ex.accum.hint1", &[("man", &Format::fp16().man_bits)]),
+            TEXT.fill(lang, "ex.accum.hint2", &[("max", &max)]),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            if overflowed {
+                "ex.accum.explain_overflow"
+            } else {
+                "ex.accum.explain_stall"
+            },
+            &[
+                ("answer", &show_sig(answer, 8)),
+                ("n", &additions),
+                ("v", &v),
+                ("max", &max),
+                ("ulp", &show_sig(2f64.powf(answer.log2().floor() - 10.0), 6)),
+            ],
+        ),
+        reference: show_sig(answer, 8),
+        mistakes,
+    }
+}
+
+fn master_weights(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let w = [1.0f64, 2.0, 0.5, 4.0, 1.5][rng.random_range(0..5)];
+    let fp16 = rounder("fp16");
+    // fp16 keeps 10 fraction bits: the spacing at w is 2^(floor(log2 w) − 10).
+    let ulp = 2f64.powf(w.log2().floor() - 10.0);
+    let update = ulp / [4.0, 3.0, 8.0, 16.0, 1.0, 1.5][rng.random_range(0..6)];
+    let answer = f64::from(fp16.round((w + update) as f32));
+    let exact_sum = w + update;
+    let mut mistakes = Vec::new();
+    if exact_sum != answer {
+        mistakes.push(Mistake {
+            answer: show_sig(exact_sum, 12),
+            feedback: t(lang, "ex.master.exact"),
+        });
+    }
+    let other = if answer == w { w + ulp } else { w };
+    mistakes.push(Mistake {
+        answer: show_sig(other, 12),
+        feedback: t(lang, "ex.master.round"),
+    });
+    let steps_lost = if answer == w {
+        t(lang, "ex.master.lost")
+    } else {
+        t(lang, "ex.master.kept")
+    };
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.master.prompt",
+            &[("w", &w), ("u", &show_sig(update, 8))],
+        ),
+        kind: AnswerKind::Number,
+        checker: exact(answer),
+        hints: vec![
+            TEXT.fill(
+                lang,
+                "ex.master.hint1",
+                &[("man", &Format::fp16().man_bits)],
+            ),
+            t(lang, "ex.master.hint2"),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.master.explain",
+            &[
+                ("w", &w),
+                ("ulp", &show_sig(ulp, 6)),
+                ("half", &show_sig(ulp / 2.0, 6)),
+                ("u", &show_sig(update, 8)),
+                ("answer", &show_sig(answer, 12)),
+                ("fate", &steps_lost),
+            ],
+        ),
+        reference: show_sig(answer, 12),
+        mistakes,
+    }
+}
+
+const RANGE_OPTIONS: [&str; 4] = ["fp16", "bf16", "fp8-e4m3", "fp8-e5m2"];
+
+/// Whether `name` keeps `x` within 1 % relative error.
+fn keeps(name: &str, x: f64) -> bool {
+    let r = f64::from(rounder(name).round(x as f32));
+    r.is_finite() && ((r - x) / x).abs() <= 0.01
+}
+
+fn bf16_or_fp16(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let small = f64::from(rng.random_range(3..15) * 2 + 1) * 2f64.powi(-rng.random_range(30..40));
+    let big = f64::from(rng.random_range(3..60)) * 1000.0 + 0.5;
+    let good: Vec<usize> = (0..RANGE_OPTIONS.len())
+        .filter(|i| keeps(RANGE_OPTIONS[*i], small) && keeps(RANGE_OPTIONS[*i], big))
+        .collect();
+    debug_assert_eq!(good, vec![1]);
+    let correct = good.first().copied().unwrap_or(1);
+    // Rotate the options by the seed, so the answer is not always #2.
+    let shift = (seed % 4) as usize;
+    let order: Vec<usize> = (0..4).map(|i| (i + shift) % 4).collect();
+    let options: Vec<String> = order.iter().map(|i| RANGE_OPTIONS[*i].to_owned()).collect();
+    let at = order.iter().position(|i| *i == correct).unwrap_or(0);
+    let describe = |name: &str, x: f64| show_sig(f64::from(rounder(name).round(x as f32)), 6);
+    let mistakes = order
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| **i != correct)
+        .map(|(pos, i)| Mistake {
+            answer: (pos + 1).to_string(),
+            feedback: TEXT.fill(
+                lang,
+                "ex.bf16.wrong",
+                &[
+                    ("format", &RANGE_OPTIONS[*i]),
+                    ("small", &describe(RANGE_OPTIONS[*i], small)),
+                    ("big", &describe(RANGE_OPTIONS[*i], big)),
+                ],
+            ),
+        })
+        .collect();
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.bf16.prompt",
+            &[("small", &show_sig(small, 6)), ("big", &show_sig(big, 8))],
+        ),
+        kind: AnswerKind::Choice { options },
+        checker: Checker::Choice { correct: at },
+        hints: vec![
+            t(lang, "ex.bf16.hint1"),
+            TEXT.fill(lang, "ex.bf16.hint2", &[("layouts", &layouts())]),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.bf16.explain",
+            &[
+                ("small", &describe("bf16", small)),
+                ("big", &describe("bf16", big)),
+                ("fp16_small", &describe("fp16", small)),
+            ],
+        ),
+        reference: (at + 1).to_string(),
+        mistakes,
+    }
+}
+
+/// "fp16 1-5-10 (largest 65504), …" for the range exercise's options, from the formats.
+fn layouts() -> String {
+    RANGE_OPTIONS
+        .iter()
+        .filter_map(|name| Format::by_name(name).ok())
+        .map(|f| {
+            let largest = show_sig(f.range().max_finite, 5);
+            format!(
+                "{} 1-{}-{} (largest {largest})",
+                f.name, f.exp_bits, f.man_bits
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The frameworks' initial dynamic loss scale (2^16).
+fn initial_scale() -> f32 {
+    match LossScale::dynamic() {
+        LossScale::Dynamic { initial, .. } => initial,
+        LossScale::None | LossScale::Static(_) => 1.0,
+    }
+}
+
+/// The scale after `steps` steps, with overflows at `bad` (1-based steps).
+fn simulate(initial: f32, interval: u32, steps: u64, bad: &[u64]) -> f64 {
+    let mut s = Scaler::new(LossScale::Dynamic {
+        initial,
+        growth_interval: interval,
+    });
+    for step in 1..=steps {
+        s.update(step, !bad.contains(&step));
+    }
+    f64::from(s.scale)
+}
+
+fn dynamic_scale(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let interval = [4u32, 5, 10][rng.random_range(0..3)];
+    let steps = u64::from(interval) * rng.random_range(3..6) + rng.random_range(0..3);
+    let first = rng.random_range(2..steps / 2);
+    let second = first + rng.random_range(1..4);
+    let bad = [first, second];
+    let initial = initial_scale();
+    let answer = simulate(initial, interval, steps, &bad);
+    // Classic slips: not resetting the clean-step count after an overflow;
+    // forgetting that the scale grows at all.
+    let no_reset = {
+        let growths = (steps - bad.len() as u64) / u64::from(interval);
+        f64::from(initial) * 2f64.powi(growths as i32) / 4.0
+    };
+    let no_growth = f64::from(initial) / 4.0;
+    let mut mistakes = Vec::new();
+    for (value, key) in [
+        (no_reset, "ex.dynamic.no_reset"),
+        (no_growth, "ex.dynamic.no_growth"),
+    ] {
+        if value != answer && !mistakes.iter().any(|m: &Mistake| m.answer == show(value)) {
+            mistakes.push(Mistake {
+                answer: show(value),
+                feedback: t(lang, key),
+            });
+        }
+    }
+    if mistakes.is_empty() {
+        mistakes.push(Mistake {
+            answer: show(f64::from(initial)),
+            feedback: t(lang, "ex.dynamic.no_growth"),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            "ex.dynamic.prompt",
+            &[
+                ("initial", &initial),
+                ("interval", &interval),
+                ("steps", &steps),
+                ("a", &first),
+                ("b", &second),
+            ],
+        ),
+        kind: AnswerKind::Number,
+        checker: exact(answer),
+        hints: vec![
+            TEXT.fill(lang, "ex.dynamic.hint1", &[("interval", &interval)]),
+            t(lang, "ex.dynamic.hint2"),
+        ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.dynamic.explain",
+            &[("answer", &show(answer)), ("interval", &interval)],
+        ),
+        reference: show(answer),
+        mistakes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::exercise::self_check;
+
+    #[test]
+    fn every_exercise_passes_its_self_check_over_many_seeds() {
+        for exercise in &EXERCISES {
+            for seed in 1..=60 {
+                let report = self_check(exercise, seed);
+                assert!(
+                    report.ok(),
+                    "{} seed {seed}: {:?}",
+                    exercise.id,
+                    report.problems
+                );
+                let task = (exercise.generate)(seed, Lang::En);
+                let texts = [&task.prompt, &task.explanation]
+                    .into_iter()
+                    .chain(&task.hints)
+                    .chain(task.mistakes.iter().map(|m| &m.feedback));
+                for text in texts {
+                    assert!(
+                        !text.contains('{'),
+                        "{} seed {seed}: unfilled `{text}`",
+                        exercise.id
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_computed_facts_behind_the_answers() {
+        // 40 · 1024 = 40960 fits under 65504; 40 · 2048 = 81920 does not.
+        assert_eq!(largest_safe_scale(40.0), 1024.0);
+        assert_eq!(largest_safe_scale(0.75), 65536.0);
+        // Adding 1.0 stalls at 2048 (the spacing there is 2); 1000 overflows.
+        assert_eq!(fp16_accumulate(1.0), (2048.0, 2049, false));
+        let (top, _, overflowed) = fp16_accumulate(1000.0);
+        assert!(overflowed && top <= 65504.0 && top > 64000.0);
+        // A scale that never overflows doubles every interval.
+        assert_eq!(simulate(65536.0, 4, 8, &[]), 262_144.0);
+        assert_eq!(simulate(65536.0, 4, 8, &[1]), 65536.0);
+    }
+
+    #[test]
+    fn the_classic_answers_get_their_feedback() {
+        let task = choose_scale(1, Lang::En);
+        assert!(task.check(&task.reference).is_correct());
+        let twice = format!("{}", parse(&task.reference) * 2.0);
+        assert!(task.check(&twice).message().contains("inf"));
+        let task = accumulation(1, Lang::En);
+        assert!(task.check(&task.reference).is_correct());
+        if task.reference != "65504" {
+            assert!(!task.check("65504").is_correct());
+        }
+        let task = master_weights(3, Lang::En);
+        assert!(task.check(&task.reference).is_correct());
+        for mistake in &task.mistakes {
+            assert!(!task.check(&mistake.answer).is_correct());
+        }
+    }
+
+    fn parse(s: &str) -> f64 {
+        dlsys_core::exercise::parse_number(s).unwrap_or(f64::NAN)
+    }
+}

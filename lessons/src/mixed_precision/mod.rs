@@ -1,0 +1,127 @@
+//! "Mixed precision": the float emulator and the autograd engine joined — an
+//! MLP trained under an emulated fp16 / bf16 / tf32 / fp8 policy next to its
+//! fp32 twin, with loss scaling, gradient histograms against the format's
+//! range, and the gradient check in every precision.
+
+mod check_view;
+mod exercises;
+mod runs;
+
+use std::sync::LazyLock;
+
+use dlsys_core::float::{Format, show_sig};
+use dlsys_core::text::{Catalog, Lang};
+use serde::{Deserialize, Serialize};
+
+use crate::{Env, Lesson};
+
+pub use exercises::EXERCISES;
+pub use runs::{CustomPolicy, Zones};
+
+static TEXT: LazyLock<Catalog> = LazyLock::new(|| {
+    Catalog::embedded(include_str!("../../../assets/lessons/mixed_precision.ron"))
+});
+
+/// The lesson's prose.
+pub fn text() -> &'static Catalog {
+    &TEXT
+}
+
+/// Everything the learner set up; survives restarts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub custom: CustomPolicy,
+}
+
+#[derive(Default)]
+pub struct MixedPrecision {
+    settings: Settings,
+    run: runs::PairRun,
+    checks: check_view::CheckCache,
+}
+
+impl Lesson for MixedPrecision {
+    fn id(&self) -> &'static str {
+        "mixed_precision"
+    }
+
+    fn title(&self, lang: Lang) -> String {
+        TEXT.get(lang, "title").to_owned()
+    }
+
+    fn summary(&self, lang: Lang) -> String {
+        TEXT.get(lang, "summary").to_owned()
+    }
+
+    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+        self.run.logic(ctx);
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        ui.heading(TEXT.get(lang, "title"));
+        ui.label(TEXT.get(lang, "intro"));
+        ranges_note(ui, lang);
+        ui.add_space(8.0);
+        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "train.heading")).strong())
+            .default_open(true)
+            .show(ui, |ui| {
+                runs::controls_ui(ui, &mut self.settings.custom, &mut self.run, lang);
+                runs::results_ui(ui, &self.run, lang);
+            });
+        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "check.heading")).strong())
+            .id_salt("precision_check")
+            .show(ui, |ui| check_view::check_ui(ui, &mut self.checks, lang));
+    }
+
+    fn is_busy(&self) -> bool {
+        self.run.is_running()
+    }
+
+    fn exercises(&self) -> &'static [dlsys_core::exercise::Exercise] {
+        &EXERCISES
+    }
+
+    crate::persist_field!(settings);
+}
+
+/// fp16's and bf16's ranges in one line each, from the emulator.
+fn ranges_note(ui: &mut egui::Ui, lang: Lang) {
+    for format in [Format::fp16(), Format::bf16()] {
+        let zones = Zones::of(&format);
+        let r = format.range();
+        ui.weak(TEXT.fill(
+            lang,
+            "ranges",
+            &[
+                ("format", &format.name),
+                ("max", &show_sig(r.max_finite, 5)),
+                ("normal", &show_sig(r.min_normal, 3)),
+                ("normal_log", &zones.normal),
+                ("sub", &show_sig(r.min_subnormal, 3)),
+                ("flush", &zones.flush),
+                ("flush_value", &show_sig(2f64.powf(zones.flush), 3)),
+            ],
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_parses_and_settings_round_trip() {
+        assert!(
+            Catalog::parse(include_str!("../../../assets/lessons/mixed_precision.ron")).is_ok()
+        );
+        let mut lesson = MixedPrecision::default();
+        lesson.settings.custom.compute = "bf16".to_owned();
+        let saved = lesson.save_state().unwrap_or_default();
+        let mut other = MixedPrecision::default();
+        assert!(other.load_state(&saved).is_ok());
+        assert_eq!(other.settings, lesson.settings);
+        assert!(other.load_state("(custom: (compute: 7))").is_err());
+    }
+}

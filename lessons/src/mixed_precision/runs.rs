@@ -1,0 +1,861 @@
+//! Two trainers side by side: a precision policy and its fp32 baseline,
+//! stepped a slice of each frame so the UI never stalls.
+
+use dlsys_core::float::{Format, show_sig};
+use dlsys_core::mixed::{LossScale, MasterWeights, Policy};
+use dlsys_core::nn::scenarios::Scenario;
+use dlsys_core::nn::{LayerGradients, OptimizerKind, Status, TrainConfig, Trainer};
+use dlsys_core::text::Lang;
+use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints, Points, Span};
+use serde::{Deserialize, Serialize};
+
+use super::TEXT;
+use crate::{datasets, theme};
+
+/// The formats a policy can pick, widest first.
+pub const FORMATS: [&str; 6] = ["fp32", "tf32", "bf16", "fp16", "fp8-e5m2", "fp8-e4m3"];
+
+/// The scenarios offered as buttons: each runs against [`Scenario::baseline`].
+pub const BUTTONS: [Scenario; 5] = [
+    Scenario::Fp16NoScaling,
+    Scenario::Fp16Dynamic,
+    Scenario::Bf16NoScaling,
+    Scenario::AccumulateFp16,
+    Scenario::AdamFp16Moments,
+];
+
+/// How the custom policy scales the loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ScaleChoice {
+    None,
+    Static,
+    Dynamic,
+}
+
+/// The learner's own policy (persisted).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CustomPolicy {
+    pub dataset: String,
+    pub compute: String,
+    pub grads: String,
+    pub optimizer_state: String,
+    pub accumulation: String,
+    pub master_fp32: bool,
+    pub scale: ScaleChoice,
+    /// The static scale is 2^this.
+    pub scale_log2: i32,
+    pub micro_batches: u32,
+    /// Multiply the loss by 2⁻¹⁶, as if it were averaged over 2¹⁶× more elements.
+    pub small_gradients: bool,
+    pub adam: bool,
+    pub lr: f64,
+    pub epochs: u64,
+}
+
+impl Default for CustomPolicy {
+    fn default() -> Self {
+        Self {
+            dataset: "digits".to_owned(),
+            compute: "fp16".to_owned(),
+            grads: "fp16".to_owned(),
+            optimizer_state: "fp32".to_owned(),
+            accumulation: "fp32".to_owned(),
+            master_fp32: true,
+            scale: ScaleChoice::Dynamic,
+            scale_log2: 16,
+            micro_batches: 1,
+            small_gradients: true,
+            adam: true,
+            lr: 0.003,
+            epochs: 15,
+        }
+    }
+}
+
+impl CustomPolicy {
+    fn policy(&self) -> Policy {
+        Policy {
+            compute: self.compute.clone(),
+            grads: self.grads.clone(),
+            optimizer_state: self.optimizer_state.clone(),
+            accumulation: self.accumulation.clone(),
+            master_weights: if self.master_fp32 {
+                MasterWeights::Fp32
+            } else {
+                MasterWeights::Same
+            },
+            loss_scale: match self.scale {
+                ScaleChoice::None => LossScale::None,
+                ScaleChoice::Static => LossScale::Static(2f32.powi(self.scale_log2)),
+                ScaleChoice::Dynamic => LossScale::dynamic(),
+            },
+        }
+    }
+
+    /// (policy run, fp32 baseline): the same network, data and seed.
+    pub fn configs(&self) -> (TrainConfig, TrainConfig) {
+        let base = TrainConfig {
+            optimizer: if self.adam {
+                OptimizerKind::adam()
+            } else {
+                OptimizerKind::Momentum {
+                    mu: 0.9,
+                    nesterov: false,
+                }
+            },
+            lr: self.lr,
+            epochs: self.epochs,
+            micro_batches: self.micro_batches,
+            loss_weight: if self.small_gradients {
+                dlsys_core::nn::scenarios::SMALL_GRADIENTS
+            } else {
+                1.0
+            },
+            ..Scenario::Fp32.config()
+        };
+        let run = TrainConfig {
+            policy: self.policy(),
+            ..base.clone()
+        };
+        (run, base)
+    }
+}
+
+/// One side of the comparison.
+pub struct Side {
+    pub label: String,
+    pub trainer: Trainer,
+}
+
+/// A policy run and its baseline in progress (not persisted).
+#[derive(Default)]
+pub struct PairRun {
+    pub title: String,
+    pub sides: Vec<Side>,
+    running: bool,
+    pub error: Option<String>,
+    /// (title, dataset, configs) to start once MNIST has downloaded (web).
+    waiting: Option<(String, String, TrainConfig, TrainConfig)>,
+}
+
+impl PairRun {
+    pub fn is_running(&self) -> bool {
+        self.running || self.waiting.is_some()
+    }
+
+    /// Trains both sides for a slice of the frame.
+    pub fn logic(&mut self, ctx: &egui::Context) {
+        if let Some((title, dataset, run, base)) = &self.waiting {
+            match datasets::fetch_mnist() {
+                datasets::Fetch::Ready => {
+                    let (title, dataset, run, base) =
+                        (title.clone(), dataset.clone(), run.clone(), base.clone());
+                    self.start(title, &dataset, run, base);
+                }
+                datasets::Fetch::Failed(err) => {
+                    self.waiting = None;
+                    self.error = Some(err);
+                }
+                datasets::Fetch::Pending | datasets::Fetch::NotStarted => ctx.request_repaint(),
+            }
+            return;
+        }
+        if !self.running {
+            return;
+        }
+        for side in &mut self.sides {
+            side.trainer.run_for(web_time::Duration::from_millis(6));
+        }
+        if self
+            .sides
+            .iter()
+            .all(|s| s.trainer.status != Status::Running)
+        {
+            self.running = false;
+        }
+        ctx.request_repaint();
+    }
+
+    /// Starts `run` (and `base`, unless it is the same configuration).
+    pub fn start(&mut self, title: String, dataset: &str, run: TrainConfig, base: TrainConfig) {
+        *self = Self::default();
+        if datasets::needs_fetch(dataset) && datasets::fetch_mnist() != datasets::Fetch::Ready {
+            self.waiting = Some((title, dataset.to_owned(), run, base));
+            return;
+        }
+        let same = run == base;
+        let result = datasets::load(dataset, run.seed).and_then(|data| {
+            let (train, test) = data.split(datasets::TEST_FRACTION, run.seed);
+            let mut sides = vec![Side {
+                label: run.policy.describe(),
+                trainer: Trainer::new(run, train.clone(), test.clone())?,
+            }];
+            if !same {
+                sides.push(Side {
+                    label: base.policy.describe(),
+                    trainer: Trainer::new(base, train, test)?,
+                });
+            }
+            Ok(sides)
+        });
+        match result {
+            Ok(sides) => {
+                self.title = title;
+                self.sides = sides;
+                self.running = true;
+            }
+            Err(err) => self.error = Some(err),
+        }
+    }
+
+    pub fn start_scenario(&mut self, scenario: Scenario, lang: Lang) {
+        let title = TEXT
+            .get(lang, &format!("scenario.{}", scenario.id()))
+            .to_owned();
+        self.start(
+            title,
+            "digits",
+            scenario.config(),
+            scenario.baseline().config(),
+        );
+    }
+}
+
+/// The small-gradient loss weight as `2^k`.
+fn weight_text() -> String {
+    format!("2^{}", dlsys_core::nn::scenarios::SMALL_GRADIENTS.log2())
+}
+
+/// A scenario's tooltip, its numbers taken from its configuration.
+fn scenario_hint(scenario: Scenario, lang: Lang) -> String {
+    let config = scenario.config();
+    let scale = match config.policy.loss_scale {
+        LossScale::None => 1.0,
+        LossScale::Static(s) | LossScale::Dynamic { initial: s, .. } => s,
+    };
+    TEXT.fill(
+        lang,
+        &format!("scenario.{}.hint", scenario.id()),
+        &[
+            ("scale", &format!("2^{}", scale.log2())),
+            ("micro", &config.micro_batches),
+            ("max", &Format::fp16().range().max_finite),
+        ],
+    )
+}
+
+fn format_combo(ui: &mut egui::Ui, id: &str, label: &str, value: &mut String) {
+    let label = ui.label(label);
+    egui::ComboBox::from_id_salt(id)
+        .selected_text(value.as_str())
+        .show_ui(ui, |ui| {
+            for name in FORMATS {
+                ui.selectable_value(value, name.to_owned(), name);
+            }
+        })
+        .response
+        .labelled_by(label.id);
+}
+
+/// The scenario buttons and the custom policy editor.
+pub fn controls_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairRun, lang: Lang) {
+    let t = |key: &str| TEXT.get(lang, key).to_owned();
+    let busy = run.is_running();
+    let small = Scenario::Fp32.config();
+    let hidden: Vec<String> = small.hidden.iter().map(ToString::to_string).collect();
+    ui.label(TEXT.fill(
+        lang,
+        "scenarios.explain",
+        &[("hidden", &hidden.join(", ")), ("weight", &weight_text())],
+    ));
+    ui.add_enabled_ui(!busy, |ui| {
+        ui.horizontal_wrapped(|ui| {
+            for scenario in BUTTONS {
+                let key = format!("scenario.{}", scenario.id());
+                if ui
+                    .button(t(&key))
+                    .on_hover_text(scenario_hint(scenario, lang))
+                    .clicked()
+                {
+                    run.start_scenario(scenario, lang);
+                }
+            }
+        });
+    });
+    ui.add_space(6.0);
+    egui::CollapsingHeader::new(t("custom.heading"))
+        .id_salt("custom_policy")
+        .show(ui, |ui| {
+            ui.add_enabled_ui(!busy, |ui| custom_ui(ui, custom, run, lang));
+        });
+    ui.horizontal(|ui| {
+        if busy {
+            if ui.button(t("run.pause")).clicked() {
+                run.running = false;
+                run.waiting = None;
+            }
+        } else if run
+            .sides
+            .iter()
+            .any(|s| s.trainer.status == Status::Running)
+            && ui.button(t("run.resume")).clicked()
+        {
+            run.running = true;
+        }
+        if (!run.sides.is_empty() || run.error.is_some()) && ui.button(t("run.reset")).clicked() {
+            *run = PairRun::default();
+        }
+        if let Some(side) = run.sides.first() {
+            let tr = &side.trainer;
+            ui.add(
+                egui::ProgressBar::new(tr.progress() as f32)
+                    .desired_width(220.0)
+                    .text(TEXT.fill(
+                        lang,
+                        "run.progress",
+                        &[("epoch", &tr.epoch), ("epochs", &tr.config.epochs)],
+                    )),
+            );
+        }
+    });
+    if run.waiting.is_some() {
+        ui.horizontal(|ui| {
+            ui.spinner();
+            ui.label(t("run.downloading"));
+        });
+    }
+    if let Some(err) = &run.error {
+        ui.colored_label(
+            theme::bad(ui.visuals()),
+            TEXT.fill(lang, "run.error", &[("error", err)]),
+        );
+    }
+}
+
+fn custom_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairRun, lang: Lang) {
+    let t = |key: &str| TEXT.get(lang, key).to_owned();
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label(t("custom.dataset"));
+        egui::ComboBox::from_id_salt("mixed_dataset")
+            .selected_text(custom.dataset.as_str())
+            .show_ui(ui, |ui| {
+                for name in ["digits", "mnist", "spirals"] {
+                    ui.selectable_value(&mut custom.dataset, name.to_owned(), name);
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        format_combo(
+            ui,
+            "mixed_compute",
+            &t("custom.compute"),
+            &mut custom.compute,
+        );
+        format_combo(ui, "mixed_grads", &t("custom.grads"), &mut custom.grads);
+        format_combo(
+            ui,
+            "mixed_state",
+            &t("custom.state"),
+            &mut custom.optimizer_state,
+        );
+        format_combo(
+            ui,
+            "mixed_accum",
+            &t("custom.accumulation"),
+            &mut custom.accumulation,
+        );
+    });
+    ui.horizontal_wrapped(|ui| {
+        ui.checkbox(&mut custom.master_fp32, t("custom.master"));
+        ui.label(t("custom.scale"));
+        ui.selectable_value(&mut custom.scale, ScaleChoice::None, t("custom.scale.none"));
+        ui.selectable_value(
+            &mut custom.scale,
+            ScaleChoice::Static,
+            t("custom.scale.static"),
+        );
+        ui.selectable_value(
+            &mut custom.scale,
+            ScaleChoice::Dynamic,
+            t("custom.scale.dynamic"),
+        );
+        if custom.scale == ScaleChoice::Static {
+            let label = ui.label("2^");
+            ui.add(egui::DragValue::new(&mut custom.scale_log2).range(-24..=100))
+                .labelled_by(label.id);
+        }
+    });
+    ui.horizontal_wrapped(|ui| {
+        ui.checkbox(
+            &mut custom.small_gradients,
+            TEXT.fill(lang, "custom.small", &[("weight", &weight_text())]),
+        );
+        let label = ui.label(t("custom.micro"));
+        ui.add(egui::DragValue::new(&mut custom.micro_batches).range(1..=1024))
+            .labelled_by(label.id);
+        ui.checkbox(&mut custom.adam, "Adam");
+        let label = ui.label(t("custom.lr"));
+        ui.add(
+            egui::DragValue::new(&mut custom.lr)
+                .speed(0.0005)
+                .range(1e-6..=10.0)
+                .max_decimals(5),
+        )
+        .labelled_by(label.id);
+        let label = ui.label(t("custom.epochs"));
+        ui.add(egui::DragValue::new(&mut custom.epochs).range(1..=200))
+            .labelled_by(label.id);
+    });
+    if ui.button(t("custom.run")).clicked() {
+        let (policy_run, base) = custom.configs();
+        let title = TEXT.fill(
+            lang,
+            "custom.title",
+            &[("policy", &policy_run.policy.describe())],
+        );
+        run.start(title, &custom.dataset, policy_run, base);
+    }
+}
+
+/// The comparison: outcome lines, the per-epoch table, the plots.
+pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
+    let t = |key: &str| TEXT.get(lang, key).to_owned();
+    if run.sides.is_empty() {
+        return;
+    }
+    let visuals = ui.visuals().clone();
+    ui.add_space(6.0);
+    ui.strong(&run.title);
+    for (i, side) in run.sides.iter().enumerate() {
+        outcome_ui(ui, side, i, &visuals, lang);
+    }
+    ui.columns(2, |cols| {
+        cols[0].label(t("plot.loss"));
+        Plot::new("mixed_loss")
+            .height(220.0)
+            .legend(Legend::default())
+            .x_axis_label("step")
+            .y_axis_label(t("plot.log_loss"))
+            .allow_scroll(false)
+            .show(&mut cols[0], |plot| {
+                for (i, side) in run.sides.iter().enumerate() {
+                    plot.line(
+                        Line::new(
+                            side_name(i, lang),
+                            PlotPoints::from(smoothed_log_loss(&side.trainer)),
+                        )
+                        .color(theme::series(&visuals, i)),
+                    );
+                }
+            });
+        cols[1].label(t("plot.scale"));
+        let traces: Vec<(usize, Trace, Trace)> = run
+            .sides
+            .iter()
+            .enumerate()
+            .filter_map(|(i, side)| {
+                let report = side.trainer.mixed_report()?;
+                let now = side.trainer.losses.last().map_or(0, |(s, _)| *s);
+                let (trace, skipped) = scale_trace(&report.events, now);
+                Some((i, trace, skipped))
+            })
+            .collect();
+        let ys = traces.iter().flat_map(|(_, tr, _)| tr.iter().map(|p| p[1]));
+        let (lo, hi) = ys.fold((0.0f64, 1.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+        Plot::new("mixed_scale")
+            .height(220.0)
+            .legend(Legend::default())
+            .x_axis_label("step")
+            .y_axis_label("log₂ scale")
+            .include_y(lo - 1.0)
+            .include_y(hi + 1.0)
+            .allow_scroll(false)
+            .show(&mut cols[1], |plot| {
+                for (i, trace, skipped) in traces {
+                    plot.line(
+                        Line::new(side_name(i, lang), PlotPoints::from(trace))
+                            .color(theme::series(&visuals, i)),
+                    );
+                    if !skipped.is_empty() {
+                        plot.points(
+                            Points::new(t("plot.skipped"), PlotPoints::from(skipped))
+                                .radius(3.0)
+                                .color(theme::bad(&visuals)),
+                        );
+                    }
+                }
+            });
+    });
+    epoch_table(ui, run, lang);
+    if let Some(side) = run.sides.first() {
+        histograms_ui(ui, side, &visuals, lang);
+    }
+}
+
+fn side_name(index: usize, lang: Lang) -> &'static str {
+    TEXT.get(
+        lang,
+        if index == 0 {
+            "side.policy"
+        } else {
+            "side.baseline"
+        },
+    )
+}
+
+fn outcome_ui(ui: &mut egui::Ui, side: &Side, index: usize, visuals: &egui::Visuals, lang: Lang) {
+    let tr = &side.trainer;
+    let color = theme::series(visuals, index);
+    let last = tr.history.last();
+    let mixed: Vec<_> = tr.history.iter().filter_map(|h| h.mixed.as_ref()).collect();
+    let underflow = if mixed.is_empty() {
+        0.0
+    } else {
+        mixed.iter().map(|m| m.underflow_fraction).sum::<f64>() / mixed.len() as f64
+    };
+    let status = match &tr.status {
+        Status::Running => TEXT.fill(
+            lang,
+            "outcome.running",
+            &[("epoch", &tr.epoch), ("epochs", &tr.config.epochs)],
+        ),
+        Status::Finished => TEXT.get(lang, "outcome.finished").to_owned(),
+        Status::Diverged { step, loss, .. } => {
+            TEXT.fill(lang, "outcome.diverged", &[("step", step), ("loss", loss)])
+        }
+    };
+    ui.horizontal_wrapped(|ui| {
+        ui.colored_label(color, format!("{}:", side_name(index, lang)));
+        ui.label(&side.label);
+    });
+    ui.indent(("outcome", index), |ui| {
+        ui.label(TEXT.fill(
+            lang,
+            "outcome.line",
+            &[
+                ("status", &status),
+                (
+                    "acc",
+                    &last.map_or("–".to_owned(), |h| {
+                        format!("{:.2} %", h.test_accuracy * 100.0)
+                    }),
+                ),
+                (
+                    "loss",
+                    &last.map_or("–".to_owned(), |h| show_sig(h.train_loss, 4)),
+                ),
+                ("underflow", &format!("{:.2} %", underflow * 100.0)),
+                ("skipped", &tr.mixed_report().map_or(0, |r| r.skipped)),
+                (
+                    "overflows",
+                    &mixed.iter().map(|m| m.accumulation_overflows).sum::<u64>(),
+                ),
+            ],
+        ));
+    });
+}
+
+/// log₁₀ of the per-step loss, averaged over windows of 10 steps.
+fn smoothed_log_loss(trainer: &Trainer) -> Vec<[f64; 2]> {
+    trainer
+        .losses
+        .chunks(10)
+        .map(|w| {
+            let mean = w.iter().map(|(_, l)| l).sum::<f64>() / w.len() as f64;
+            let step = w.last().map_or(0, |(s, _)| *s);
+            [step as f64, mean.max(1e-12).log10()]
+        })
+        .collect()
+}
+
+/// Plot points.
+type Trace = Vec<[f64; 2]>;
+
+/// The loss scale as a step function of the step, and the skipped steps.
+pub fn scale_trace(
+    events: &[dlsys_core::mixed::ScaleEvent],
+    now: u64,
+) -> (Vec<[f64; 2]>, Vec<[f64; 2]>) {
+    let mut trace: Vec<[f64; 2]> = Vec::with_capacity(events.len() * 2 + 1);
+    let mut skipped = Vec::new();
+    for e in events {
+        let y = f64::from(e.scale).log2();
+        if let Some(&[_, prev]) = trace.last() {
+            trace.push([e.step as f64, prev]);
+        }
+        trace.push([e.step as f64, y]);
+        if e.skipped {
+            skipped.push([e.step as f64, y]);
+        }
+    }
+    if let Some(&[_, y]) = trace.last() {
+        trace.push([now as f64, y]);
+    }
+    (trace, skipped)
+}
+
+fn epoch_table(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
+    let t = |key: &str| TEXT.get(lang, key).to_owned();
+    let Some(policy) = run.sides.first() else {
+        return;
+    };
+    let baseline = run.sides.get(1);
+    egui::CollapsingHeader::new(t("table.heading"))
+        .id_salt("mixed_epochs")
+        .default_open(true)
+        .show(ui, |ui| {
+            egui::ScrollArea::vertical()
+                .max_height(220.0)
+                .show(ui, |ui| {
+                    egui::Grid::new("mixed_epoch_table")
+                        .striped(true)
+                        .show(ui, |ui| {
+                            for key in [
+                                "table.epoch",
+                                "table.loss",
+                                "table.acc",
+                                "table.scale",
+                                "table.skipped",
+                                "table.underflow",
+                                "table.overflows",
+                                "table.base_loss",
+                                "table.base_acc",
+                            ] {
+                                ui.strong(t(key));
+                            }
+                            ui.end_row();
+                            for (i, h) in policy.trainer.history.iter().enumerate() {
+                                ui.label(h.epoch.to_string());
+                                ui.monospace(show_sig(h.train_loss, 4));
+                                ui.monospace(format!("{:.2} %", h.test_accuracy * 100.0));
+                                match &h.mixed {
+                                    Some(m) => {
+                                        ui.monospace(show_sig(f64::from(m.loss_scale), 6));
+                                        ui.monospace(m.skipped_steps.to_string());
+                                        ui.monospace(format!(
+                                            "{:.3} %",
+                                            m.underflow_fraction * 100.0
+                                        ));
+                                        ui.monospace(m.accumulation_overflows.to_string());
+                                    }
+                                    None => {
+                                        for _ in 0..4 {
+                                            ui.monospace("–");
+                                        }
+                                    }
+                                }
+                                match baseline.and_then(|b| b.trainer.history.get(i)) {
+                                    Some(b) => {
+                                        ui.monospace(show_sig(b.train_loss, 4));
+                                        ui.monospace(format!("{:.2} %", b.test_accuracy * 100.0));
+                                    }
+                                    None => {
+                                        ui.monospace("–");
+                                        ui.monospace("–");
+                                    }
+                                }
+                                ui.end_row();
+                            }
+                        });
+                });
+        });
+}
+
+/// Where a format loses gradient values, in log₂ |x|: below `flush` values
+/// round to zero, up to `normal` they are subnormal, from `overflow` on they
+/// become infinite.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Zones {
+    pub flush: f64,
+    pub normal: f64,
+    pub overflow: f64,
+}
+
+impl Zones {
+    pub fn of(format: &Format) -> Self {
+        let r = format.range();
+        Self {
+            // Round-to-nearest flushes what lies below half the smallest subnormal.
+            flush: r.min_subnormal.log2() - 1.0,
+            normal: r.min_normal.log2(),
+            overflow: r.max_finite.log2(),
+        }
+    }
+}
+
+fn histograms_ui(ui: &mut egui::Ui, side: &Side, visuals: &egui::Visuals, lang: Lang) {
+    let Some(report) = side.trainer.mixed_report() else {
+        return;
+    };
+    let compute = &side.trainer.config.policy.compute;
+    // In fp32 nothing is lost; show fp16's range for comparison.
+    let (shown, note_key) = if compute == "fp32" {
+        ("fp16", "hist.fp32_note")
+    } else {
+        (compute.as_str(), "hist.note")
+    };
+    let Ok(format) = Format::by_name(shown) else {
+        return;
+    };
+    let zones = Zones::of(&format);
+    ui.add_space(6.0);
+    ui.strong(TEXT.get(lang, "hist.heading"));
+    ui.label(TEXT.fill(lang, note_key, &[("format", &shown)]));
+    let columns = report.layers.len().max(1);
+    ui.columns(columns, |cols| {
+        for (col, layer) in cols.iter_mut().zip(&report.layers) {
+            layer_histogram(col, layer, zones, shown, visuals, lang);
+        }
+    });
+}
+
+fn layer_histogram(
+    ui: &mut egui::Ui,
+    layer: &LayerGradients,
+    zones: Zones,
+    format: &str,
+    visuals: &egui::Visuals,
+    lang: Lang,
+) {
+    let h = &layer.histogram;
+    let total = h.total().max(1) as f64;
+    let bars: Vec<Bar> = h
+        .bins
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| Bar::new(f64::from(h.first + i as i32) + 0.5, *n as f64 / total).width(0.9))
+        .collect();
+    // The axis spans the format's range and every occupied bin.
+    let occupied = |i: usize| f64::from(h.first + i as i32);
+    let first = h
+        .bins
+        .iter()
+        .position(|n| *n > 0)
+        .map_or(zones.flush, occupied);
+    let last = h
+        .bins
+        .iter()
+        .rposition(|n| *n > 0)
+        .map_or(zones.overflow, |i| occupied(i) + 1.0);
+    let lo = first.min(zones.flush - 8.0).floor();
+    let hi = last.max(zones.overflow + 2.0).ceil();
+    let zone = |c: egui::Color32| c.gamma_multiply(0.18);
+    Plot::new(("mixed_hist", layer.name.as_str()))
+        .height(170.0)
+        .x_axis_label(TEXT.fill(lang, "hist.axis", &[("layer", &layer.name)]))
+        .include_y(0.0)
+        .include_x(lo)
+        .include_x(hi)
+        .allow_scroll(false)
+        .allow_zoom(false)
+        .allow_drag(false)
+        .show(ui, |plot| {
+            plot.span(
+                Span::new(TEXT.get(lang, "hist.flushed"), lo..=zones.flush.max(lo))
+                    .fill(zone(theme::bad(visuals))),
+            );
+            plot.span(
+                Span::new(
+                    TEXT.get(lang, "hist.subnormal"),
+                    zones.flush.max(lo)..=zones.normal.max(lo),
+                )
+                .fill(zone(theme::warn(visuals))),
+            );
+            plot.span(
+                Span::new(TEXT.get(lang, "hist.overflow"), zones.overflow.min(hi)..=hi)
+                    .fill(zone(theme::bad(visuals))),
+            );
+            plot.bar_chart(
+                BarChart::new(layer.name.clone(), bars).color(theme::series(visuals, 0)),
+            );
+        });
+    let s = &layer.stats;
+    ui.small(TEXT.fill(
+        lang,
+        "hist.counts",
+        &[
+            ("values", &s.values),
+            ("zero", &s.underflowed),
+            ("sub", &s.subnormal),
+            ("inf", &s.overflowed),
+            ("format", &format),
+        ],
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::mixed::ScaleEvent;
+
+    #[test]
+    fn fp16_zones_are_where_its_range_ends() {
+        let z = Zones::of(&Format::fp16());
+        assert_eq!((z.flush, z.normal), (-25.0, -14.0));
+        assert!((z.overflow - 65504f64.log2()).abs() < 1e-12);
+        let bf = Zones::of(&Format::bf16());
+        assert_eq!(bf.normal, -126.0);
+    }
+
+    #[test]
+    fn the_scale_trace_is_a_step_function_with_skips_marked() {
+        let events = [
+            ScaleEvent {
+                step: 0,
+                scale: 65536.0,
+                skipped: false,
+            },
+            ScaleEvent {
+                step: 5,
+                scale: 32768.0,
+                skipped: true,
+            },
+        ];
+        let (trace, skipped) = scale_trace(&events, 9);
+        assert_eq!(
+            trace,
+            vec![[0.0, 16.0], [5.0, 16.0], [5.0, 15.0], [9.0, 15.0]]
+        );
+        assert_eq!(skipped, vec![[5.0, 15.0]]);
+    }
+
+    #[test]
+    fn a_scenario_pair_trains_both_sides_in_slices() {
+        let mut run = PairRun::default();
+        let (mut policy, mut base) = CustomPolicy::default().configs();
+        policy.epochs = 1;
+        base.epochs = 1;
+        run.start("t".to_owned(), "digits", policy, base);
+        assert_eq!(run.sides.len(), 2);
+        let ctx = egui::Context::default();
+        for _ in 0..10_000 {
+            run.logic(&ctx);
+            if !run.is_running() {
+                break;
+            }
+        }
+        for side in &run.sides {
+            assert_eq!(side.trainer.status, Status::Finished);
+        }
+        let report = run.sides[0].trainer.mixed_report();
+        let layers = report.map(|r| r.layers).unwrap_or_default();
+        assert_eq!(layers.len(), 2, "W1 and W2");
+        assert!(
+            layers
+                .iter()
+                .all(|l| l.histogram.total() > 0 && l.stats.values > 0)
+        );
+    }
+
+    #[test]
+    fn a_bad_custom_policy_is_an_error_not_a_run() {
+        let mut run = PairRun::default();
+        let (mut policy, base) = CustomPolicy::default().configs();
+        policy.policy.compute = "fp7".to_owned();
+        run.start("t".to_owned(), "digits", policy, base);
+        assert!(run.sides.is_empty());
+        assert!(run.error.as_deref().is_some_and(|e| e.contains("fp7")));
+    }
+}
