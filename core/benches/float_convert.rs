@@ -1,12 +1,15 @@
 //! Benchmark (not a test): converting f32 slices to fp16 and bf16 with
 //! round-to-nearest-even, dlsys-core's emulator against the `half` crate's
-//! slice conversion, in the same run. Prints medians and the ratio.
+//! slice conversion, in the same run; then the mixed-precision trainer's
+//! round trip (f32 → format → f32, `mixed::Rounder`) against `half`'s two
+//! slice conversions. Prints medians and the ratios.
 //!
 //! `cargo bench -p dlsys-core --bench float_convert`
 
 use std::time::Instant;
 
 use dlsys_core::float::{Format, Rounding};
+use dlsys_core::mixed::Rounder;
 use half::slice::HalfFloatSliceExt as _;
 use rand::{RngExt as _, SeedableRng as _};
 
@@ -59,6 +62,35 @@ fn main() {
         assert!(agree, "{name}: results differ from half");
         println!(
             "{name}: dlsys-core {:.2} ns/value, half {:.2} ns/value, ratio dlsys/half = {:.2}x",
+            ours_s / N as f64 * 1e9,
+            half_s / N as f64 * 1e9,
+            ours_s / half_s
+        );
+    }
+    println!("round trip f32 → format → f32 (what a precision policy does to a buffer):");
+    let mut ours_f32 = vec![0f32; N];
+    let mut theirs_f32 = vec![0f32; N];
+    for name in ["fp16", "bf16"] {
+        let rounder = Rounder::by_name(name).unwrap_or_else(|e| panic!("{e}"));
+        let ours_s = time(|| rounder.round_into(&input, &mut ours_f32));
+        let half_s = if name == "fp16" {
+            time(|| {
+                theirs.convert_from_f32_slice(&input);
+                theirs.convert_to_f32_slice(&mut theirs_f32);
+            })
+        } else {
+            time(|| {
+                theirs_bf.convert_from_f32_slice(&input);
+                theirs_bf.convert_to_f32_slice(&mut theirs_f32);
+            })
+        };
+        let agree = ours_f32
+            .iter()
+            .zip(&theirs_f32)
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(agree, "{name}: round trips differ from half");
+        println!(
+            "{name}: Rounder {:.2} ns/value, half {:.2} ns/value, ratio dlsys/half = {:.2}x",
             ours_s / N as f64 * 1e9,
             half_s / N as f64 * 1e9,
             ours_s / half_s
