@@ -109,6 +109,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Your progress on the Rust exercise track (exercises/learn/): runs
+    /// `cargo test -p dlsys-exercises` and shows which pass and what is next.
+    Exercises {
+        #[arg(long)]
+        json: bool,
+        /// The dlsys-lab source checkout (default: found from here).
+        #[arg(long, value_name = "DIR")]
+        root: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Clone, Debug, clap::Args)]
@@ -277,6 +286,7 @@ pub fn run(command: Command) -> Result<ExitCode, String> {
         Command::GpuInfo { json } => gpu_info(json),
         Command::Check { json, seeds } => check(json, seeds),
         Command::Lessons { json } => lessons(json),
+        Command::Exercises { json, root } => crate::track::run(json, root.as_deref()),
         Command::Bench {
             what:
                 BenchWhat::Kernels {
@@ -425,9 +435,44 @@ pub fn self_check_all(seeds: u32) -> Vec<(String, SelfCheck)> {
     results
 }
 
+/// One checker of the code-writing tracks run on one solution.
+#[derive(serde::Serialize)]
+pub struct CodeCheck {
+    pub track: &'static str,
+    pub exercise: &'static str,
+    /// "reference" or the known mistake.
+    pub solution: &'static str,
+    /// For a known-wrong solution: what the checker's message must mention.
+    pub expect: Option<&'static str>,
+    pub message: Option<String>,
+    pub ok: bool,
+}
+
+/// The Rust track's checkers, each on its reference (must pass) and its
+/// known-wrong solutions (must fail, naming the mistake).
+pub fn code_exercise_checks() -> Vec<CodeCheck> {
+    dlsys_exercises::cases()
+        .iter()
+        .map(|case| {
+            let result = case.run();
+            CodeCheck {
+                track: "rust",
+                exercise: case.exercise,
+                solution: case.solution,
+                expect: case.expect,
+                message: result.message,
+                ok: result.ok,
+            }
+        })
+        .collect()
+}
+
 fn check(json: bool, seeds: u32) -> Result<ExitCode, String> {
     let results = self_check_all(seeds);
-    let failed = results.iter().filter(|(_, r)| !r.ok()).count();
+    let code = code_exercise_checks();
+    let failed =
+        results.iter().filter(|(_, r)| !r.ok()).count() + code.iter().filter(|r| !r.ok).count();
+    let checked = results.len() + code.len();
     if json {
         #[derive(serde::Serialize)]
         struct Row<'a> {
@@ -447,9 +492,10 @@ fn check(json: bool, seeds: u32) -> Result<ExitCode, String> {
         println!(
             "{}",
             to_json(&serde_json::json!({
-                "checked": results.len(),
+                "checked": checked,
                 "failed": failed,
                 "results": rows,
+                "code_exercises": code,
             }))?
         );
     } else {
@@ -463,7 +509,16 @@ fn check(json: bool, seeds: u32) -> Result<ExitCode, String> {
                 println!("       {problem}");
             }
         }
-        println!("{} checked, {failed} failed", results.len());
+        for row in &code {
+            let status = if row.ok { "ok  " } else { "FAIL" };
+            println!("{status} {}/{} {}", row.track, row.exercise, row.solution);
+            if !row.ok
+                && let Some(message) = &row.message
+            {
+                println!("       {message}");
+            }
+        }
+        println!("{checked} checked, {failed} failed");
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

@@ -7,6 +7,8 @@ pub mod cli;
 pub mod persist;
 pub mod selftest;
 pub mod setup;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod track;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
 

@@ -61,10 +61,40 @@ fn check_passes_and_reports_json() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert!(out.status.success(), "{json}");
     assert_eq!(json["failed"], 0);
-    assert_eq!(
-        json["checked"].as_u64(),
-        json["results"].as_array().map(|r| r.len() as u64)
-    );
+    let lessons = json["results"].as_array().map_or(0, Vec::len);
+    let code = json["code_exercises"].as_array().map_or(0, Vec::len);
+    assert_eq!(json["checked"].as_u64(), Some((lessons + code) as u64));
+    // Every Rust exercise: its reference passes and a known-wrong one fails.
+    for info in dlsys_exercises::EXERCISES {
+        let rows: Vec<&serde_json::Value> = json["code_exercises"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["track"] == "rust" && r["exercise"] == info.id)
+            .collect();
+        assert!(
+            rows.iter()
+                .any(|r| r["solution"] == "reference" && r["ok"] == true),
+            "{}: reference",
+            info.id
+        );
+        assert!(
+            rows.iter().any(|r| r["expect"].is_string()
+                && r["ok"] == true
+                && r["message"].as_str().is_some_and(|m| !m.is_empty())),
+            "{}: a known-wrong solution rejected with a message",
+            info.id
+        );
+    }
+}
+
+#[test]
+fn exercises_reads_the_track_progress_from_cargo() {
+    // Not run through cargo here (a nested cargo inside `cargo test` would
+    // rebuild into the same target): a wrong root is a clear error, not a panic.
+    let out = dlsys_lab(&["exercises", "--root", "/nonexistent-dir"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exercises/learn"));
 }
 
 #[test]

@@ -1,0 +1,218 @@
+//! The Rust exercise track, in the style of rustlings.
+//!
+//! Your code goes in `exercises/learn/`: nine files, each a function with a
+//! `todo!()` in it and a doc comment stating the task and a hint. Fill one in,
+//! then run
+//!
+//! ```sh
+//! cargo test -p dlsys-exercises        # every exercise, with a hint for each failure
+//! dlsys-lab exercises                  # progress, and the next exercise to do
+//! ```
+//!
+//! This crate holds the other side: the checkers ([`check`]), which judge an
+//! implementation with dlsys-lab's own cores (the autograd engine and its
+//! relative-error bands, the bit-exact float emulator, the optimizers, the
+//! CPU softmax reference); the reference solutions ([`reference`]); and for
+//! every exercise a known-wrong solution ([`wrong`]) that makes a classic
+//! mistake, which its checker must reject with a message naming the mistake.
+//! `dlsys-lab check` runs both sides; `cargo test --workspace` checks the
+//! reference solutions (feature `reference`), so the checkers are tested on
+//! every CI run and your stubs never break the build.
+
+pub mod check;
+pub mod reference;
+pub mod wrong;
+
+/// Adam's hyper-parameters (exercise 07).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamConfig {
+    pub lr: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+}
+
+impl Default for AdamConfig {
+    fn default() -> Self {
+        Self {
+            lr: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+        }
+    }
+}
+
+/// One exercise of the track.
+#[derive(Clone, Copy, Debug)]
+pub struct Info {
+    /// The function to write, also the test's name.
+    pub id: &'static str,
+    /// Where the learner writes it, relative to the repository root.
+    pub file: &'static str,
+    pub title: &'static str,
+    /// Shown when the check fails.
+    pub hint: &'static str,
+}
+
+/// The track, in the order to do it.
+pub const EXERCISES: [Info; 9] = [
+    Info {
+        id: "fp16_from_bits",
+        file: "exercises/learn/01_fp16_from_bits.rs",
+        title: "Decode an fp16 bit pattern",
+        hint: "Split the 16 bits into sign (1), exponent (5), mantissa (10). Exponent 31 is inf \
+               (mantissa 0) or NaN; exponent 0 is zero or a subnormal, worth mantissa × 2^-24 \
+               with no implicit 1; otherwise (1 + mantissa/1024) × 2^(exponent − 15).",
+    },
+    Info {
+        id: "round_to_bf16_rne",
+        file: "exercises/learn/02_round_to_bf16_rne.rs",
+        title: "Round an f32 to bf16, nearest-even",
+        hint: "bf16 is the top 16 bits of an f32. To round instead of truncate, add 0x7fff plus \
+               the lowest kept bit ((bits >> 16) & 1) before shifting right by 16. Handle NaN \
+               first: a NaN whose payload sits in the low 16 bits must stay a NaN.",
+    },
+    Info {
+        id: "linear_backward",
+        file: "exercises/learn/03_linear_backward.rs",
+        title: "Backward of a fully connected layer",
+        hint: "For y = x·W + b: dx = dy·Wᵀ, dW = xᵀ·dy, and db sums dy over the batch \
+               (the bias was added to every row).",
+    },
+    Info {
+        id: "softmax_backward",
+        file: "exercises/learn/04_softmax_backward.rs",
+        title: "Backward of softmax",
+        hint: "Per row: dz_k = p_k (g_k − Σ_j p_j g_j). The Jacobian is diag(p) − p pᵀ; do not \
+               build it, use the dot product.",
+    },
+    Info {
+        id: "softmax_cross_entropy_backward",
+        file: "exercises/learn/05_softmax_cross_entropy_backward.rs",
+        title: "Gradient of softmax + cross-entropy",
+        hint: "For the mean loss over n rows: dz = (p − onehot(label)) / n, with p the softmax \
+               of the row (subtract the row max before exp).",
+    },
+    Info {
+        id: "sgd_momentum_step",
+        file: "exercises/learn/06_sgd_momentum_step.rs",
+        title: "One step of SGD with momentum",
+        hint: "v ← μ·v − lr·g, then θ ← θ + v. The velocity lives between calls, so write it \
+               back into `velocity`.",
+    },
+    Info {
+        id: "adam_step",
+        file: "exercises/learn/07_adam_step.rs",
+        title: "One step of Adam",
+        hint: "m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; m̂ = m / (1 − β1^t); \
+               v̂ = v / (1 − β2^t); θ ← θ − lr·m̂ / (√v̂ + eps). t counts from 1.",
+    },
+    Info {
+        id: "online_softmax",
+        file: "exercises/learn/08_online_softmax.rs",
+        title: "Online softmax (one pass for max and sum)",
+        hint: "Keep a running max m and a running sum s of exp(x − m). When x > m, rescale: \
+               s ← s·exp(m − x) + 1 and m ← x; otherwise s ← s + exp(x − m). Then \
+               p_i = exp(x_i − m) / s.",
+    },
+    Info {
+        id: "dataloader_batches",
+        file: "exercises/learn/09_dataloader_batches.rs",
+        title: "A shuffling data loader",
+        hint: "Fisher–Yates: for i from len−1 down to 1, swap order[i] with order[j], \
+               j = below(i + 1). (j = below(len) for every i is the classic biased shuffle.) \
+               Then cut into batches; with drop_last, drop a short last batch.",
+    },
+];
+
+/// The exercise called `id`.
+pub fn info(id: &str) -> Option<&'static Info> {
+    EXERCISES.iter().find(|e| e.id == id)
+}
+
+/// A checker run against one implementation, for `dlsys-lab check`.
+pub struct Case {
+    pub exercise: &'static str,
+    /// "reference" or the known mistake's name.
+    pub solution: &'static str,
+    /// `None` for the reference; for a known-wrong solution, a fragment the
+    /// checker's message must contain (so it names the mistake).
+    pub expect: Option<&'static str>,
+    pub run: fn() -> Result<(), String>,
+}
+
+/// What a case came to: the checker's message, and whether that is right.
+pub struct CaseResult {
+    pub message: Option<String>,
+    pub ok: bool,
+}
+
+impl Case {
+    pub fn run(&self) -> CaseResult {
+        let outcome = (self.run)();
+        match (outcome, self.expect) {
+            (Ok(()), None) => CaseResult {
+                message: None,
+                ok: true,
+            },
+            (Err(message), None) => CaseResult {
+                message: Some(message),
+                ok: false,
+            },
+            (Ok(()), Some(_)) => CaseResult {
+                message: Some("the known-wrong solution passed".to_owned()),
+                ok: false,
+            },
+            (Err(message), Some(fragment)) => CaseResult {
+                ok: message.contains(fragment),
+                message: Some(message),
+            },
+        }
+    }
+}
+
+/// Every reference solution and every known-wrong one, each with its checker.
+pub fn cases() -> Vec<Case> {
+    let mut cases = reference::cases();
+    cases.extend(wrong::cases());
+    cases
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reference_passes_and_every_known_wrong_fails_naming_its_mistake() {
+        let mut problems = Vec::new();
+        for case in cases() {
+            let result = case.run();
+            if !result.ok {
+                problems.push(format!(
+                    "{} / {}: {:?} (wanted {:?})",
+                    case.exercise, case.solution, result.message, case.expect
+                ));
+            }
+        }
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+
+    #[test]
+    fn every_exercise_has_a_reference_and_a_known_wrong_solution() {
+        let all = cases();
+        for info in EXERCISES {
+            let of = |wrong: bool| {
+                all.iter()
+                    .filter(|c| c.exercise == info.id && c.expect.is_some() == wrong)
+                    .count()
+            };
+            assert_eq!(of(false), 1, "{}: one reference", info.id);
+            assert!(of(true) >= 1, "{}: a known-wrong solution", info.id);
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(info.file);
+            assert!(path.is_file(), "{} is missing", path.display());
+        }
+    }
+}
