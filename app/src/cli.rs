@@ -9,6 +9,7 @@ use dlsys_core::float::{self, Exact, Format, Rounding, StochasticRounder};
 use dlsys_core::nn::{Activation, OptimizerKind, Status, TrainConfig, Trainer};
 use dlsys_lessons::exercise_panel::{FIRST_SEED, next_seed};
 use dlsys_shaders::Gpu;
+use dlsys_shaders::exercises::{self as kernel_exercises, Checker};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -106,6 +107,14 @@ pub enum Command {
     },
     /// List the lessons (their ids are the routes: `--lesson ID`, `#ID`).
     Lessons {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The WGSL kernel exercises: without ID, list them; with ID, print its
+    /// template; with ID and FILE (or - for stdin), check your kernel.
+    WgslExercise {
+        id: Option<String>,
+        file: Option<std::path::PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -286,6 +295,9 @@ pub fn run(command: Command) -> Result<ExitCode, String> {
         Command::GpuInfo { json } => gpu_info(json),
         Command::Check { json, seeds } => check(json, seeds),
         Command::Lessons { json } => lessons(json),
+        Command::WgslExercise { id, file, json } => {
+            wgsl_exercise(id.as_deref(), file.as_deref(), json)
+        }
         Command::Exercises { json, root } => crate::track::run(json, root.as_deref()),
         Command::Bench {
             what:
@@ -448,10 +460,12 @@ pub struct CodeCheck {
     pub ok: bool,
 }
 
-/// The Rust track's checkers, each on its reference (must pass) and its
-/// known-wrong solutions (must fail, naming the mistake).
-pub fn code_exercise_checks() -> Vec<CodeCheck> {
-    dlsys_exercises::cases()
+/// The code tracks' checkers, each on its reference (must pass) and its
+/// known-wrong solutions (must fail, naming the mistake): the Rust track
+/// always, the WGSL track when there is a GPU adapter (else the reason is
+/// returned and nothing is counted for it).
+pub fn code_exercise_checks() -> (Vec<CodeCheck>, Option<String>) {
+    let mut rows: Vec<CodeCheck> = dlsys_exercises::cases()
         .iter()
         .map(|case| {
             let result = case.run();
@@ -464,12 +478,97 @@ pub fn code_exercise_checks() -> Vec<CodeCheck> {
                 ok: result.ok,
             }
         })
-        .collect()
+        .collect();
+    let mut checker = match Checker::request_blocking() {
+        Ok(checker) => checker,
+        Err(err) => {
+            return (
+                rows,
+                Some(format!(
+                    "WGSL exercises not checked: no GPU adapter ({err})"
+                )),
+            );
+        }
+    };
+    for ex in &kernel_exercises::EXERCISES {
+        let verdict = checker.check_blocking(ex, ex.reference);
+        rows.push(CodeCheck {
+            track: "wgsl",
+            exercise: ex.id,
+            solution: "reference",
+            expect: None,
+            ok: verdict.passed(),
+            message: (!verdict.passed()).then(|| verdict.message()),
+        });
+        for wrong in ex.wrong {
+            let verdict = checker.check_blocking(ex, wrong.source);
+            let message = verdict.message();
+            rows.push(CodeCheck {
+                track: "wgsl",
+                exercise: ex.id,
+                solution: wrong.name,
+                expect: Some(wrong.expect),
+                ok: !verdict.passed() && message.contains(wrong.expect),
+                message: Some(message),
+            });
+        }
+    }
+    (rows, None)
+}
+
+fn wgsl_exercise(
+    id: Option<&str>,
+    file: Option<&std::path::Path>,
+    json: bool,
+) -> Result<ExitCode, String> {
+    let Some(id) = id else {
+        for ex in &kernel_exercises::EXERCISES {
+            println!("{:<16} {}", ex.id, ex.title);
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let ex = kernel_exercises::exercise(id).ok_or_else(|| {
+        let ids: Vec<&str> = kernel_exercises::EXERCISES.iter().map(|e| e.id).collect();
+        format!("no WGSL exercise `{id}`; there are: {}", ids.join(", "))
+    })?;
+    let Some(file) = file else {
+        print!("{}", ex.template);
+        return Ok(ExitCode::SUCCESS);
+    };
+    let source = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| format!("reading stdin: {e}"))?;
+        text
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
+    };
+    let mut checker = Checker::request_blocking()
+        .map_err(|e| format!("checking a kernel needs a GPU adapter: {e}"))?;
+    let verdict = checker.check_blocking(ex, &source);
+    if json {
+        println!(
+            "{}",
+            to_json(&serde_json::json!({
+                "exercise": ex.id,
+                "passed": verdict.passed(),
+                "message": verdict.message(),
+                "verdict": verdict,
+            }))?
+        );
+    } else {
+        println!("{}: {}", ex.id, verdict.message());
+    }
+    Ok(if verdict.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn check(json: bool, seeds: u32) -> Result<ExitCode, String> {
     let results = self_check_all(seeds);
-    let code = code_exercise_checks();
+    let (code, code_skipped) = code_exercise_checks();
     let failed =
         results.iter().filter(|(_, r)| !r.ok()).count() + code.iter().filter(|r| !r.ok).count();
     let checked = results.len() + code.len();
@@ -496,6 +595,7 @@ fn check(json: bool, seeds: u32) -> Result<ExitCode, String> {
                 "failed": failed,
                 "results": rows,
                 "code_exercises": code,
+                "code_not_checked": code_skipped,
             }))?
         );
     } else {
@@ -517,6 +617,9 @@ fn check(json: bool, seeds: u32) -> Result<ExitCode, String> {
             {
                 println!("       {message}");
             }
+        }
+        if let Some(why) = &code_skipped {
+            println!("note: {why}");
         }
         println!("{checked} checked, {failed} failed");
     }

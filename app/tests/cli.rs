@@ -15,6 +15,16 @@ fn is_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
+/// True (and a skip outside CI) when the command failed for want of an adapter.
+fn gpu_missing(out: &std::process::Output) -> bool {
+    let missing = String::from_utf8_lossy(&out.stderr).contains("needs a GPU adapter");
+    if missing {
+        assert!(!is_ci(), "CI=true but no GPU adapter");
+        eprintln!("SKIPPED (not CI, no GPU adapter)");
+    }
+    missing
+}
+
 #[test]
 fn version_and_help() {
     let out = dlsys_lab(&["--version"]);
@@ -64,6 +74,35 @@ fn check_passes_and_reports_json() {
     let lessons = json["results"].as_array().map_or(0, Vec::len);
     let code = json["code_exercises"].as_array().map_or(0, Vec::len);
     assert_eq!(json["checked"].as_u64(), Some((lessons + code) as u64));
+    // Every WGSL exercise, when there is an adapter (CI has one: it must be used).
+    if is_ci() {
+        assert!(
+            json["code_not_checked"].is_null(),
+            "{}",
+            json["code_not_checked"]
+        );
+    }
+    if json["code_not_checked"].is_null() {
+        for ex in &dlsys_shaders::exercises::EXERCISES {
+            let rows = || {
+                json["code_exercises"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|r| r["track"] == "wgsl" && r["exercise"] == ex.id)
+            };
+            assert!(
+                rows().any(|r| r["solution"] == "reference" && r["ok"] == true),
+                "{}",
+                ex.id
+            );
+            assert!(
+                rows().any(|r| r["expect"].is_string() && r["ok"] == true),
+                "{}",
+                ex.id
+            );
+        }
+    }
     // Every Rust exercise: its reference passes and a known-wrong one fails.
     for info in dlsys_exercises::EXERCISES {
         let rows: Vec<&serde_json::Value> = json["code_exercises"]
@@ -86,6 +125,39 @@ fn check_passes_and_reports_json() {
             info.id
         );
     }
+}
+
+#[test]
+fn wgsl_exercise_prints_the_template_and_checks_a_file() {
+    let out = dlsys_lab(&["wgsl-exercise", "row_max"]);
+    assert!(out.status.success());
+    let template = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(template.contains("@workgroup_size(256)"));
+    let dir = std::env::temp_dir().join(format!("dlsys-wgsl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("row_max.wgsl");
+    std::fs::write(&file, &template).unwrap();
+    let out = dlsys_lab(&["wgsl-exercise", "row_max", file.to_str().unwrap(), "--json"]);
+    if gpu_missing(&out) {
+        return;
+    }
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert!(
+        !out.status.success(),
+        "the template is not a solution: {json}"
+    );
+    assert!(
+        json["message"].as_str().unwrap().contains("expected"),
+        "{json}"
+    );
+    std::fs::write(&file, template.replace("fn main(", "fn main(,")).unwrap();
+    let out = dlsys_lab(&["wgsl-exercise", "row_max", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("does not compile: line"));
+    let out = dlsys_lab(&["wgsl-exercise", "no_such"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sum_reduction"));
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

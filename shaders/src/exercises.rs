@@ -1,0 +1,979 @@
+//! Write-your-own WGSL kernels: the exercises, their harness and checker.
+//!
+//! Each exercise fixes the bindings and the dispatch (stated in its template
+//! under `shaders/wgsl/exercises/`); the learner writes the kernel. A check
+//! goes: validate with naga (diagnostics carry their line), compile on the
+//! device inside an error scope (a validation error never reaches wgpu's
+//! panicking handler), then run on adversarial inputs against the CPU
+//! reference in `dlsys-core`, reporting the first mismatching index with
+//! expected vs got. Work is submitted without blocking and polled; a kernel
+//! that does not finish within the time budget is abandoned with its device
+//! ([`Checker::recover`] makes a fresh one), so an endless loop cannot freeze
+//! the app.
+
+#[cfg(not(target_arch = "wasm32"))]
+use std::sync::Mutex;
+use std::sync::{Arc, mpsc};
+
+use dlsys_core::kernels::{ReduceOp, reduce_reference, softmax_reference};
+use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
+use wgpu::util::DeviceExt as _;
+
+use crate::Gpu;
+
+/// How the harness lays out data and dispatches work for an exercise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One workgroup of 256 sums all of x into y[0].
+    Sum,
+    /// One workgroup of 256 per row; y[row] = max of the row.
+    RowMax,
+    /// One workgroup of 256 per row; y = softmax of each row.
+    RowSoftmax,
+    /// ceil(n / 256) workgroups; y = max(x + bias[col], 0).
+    BiasRelu,
+    /// 16 × 16 tiles; y (cols × rows) = xᵀ.
+    Transpose,
+}
+
+impl Layout {
+    pub fn workgroup_size(self) -> [u32; 3] {
+        match self {
+            Self::Transpose => [16, 16, 1],
+            _ => [256, 1, 1],
+        }
+    }
+}
+
+/// A known-wrong kernel and what the checker's message must mention.
+#[derive(Clone, Copy, Debug)]
+pub struct Wrong {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub expect: &'static str,
+}
+
+/// One kernel to write.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelExercise {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub layout: Layout,
+    pub template: &'static str,
+    pub reference: &'static str,
+    pub wrong: &'static [Wrong],
+}
+
+macro_rules! wgsl {
+    ($name:literal) => {
+        include_str!(concat!("../wgsl/exercises/", $name))
+    };
+}
+
+/// The exercises, in order.
+pub const EXERCISES: [KernelExercise; 6] = [
+    KernelExercise {
+        id: "sum_reduction",
+        title: "Sum reduction",
+        layout: Layout::Sum,
+        template: wgsl!("sum_reduction.wgsl"),
+        reference: wgsl!("sum_reduction.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "no grid-stride loop",
+            source: wgsl!("sum_reduction.wrong.wgsl"),
+            expect: "more values than the workgroup has invocations",
+        }],
+    },
+    KernelExercise {
+        id: "row_max",
+        title: "Row max",
+        layout: Layout::RowMax,
+        template: wgsl!("row_max.wgsl"),
+        reference: wgsl!("row_max.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "max starts at 0",
+            source: wgsl!("row_max.wrong.wgsl"),
+            expect: "start the max at −inf",
+        }],
+    },
+    KernelExercise {
+        id: "safe_softmax",
+        title: "Safe softmax",
+        layout: Layout::RowSoftmax,
+        template: wgsl!("safe_softmax.wgsl"),
+        reference: wgsl!("safe_softmax.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "no max subtracted",
+            source: wgsl!("safe_softmax.wrong.wgsl"),
+            expect: "subtract the row max",
+        }],
+    },
+    KernelExercise {
+        id: "online_softmax",
+        title: "Online softmax",
+        layout: Layout::RowSoftmax,
+        template: wgsl!("online_softmax.wgsl"),
+        reference: wgsl!("online_softmax.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "merge without rescaling",
+            source: wgsl!("online_softmax.wrong.wgsl"),
+            expect: "do not sum to 1",
+        }],
+    },
+    KernelExercise {
+        id: "bias_relu",
+        title: "Fused bias + ReLU",
+        layout: Layout::BiasRelu,
+        template: wgsl!("bias_relu.wgsl"),
+        reference: wgsl!("bias_relu.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "bias[i] instead of bias[i % cols]",
+            source: wgsl!("bias_relu.wrong.wgsl"),
+            expect: "bias",
+        }],
+    },
+    KernelExercise {
+        id: "transpose",
+        title: "Transpose through workgroup memory",
+        layout: Layout::Transpose,
+        template: wgsl!("transpose.wgsl"),
+        reference: wgsl!("transpose.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "copied, not transposed",
+            source: wgsl!("transpose.wrong.wgsl"),
+            expect: "is the input's element",
+        }],
+    },
+];
+
+/// The exercise called `id`.
+pub fn exercise(id: &str) -> Option<&'static KernelExercise> {
+    EXERCISES.iter().find(|e| e.id == id)
+}
+
+/// A problem the learner's kernel must get right.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// What makes it hard, shown when it fails.
+    pub name: String,
+    pub rows: u32,
+    pub cols: u32,
+    pub x: Vec<f32>,
+    pub bias: Vec<f32>,
+}
+
+impl Case {
+    fn new(name: impl Into<String>, rows: u32, cols: u32, x: Vec<f32>) -> Self {
+        Self {
+            name: name.into(),
+            rows,
+            cols,
+            x,
+            bias: Vec::new(),
+        }
+    }
+}
+
+fn uniform(rng: &mut StdRng, len: usize, lo: f32, hi: f32) -> Vec<f32> {
+    (0..len).map(|_| rng.random_range(lo..hi)).collect()
+}
+
+impl KernelExercise {
+    /// The adversarial inputs: sizes 1, 2^k ± 1, larger than a workgroup,
+    /// ±inf, huge logits, masked (−inf) entries.
+    pub fn cases(&self) -> Vec<Case> {
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut cases = Vec::new();
+        match self.layout {
+            Layout::Sum => {
+                for n in [1u32, 2, 255, 256] {
+                    let x = uniform(&mut rng, n as usize, 0.0, 1.0);
+                    cases.push(Case::new(format!("n = {n}"), 1, n, x));
+                }
+                for n in [257u32, 1023, 1025, 100_000] {
+                    let x = uniform(&mut rng, n as usize, 0.0, 1.0);
+                    cases.push(Case::new(
+                        format!("n = {n}: more values than the workgroup has invocations"),
+                        1,
+                        n,
+                        x,
+                    ));
+                }
+                let mut x = uniform(&mut rng, 1000, -1.0, 1.0);
+                x[999] = f32::INFINITY;
+                cases.push(Case::new("n = 1000, the last value +inf", 1, 1000, x));
+            }
+            Layout::RowMax => {
+                for cols in [1u32, 2, 255, 257, 1000, 4097] {
+                    let x = uniform(&mut rng, 3 * cols as usize, -5.0, 5.0);
+                    cases.push(Case::new(format!("3 rows of {cols}"), 3, cols, x));
+                }
+                let x = uniform(&mut rng, 2 * 300, -9.0, -1.0);
+                cases.push(Case::new("2 rows of 300, only negative values", 2, 300, x));
+                let mut x = uniform(&mut rng, 3 * 64, -3.0, 3.0);
+                x[5] = f32::INFINITY;
+                x[64..128].fill(f32::NEG_INFINITY);
+                x[130] = f32::NEG_INFINITY;
+                cases.push(Case::new(
+                    "3 rows of 64: +inf in the first, the second all −inf, −inf in the third",
+                    3,
+                    64,
+                    x,
+                ));
+            }
+            Layout::RowSoftmax => {
+                for cols in [1u32, 2, 255, 257, 1000, 4097] {
+                    let x = uniform(&mut rng, 3 * cols as usize, -4.0, 4.0);
+                    cases.push(Case::new(format!("3 rows of {cols}"), 3, cols, x));
+                }
+                let x = uniform(&mut rng, 2 * 500, -1e4, 1e4);
+                cases.push(Case::new(
+                    "2 rows of 500 logits in ±10000: exp overflows unless you subtract the row max",
+                    2,
+                    500,
+                    x,
+                ));
+                let mut x = uniform(&mut rng, 2 * 300, -4.0, 4.0);
+                for i in (0..600).step_by(7) {
+                    x[i] = f32::NEG_INFINITY;
+                }
+                cases.push(Case::new(
+                    "2 rows of 300 with −inf (masked) entries",
+                    2,
+                    300,
+                    x,
+                ));
+            }
+            Layout::BiasRelu => {
+                for (rows, cols) in [(1u32, 1u32), (1, 257), (7, 3), (300, 257), (4000, 1)] {
+                    let n = (rows * cols) as usize;
+                    let mut case = Case::new(
+                        format!("{rows} × {cols} (n = {n})"),
+                        rows,
+                        cols,
+                        uniform(&mut rng, n, -2.0, 2.0),
+                    );
+                    case.bias = uniform(&mut rng, cols as usize, -1.0, 1.0);
+                    cases.push(case);
+                }
+                let mut x = uniform(&mut rng, 5 * 9, -2.0, 2.0);
+                x[3] = f32::INFINITY;
+                x[10] = f32::NEG_INFINITY;
+                let mut case = Case::new("5 × 9 with +inf and −inf", 5, 9, x);
+                case.bias = uniform(&mut rng, 9, -1.0, 1.0);
+                cases.push(case);
+            }
+            Layout::Transpose => {
+                for (rows, cols) in [
+                    (1u32, 1u32),
+                    (1, 17),
+                    (17, 1),
+                    (16, 16),
+                    (33, 47),
+                    (100, 257),
+                ] {
+                    let x = uniform(&mut rng, (rows * cols) as usize, -100.0, 100.0);
+                    cases.push(Case::new(format!("{rows} × {cols}"), rows, cols, x));
+                }
+            }
+        }
+        cases
+    }
+
+    /// The CPU reference's answer (f64 inside where it matters).
+    pub fn expected(&self, case: &Case) -> Vec<f32> {
+        let (rows, cols) = (case.rows as usize, case.cols as usize);
+        match self.layout {
+            Layout::Sum => vec![reduce_reference(&case.x, ReduceOp::Sum) as f32],
+            Layout::RowMax => case
+                .x
+                .chunks(cols)
+                .map(|row| reduce_reference(row, ReduceOp::Max) as f32)
+                .collect(),
+            Layout::RowSoftmax => softmax_reference(&case.x, rows, cols),
+            Layout::BiasRelu => case
+                .x
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v + case.bias[i % cols]).max(0.0))
+                .collect(),
+            Layout::Transpose => {
+                let mut y = vec![0.0; rows * cols];
+                for r in 0..rows {
+                    for c in 0..cols {
+                        y[c * rows + r] = case.x[r * cols + c];
+                    }
+                }
+                y
+            }
+        }
+    }
+
+    fn output_len(&self, case: &Case) -> usize {
+        match self.layout {
+            Layout::Sum => 1,
+            Layout::RowMax => case.rows as usize,
+            _ => case.x.len(),
+        }
+    }
+
+    fn workgroups(&self, case: &Case) -> (u32, u32, u32) {
+        match self.layout {
+            Layout::Sum => (1, 1, 1),
+            Layout::RowMax | Layout::RowSoftmax => (case.rows, 1, 1),
+            Layout::BiasRelu => ((case.rows * case.cols).div_ceil(256), 1, 1),
+            Layout::Transpose => (case.cols.div_ceil(16), case.rows.div_ceil(16), 1),
+        }
+    }
+
+    /// Whether `got` is close enough to `want` at one element.
+    fn agrees(&self, case: &Case, got: f32, want: f32) -> bool {
+        if want.is_nan() || got.is_nan() {
+            return want.is_nan() && got.is_nan();
+        }
+        if !want.is_finite() || !got.is_finite() {
+            return got == want;
+        }
+        let (g, w) = (f64::from(got), f64::from(want));
+        match self.layout {
+            // f32 accumulation in any order: a bound scaled by Σ|x|.
+            Layout::Sum => {
+                let scale: f64 = case.x.iter().map(|v| f64::from(v.abs())).sum();
+                (g - w).abs() <= 1e-5 * scale.max(1.0)
+            }
+            // exp on a GPU is a few ulp off; relative, with a floor for tiny outputs.
+            Layout::RowSoftmax => (g - w).abs() <= 1e-4 * w.abs() + 1e-9,
+            _ => g == w,
+        }
+    }
+
+    /// The first element that disagrees, explained.
+    fn judge(&self, case: &Case, got: &[f32]) -> Result<(), Mismatch> {
+        let want = self.expected(case);
+        let first = want
+            .iter()
+            .zip(got)
+            .position(|(w, g)| !self.agrees(case, *g, *w));
+        let Some(index) = first else {
+            return Ok(());
+        };
+        let (expected, got_value) = (want[index], got[index]);
+        let note = match self.layout {
+            _ if got_value.to_bits() == UNWRITTEN.to_bits() => {
+                "no invocation wrote this element".to_owned()
+            }
+            Layout::RowMax if got_value == 0.0 && expected < 0.0 => {
+                "0 is larger than every value of this row: start the max at −inf (params.neg_inf), not 0"
+                    .to_owned()
+            }
+            Layout::RowSoftmax if !got_value.is_finite() => {
+                "inf or NaN: exp overflowed; subtract the row max before exp".to_owned()
+            }
+            Layout::RowSoftmax => {
+                let row = index / case.cols as usize;
+                let cols = case.cols as usize;
+                let total: f64 = got[row * cols..(row + 1) * cols]
+                    .iter()
+                    .map(|v| f64::from(*v))
+                    .sum();
+                if (total - 1.0).abs() > 1e-3 {
+                    format!(
+                        "row {row}'s outputs do not sum to 1 (they sum to {total:.6}): check the sum of exp"
+                    )
+                } else {
+                    "not this row's softmax".to_owned()
+                }
+            }
+            Layout::Transpose => {
+                let source = case.x.get(index).copied();
+                if source == Some(got_value) && got_value != expected {
+                    format!(
+                        "y[{index}] is the input's element x[{index}]: the tile went out untransposed"
+                    )
+                } else {
+                    String::new()
+                }
+            }
+            Layout::BiasRelu => {
+                let cols = case.cols as usize;
+                format!(
+                    "element {index} is row {}, column {}: it takes bias[{}]",
+                    index / cols,
+                    index % cols,
+                    index % cols
+                )
+            }
+            _ => String::new(),
+        };
+        Err(Mismatch {
+            case: case.name.clone(),
+            index,
+            expected,
+            got: got_value,
+            note,
+        })
+    }
+}
+
+/// Where a diagnostic points.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    /// 1-based, when known.
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub message: String,
+}
+
+impl std::fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "line {l}, column {c}: {}", self.message),
+            (Some(l), None) => write!(f, "line {l}: {}", self.message),
+            _ => f.write_str(&self.message),
+        }
+    }
+}
+
+/// The first element that disagrees with the reference.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Mismatch {
+    pub case: String,
+    pub index: usize,
+    pub expected: f32,
+    pub got: f32,
+    /// What the mistake probably is (may be empty).
+    pub note: String,
+}
+
+/// What a check came to.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub enum Verdict {
+    /// Rejected by naga or by the device's validation.
+    Invalid(Diagnostic),
+    Mismatch(Mismatch),
+    /// Did not finish within the budget; the device was abandoned.
+    TimedOut {
+        case: String,
+        budget_ms: u64,
+    },
+    /// Something else went wrong (no device, device lost, readback failed).
+    Failed(String),
+    Passed {
+        cases: usize,
+    },
+}
+
+impl Verdict {
+    pub fn passed(&self) -> bool {
+        matches!(self, Self::Passed { .. })
+    }
+
+    /// One paragraph for the learner.
+    pub fn message(&self) -> String {
+        match self {
+            Self::Invalid(d) => format!("does not compile: {d}"),
+            Self::Mismatch(m) => {
+                let mut text = format!(
+                    "wrong on \"{}\": at index {} expected {:e}, got {:e}",
+                    m.case, m.index, m.expected, m.got
+                );
+                if !m.note.is_empty() {
+                    text.push_str(" — ");
+                    text.push_str(&m.note);
+                }
+                text
+            }
+            Self::TimedOut { case, budget_ms } => format!(
+                "did not finish within {budget_ms} ms on \"{case}\" (an endless loop?). \
+                 The kernel was abandoned and a fresh GPU device is used from now on."
+            ),
+            Self::Failed(why) => format!("could not run: {why}"),
+            Self::Passed { cases } => format!("passes all {cases} cases"),
+        }
+    }
+}
+
+fn location(loc: Option<naga::SourceLocation>) -> (Option<u32>, Option<u32>) {
+    loc.map_or((None, None), |l| {
+        (Some(l.line_number), Some(l.line_position))
+    })
+}
+
+/// Parses and validates with naga, then checks the entry point the harness
+/// calls: `main`, a compute shader with the exercise's workgroup size.
+pub fn validate(exercise: &KernelExercise, source: &str) -> Result<(), Diagnostic> {
+    let module = naga::front::wgsl::parse_str(source).map_err(|err| {
+        let (line, column) = location(err.location(source));
+        Diagnostic {
+            line,
+            column,
+            message: err.message().to_owned(),
+        }
+    })?;
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .map_err(|err| {
+        let (line, column) = location(err.location(source));
+        let mut message = err.as_inner().to_string();
+        let mut source_err = std::error::Error::source(err.as_inner());
+        while let Some(inner) = source_err {
+            message.push_str(": ");
+            message.push_str(&inner.to_string());
+            source_err = inner.source();
+        }
+        Diagnostic {
+            line,
+            column,
+            message,
+        }
+    })?;
+    let want = exercise.layout.workgroup_size();
+    let entry = module
+        .entry_points
+        .iter()
+        .find(|e| e.name == "main" && e.stage == naga::ShaderStage::Compute)
+        .ok_or_else(|| Diagnostic {
+            line: None,
+            column: None,
+            message: "the harness calls a compute entry point named `main`; there is none"
+                .to_owned(),
+        })?;
+    if entry.workgroup_size != want {
+        let shown = match want {
+            [x, 1, 1] => format!("{x}"),
+            [x, y, _] => format!("{x}, {y}"),
+        };
+        return Err(Diagnostic {
+            line: None,
+            column: None,
+            message: format!(
+                "the harness dispatches @workgroup_size({shown}); `main` has {:?}",
+                entry.workgroup_size
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Devices abandoned with a kernel still running on them. Dropping one would
+/// wait for that kernel (forever); they are kept here until the process ends.
+#[cfg(not(target_arch = "wasm32"))]
+static ABANDONED: Mutex<Vec<Gpu>> = Mutex::new(Vec::new());
+
+/// Runs checks on a device of its own (never the one that draws the UI, so a
+/// runaway kernel cannot stall the frame).
+pub struct Checker {
+    gpu: Option<Gpu>,
+    /// Per case.
+    pub budget: web_time::Duration,
+    /// Set when a kernel timed out: the device must be replaced.
+    poisoned: bool,
+}
+
+impl Checker {
+    pub fn new(gpu: Gpu) -> Self {
+        Self {
+            gpu: Some(gpu),
+            budget: web_time::Duration::from_secs(3),
+            poisoned: false,
+        }
+    }
+
+    /// A checker on a fresh device (native only: the web cannot block).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn request_blocking() -> Result<Self, String> {
+        Gpu::request_blocking()
+            .map(Self::new)
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn gpu(&self) -> Option<&Gpu> {
+        self.gpu.as_ref()
+    }
+
+    /// Whether the last check left the device unusable.
+    pub fn needs_recovery(&self) -> bool {
+        self.poisoned || self.gpu.is_none()
+    }
+
+    /// Abandons the device a runaway kernel still occupies and makes a new one.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn recover(&mut self) -> Result<(), String> {
+        if let Some(old) = self.gpu.take()
+            && let Ok(mut graveyard) = ABANDONED.lock()
+        {
+            graveyard.push(old);
+        }
+        let gpu = Gpu::request_blocking().map_err(|e| e.to_string())?;
+        self.gpu = Some(gpu);
+        self.poisoned = false;
+        Ok(())
+    }
+
+    /// Starts checking `source`; poll the job until it answers.
+    pub fn start(&mut self, exercise: &'static KernelExercise, source: &str) -> CheckJob {
+        let mut job = CheckJob {
+            exercise,
+            state: State::Done(None),
+            cases: exercise.cases(),
+            next: 0,
+            budget: self.budget,
+        };
+        if let Err(d) = validate(exercise, source) {
+            job.state = State::Done(Some(Verdict::Invalid(d)));
+            return job;
+        }
+        let Some(gpu) = self.gpu.clone().filter(|_| !self.poisoned) else {
+            job.state = State::Done(Some(Verdict::Failed(
+                "no usable GPU device (the last one was abandoned; recover first)".to_owned(),
+            )));
+            return job;
+        };
+        match compile(&gpu, exercise.layout, source) {
+            Ok(pipeline) => {
+                job.state = State::Ready { gpu, pipeline };
+            }
+            Err(verdict) => job.state = State::Done(Some(verdict)),
+        }
+        job
+    }
+
+    /// [`Self::start`], then waits (native: CLI and tests). Recovers the
+    /// device itself after a timeout.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn check_blocking(&mut self, exercise: &'static KernelExercise, source: &str) -> Verdict {
+        let mut job = self.start(exercise, source);
+        let verdict = loop {
+            if let Some(v) = job.poll() {
+                break v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        if job.timed_out() {
+            self.poisoned = true;
+            if let Err(err) = self.recover() {
+                log::error!("recreating the GPU device failed: {err}");
+            }
+        }
+        verdict
+    }
+
+    /// Tells the checker that a job it started timed out (the app polls jobs
+    /// itself, then calls this and [`Self::recover`]).
+    pub fn mark_poisoned(&mut self) {
+        self.poisoned = true;
+    }
+}
+
+struct Pipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+fn compile(gpu: &Gpu, layout: Layout, source: &str) -> Result<Arc<Pipeline>, Verdict> {
+    let device = &gpu.device;
+    let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    };
+    let mut entries = vec![
+        wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        },
+        storage(1, true),
+        storage(2, false),
+    ];
+    if layout == Layout::BiasRelu {
+        entries.push(storage(3, true));
+    }
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("exercise bindings"),
+        entries: &entries,
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("exercise"),
+        bind_group_layouts: &[Some(&bind_layout)],
+        immediate_size: 0,
+    });
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("your kernel"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("your kernel"),
+        layout: Some(&pipeline_layout),
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(err) = pollster::block_on(scope.pop()) {
+        return Err(Verdict::Invalid(Diagnostic {
+            line: None,
+            column: None,
+            message: format!("the device rejected it: {err}"),
+        }));
+    }
+    #[cfg(target_arch = "wasm32")]
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Some(err) = scope.pop().await {
+            log::error!("your kernel: {err}");
+        }
+    });
+    Ok(Arc::new(Pipeline {
+        pipeline,
+        layout: bind_layout,
+    }))
+}
+
+enum State {
+    Ready {
+        gpu: Gpu,
+        pipeline: Arc<Pipeline>,
+    },
+    Running {
+        gpu: Gpu,
+        pipeline: Arc<Pipeline>,
+        readback: wgpu::Buffer,
+        receiver: Receiver,
+        started: web_time::Instant,
+    },
+    Done(Option<Verdict>),
+}
+
+/// A check in flight: one case at a time, never blocking.
+pub struct CheckJob {
+    exercise: &'static KernelExercise,
+    state: State,
+    cases: Vec<Case>,
+    next: usize,
+    budget: web_time::Duration,
+}
+
+impl CheckJob {
+    /// Which case is running, of how many (for a progress bar).
+    pub fn progress(&self) -> (usize, usize) {
+        (self.next, self.cases.len())
+    }
+
+    /// Whether the job ended by timing out (its device must be abandoned).
+    pub fn timed_out(&self) -> bool {
+        matches!(self.state, State::Done(Some(Verdict::TimedOut { .. })))
+    }
+
+    /// Advances without blocking; the verdict once there is one.
+    pub fn poll(&mut self) -> Option<Verdict> {
+        loop {
+            match std::mem::replace(&mut self.state, State::Done(None)) {
+                State::Done(verdict) => {
+                    self.state = State::Done(verdict.clone());
+                    return verdict;
+                }
+                State::Ready { gpu, pipeline } => {
+                    if self.next == self.cases.len() {
+                        self.state = State::Done(Some(Verdict::Passed {
+                            cases: self.cases.len(),
+                        }));
+                        continue;
+                    }
+                    self.state = match self.submit(&gpu, &pipeline) {
+                        Ok((readback, receiver)) => State::Running {
+                            gpu,
+                            pipeline,
+                            readback,
+                            receiver,
+                            started: web_time::Instant::now(),
+                        },
+                        Err(verdict) => State::Done(Some(verdict)),
+                    };
+                }
+                State::Running {
+                    gpu,
+                    pipeline,
+                    readback,
+                    receiver,
+                    started,
+                } => {
+                    let _ = gpu.device.poll(wgpu::PollType::Poll);
+                    match receiver.try_recv() {
+                        Ok(Ok(())) => {
+                            let case = &self.cases[self.next];
+                            let got = read_f32(&readback);
+                            self.next += 1;
+                            match got.and_then(|got| {
+                                self.exercise.judge(case, &got).map_err(Verdict::Mismatch)
+                            }) {
+                                Ok(()) => self.state = State::Ready { gpu, pipeline },
+                                Err(verdict) => self.state = State::Done(Some(verdict)),
+                            }
+                        }
+                        Ok(Err(err)) => {
+                            self.state = State::Done(Some(Verdict::Failed(format!(
+                                "reading the output back failed: {err}"
+                            ))));
+                        }
+                        Err(mpsc::TryRecvError::Disconnected) => {
+                            self.state = State::Done(Some(Verdict::Failed(
+                                "the GPU device was lost".to_owned(),
+                            )));
+                        }
+                        Err(mpsc::TryRecvError::Empty) if started.elapsed() > self.budget => {
+                            self.state = State::Done(Some(Verdict::TimedOut {
+                                case: self.cases[self.next].name.clone(),
+                                budget_ms: self.budget.as_millis() as u64,
+                            }));
+                        }
+                        Err(mpsc::TryRecvError::Empty) => {
+                            self.state = State::Running {
+                                gpu,
+                                pipeline,
+                                readback,
+                                receiver,
+                                started,
+                            };
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Uploads the next case, dispatches, and asks for the output back.
+    fn submit(&self, gpu: &Gpu, pipeline: &Pipeline) -> Result<(wgpu::Buffer, Receiver), Verdict> {
+        let case = &self.cases[self.next];
+        let device = &gpu.device;
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let words = [
+            case.rows,
+            case.cols,
+            case.x.len() as u32,
+            f32::NEG_INFINITY.to_bits(),
+        ];
+        let init = |label: &str, contents: &[u8], usage: wgpu::BufferUsages| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage,
+            })
+        };
+        let params = init(
+            "params",
+            bytemuck::cast_slice(&words),
+            wgpu::BufferUsages::UNIFORM,
+        );
+        let x = init(
+            "x",
+            bytemuck::cast_slice(&case.x),
+            wgpu::BufferUsages::STORAGE,
+        );
+        // Elements no invocation writes keep a marker, reported as such.
+        let out_len = self.exercise.output_len(case);
+        let marker = vec![UNWRITTEN; out_len];
+        let y = init(
+            "y",
+            bytemuck::cast_slice(&marker),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        );
+        let bias_values = if case.bias.is_empty() {
+            vec![0.0f32]
+        } else {
+            case.bias.clone()
+        };
+        let bias = init(
+            "bias",
+            bytemuck::cast_slice(&bias_values),
+            wgpu::BufferUsages::STORAGE,
+        );
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("y readback"),
+            size: (out_len * 4) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut entries = vec![
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: params.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: x.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: y.as_entire_binding(),
+            },
+        ];
+        if self.exercise.layout == Layout::BiasRelu {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 3,
+                resource: bias.as_entire_binding(),
+            });
+        }
+        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("exercise"),
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("your kernel"),
+        });
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&pipeline.pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            let (wx, wy, wz) = self.exercise.workgroups(case);
+            pass.dispatch_workgroups(wx, wy, wz);
+        }
+        encoder.copy_buffer_to_buffer(&y, 0, &readback, 0, None);
+        gpu.queue.submit([encoder.finish()]);
+        let (sender, receiver) = mpsc::channel();
+        readback.map_async(wgpu::MapMode::Read, .., move |result| {
+            let _ = sender.send(result);
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(err) = pollster::block_on(scope.pop()) {
+            return Err(Verdict::Failed(format!(
+                "the device rejected the run: {err}"
+            )));
+        }
+        #[cfg(target_arch = "wasm32")]
+        drop(scope);
+        Ok((readback, receiver))
+    }
+}
+
+type Receiver = mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>;
+
+/// What an output element holds if no invocation wrote it (a NaN pattern no
+/// arithmetic produces).
+const UNWRITTEN: f32 = f32::from_bits(0x7fc0_0bad);
+
+fn read_f32(buffer: &wgpu::Buffer) -> Result<Vec<f32>, Verdict> {
+    let view = buffer
+        .get_mapped_range(..)
+        .map_err(|e| Verdict::Failed(e.to_string()))?;
+    let values = bytemuck::cast_slice::<u8, f32>(&view).to_vec();
+    drop(view);
+    buffer.unmap();
+    Ok(values)
+}

@@ -1,0 +1,44 @@
+// Known wrong: the merge adds the two sums without rescaling them to the
+// new max (s = sa + sb), so partial sums taken against different maxima mix.
+struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+var<workgroup> part_m: array<f32, 256>;
+var<workgroup> part_s: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) tid: u32,
+        @builtin(workgroup_id) wg: vec3<u32>) {
+    let base = wg.x * params.cols;
+    var m = params.neg_inf;
+    var s = 0.0;
+    for (var c = tid; c < params.cols; c += 256u) {
+        let v = x[base + c];
+        if (v == params.neg_inf) {
+            continue;
+        }
+        if (v > m) {
+            s = s * exp(m - v) + 1.0;
+            m = v;
+        } else {
+            s += exp(v - m);
+        }
+    }
+    part_m[tid] = m;
+    part_s[tid] = s;
+    for (var stride = 128u; stride > 0u; stride >>= 1u) {
+        workgroupBarrier();
+        if (tid < stride) {
+            part_s[tid] = part_s[tid] + part_s[tid + stride];
+            part_m[tid] = max(part_m[tid], part_m[tid + stride]);
+        }
+    }
+    workgroupBarrier();
+    let row_max = part_m[0];
+    let total = part_s[0];
+    for (var c = tid; c < params.cols; c += 256u) {
+        y[base + c] = exp(x[base + c] - row_max) / total;
+    }
+}

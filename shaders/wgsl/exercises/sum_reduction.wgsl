@@ -1,0 +1,29 @@
+// Exercise: sum reduction.
+//
+// The harness provides (keep these declarations as they are):
+//   params.n       how many values x holds (1 up to 2^20)
+//   params.neg_inf −inf (WGSL has no infinity literal)
+//   x              the input, params.n values
+//   y              one value: write the sum of x into y[0]
+// It dispatches ONE workgroup: @workgroup_size(256), dispatchWorkgroups(1).
+// So each of the 256 invocations must add up many elements.
+// Checked on n = 1, 2, 255, 256, 257, 1023, 1025, 100000, and on ±inf.
+struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+var<workgroup> partial: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) tid: u32) {
+    // TODO 1. Add x[tid], x[tid + 256], x[tid + 512], … (while < params.n)
+    //         into a private total.
+    // TODO 2. partial[tid] = total; then halve: for stride 128, 64, …, 1,
+    //         if tid < stride, partial[tid] += partial[tid + stride],
+    //         with workgroupBarrier() before every step.
+    // TODO 3. Invocation 0 writes partial[0] to y[0].
+    if (tid == 0u) {
+        y[0] = 0.0;
+    }
+}
