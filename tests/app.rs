@@ -340,3 +340,97 @@ fn a_mixed_precision_scenario_trains_both_sides_and_shows_what_was_lost() {
         harness.snapshot("mixed_precision_fp16_no_scaling");
     }
 }
+
+#[test]
+fn a_broken_kernel_shows_its_diagnostic_and_a_correct_one_passes() {
+    use dlsys_shaders::exercises::exercise;
+    let storage = MemoryStorage::default();
+    let (mut harness, gpu) = app_harness("write_kernels", &storage, Some("write_kernels"));
+    harness.run();
+    let ex = exercise("sum_reduction").unwrap();
+    let editor = "WGSL kernel for Sum reduction";
+    // A type error on a known line: naga's diagnostic names it, no GPU needed.
+    let broken = ex.reference.replace("var total = 0.0;", "var total = 0u;");
+    let line = broken
+        .lines()
+        .position(|l| l.contains("total += x[i]"))
+        .unwrap()
+        + 1;
+    harness
+        .get_by_role_and_label(Role::TextInput, editor)
+        .set_text_value_accesskit(&broken);
+    harness.run();
+    click_visible(&mut harness, "Check");
+    harness.run();
+    assert!(
+        harness
+            .query_by_label_contains(&format!("does not compile: line {line}"))
+            .is_some(),
+        "no diagnostic at line {line}"
+    );
+    // The offending line itself is shown under the message.
+    let excerpt = format!("line {line}: total += x[i];");
+    assert!(harness.query_by_label(&excerpt).is_some(), "{excerpt}");
+    if gpu {
+        harness.snapshot("write_kernels_diagnostic");
+    }
+    // The learner's code is saved soon after the edit, without closing the app.
+    let flushes = *storage.flushes.lock().unwrap();
+    let mut frames = 0;
+    while *storage.flushes.lock().unwrap() == flushes {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        harness.run_steps(1);
+        frames += 1;
+        assert!(frames < 200, "the edit was never saved");
+    }
+    let saved = storage
+        .map
+        .lock()
+        .unwrap()
+        .get(dlsys_lab::persist::STORAGE_KEY)
+        .cloned()
+        .unwrap();
+    assert!(saved.contains("var total = 0u;"), "the edit is in the save");
+    // Reset asks first; keeping the code keeps it.
+    click_visible(&mut harness, "Reset to template…");
+    harness.run();
+    harness.get_by_label("Keep my code").click();
+    harness.run();
+    assert!(
+        harness
+            .get_by_role_and_label(Role::TextInput, editor)
+            .value()
+            .is_some_and(|v| v.contains("var total = 0u;"))
+    );
+    // Now a correct kernel: it runs on the GPU against every case.
+    harness
+        .get_by_role_and_label(Role::TextInput, editor)
+        .set_text_value_accesskit(ex.reference);
+    harness.run();
+    click_visible(&mut harness, "Check");
+    let mut frames = 0;
+    while harness.state().lesson_busy("write_kernels") {
+        harness.run_steps(1);
+        frames += 1;
+        assert!(frames < 20_000, "the check did not finish");
+    }
+    harness.run();
+    if gpu {
+        assert!(
+            harness
+                .query_by_label_contains("Passed: passes all")
+                .is_some(),
+            "no pass shown"
+        );
+        assert!(harness.query_by_label_contains("✓ Sum reduction").is_some());
+        // Timed against the built-in reduction ladder on the same device.
+        assert!(
+            harness.query_by_label("your kernel").is_some(),
+            "no race table"
+        );
+        assert!(harness.query_by_label("reduce-sum/grid-stride").is_some());
+        assert!(harness.query_by_label_contains("Yours ranks").is_some());
+    } else {
+        assert!(harness.query_by_label_contains("Valid WGSL").is_some());
+    }
+}

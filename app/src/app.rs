@@ -314,7 +314,9 @@ impl DlsysApp {
             if response.clicked() {
                 open = Some(lesson.id());
             }
-            let progress = if exercises.is_empty() {
+            let progress = if let Some(note) = lesson.progress_note(lang) {
+                note
+            } else if exercises.is_empty() {
                 text.get(lang, "app.no_exercises").to_owned()
             } else {
                 let solved = self
@@ -426,15 +428,20 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
 }
 
 impl eframe::App for DlsysApp {
-    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+    fn logic(&mut self, ctx: &egui::Context, frame: &mut eframe::Frame) {
         self.selftest_logic(ctx);
         self.route_logic();
         let env = Env {
             gpu: &self.gpu,
             lang: self.state.lang,
         };
+        let mut save = false;
         for lesson in &mut self.lessons {
             lesson.logic(ctx, &env);
+            save |= lesson.take_save_request();
+        }
+        if save {
+            self.save_now(frame);
         }
     }
 

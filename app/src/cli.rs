@@ -117,6 +117,9 @@ pub enum Command {
         file: Option<std::path::PathBuf>,
         #[arg(long)]
         json: bool,
+        /// After a pass, skip timing your kernel against the built-in ladder.
+        #[arg(long)]
+        no_race: bool,
     },
     /// Your progress on the Rust exercise track (exercises/learn/): runs
     /// `cargo test -p dlsys-exercises` and shows which pass and what is next.
@@ -295,9 +298,12 @@ pub fn run(command: Command) -> Result<ExitCode, String> {
         Command::GpuInfo { json } => gpu_info(json),
         Command::Check { json, seeds } => check(json, seeds),
         Command::Lessons { json } => lessons(json),
-        Command::WgslExercise { id, file, json } => {
-            wgsl_exercise(id.as_deref(), file.as_deref(), json)
-        }
+        Command::WgslExercise {
+            id,
+            file,
+            json,
+            no_race,
+        } => wgsl_exercise(id.as_deref(), file.as_deref(), json, !no_race),
         Command::Exercises { json, root } => crate::track::run(json, root.as_deref()),
         Command::Bench {
             what:
@@ -520,6 +526,7 @@ fn wgsl_exercise(
     id: Option<&str>,
     file: Option<&std::path::Path>,
     json: bool,
+    race: bool,
 ) -> Result<ExitCode, String> {
     let Some(id) = id else {
         for ex in &kernel_exercises::EXERCISES {
@@ -546,6 +553,16 @@ fn wgsl_exercise(
     let mut checker = Checker::request_blocking()
         .map_err(|e| format!("checking a kernel needs a GPU adapter: {e}"))?;
     let verdict = checker.check_blocking(ex, &source);
+    let raced = match checker.gpu() {
+        Some(gpu) if race && verdict.passed() => Some(kernel_exercises::race_blocking(
+            gpu,
+            ex,
+            &source,
+            5,
+            checker.budget,
+        )),
+        _ => None,
+    };
     if json {
         println!(
             "{}",
@@ -554,10 +571,31 @@ fn wgsl_exercise(
                 "passed": verdict.passed(),
                 "message": verdict.message(),
                 "verdict": verdict,
+                "race": raced.as_ref().map(|r| r.as_ref().map_err(String::as_str)),
             }))?
         );
     } else {
         println!("{}: {}", ex.id, verdict.message());
+        match &raced {
+            Some(Ok(race)) => {
+                println!(
+                    "against the built-in kernels on {} (median of {} trials, CPU clock per trial):",
+                    race.problem, race.trials
+                );
+                for (i, lap) in race.laps.iter().enumerate() {
+                    println!(
+                        "  {:>2}. {:<26} {:>9.3} ms {:>8.2} GB/s",
+                        i + 1,
+                        lap.kernel,
+                        lap.median_ns / 1e6,
+                        lap.gb_per_s
+                    );
+                }
+                println!("yours ranks {} of {}", race.rank(), race.laps.len());
+            }
+            Some(Err(err)) => println!("timing failed: {err}"),
+            None => {}
+        }
     }
     Ok(if verdict.passed() {
         ExitCode::SUCCESS

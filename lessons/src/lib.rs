@@ -13,6 +13,7 @@ pub mod gpu_kernels;
 pub mod mixed_precision;
 pub mod theme;
 pub mod welcome;
+pub mod write_kernels;
 
 use dlsys_core::exercise::Exercise;
 pub use dlsys_core::text::{Catalog, Lang};
@@ -89,9 +90,22 @@ pub trait Lesson {
         false
     }
 
+    /// The sidebar's progress line for a lesson whose exercises are not the
+    /// shell's (`None`: the shell counts [`Lesson::exercises`]).
+    fn progress_note(&self, _lang: Lang) -> Option<String> {
+        None
+    }
+
     /// The lesson's exercises, rendered by the shell's exercise panel.
     fn exercises(&self) -> &'static [Exercise] {
         &[]
+    }
+
+    /// Whether the lesson wants its state written now (not only on the
+    /// auto-save interval), e.g. after the learner edited code. Asking
+    /// clears the request.
+    fn take_save_request(&mut self) -> bool {
+        false
     }
 
     /// The lesson's persistent state as RON (`None`: nothing to keep).
@@ -131,6 +145,7 @@ pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
         ("autograd_mlp", autograd_mlp::text()),
         ("mixed_precision", mixed_precision::text()),
         ("gpu_kernels", gpu_kernels::text()),
+        ("write_kernels", write_kernels::text()),
     ]
 }
 
@@ -142,6 +157,7 @@ pub fn all() -> Vec<Box<dyn Lesson>> {
         Box::new(autograd_mlp::AutogradMlp::default()),
         Box::new(mixed_precision::MixedPrecision::default()),
         Box::new(gpu_kernels::GpuKernels::default()),
+        Box::new(write_kernels::WriteKernels::default()),
     ]
 }
 

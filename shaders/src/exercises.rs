@@ -15,7 +15,9 @@
 use std::sync::Mutex;
 use std::sync::{Arc, mpsc};
 
-use dlsys_core::kernels::{ReduceOp, reduce_reference, softmax_reference};
+use dlsys_core::kernels::{
+    Kernel, ReduceKind, ReduceOp, SoftmaxKind, reduce_reference, softmax_reference,
+};
 use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
 use wgpu::util::DeviceExt as _;
 
@@ -859,6 +861,21 @@ impl CheckJob {
 
     /// Uploads the next case, dispatches, and asks for the output back.
     fn submit(&self, gpu: &Gpu, pipeline: &Pipeline) -> Result<(wgpu::Buffer, Receiver), Verdict> {
+        let (readback, receiver, _, _) = self.submit_with(gpu, pipeline, true)?;
+        match (readback, receiver) {
+            (Some(readback), Some(receiver)) => Ok((readback, receiver)),
+            _ => Err(Verdict::Failed("no readback".to_owned())),
+        }
+    }
+
+    /// Uploads the next case and dispatches; with `readback`, also copies the
+    /// output out and maps it.
+    fn submit_with(
+        &self,
+        gpu: &Gpu,
+        pipeline: &Pipeline,
+        readback: bool,
+    ) -> Result<Submitted, Verdict> {
         let case = &self.cases[self.next];
         let device = &gpu.device;
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -903,11 +920,13 @@ impl CheckJob {
             bytemuck::cast_slice(&bias_values),
             wgpu::BufferUsages::STORAGE,
         );
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("y readback"),
-            size: (out_len * 4) as u64,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
+        let readback = readback.then(|| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("y readback"),
+                size: (out_len * 4) as u64,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
         });
         let mut entries = vec![
             wgpu::BindGroupEntry {
@@ -944,11 +963,18 @@ impl CheckJob {
             let (wx, wy, wz) = self.exercise.workgroups(case);
             pass.dispatch_workgroups(wx, wy, wz);
         }
-        encoder.copy_buffer_to_buffer(&y, 0, &readback, 0, None);
-        gpu.queue.submit([encoder.finish()]);
-        let (sender, receiver) = mpsc::channel();
-        readback.map_async(wgpu::MapMode::Read, .., move |result| {
-            let _ = sender.send(result);
+        if let Some(readback) = &readback {
+            encoder.copy_buffer_to_buffer(&y, 0, readback, 0, None);
+        }
+        let commands = encoder.finish();
+        let submitted_at = web_time::Instant::now();
+        let index = gpu.queue.submit([commands]);
+        let receiver = readback.as_ref().map(|readback| {
+            let (sender, receiver) = mpsc::channel();
+            readback.map_async(wgpu::MapMode::Read, .., move |result| {
+                let _ = sender.send(result);
+            });
+            receiver
         });
         #[cfg(not(target_arch = "wasm32"))]
         if let Some(err) = pollster::block_on(scope.pop()) {
@@ -958,11 +984,20 @@ impl CheckJob {
         }
         #[cfg(target_arch = "wasm32")]
         drop(scope);
-        Ok((readback, receiver))
+        Ok((readback, receiver, index, submitted_at))
     }
 }
 
 type Receiver = mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>;
+
+/// The readback buffer and its channel (when asked for), the submission, and
+/// when it was submitted.
+type Submitted = (
+    Option<wgpu::Buffer>,
+    Option<Receiver>,
+    wgpu::SubmissionIndex,
+    web_time::Instant,
+);
 
 /// What an output element holds if no invocation wrote it (a NaN pattern no
 /// arithmetic produces).
@@ -976,4 +1011,173 @@ fn read_f32(buffer: &wgpu::Buffer) -> Result<Vec<f32>, Verdict> {
     drop(view);
     buffer.unmap();
     Ok(values)
+}
+
+/// One line of a race: a kernel and its median time on the bench problem.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Lap {
+    /// `yours`, or the built-in kernel's id.
+    pub kernel: String,
+    pub median_ns: f64,
+    /// Bytes each kernel must at least move (input read once, output written
+    /// once) ÷ median time.
+    pub gb_per_s: f64,
+}
+
+/// The learner's kernel against the built-in ladder on one bench problem.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Race {
+    pub problem: String,
+    pub trials: u32,
+    /// Fastest first.
+    pub laps: Vec<Lap>,
+}
+
+impl Race {
+    /// 1-based place of the learner's kernel.
+    pub fn rank(&self) -> usize {
+        self.laps
+            .iter()
+            .position(|l| l.kernel == "yours")
+            .map_or(0, |i| i + 1)
+    }
+}
+
+impl KernelExercise {
+    /// The problem kernels race on: 1024 × 1024 values (4 MiB).
+    pub fn bench_case(&self) -> Case {
+        let mut rng = StdRng::seed_from_u64(11);
+        let (rows, cols) = (1024u32, 1024u32);
+        let mut case = Case::new(
+            format!("{rows} × {cols}"),
+            rows,
+            cols,
+            uniform(&mut rng, (rows * cols) as usize, -4.0, 4.0),
+        );
+        if self.layout == Layout::BiasRelu {
+            case.bias = uniform(&mut rng, cols as usize, -1.0, 1.0);
+        }
+        case
+    }
+
+    /// The built-in kernels that do the same job (always with the copy
+    /// kernel, the bandwidth ceiling).
+    pub fn ladder(&self) -> Vec<Kernel> {
+        let mut kernels = vec![Kernel::Copy];
+        match self.layout {
+            Layout::Sum => {
+                kernels.extend(ReduceKind::ALL.map(|k| Kernel::Reduce(k, ReduceOp::Sum)));
+            }
+            // The ladder reduces the whole array; the bytes are the same.
+            Layout::RowMax => {
+                kernels.extend(ReduceKind::ALL.map(|k| Kernel::Reduce(k, ReduceOp::Max)));
+            }
+            Layout::RowSoftmax => kernels.extend(SoftmaxKind::ALL.map(Kernel::Softmax)),
+            Layout::BiasRelu | Layout::Transpose => {}
+        }
+        kernels
+    }
+
+    /// Bytes the kernel must at least move on `case`.
+    pub fn min_bytes(&self, case: &Case) -> u64 {
+        let input = case.x.len() + case.bias.len();
+        (4 * (input + self.output_len(case))) as u64
+    }
+}
+
+/// Times the learner's (already checked) kernel and the ladder on the same
+/// device: `trials` timed runs after one warm-up, each its own submission
+/// timed on the CPU clock (timestamps proved unreliable on CPU adapters).
+/// Blocking: run it off the UI thread.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn race_blocking(
+    gpu: &Gpu,
+    exercise: &'static KernelExercise,
+    source: &str,
+    trials: u32,
+    budget: web_time::Duration,
+) -> Result<Race, String> {
+    let pipeline = compile(gpu, exercise.layout, source).map_err(|v| v.message())?;
+    let case = exercise.bench_case();
+    let job = CheckJob {
+        exercise,
+        state: State::Done(None),
+        cases: vec![case.clone()],
+        next: 0,
+        budget,
+    };
+    let mut times = Vec::new();
+    for trial in 0..=trials {
+        let (_, _, index, started) = job
+            .submit_with(gpu, &pipeline, false)
+            .map_err(|v| v.message())?;
+        gpu.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: Some(budget),
+            })
+            .map_err(|err| match err {
+                wgpu::PollError::Timeout => format!(
+                    "your kernel took over {} ms on the {} bench problem",
+                    budget.as_millis(),
+                    case.name
+                ),
+                other => other.to_string(),
+            })?;
+        let elapsed = started.elapsed().as_nanos() as f64;
+        if trial > 0 {
+            times.push(elapsed);
+        }
+    }
+    let bytes = exercise.min_bytes(&case) as f64;
+    let yours = median(&mut times);
+    let mut laps = vec![Lap {
+        kernel: "yours".to_owned(),
+        median_ns: yours,
+        gb_per_s: bytes / yours,
+    }];
+    let mut runner = crate::KernelRunner::new(gpu.clone());
+    let problem = dlsys_core::kernels::Problem {
+        rows: case.rows,
+        cols: case.cols,
+    };
+    for kernel in exercise.ladder() {
+        if runner.supports(kernel).is_err() {
+            continue;
+        }
+        let spec = crate::RunSpec {
+            kernel,
+            problem,
+            warmup: 1,
+            trials,
+            instrumented: false,
+        };
+        let output = runner.start(spec, &case.x).and_then(crate::Job::wait)?;
+        let ns = output.median_ns();
+        let min_bytes = match kernel {
+            Kernel::Reduce(..) => 4 * (case.x.len() + 1),
+            _ => 8 * case.x.len(),
+        } as f64;
+        laps.push(Lap {
+            kernel: kernel.id(),
+            median_ns: ns,
+            gb_per_s: min_bytes / ns,
+        });
+    }
+    laps.sort_by(|a, b| a.median_ns.total_cmp(&b.median_ns));
+    Ok(Race {
+        problem: case.name,
+        trials,
+        laps,
+    })
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }

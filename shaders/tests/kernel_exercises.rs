@@ -94,3 +94,35 @@ fn bindings_the_harness_does_not_provide_are_reported_by_the_device() {
     // The checker still works afterwards.
     assert!(c.check_blocking(ex, ex.reference).passed());
 }
+
+#[test]
+fn a_passing_kernel_races_the_built_in_ladder() {
+    let Some(c) = checker("race") else {
+        return;
+    };
+    let ex = exercise("safe_softmax").unwrap();
+    let race = dlsys_shaders::exercises::race_blocking(
+        c.gpu().unwrap(),
+        ex,
+        ex.reference,
+        2,
+        web_time::Duration::from_secs(30),
+    )
+    .unwrap();
+    assert_eq!(race.problem, "1024 × 1024");
+    let names: Vec<&str> = race.laps.iter().map(|l| l.kernel.as_str()).collect();
+    for kernel in ["yours", "copy", "softmax/three-pass", "softmax/online"] {
+        assert!(names.contains(&kernel), "{names:?}");
+    }
+    assert!((1..=race.laps.len()).contains(&race.rank()));
+    assert!(
+        race.laps
+            .windows(2)
+            .all(|w| w[0].median_ns <= w[1].median_ns)
+    );
+    assert!(
+        race.laps
+            .iter()
+            .all(|l| l.median_ns > 0.0 && l.gb_per_s > 0.0)
+    );
+}

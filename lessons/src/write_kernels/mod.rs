@@ -1,0 +1,556 @@
+//! "Write a kernel": the learner writes WGSL kernels in an editor and the
+//! checker in `dlsys_shaders::exercises` judges them — naga diagnostics at
+//! their line, the device's validation inside an error scope, adversarial
+//! cases against the CPU reference — on a GPU device of its own, polled
+//! without blocking a frame, with a time budget for runaway kernels.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::LazyLock;
+
+use dlsys_core::text::{Catalog, Lang};
+use dlsys_shaders::exercises::{
+    CheckJob, Checker, EXERCISES, KernelExercise, Race, Verdict, validate,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::{Env, GpuStatus, Lesson, theme};
+
+mod editor;
+
+static TEXT: LazyLock<Catalog> =
+    LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/write_kernels.ron")));
+
+/// The lesson's prose.
+pub fn text() -> &'static Catalog {
+    &TEXT
+}
+
+/// What survives a restart: the learner's code per exercise, which pass.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Saved {
+    pub selected: String,
+    pub code: BTreeMap<String, String>,
+    pub passed: BTreeSet<String>,
+}
+
+/// The checker's device: made off the UI thread (native), replaced after a
+/// runaway kernel.
+enum Device {
+    Idle,
+    #[cfg(not(target_arch = "wasm32"))]
+    Starting(std::sync::mpsc::Receiver<Result<Checker, String>>),
+    Ready(Box<Checker>),
+    Unavailable(String),
+}
+
+/// What the result panel shows.
+#[derive(Clone, Debug)]
+enum Shown {
+    Verdict(Verdict),
+    /// Valid WGSL, but no device to run it on.
+    ValidNoGpu(String),
+}
+
+/// Timing the learner's kernel and the ladder (off the UI thread).
+enum RaceState {
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+    Running(std::sync::mpsc::Receiver<Result<Race, String>>),
+    Done(Result<Race, String>),
+}
+
+pub struct WriteKernels {
+    saved: Saved,
+    device: Device,
+    job: Option<(&'static KernelExercise, CheckJob, String)>,
+    /// The last passing kernel timed against the built-in ladder.
+    race: Option<(&'static str, RaceState)>,
+    /// A check asked for while the device was starting.
+    queued: bool,
+    shown: Option<(&'static str, Shown)>,
+    confirm_reset: bool,
+    /// Set when the learner's code changed or an exercise passed; the shell
+    /// saves soon after (so an edit survives a crash).
+    save_requested: Option<web_time::Instant>,
+}
+
+impl Default for WriteKernels {
+    fn default() -> Self {
+        Self {
+            saved: Saved::default(),
+            device: Device::Idle,
+            job: None,
+            race: None,
+            queued: false,
+            shown: None,
+            confirm_reset: false,
+            save_requested: None,
+        }
+    }
+}
+
+impl WriteKernels {
+    fn exercise(&self) -> &'static KernelExercise {
+        EXERCISES
+            .iter()
+            .find(|e| e.id == self.saved.selected)
+            .unwrap_or(&EXERCISES[0])
+    }
+
+    fn code_mut(&mut self, ex: &'static KernelExercise) -> &mut String {
+        self.saved
+            .code
+            .entry(ex.id.to_owned())
+            .or_insert_with(|| ex.template.to_owned())
+    }
+
+    fn solved_line(&self, lang: Lang) -> String {
+        let solved = EXERCISES
+            .iter()
+            .filter(|e| self.saved.passed.contains(e.id))
+            .count();
+        TEXT.fill(
+            lang,
+            "solved",
+            &[("solved", &solved), ("total", &EXERCISES.len())],
+        )
+    }
+
+    /// Starts making the checker's device, if there is none yet.
+    fn ensure_device(&mut self, env: &Env<'_>) {
+        if !matches!(self.device, Device::Idle) {
+            return;
+        }
+        let GpuStatus::Compute(gpu) = env.gpu else {
+            let reason = match env.gpu {
+                GpuStatus::RenderOnly { reason, .. } | GpuStatus::Unavailable { reason } => {
+                    reason.clone()
+                }
+                GpuStatus::Compute(_) => String::new(),
+            };
+            self.device = Device::Unavailable(reason);
+            return;
+        };
+        // Native: a device of its own, so a runaway kernel cannot stall the
+        // frames the app's device draws. The web shares the app's device.
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let _ = gpu;
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = sender.send(Checker::request_blocking());
+            });
+            self.device = Device::Starting(receiver);
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            self.device = Device::Ready(Box::new(Checker::new((**gpu).clone())));
+        }
+    }
+
+    fn start_check(&mut self, env: &Env<'_>) {
+        let ex = self.exercise();
+        let source = self.code_mut(ex).clone();
+        if let Err(diagnostic) = validate(ex, &source) {
+            self.shown = Some((ex.id, Shown::Verdict(Verdict::Invalid(diagnostic))));
+            self.saved.passed.remove(ex.id);
+            return;
+        }
+        self.ensure_device(env);
+        match &mut self.device {
+            Device::Ready(checker) => {
+                self.job = Some((ex, checker.start(ex, &source), source));
+                self.shown = None;
+            }
+            Device::Unavailable(reason) => {
+                self.shown = Some((ex.id, Shown::ValidNoGpu(reason.clone())));
+            }
+            #[cfg(not(target_arch = "wasm32"))]
+            Device::Starting(_) => self.queued = true,
+            Device::Idle => {}
+        }
+    }
+
+    fn finish(&mut self, ex: &'static KernelExercise, verdict: Verdict, source: String) {
+        if verdict.passed() {
+            self.start_race(ex, source);
+            if self.saved.passed.insert(ex.id.to_owned()) {
+                self.save_requested = Some(web_time::Instant::now());
+            }
+        } else {
+            self.saved.passed.remove(ex.id);
+        }
+        if matches!(verdict, Verdict::TimedOut { .. }) {
+            if let Device::Ready(checker) = &mut self.device {
+                checker.mark_poisoned();
+            }
+            self.recover();
+        }
+        self.shown = Some((ex.id, Shown::Verdict(verdict)));
+    }
+
+    /// Times a passing kernel against the built-in kernels on its own thread
+    /// (native; the web has no thread to wait on).
+    fn start_race(&mut self, ex: &'static KernelExercise, source: String) {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Device::Ready(checker) = &self.device
+            && let Some(gpu) = checker.gpu().cloned()
+        {
+            let budget = checker.budget;
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let result = dlsys_shaders::exercises::race_blocking(&gpu, ex, &source, 5, budget);
+                let _ = sender.send(result);
+            });
+            self.race = Some((ex.id, RaceState::Running(receiver)));
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let _ = (ex, source);
+        }
+    }
+
+    fn race_ui(&self, ui: &mut egui::Ui, lang: Lang, ex: &KernelExercise) {
+        let Some((id, state)) = &self.race else {
+            return;
+        };
+        if *id != ex.id {
+            return;
+        }
+        let t = |key| TEXT.get(lang, key);
+        match state {
+            RaceState::Running(_) => {
+                ui.horizontal(|ui| {
+                    ui.spinner();
+                    ui.label(t("timing.running"));
+                });
+            }
+            RaceState::Done(Err(error)) => {
+                ui.colored_label(
+                    theme::warn(ui.visuals()),
+                    TEXT.fill(lang, "timing.error", &[("error", error)]),
+                );
+            }
+            RaceState::Done(Ok(race)) => {
+                ui.strong(TEXT.fill(lang, "timing.heading", &[("problem", &race.problem)]));
+                egui::Grid::new("kernel_race")
+                    .striped(true)
+                    .num_columns(4)
+                    .show(ui, |ui| {
+                        ui.strong("#");
+                        ui.strong(t("timing.kernel"));
+                        ui.strong(t("timing.median"));
+                        ui.strong(t("timing.bandwidth"));
+                        ui.end_row();
+                        for (i, lap) in race.laps.iter().enumerate() {
+                            let mine = lap.kernel == "yours";
+                            let name = if mine {
+                                t("timing.yours").to_owned()
+                            } else {
+                                lap.kernel.clone()
+                            };
+                            let good = theme::good(ui.visuals());
+                            let text = |s: String| {
+                                let r = egui::RichText::new(s);
+                                if mine { r.strong().color(good) } else { r }
+                            };
+                            ui.label(text(format!("{}", i + 1)));
+                            ui.label(text(name));
+                            ui.label(text(format!("{:.3} ms", lap.median_ns / 1e6)));
+                            ui.label(text(format!("{:.2} GB/s", lap.gb_per_s)));
+                            ui.end_row();
+                        }
+                    });
+                ui.weak(TEXT.fill(
+                    lang,
+                    "timing.rank",
+                    &[
+                        ("rank", &race.rank()),
+                        ("count", &race.laps.len()),
+                        ("trials", &race.trials),
+                    ],
+                ));
+            }
+        }
+    }
+
+    /// Abandons the device a runaway kernel holds and starts a fresh one.
+    fn recover(&mut self) {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Device::Ready(checker) = std::mem::replace(&mut self.device, Device::Idle) {
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut checker = *checker;
+                let _ = sender.send(checker.recover().map(|()| checker));
+            });
+            self.device = Device::Starting(receiver);
+        }
+    }
+
+    fn status_ui(&self, ui: &mut egui::Ui, lang: Lang) {
+        if let Some((_, job, _)) = &self.job {
+            let (case, cases) = job.progress();
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(TEXT.fill(
+                    lang,
+                    "status.running",
+                    &[
+                        ("case", &(case + 1).min(cases).to_string()),
+                        ("cases", &cases.to_string()),
+                    ],
+                ));
+            });
+            return;
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        if matches!(self.device, Device::Starting(_)) {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                let recovering = matches!(
+                    &self.shown,
+                    Some((_, Shown::Verdict(Verdict::TimedOut { .. })))
+                );
+                ui.label(TEXT.get(
+                    lang,
+                    if recovering {
+                        "status.recovering"
+                    } else {
+                        "status.starting"
+                    },
+                ));
+            });
+        }
+        if let Device::Unavailable(reason) = &self.device {
+            ui.colored_label(
+                theme::warn(ui.visuals()),
+                TEXT.fill(lang, "status.no_gpu", &[("reason", reason)]),
+            );
+        }
+    }
+
+    fn result_ui(&self, ui: &mut egui::Ui, lang: Lang, ex: &KernelExercise, code: &str) {
+        let Some((id, shown)) = &self.shown else {
+            return;
+        };
+        if *id != ex.id {
+            return;
+        }
+        match shown {
+            Shown::ValidNoGpu(reason) => {
+                ui.colored_label(
+                    theme::warn(ui.visuals()),
+                    TEXT.fill(lang, "status.valid_no_gpu", &[("reason", reason)]),
+                );
+            }
+            Shown::Verdict(verdict) => {
+                let (color, head) = if verdict.passed() {
+                    (theme::good(ui.visuals()), TEXT.get(lang, "status.passed"))
+                } else {
+                    (theme::bad(ui.visuals()), TEXT.get(lang, "status.failed"))
+                };
+                ui.colored_label(color, format!("{head}: {}", verdict.message()));
+                if let Verdict::Invalid(d) = verdict
+                    && let Some(line) = d.line
+                    && let Some(text) = code.lines().nth(line as usize - 1)
+                {
+                    ui.monospace(TEXT.fill(
+                        lang,
+                        "line",
+                        &[("line", &line.to_string()), ("text", &text.trim())],
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl Lesson for WriteKernels {
+    fn id(&self) -> &'static str {
+        "write_kernels"
+    }
+
+    fn title(&self, lang: Lang) -> String {
+        TEXT.get(lang, "title").to_owned()
+    }
+
+    fn summary(&self, lang: Lang) -> String {
+        TEXT.get(lang, "summary").to_owned()
+    }
+
+    fn logic(&mut self, ctx: &egui::Context, env: &Env<'_>) {
+        #[cfg(target_arch = "wasm32")]
+        let _ = env;
+        if self.save_requested.is_some() {
+            ctx.request_repaint_after(web_time::Duration::from_millis(1100));
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Device::Starting(receiver) = &self.device {
+            match receiver.try_recv() {
+                Ok(Ok(checker)) => self.device = Device::Ready(Box::new(checker)),
+                Ok(Err(reason)) => self.device = Device::Unavailable(reason),
+                Err(std::sync::mpsc::TryRecvError::Empty) => ctx.request_repaint(),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.device = Device::Unavailable("the device thread stopped".to_owned());
+                }
+            }
+            if self.queued && !matches!(self.device, Device::Starting(_)) {
+                self.queued = false;
+                self.start_check(env);
+            }
+        }
+        if let Some((_, RaceState::Running(receiver))) = &self.race {
+            match receiver.try_recv() {
+                Ok(result) => {
+                    if let Some((_, state)) = &mut self.race {
+                        *state = RaceState::Done(result);
+                    }
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => ctx.request_repaint(),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    if let Some((_, state)) = &mut self.race {
+                        *state = RaceState::Done(Err("the timing thread stopped".to_owned()));
+                    }
+                }
+            }
+        }
+        if let Some((ex, job, _)) = &mut self.job {
+            let ex = *ex;
+            match job.poll() {
+                Some(verdict) => {
+                    let source = self.job.take().map(|(_, _, s)| s).unwrap_or_default();
+                    self.finish(ex, verdict, source);
+                    ctx.request_repaint();
+                }
+                None => ctx.request_repaint(),
+            }
+        }
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        let t = |key| TEXT.get(lang, key);
+        ui.heading(t("title"));
+        ui.label(t("intro"));
+        ui.add_space(6.0);
+        ui.horizontal_wrapped(|ui| {
+            ui.label(t("exercise"));
+            for ex in &EXERCISES {
+                let mark = if self.saved.passed.contains(ex.id) {
+                    "✓ "
+                } else {
+                    ""
+                };
+                let selected = self.exercise().id == ex.id;
+                if ui
+                    .selectable_label(selected, format!("{mark}{}", ex.title))
+                    .clicked()
+                {
+                    self.saved.selected = ex.id.to_owned();
+                    self.save_requested = Some(web_time::Instant::now());
+                }
+            }
+        });
+        ui.weak(self.solved_line(lang));
+        let ex = self.exercise();
+        let busy = self.job.is_some() || self.queued;
+        let check_key = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Enter));
+        ui.horizontal(|ui| {
+            let check = ui
+                .add_enabled(!busy, egui::Button::new(t("check")))
+                .on_hover_text(t("check.hint"));
+            if (check.clicked() || check_key) && !busy {
+                self.start_check(env);
+            }
+            if ui.button(t("reset")).clicked() {
+                self.confirm_reset = true;
+            }
+        });
+        self.status_ui(ui, lang);
+        let code = self.code_mut(ex).clone();
+        self.result_ui(ui, lang, ex, &code);
+        self.race_ui(ui, lang, ex);
+        ui.add_space(4.0);
+        let mut code = code;
+        let label = TEXT.fill(lang, "editor.label", &[("exercise", &ex.title)]);
+        let error_line = match &self.shown {
+            Some((id, Shown::Verdict(Verdict::Invalid(d)))) if *id == ex.id => d.line,
+            _ => None,
+        };
+        let response = editor::show(
+            ui,
+            &format!("wgsl-editor-{}", ex.id),
+            &mut code,
+            &label,
+            error_line,
+        );
+        if response.changed() {
+            *self.code_mut(ex) = code;
+            self.save_requested = Some(web_time::Instant::now());
+        }
+        if self.confirm_reset {
+            let modal = egui::Modal::new(egui::Id::unique("reset-kernel")).show(ui.ctx(), |ui| {
+                ui.label(TEXT.fill(lang, "reset.question", &[("exercise", &ex.title)]));
+                ui.horizontal(|ui| {
+                    if ui.button(t("reset.yes")).clicked() {
+                        self.saved
+                            .code
+                            .insert(ex.id.to_owned(), ex.template.to_owned());
+                        self.saved.passed.remove(ex.id);
+                        self.shown = None;
+                        self.save_requested = Some(web_time::Instant::now());
+                        self.confirm_reset = false;
+                    }
+                    if ui.button(t("reset.no")).clicked() {
+                        self.confirm_reset = false;
+                    }
+                });
+            });
+            if modal.should_close() {
+                self.confirm_reset = false;
+            }
+        }
+    }
+
+    fn progress_note(&self, lang: Lang) -> Option<String> {
+        Some(self.solved_line(lang))
+    }
+
+    fn is_busy(&self) -> bool {
+        self.job.is_some() || self.queued || matches!(self.race, Some((_, RaceState::Running(_))))
+    }
+
+    fn take_save_request(&mut self) -> bool {
+        // Edits are saved at most once a second, and at the latest a second
+        // after the last keystroke.
+        match self.save_requested {
+            Some(at) if at.elapsed() >= web_time::Duration::from_secs(1) => {
+                self.save_requested = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    crate::persist_field!(saved);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_parses_and_the_state_round_trips() {
+        assert!(Catalog::parse(include_str!("../../../assets/lessons/write_kernels.ron")).is_ok());
+        let mut lesson = WriteKernels::default();
+        let ex = &EXERCISES[1];
+        lesson.saved.selected = ex.id.to_owned();
+        lesson.code_mut(ex).push_str("\n// mine\n");
+        lesson.saved.passed.insert(ex.id.to_owned());
+        let text = lesson.save_state().unwrap_or_default();
+        let mut restored = WriteKernels::default();
+        assert!(restored.load_state(&text).is_ok());
+        assert_eq!(restored.saved, lesson.saved);
+        assert!(restored.load_state("not ron").is_err());
+    }
+}
