@@ -486,8 +486,12 @@ impl Verdict {
                 text
             }
             Self::TimedOut { case, budget_ms } => format!(
-                "did not finish within {budget_ms} ms on \"{case}\" (an endless loop?). \
-                 The kernel was abandoned and a fresh GPU device is used from now on."
+                "did not finish within {budget_ms} ms on \"{case}\" (an endless loop?). {}",
+                if cfg!(target_arch = "wasm32") {
+                    "The kernel was abandoned; reload the page to get a fresh GPU device."
+                } else {
+                    "The kernel was abandoned and a fresh GPU device is used from now on."
+                }
             ),
             Self::Failed(why) => format!("could not run: {why}"),
             Self::Passed { cases } => format!("passes all {cases} cases"),
@@ -630,7 +634,8 @@ impl Checker {
         }
         let Some(gpu) = self.gpu.clone().filter(|_| !self.poisoned) else {
             job.state = State::Done(Some(Verdict::Failed(
-                "no usable GPU device (the last one was abandoned; recover first)".to_owned(),
+                "no usable GPU device: the last one was abandoned to a kernel that did not finish"
+                    .to_owned(),
             )));
             return job;
         };
@@ -1011,6 +1016,34 @@ fn read_f32(buffer: &wgpu::Buffer) -> Result<Vec<f32>, Verdict> {
     drop(view);
     buffer.unmap();
     Ok(values)
+}
+
+/// A sum-reduction kernel that runs for about 8 s on llvmpipe (a few times
+/// any checker's budget), for tests and demonstrations of the time budget. A
+/// truly endless `loop {}` cannot be had there: llvmpipe stops a shader after
+/// 65,535 loop iterations. So the loop runs to that cap, each iteration a long
+/// chain of transcendental functions no compiler can fold. On a hardware GPU
+/// an endless loop takes exactly the same path through the checker.
+pub fn runaway_kernel() -> String {
+    let body = "        v = sin(v) * 0.75 + cos(v * 1.5) + exp(-v * v);\n".repeat(150);
+    format!(
+        "struct Params {{ rows: u32, cols: u32, n: u32, neg_inf: f32 }}
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) tid: u32) {{
+    var v = x[0] + f32(tid);
+    loop {{
+{body}        if (v > 1e30) {{
+            break;
+        }}
+    }}
+    y[0] = v;
+}}
+"
+    )
 }
 
 /// One line of a race: a kernel and its median time on the bench problem.

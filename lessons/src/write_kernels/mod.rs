@@ -517,7 +517,14 @@ impl Lesson for WriteKernels {
     }
 
     fn is_busy(&self) -> bool {
-        self.job.is_some() || self.queued || matches!(self.race, Some((_, RaceState::Running(_))))
+        #[cfg(not(target_arch = "wasm32"))]
+        let starting = matches!(self.device, Device::Starting(_));
+        #[cfg(target_arch = "wasm32")]
+        let starting = false;
+        starting
+            || self.job.is_some()
+            || self.queued
+            || matches!(self.race, Some((_, RaceState::Running(_))))
     }
 
     fn take_save_request(&mut self) -> bool {
