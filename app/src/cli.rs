@@ -550,19 +550,40 @@ fn wgsl_exercise(
     } else {
         std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
     };
-    let mut checker = Checker::request_blocking()
-        .map_err(|e| format!("checking a kernel needs a GPU adapter: {e}"))?;
-    let verdict = checker.check_blocking(ex, &source);
-    let raced = match checker.gpu() {
-        Some(gpu) if race && verdict.passed() => Some(kernel_exercises::race_blocking(
-            gpu,
-            ex,
-            &source,
-            5,
-            checker.budget,
-        )),
-        _ => None,
-    };
+    // naga's diagnostics need no GPU.
+    let verdict =
+        match kernel_exercises::validate(ex, &source) {
+            Err(diagnostic) => kernel_exercises::Verdict::Invalid(diagnostic),
+            Ok(()) => {
+                let mut checker = Checker::request_blocking()
+                    .map_err(|e| format!("running a kernel needs a GPU adapter: {e}"))?;
+                let verdict = checker.check_blocking(ex, &source);
+                let raced =
+                    match checker.gpu() {
+                        Some(gpu) if race && verdict.passed() => Some(
+                            kernel_exercises::race_blocking(gpu, ex, &source, 5, checker.budget),
+                        ),
+                        _ => None,
+                    };
+                if raced
+                    .as_ref()
+                    .is_some_and(|r| r.as_ref().is_err_and(|e| e.abandon_device))
+                {
+                    // A kernel still runs there: dropping the device would wait for it.
+                    checker.abandon();
+                }
+                return report_kernel(ex, &verdict, raced.as_ref(), json);
+            }
+        };
+    report_kernel(ex, &verdict, None, json)
+}
+
+fn report_kernel(
+    ex: &kernel_exercises::KernelExercise,
+    verdict: &kernel_exercises::Verdict,
+    raced: Option<&Result<kernel_exercises::Race, kernel_exercises::RaceError>>,
+    json: bool,
+) -> Result<ExitCode, String> {
     if json {
         println!(
             "{}",
@@ -571,16 +592,16 @@ fn wgsl_exercise(
                 "passed": verdict.passed(),
                 "message": verdict.message(),
                 "verdict": verdict,
-                "race": raced.as_ref().map(|r| r.as_ref().map_err(String::as_str)),
+                "race": raced,
             }))?
         );
     } else {
         println!("{}: {}", ex.id, verdict.message());
-        match &raced {
+        match raced {
             Some(Ok(race)) => {
                 println!(
-                    "against the built-in kernels on {} (median of {} trials, CPU clock per trial):",
-                    race.problem, race.trials
+                    "against the built-in kernels on {} (median of {} trials; yours timed by {}):",
+                    race.problem, race.trials, race.timer
                 );
                 for (i, lap) in race.laps.iter().enumerate() {
                     println!(

@@ -92,6 +92,50 @@ fn find_root(root: Option<&Path>) -> Result<PathBuf, String> {
     )
 }
 
+/// How long the learner's tests may run (building them included).
+const DEADLINE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Runs `command`, collecting its output; `None` if it ran past `deadline`
+/// (then it is killed).
+fn run_with_deadline(
+    command: &mut Command,
+    deadline: std::time::Duration,
+) -> std::io::Result<Option<(std::process::ExitStatus, String, String)>> {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    // Read both pipes while waiting, so a full pipe cannot stall the child.
+    fn reader<R: std::io::Read + Send + 'static>(
+        pipe: Option<R>,
+    ) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    }
+    let out = reader(child.stdout.take());
+    let err = reader(child.stderr.take());
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if started.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    Ok(status.map(|status| (status, stdout, stderr)))
+}
+
 pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, String> {
     let root = find_root(root)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -101,36 +145,60 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, String> {
             root.display()
         );
     }
-    let output = Command::new(&cargo)
-        .current_dir(&root)
-        .args([
-            "test",
-            "-p",
-            "dlsys-exercises",
-            "--test",
-            "exercises",
-            "--no-fail-fast",
-        ])
-        .args(["--", "--color", "never"])
-        .env("CARGO_TERM_COLOR", "never")
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .map_err(|e| format!("could not run cargo ({}): {e}", cargo.to_string_lossy()))?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let run = run_with_deadline(
+        Command::new(&cargo)
+            .current_dir(&root)
+            .args([
+                "test",
+                "-p",
+                "dlsys-exercises",
+                "--test",
+                "exercises",
+                "--no-fail-fast",
+            ])
+            .args(["--", "--color", "never"])
+            .env("CARGO_TERM_COLOR", "never")
+            .env("RUST_BACKTRACE", "0"),
+        DEADLINE,
+    )
+    .map_err(|e| format!("could not run cargo ({}): {e}", cargo.to_string_lossy()))?;
+    let Some((status, stdout, stderr)) = run else {
+        return Err(format!(
+            "the exercise tests did not finish within {} s — is there an endless loop in one \
+             of your exercises? `cargo test -p dlsys-exercises -- --nocapture` shows which one \
+             was running",
+            DEADLINE.as_secs()
+        ));
+    };
     let outcomes = parse_test_output(&stdout);
-    if outcomes.is_empty() {
-        // Nothing ran: most likely the learner's code does not compile.
-        let errors: Vec<&str> = stderr
+    let tail = |text: &str| -> String {
+        let lines: Vec<&str> = text
             .lines()
             .filter(|l| !l.trim_start().starts_with("Compiling") && !l.trim().is_empty())
-            .take(40)
             .collect();
-        return Err(format!(
-            "your exercises did not build, so none could be checked; cargo said:\n{}",
-            errors.join("\n")
-        ));
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    };
+    if outcomes.is_empty() {
+        return Err(if stderr.contains("could not compile") {
+            format!(
+                "your exercises did not build, so none could be checked; cargo said:\n{}",
+                tail(&stderr)
+            )
+        } else {
+            format!(
+                "the exercise tests stopped before reporting ({status}) — a stack overflow \
+                 from unbounded recursion, or an abort, in one of your exercises?\n{}",
+                tail(&format!("{stdout}\n{stderr}"))
+            )
+        });
     }
+    // Tests ran, but the run died before its summary (an abort).
+    let crashed = (!stdout.contains("test result:")).then(|| {
+        format!(
+            "the test run stopped early ({status}) — a stack overflow from unbounded recursion, \
+             or an abort? Exercises without a result count as not passing."
+        )
+    });
     let passed = EXERCISES
         .iter()
         .filter(|e| outcomes.get(e.id).is_some_and(|o| o.passed))
@@ -157,6 +225,7 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, String> {
             "passed": passed,
             "total": EXERCISES.len(),
             "next": next.map(|(_, e)| e.id),
+            "crashed": crashed,
             "exercises": rows,
         });
         println!(
@@ -174,6 +243,9 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, String> {
         println!("[{mark}] {:02} {:<32} {}", i + 1, e.id, e.title);
     }
     println!("{passed}/{} exercises pass", EXERCISES.len());
+    if let Some(note) = &crashed {
+        println!("note: {note}");
+    }
     match next {
         None => println!("Every exercise passes. Well done."),
         Some((i, e)) => {

@@ -161,9 +161,9 @@ fn wgsl_exercise_prints_the_template_and_checks_a_file() {
 }
 
 #[test]
-fn exercises_reads_the_track_progress_from_cargo() {
-    // Not run through cargo here (a nested cargo inside `cargo test` would
-    // rebuild into the same target): a wrong root is a clear error, not a panic.
+fn exercises_with_a_wrong_root_is_a_clear_error() {
+    // The real run (cargo inside cargo) is exercised by `.ci/run` after the
+    // tests; here, a wrong root is a clear error, not a panic.
     let out = dlsys_lab(&["exercises", "--root", "/nonexistent-dir"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("exercises/learn"));
@@ -468,7 +468,9 @@ fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
+    // A command that rejects its arguments may exit before reading stdin:
+    // a broken pipe here is not the test's failure; its output says what happened.
+    let _ = child.stdin.take().unwrap().write_all(input);
     child.wait_with_output().unwrap()
 }
 

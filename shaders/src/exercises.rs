@@ -11,9 +11,7 @@
 //! ([`Checker::recover`] makes a fresh one), so an endless loop cannot freeze
 //! the app.
 
-#[cfg(not(target_arch = "wasm32"))]
-use std::sync::Mutex;
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 
 use dlsys_core::kernels::{
     Kernel, ReduceKind, ReduceOp, SoftmaxKind, reduce_reference, softmax_reference,
@@ -341,7 +339,7 @@ impl KernelExercise {
             // f32 accumulation in any order: a bound scaled by Σ|x|.
             Layout::Sum => {
                 let scale: f64 = case.x.iter().map(|v| f64::from(v.abs())).sum();
-                (g - w).abs() <= 1e-5 * scale.max(1.0)
+                (g - w).abs() <= 2e-5 * scale.max(1.0)
             }
             // exp on a GPU is a few ulp off; relative, with a floor for tiny outputs.
             Layout::RowSoftmax => (g - w).abs() <= 1e-4 * w.abs() + 1e-9,
@@ -399,7 +397,7 @@ impl KernelExercise {
             Layout::BiasRelu => {
                 let cols = case.cols as usize;
                 format!(
-                    "element {index} is row {}, column {}: it takes bias[{}]",
+                    "y[i] = max(x[i] + bias[i % cols], 0); element {index} is row {}, column {}, so it takes bias[{}]",
                     index / cols,
                     index % cols,
                     index % cols
@@ -566,7 +564,6 @@ pub fn validate(exercise: &KernelExercise, source: &str) -> Result<(), Diagnosti
 
 /// Devices abandoned with a kernel still running on them. Dropping one would
 /// wait for that kernel (forever); they are kept here until the process ends.
-#[cfg(not(target_arch = "wasm32"))]
 static ABANDONED: Mutex<Vec<Gpu>> = Mutex::new(Vec::new());
 
 /// Runs checks on a device of its own (never the one that draws the UI, so a
@@ -627,6 +624,7 @@ impl Checker {
             cases: exercise.cases(),
             next: 0,
             budget: self.budget,
+            lost: false,
         };
         if let Err(d) = validate(exercise, source) {
             job.state = State::Done(Some(Verdict::Invalid(d)));
@@ -639,12 +637,13 @@ impl Checker {
             )));
             return job;
         };
-        match compile(&gpu, exercise.layout, source) {
-            Ok(pipeline) => {
-                job.state = State::Ready { gpu, pipeline };
-            }
-            Err(verdict) => job.state = State::Done(Some(verdict)),
-        }
+        let (pipeline, compiled) = compile(&gpu, exercise.layout, source);
+        job.state = State::Ready {
+            gpu,
+            pipeline,
+            compiled,
+            since: web_time::Instant::now(),
+        };
         job
     }
 
@@ -659,7 +658,7 @@ impl Checker {
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         };
-        if job.timed_out() {
+        if job.abandons_device() {
             self.poisoned = true;
             if let Err(err) = self.recover() {
                 log::error!("recreating the GPU device failed: {err}");
@@ -668,10 +667,21 @@ impl Checker {
         verdict
     }
 
-    /// Tells the checker that a job it started timed out (the app polls jobs
-    /// itself, then calls this and [`Self::recover`]).
+    /// Tells the checker that a job it started timed out or lost its device
+    /// (the app polls jobs itself, then calls this and [`Self::recover`]).
     pub fn mark_poisoned(&mut self) {
         self.poisoned = true;
+    }
+
+    /// Gives up the device without making a new one (a kernel still runs on
+    /// it: dropping it would wait for that kernel).
+    pub fn abandon(&mut self) {
+        self.poisoned = true;
+        if let Some(old) = self.gpu.take()
+            && let Ok(mut graveyard) = ABANDONED.lock()
+        {
+            graveyard.push(old);
+        }
     }
 }
 
@@ -680,7 +690,71 @@ struct Pipeline {
     layout: wgpu::BindGroupLayout,
 }
 
-fn compile(gpu: &Gpu, layout: Layout, source: &str) -> Result<Arc<Pipeline>, Verdict> {
+/// What an error scope caught, once known: at once on native, later on the
+/// web (the browser answers asynchronously). `None` inside: not known yet.
+#[derive(Clone, Default)]
+struct Pending(Arc<Mutex<Option<Option<String>>>>);
+
+impl Pending {
+    #[cfg(not(target_arch = "wasm32"))]
+    fn known(error: Option<String>) -> Self {
+        Self(Arc::new(Mutex::new(Some(error))))
+    }
+
+    /// `None` while unknown; `Some(None)` when nothing went wrong.
+    fn get(&self) -> Option<Option<String>> {
+        self.0.lock().ok().and_then(|g| g.clone())
+    }
+}
+
+/// Validation, out-of-memory and internal errors are all caught, so none
+/// reaches wgpu's default handler (which panics).
+const FILTERS: [wgpu::ErrorFilter; 3] = [
+    wgpu::ErrorFilter::Validation,
+    wgpu::ErrorFilter::OutOfMemory,
+    wgpu::ErrorFilter::Internal,
+];
+
+fn push_scopes(device: &wgpu::Device) -> Vec<wgpu::ErrorScopeGuard> {
+    FILTERS
+        .iter()
+        .map(|f| device.push_error_scope(*f))
+        .collect()
+}
+
+/// Pops the scopes (innermost first) right away; the first error caught is
+/// the answer.
+fn pop_scopes(scopes: Vec<wgpu::ErrorScopeGuard>) -> Pending {
+    let futures: Vec<_> = scopes.into_iter().rev().map(|g| g.pop()).collect();
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let first = futures
+            .into_iter()
+            .filter_map(pollster::block_on)
+            .map(|e| e.to_string())
+            .next();
+        Pending::known(first)
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        let pending = Pending::default();
+        let cell = pending.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let mut first = None;
+            for future in futures {
+                if let Some(err) = future.await {
+                    first.get_or_insert(err.to_string());
+                }
+            }
+            if let Ok(mut slot) = cell.0.lock() {
+                *slot = Some(first);
+            }
+        });
+        pending
+    }
+}
+
+fn compile(gpu: &Gpu, layout: Layout, source: &str) -> (Arc<Pipeline>, Pending) {
     let device = &gpu.device;
     let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
         binding,
@@ -709,7 +783,7 @@ fn compile(gpu: &Gpu, layout: Layout, source: &str) -> Result<Arc<Pipeline>, Ver
     if layout == Layout::BiasRelu {
         entries.push(storage(3, true));
     }
-    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let scopes = push_scopes(device);
     let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("exercise bindings"),
         entries: &entries,
@@ -731,159 +805,37 @@ fn compile(gpu: &Gpu, layout: Layout, source: &str) -> Result<Arc<Pipeline>, Ver
         compilation_options: Default::default(),
         cache: None,
     });
-    #[cfg(not(target_arch = "wasm32"))]
-    if let Some(err) = pollster::block_on(scope.pop()) {
-        return Err(Verdict::Invalid(Diagnostic {
-            line: None,
-            column: None,
-            message: format!("the device rejected it: {err}"),
-        }));
-    }
-    #[cfg(target_arch = "wasm32")]
-    wasm_bindgen_futures::spawn_local(async move {
-        if let Some(err) = scope.pop().await {
-            log::error!("your kernel: {err}");
-        }
-    });
-    Ok(Arc::new(Pipeline {
-        pipeline,
-        layout: bind_layout,
-    }))
+    let pending = pop_scopes(scopes);
+    (
+        Arc::new(Pipeline {
+            pipeline,
+            layout: bind_layout,
+        }),
+        pending,
+    )
 }
 
-enum State {
-    Ready {
-        gpu: Gpu,
-        pipeline: Arc<Pipeline>,
-    },
-    Running {
-        gpu: Gpu,
-        pipeline: Arc<Pipeline>,
-        readback: wgpu::Buffer,
-        receiver: Receiver,
-        started: web_time::Instant,
-    },
-    Done(Option<Verdict>),
+fn rejected(error: &str) -> Verdict {
+    Verdict::Invalid(Diagnostic {
+        line: None,
+        column: None,
+        message: format!("the device rejected it: {error}"),
+    })
 }
 
-/// A check in flight: one case at a time, never blocking.
-pub struct CheckJob {
-    exercise: &'static KernelExercise,
-    state: State,
-    cases: Vec<Case>,
-    next: usize,
-    budget: web_time::Duration,
+/// A case's buffers, bound to the learner's pipeline.
+struct Bound {
+    group: wgpu::BindGroup,
+    y: wgpu::Buffer,
+    out_len: usize,
+    workgroups: (u32, u32, u32),
 }
 
-impl CheckJob {
-    /// Which case is running, of how many (for a progress bar).
-    pub fn progress(&self) -> (usize, usize) {
-        (self.next, self.cases.len())
-    }
-
-    /// Whether the job ended by timing out (its device must be abandoned).
-    pub fn timed_out(&self) -> bool {
-        matches!(self.state, State::Done(Some(Verdict::TimedOut { .. })))
-    }
-
-    /// Advances without blocking; the verdict once there is one.
-    pub fn poll(&mut self) -> Option<Verdict> {
-        loop {
-            match std::mem::replace(&mut self.state, State::Done(None)) {
-                State::Done(verdict) => {
-                    self.state = State::Done(verdict.clone());
-                    return verdict;
-                }
-                State::Ready { gpu, pipeline } => {
-                    if self.next == self.cases.len() {
-                        self.state = State::Done(Some(Verdict::Passed {
-                            cases: self.cases.len(),
-                        }));
-                        continue;
-                    }
-                    self.state = match self.submit(&gpu, &pipeline) {
-                        Ok((readback, receiver)) => State::Running {
-                            gpu,
-                            pipeline,
-                            readback,
-                            receiver,
-                            started: web_time::Instant::now(),
-                        },
-                        Err(verdict) => State::Done(Some(verdict)),
-                    };
-                }
-                State::Running {
-                    gpu,
-                    pipeline,
-                    readback,
-                    receiver,
-                    started,
-                } => {
-                    let _ = gpu.device.poll(wgpu::PollType::Poll);
-                    match receiver.try_recv() {
-                        Ok(Ok(())) => {
-                            let case = &self.cases[self.next];
-                            let got = read_f32(&readback);
-                            self.next += 1;
-                            match got.and_then(|got| {
-                                self.exercise.judge(case, &got).map_err(Verdict::Mismatch)
-                            }) {
-                                Ok(()) => self.state = State::Ready { gpu, pipeline },
-                                Err(verdict) => self.state = State::Done(Some(verdict)),
-                            }
-                        }
-                        Ok(Err(err)) => {
-                            self.state = State::Done(Some(Verdict::Failed(format!(
-                                "reading the output back failed: {err}"
-                            ))));
-                        }
-                        Err(mpsc::TryRecvError::Disconnected) => {
-                            self.state = State::Done(Some(Verdict::Failed(
-                                "the GPU device was lost".to_owned(),
-                            )));
-                        }
-                        Err(mpsc::TryRecvError::Empty) if started.elapsed() > self.budget => {
-                            self.state = State::Done(Some(Verdict::TimedOut {
-                                case: self.cases[self.next].name.clone(),
-                                budget_ms: self.budget.as_millis() as u64,
-                            }));
-                        }
-                        Err(mpsc::TryRecvError::Empty) => {
-                            self.state = State::Running {
-                                gpu,
-                                pipeline,
-                                readback,
-                                receiver,
-                                started,
-                            };
-                            return None;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Uploads the next case, dispatches, and asks for the output back.
-    fn submit(&self, gpu: &Gpu, pipeline: &Pipeline) -> Result<(wgpu::Buffer, Receiver), Verdict> {
-        let (readback, receiver, _, _) = self.submit_with(gpu, pipeline, true)?;
-        match (readback, receiver) {
-            (Some(readback), Some(receiver)) => Ok((readback, receiver)),
-            _ => Err(Verdict::Failed("no readback".to_owned())),
-        }
-    }
-
-    /// Uploads the next case and dispatches; with `readback`, also copies the
-    /// output out and maps it.
-    fn submit_with(
-        &self,
-        gpu: &Gpu,
-        pipeline: &Pipeline,
-        readback: bool,
-    ) -> Result<Submitted, Verdict> {
-        let case = &self.cases[self.next];
+impl KernelExercise {
+    /// Uploads `case` and binds it. The output starts as the [`UNWRITTEN`]
+    /// marker everywhere.
+    fn bind(&self, gpu: &Gpu, pipeline: &Pipeline, case: &Case) -> Bound {
         let device = &gpu.device;
-        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let words = [
             case.rows,
             case.cols,
@@ -907,12 +859,10 @@ impl CheckJob {
             bytemuck::cast_slice(&case.x),
             wgpu::BufferUsages::STORAGE,
         );
-        // Elements no invocation writes keep a marker, reported as such.
-        let out_len = self.exercise.output_len(case);
-        let marker = vec![UNWRITTEN; out_len];
+        let out_len = self.output_len(case);
         let y = init(
             "y",
-            bytemuck::cast_slice(&marker),
+            bytemuck::cast_slice(&vec![UNWRITTEN; out_len]),
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
         );
         let bias_values = if case.bias.is_empty() {
@@ -925,14 +875,6 @@ impl CheckJob {
             bytemuck::cast_slice(&bias_values),
             wgpu::BufferUsages::STORAGE,
         );
-        let readback = readback.then(|| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("y readback"),
-                size: (out_len * 4) as u64,
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            })
-        });
         let mut entries = vec![
             wgpu::BindGroupEntry {
                 binding: 0,
@@ -947,7 +889,7 @@ impl CheckJob {
                 resource: y.as_entire_binding(),
             },
         ];
-        if self.exercise.layout == Layout::BiasRelu {
+        if self.layout == Layout::BiasRelu {
             entries.push(wgpu::BindGroupEntry {
                 binding: 3,
                 resource: bias.as_entire_binding(),
@@ -958,51 +900,236 @@ impl CheckJob {
             layout: &pipeline.layout,
             entries: &entries,
         });
+        Bound {
+            group,
+            y,
+            out_len,
+            workgroups: self.workgroups(case),
+        }
+    }
+}
+
+/// Records one dispatch of the learner's kernel.
+fn dispatch(
+    encoder: &mut wgpu::CommandEncoder,
+    pipeline: &Pipeline,
+    bound: &Bound,
+    timestamps: Option<&wgpu::QuerySet>,
+) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some("your kernel"),
+        timestamp_writes: timestamps.map(|set| wgpu::ComputePassTimestampWrites {
+            query_set: set,
+            beginning_of_pass_write_index: Some(0),
+            end_of_pass_write_index: Some(1),
+        }),
+    });
+    pass.set_pipeline(&pipeline.pipeline);
+    pass.set_bind_group(0, &bound.group, &[]);
+    let (x, y, z) = bound.workgroups;
+    pass.dispatch_workgroups(x, y, z);
+}
+
+enum State {
+    Ready {
+        gpu: Gpu,
+        pipeline: Arc<Pipeline>,
+        /// Whether the device accepted the pipeline.
+        compiled: Pending,
+        since: web_time::Instant,
+    },
+    Running {
+        gpu: Gpu,
+        pipeline: Arc<Pipeline>,
+        compiled: Pending,
+        readback: wgpu::Buffer,
+        receiver: Receiver,
+        /// Whether the device accepted the run.
+        errors: Pending,
+        started: web_time::Instant,
+    },
+    Done(Option<Verdict>),
+}
+
+/// A check in flight: one case at a time, never blocking.
+pub struct CheckJob {
+    exercise: &'static KernelExercise,
+    state: State,
+    cases: Vec<Case>,
+    next: usize,
+    budget: web_time::Duration,
+    /// The device stopped answering (lost, or its mapping failed).
+    lost: bool,
+}
+
+impl CheckJob {
+    /// Which case is running, of how many (for a progress bar).
+    pub fn progress(&self) -> (usize, usize) {
+        (self.next, self.cases.len())
+    }
+
+    /// Whether the job timed out or lost its device: either way the device
+    /// must not be used again.
+    pub fn abandons_device(&self) -> bool {
+        self.lost || matches!(self.state, State::Done(Some(Verdict::TimedOut { .. })))
+    }
+
+    fn timed_out(&self) -> Verdict {
+        Verdict::TimedOut {
+            case: self
+                .cases
+                .get(self.next)
+                .map_or_else(String::new, |c| c.name.clone()),
+            budget_ms: self.budget.as_millis() as u64,
+        }
+    }
+
+    /// Advances without blocking; the verdict once there is one.
+    pub fn poll(&mut self) -> Option<Verdict> {
+        loop {
+            match std::mem::replace(&mut self.state, State::Done(None)) {
+                State::Done(verdict) => {
+                    self.state = State::Done(verdict.clone());
+                    return verdict;
+                }
+                State::Ready {
+                    gpu,
+                    pipeline,
+                    compiled,
+                    since,
+                } => match compiled.get() {
+                    None if since.elapsed() > self.budget => {
+                        self.state = State::Done(Some(self.timed_out()));
+                    }
+                    None => {
+                        self.state = State::Ready {
+                            gpu,
+                            pipeline,
+                            compiled,
+                            since,
+                        };
+                        return None;
+                    }
+                    Some(Some(error)) => self.state = State::Done(Some(rejected(&error))),
+                    Some(None) if self.next == self.cases.len() => {
+                        self.state = State::Done(Some(Verdict::Passed {
+                            cases: self.cases.len(),
+                        }));
+                    }
+                    Some(None) => {
+                        let (readback, receiver, errors) = self.submit(&gpu, &pipeline);
+                        self.state = State::Running {
+                            gpu,
+                            pipeline,
+                            compiled,
+                            readback,
+                            receiver,
+                            errors,
+                            started: web_time::Instant::now(),
+                        };
+                    }
+                },
+                State::Running {
+                    gpu,
+                    pipeline,
+                    compiled,
+                    readback,
+                    receiver,
+                    errors,
+                    started,
+                } => {
+                    let _ = gpu.device.poll(wgpu::PollType::Poll);
+                    let mapped = match receiver.try_recv() {
+                        Ok(result) => Some(result),
+                        Err(mpsc::TryRecvError::Empty) => None,
+                        Err(mpsc::TryRecvError::Disconnected) => {
+                            self.lost = true;
+                            self.state = State::Done(Some(Verdict::Failed(
+                                "the GPU device was lost".to_owned(),
+                            )));
+                            continue;
+                        }
+                    };
+                    match (mapped, errors.get()) {
+                        // The device refused the run: that, not the output, is the answer.
+                        (_, Some(Some(error))) => {
+                            self.state = State::Done(Some(Verdict::Failed(format!(
+                                "the device rejected the run: {error}"
+                            ))));
+                        }
+                        (Some(Err(err)), _) => {
+                            self.lost = true;
+                            self.state = State::Done(Some(Verdict::Failed(format!(
+                                "reading the output back failed: {err}"
+                            ))));
+                        }
+                        (Some(Ok(())), Some(None)) => {
+                            let case = &self.cases[self.next];
+                            let got = read_f32(&readback);
+                            self.next += 1;
+                            match got.and_then(|got| {
+                                self.exercise.judge(case, &got).map_err(Verdict::Mismatch)
+                            }) {
+                                Ok(()) => {
+                                    self.state = State::Ready {
+                                        gpu,
+                                        pipeline,
+                                        compiled,
+                                        since: web_time::Instant::now(),
+                                    };
+                                }
+                                Err(verdict) => self.state = State::Done(Some(verdict)),
+                            }
+                        }
+                        _ if started.elapsed() > self.budget => {
+                            self.state = State::Done(Some(self.timed_out()));
+                        }
+                        _ => {
+                            self.state = State::Running {
+                                gpu,
+                                pipeline,
+                                compiled,
+                                readback,
+                                receiver,
+                                errors,
+                                started,
+                            };
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Uploads the next case, dispatches, and asks for the output back.
+    fn submit(&self, gpu: &Gpu, pipeline: &Pipeline) -> (wgpu::Buffer, Receiver, Pending) {
+        let case = &self.cases[self.next];
+        let device = &gpu.device;
+        let scopes = push_scopes(device);
+        let bound = self.exercise.bind(gpu, pipeline, case);
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("y readback"),
+            size: (bound.out_len * 4) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("your kernel"),
         });
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
-            pass.set_pipeline(&pipeline.pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            let (wx, wy, wz) = self.exercise.workgroups(case);
-            pass.dispatch_workgroups(wx, wy, wz);
-        }
-        if let Some(readback) = &readback {
-            encoder.copy_buffer_to_buffer(&y, 0, readback, 0, None);
-        }
-        let commands = encoder.finish();
-        let submitted_at = web_time::Instant::now();
-        let index = gpu.queue.submit([commands]);
-        let receiver = readback.as_ref().map(|readback| {
-            let (sender, receiver) = mpsc::channel();
-            readback.map_async(wgpu::MapMode::Read, .., move |result| {
-                let _ = sender.send(result);
-            });
-            receiver
+        dispatch(&mut encoder, pipeline, &bound, None);
+        encoder.copy_buffer_to_buffer(&bound.y, 0, &readback, 0, None);
+        gpu.queue.submit([encoder.finish()]);
+        let (sender, receiver) = mpsc::channel();
+        readback.map_async(wgpu::MapMode::Read, .., move |result| {
+            let _ = sender.send(result);
         });
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some(err) = pollster::block_on(scope.pop()) {
-            return Err(Verdict::Failed(format!(
-                "the device rejected the run: {err}"
-            )));
-        }
-        #[cfg(target_arch = "wasm32")]
-        drop(scope);
-        Ok((readback, receiver, index, submitted_at))
+        let errors = pop_scopes(scopes);
+        (readback, receiver, errors)
     }
 }
 
 type Receiver = mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>;
-
-/// The readback buffer and its channel (when asked for), the submission, and
-/// when it was submitted.
-type Submitted = (
-    Option<wgpu::Buffer>,
-    Option<Receiver>,
-    wgpu::SubmissionIndex,
-    web_time::Instant,
-);
 
 /// What an output element holds if no invocation wrote it (a NaN pattern no
 /// arithmetic produces).
@@ -1055,6 +1182,8 @@ pub struct Lap {
     /// Bytes each kernel must at least move (input read once, output written
     /// once) ÷ median time.
     pub gb_per_s: f64,
+    /// How it was timed.
+    pub timer: String,
 }
 
 /// The learner's kernel against the built-in ladder on one bench problem.
@@ -1062,6 +1191,8 @@ pub struct Lap {
 pub struct Race {
     pub problem: String,
     pub trials: u32,
+    /// How the learner's kernel was timed (the ladder's laps say theirs).
+    pub timer: String,
     /// Fastest first.
     pub laps: Vec<Lap>,
 }
@@ -1118,10 +1249,37 @@ impl KernelExercise {
     }
 }
 
+/// Why a race did not finish.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RaceError {
+    pub message: String,
+    /// The learner's kernel is still running on the device (it overran the
+    /// budget), or the device is gone: do not use it again.
+    pub abandon_device: bool,
+}
+
+impl std::fmt::Display for RaceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl RaceError {
+    #[cfg(not(target_arch = "wasm32"))]
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            abandon_device: false,
+        }
+    }
+}
+
 /// Times the learner's (already checked) kernel and the ladder on the same
-/// device: `trials` timed runs after one warm-up, each its own submission
-/// timed on the CPU clock (timestamps proved unreliable on CPU adapters).
-/// Blocking: run it off the UI thread.
+/// device and problem, with the timer the ladder uses there: GPU timestamps
+/// around the dispatch on a GPU, or the CPU clock from submission to
+/// completion on a CPU adapter (whose timestamps proved unreliable). The
+/// input is uploaded once; each trial is one dispatch in its own submission,
+/// after one warm-up. Blocking: run it off the UI thread.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn race_blocking(
     gpu: &Gpu,
@@ -1129,37 +1287,107 @@ pub fn race_blocking(
     source: &str,
     trials: u32,
     budget: web_time::Duration,
-) -> Result<Race, String> {
-    let pipeline = compile(gpu, exercise.layout, source).map_err(|v| v.message())?;
+) -> Result<Race, RaceError> {
+    let device = &gpu.device;
+    let (pipeline, compiled) = compile(gpu, exercise.layout, source);
+    if let Some(Some(error)) = compiled.get() {
+        return Err(RaceError::new(rejected(&error).message()));
+    }
     let case = exercise.bench_case();
-    let job = CheckJob {
-        exercise,
-        state: State::Done(None),
-        cases: vec![case.clone()],
-        next: 0,
-        budget,
+    let bound = exercise.bind(gpu, &pipeline, &case);
+    let is_cpu = gpu.adapter_info.device_type == wgpu::DeviceType::Cpu;
+    let timer = if gpu.features().contains(wgpu::Features::TIMESTAMP_QUERY) && !is_cpu {
+        crate::Timer::Timestamps {
+            period_ns: gpu.queue.get_timestamp_period(),
+        }
+    } else {
+        crate::Timer::WallPerTrial
     };
-    let mut times = Vec::new();
-    for trial in 0..=trials {
-        let (_, _, index, started) = job
-            .submit_with(gpu, &pipeline, false)
-            .map_err(|v| v.message())?;
-        gpu.device
+    let stamps = matches!(timer, crate::Timer::Timestamps { .. }).then(|| {
+        let set = device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("your kernel's timestamps"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2,
+        });
+        let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("timestamps"),
+            size: 16,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let read = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("timestamps readback"),
+            size: 16,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        (set, resolve, read)
+    });
+    let wait = |index: wgpu::SubmissionIndex| {
+        device
             .poll(wgpu::PollType::Wait {
                 submission_index: Some(index),
                 timeout: Some(budget),
             })
+            .map(|_| ())
             .map_err(|err| match err {
-                wgpu::PollError::Timeout => format!(
-                    "your kernel took over {} ms on the {} bench problem",
-                    budget.as_millis(),
-                    case.name
-                ),
-                other => other.to_string(),
-            })?;
-        let elapsed = started.elapsed().as_nanos() as f64;
+                wgpu::PollError::Timeout => RaceError {
+                    message: format!(
+                        "your kernel took over {} ms on the {} problem",
+                        budget.as_millis(),
+                        case.name
+                    ),
+                    abandon_device: true,
+                },
+                other => RaceError {
+                    message: other.to_string(),
+                    abandon_device: true,
+                },
+            })
+    };
+    let mut times = Vec::new();
+    for trial in 0..=trials {
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("your kernel, timed"),
+        });
+        dispatch(
+            &mut encoder,
+            &pipeline,
+            &bound,
+            stamps.as_ref().map(|(set, ..)| set),
+        );
+        if let Some((set, resolve, read)) = &stamps {
+            encoder.resolve_query_set(set, 0..2, resolve, 0);
+            encoder.copy_buffer_to_buffer(resolve, 0, read, 0, None);
+        }
+        let commands = encoder.finish();
+        let submitted = std::time::Instant::now();
+        let index = gpu.queue.submit([commands]);
+        wait(index)?;
+        let elapsed = submitted.elapsed().as_nanos() as f64;
+        let ns = match (&stamps, timer) {
+            (Some((_, _, read)), crate::Timer::Timestamps { period_ns }) => {
+                let (sender, receiver) = mpsc::channel();
+                read.map_async(wgpu::MapMode::Read, .., move |r| {
+                    let _ = sender.send(r);
+                });
+                wait(gpu.queue.submit([]))?;
+                receiver
+                    .recv()
+                    .map_err(|e| RaceError::new(e.to_string()))?
+                    .map_err(|e| RaceError::new(e.to_string()))?;
+                let view = read
+                    .get_mapped_range(..)
+                    .map_err(|e| RaceError::new(e.to_string()))?;
+                let ticks: Vec<u64> = bytemuck::cast_slice::<u8, u64>(&view).to_vec();
+                drop(view);
+                read.unmap();
+                ticks[1].saturating_sub(ticks[0]) as f64 * f64::from(period_ns)
+            }
+            _ => elapsed,
+        };
         if trial > 0 {
-            times.push(elapsed);
+            times.push(ns);
         }
     }
     let bytes = exercise.min_bytes(&case) as f64;
@@ -1168,6 +1396,7 @@ pub fn race_blocking(
         kernel: "yours".to_owned(),
         median_ns: yours,
         gb_per_s: bytes / yours,
+        timer: timer.label(),
     }];
     let mut runner = crate::KernelRunner::new(gpu.clone());
     let problem = dlsys_core::kernels::Problem {
@@ -1185,7 +1414,10 @@ pub fn race_blocking(
             trials,
             instrumented: false,
         };
-        let output = runner.start(spec, &case.x).and_then(crate::Job::wait)?;
+        let output = runner
+            .start(spec, &case.x)
+            .and_then(crate::Job::wait)
+            .map_err(RaceError::new)?;
         let ns = output.median_ns();
         let min_bytes = match kernel {
             Kernel::Reduce(..) => 4 * (case.x.len() + 1),
@@ -1195,12 +1427,14 @@ pub fn race_blocking(
             kernel: kernel.id(),
             median_ns: ns,
             gb_per_s: min_bytes / ns,
+            timer: output.timer.label(),
         });
     }
     laps.sort_by(|a, b| a.median_ns.total_cmp(&b.median_ns));
     Ok(Race {
         problem: case.name,
         trials,
+        timer: timer.label(),
         laps,
     })
 }

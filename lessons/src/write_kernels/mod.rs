@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 
 use dlsys_core::text::{Catalog, Lang};
 use dlsys_shaders::exercises::{
-    CheckJob, Checker, EXERCISES, KernelExercise, Race, Verdict, validate,
+    CheckJob, Checker, EXERCISES, KernelExercise, Race, RaceError, Verdict, validate,
 };
 use serde::{Deserialize, Serialize};
 
@@ -52,11 +52,18 @@ enum Shown {
     ValidNoGpu(String),
 }
 
+/// A verdict and the source it is about (the editor may have moved on).
+#[derive(Clone, Debug)]
+struct Checked {
+    shown: Shown,
+    source: String,
+}
+
 /// Timing the learner's kernel and the ladder (off the UI thread).
 enum RaceState {
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    Running(std::sync::mpsc::Receiver<Result<Race, String>>),
-    Done(Result<Race, String>),
+    Running(std::sync::mpsc::Receiver<Result<Race, RaceError>>),
+    Done(Result<Race, RaceError>),
 }
 
 pub struct WriteKernels {
@@ -66,8 +73,8 @@ pub struct WriteKernels {
     /// The last passing kernel timed against the built-in ladder.
     race: Option<(&'static str, RaceState)>,
     /// A check asked for while the device was starting.
-    queued: bool,
-    shown: Option<(&'static str, Shown)>,
+    queued: Option<&'static KernelExercise>,
+    shown: Option<(&'static str, Checked)>,
     confirm_reset: bool,
     /// Set when the learner's code changed or an exercise passed; the shell
     /// saves soon after (so an edit survives a crash).
@@ -81,7 +88,7 @@ impl Default for WriteKernels {
             device: Device::Idle,
             job: None,
             race: None,
-            queued: false,
+            queued: None,
             shown: None,
             confirm_reset: false,
             save_requested: None,
@@ -148,11 +155,12 @@ impl WriteKernels {
         }
     }
 
-    fn start_check(&mut self, env: &Env<'_>) {
-        let ex = self.exercise();
+    fn start_check(&mut self, ex: &'static KernelExercise, env: &Env<'_>) {
         let source = self.code_mut(ex).clone();
+        // A new check makes the last race stale.
+        self.race = None;
         if let Err(diagnostic) = validate(ex, &source) {
-            self.shown = Some((ex.id, Shown::Verdict(Verdict::Invalid(diagnostic))));
+            self.show(ex, Shown::Verdict(Verdict::Invalid(diagnostic)), source);
             self.saved.passed.remove(ex.id);
             return;
         }
@@ -163,30 +171,50 @@ impl WriteKernels {
                 self.shown = None;
             }
             Device::Unavailable(reason) => {
-                self.shown = Some((ex.id, Shown::ValidNoGpu(reason.clone())));
+                let reason = reason.clone();
+                self.show(ex, Shown::ValidNoGpu(reason), source);
             }
             #[cfg(not(target_arch = "wasm32"))]
-            Device::Starting(_) => self.queued = true,
+            Device::Starting(_) => self.queued = Some(ex),
             Device::Idle => {}
         }
     }
 
-    fn finish(&mut self, ex: &'static KernelExercise, verdict: Verdict, source: String) {
-        if verdict.passed() {
-            self.start_race(ex, source);
+    fn show(&mut self, ex: &'static KernelExercise, shown: Shown, source: String) {
+        self.shown = Some((ex.id, Checked { shown, source }));
+    }
+
+    fn finish(
+        &mut self,
+        ex: &'static KernelExercise,
+        verdict: Verdict,
+        source: String,
+        abandon_device: bool,
+    ) {
+        // The verdict counts for the code in the editor only if it is still
+        // the code that was checked.
+        let current = self.saved.code.get(ex.id) == Some(&source);
+        if verdict.passed() && current {
+            self.start_race(ex, source.clone());
             if self.saved.passed.insert(ex.id.to_owned()) {
                 self.save_requested = Some(web_time::Instant::now());
             }
-        } else {
+        } else if current {
             self.saved.passed.remove(ex.id);
         }
-        if matches!(verdict, Verdict::TimedOut { .. }) {
-            if let Device::Ready(checker) = &mut self.device {
-                checker.mark_poisoned();
-            }
-            self.recover();
+        if abandon_device {
+            self.abandon_device();
         }
-        self.shown = Some((ex.id, Shown::Verdict(verdict)));
+        self.show(ex, Shown::Verdict(verdict), source);
+    }
+
+    /// The device holds a kernel that will not finish, or is lost: give it
+    /// up and start a fresh one.
+    fn abandon_device(&mut self) {
+        if let Device::Ready(checker) = &mut self.device {
+            checker.mark_poisoned();
+        }
+        self.recover();
     }
 
     /// Times a passing kernel against the built-in kernels on its own thread
@@ -228,7 +256,7 @@ impl WriteKernels {
             RaceState::Done(Err(error)) => {
                 ui.colored_label(
                     theme::warn(ui.visuals()),
-                    TEXT.fill(lang, "timing.error", &[("error", error)]),
+                    TEXT.fill(lang, "timing.error", &[("error", &error.message)]),
                 );
             }
             RaceState::Done(Ok(race)) => {
@@ -268,6 +296,7 @@ impl WriteKernels {
                         ("rank", &race.rank()),
                         ("count", &race.laps.len()),
                         ("trials", &race.trials),
+                        ("timer", &race.timer),
                     ],
                 ));
             }
@@ -309,7 +338,13 @@ impl WriteKernels {
                 ui.spinner();
                 let recovering = matches!(
                     &self.shown,
-                    Some((_, Shown::Verdict(Verdict::TimedOut { .. })))
+                    Some((
+                        _,
+                        Checked {
+                            shown: Shown::Verdict(Verdict::TimedOut { .. }),
+                            ..
+                        }
+                    ))
                 );
                 ui.label(TEXT.get(
                     lang,
@@ -330,12 +365,13 @@ impl WriteKernels {
     }
 
     fn result_ui(&self, ui: &mut egui::Ui, lang: Lang, ex: &KernelExercise, code: &str) {
-        let Some((id, shown)) = &self.shown else {
+        let Some((id, Checked { shown, source })) = &self.shown else {
             return;
         };
         if *id != ex.id {
             return;
         }
+        let _ = code;
         match shown {
             Shown::ValidNoGpu(reason) => {
                 ui.colored_label(
@@ -352,7 +388,9 @@ impl WriteKernels {
                 ui.colored_label(color, format!("{head}: {}", verdict.message()));
                 if let Verdict::Invalid(d) = verdict
                     && let Some(line) = d.line
-                    && let Some(text) = code.lines().nth(line as usize - 1)
+                    && let Some(text) = (line as usize)
+                        .checked_sub(1)
+                        .and_then(|i| source.lines().nth(i))
                 {
                     ui.monospace(TEXT.fill(
                         lang,
@@ -394,22 +432,30 @@ impl Lesson for WriteKernels {
                     self.device = Device::Unavailable("the device thread stopped".to_owned());
                 }
             }
-            if self.queued && !matches!(self.device, Device::Starting(_)) {
-                self.queued = false;
-                self.start_check(env);
+            if !matches!(self.device, Device::Starting(_))
+                && let Some(ex) = self.queued.take()
+            {
+                self.start_check(ex, env);
             }
         }
         if let Some((_, RaceState::Running(receiver))) = &self.race {
             match receiver.try_recv() {
                 Ok(result) => {
+                    let abandon = result.as_ref().is_err_and(|e| e.abandon_device);
                     if let Some((_, state)) = &mut self.race {
                         *state = RaceState::Done(result);
+                    }
+                    if abandon {
+                        self.abandon_device();
                     }
                 }
                 Err(std::sync::mpsc::TryRecvError::Empty) => ctx.request_repaint(),
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => {
                     if let Some((_, state)) = &mut self.race {
-                        *state = RaceState::Done(Err("the timing thread stopped".to_owned()));
+                        *state = RaceState::Done(Err(RaceError {
+                            message: "the timing thread stopped".to_owned(),
+                            abandon_device: true,
+                        }));
                     }
                 }
             }
@@ -418,8 +464,9 @@ impl Lesson for WriteKernels {
             let ex = *ex;
             match job.poll() {
                 Some(verdict) => {
+                    let abandon = job.abandons_device();
                     let source = self.job.take().map(|(_, _, s)| s).unwrap_or_default();
-                    self.finish(ex, verdict, source);
+                    self.finish(ex, verdict, source, abandon);
                     ctx.request_repaint();
                 }
                 None => ctx.request_repaint(),
@@ -453,14 +500,14 @@ impl Lesson for WriteKernels {
         });
         ui.weak(self.solved_line(lang));
         let ex = self.exercise();
-        let busy = self.job.is_some() || self.queued;
+        let busy = self.is_busy();
         let check_key = ui.input_mut(|i| i.consume_key(egui::Modifiers::COMMAND, egui::Key::Enter));
         ui.horizontal(|ui| {
             let check = ui
                 .add_enabled(!busy, egui::Button::new(t("check")))
                 .on_hover_text(t("check.hint"));
             if (check.clicked() || check_key) && !busy {
-                self.start_check(env);
+                self.start_check(ex, env);
             }
             if ui.button(t("reset")).clicked() {
                 self.confirm_reset = true;
@@ -473,8 +520,15 @@ impl Lesson for WriteKernels {
         ui.add_space(4.0);
         let mut code = code;
         let label = TEXT.fill(lang, "editor.label", &[("exercise", &ex.title)]);
+        // Mark the diagnostic's line while the code is still what was checked.
         let error_line = match &self.shown {
-            Some((id, Shown::Verdict(Verdict::Invalid(d)))) if *id == ex.id => d.line,
+            Some((
+                id,
+                Checked {
+                    shown: Shown::Verdict(Verdict::Invalid(d)),
+                    source,
+                },
+            )) if *id == ex.id && *source == code => d.line,
             _ => None,
         };
         let response = editor::show(
@@ -498,6 +552,7 @@ impl Lesson for WriteKernels {
                             .insert(ex.id.to_owned(), ex.template.to_owned());
                         self.saved.passed.remove(ex.id);
                         self.shown = None;
+                        self.race = None;
                         self.save_requested = Some(web_time::Instant::now());
                         self.confirm_reset = false;
                     }
@@ -523,7 +578,7 @@ impl Lesson for WriteKernels {
         let starting = false;
         starting
             || self.job.is_some()
-            || self.queued
+            || self.queued.is_some()
             || matches!(self.race, Some((_, RaceState::Running(_))))
     }
 
