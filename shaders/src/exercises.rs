@@ -1150,7 +1150,10 @@ fn read_f32(buffer: &wgpu::Buffer) -> Result<Vec<f32>, Verdict> {
 /// truly endless `loop {}` cannot be had there: llvmpipe stops a shader after
 /// 65,535 loop iterations. So the loop runs to that cap, each iteration a long
 /// chain of transcendental functions no compiler can fold. On a hardware GPU
-/// an endless loop takes exactly the same path through the checker.
+/// an endless loop either overruns the budget the same way or, first, trips
+/// the driver's watchdog, which resets the device: the checker reports the
+/// device lost and replaces it (a reset may also hit the app's own device,
+/// which the checker cannot prevent).
 pub fn runaway_kernel() -> String {
     let body = "        v = sin(v) * 0.75 + cos(v * 1.5) + exp(-v * v);\n".repeat(150);
     format!(
