@@ -303,10 +303,16 @@ fn the_browser_selftest_sequence_passes_natively_too() {
     }
     let report = harness.state().selftest_report().cloned().unwrap();
     assert!(report.ok, "{report:?}");
-    assert_eq!(report.checks.len(), 3);
+    assert_eq!(report.checks.len(), 4);
     assert_eq!(report.lessons.len(), dlsys_lessons::all().len());
     if gpu {
         assert_ne!(report.backend, "cpu");
+        let wgsl = report
+            .checks
+            .iter()
+            .find(|c| c.name == "wgsl_exercise")
+            .unwrap();
+        assert!(wgsl.detail.starts_with("passes all"), "{wgsl:?}");
     }
 }
 

@@ -1,12 +1,15 @@
 //! The smoke sequence behind `index.html?selftest` (and `Startup::selftest`):
-//! open every lesson, convert a float, run one gradient check and one softmax
-//! kernel on whatever backend is there, and report the outcome as JSON. It
+//! open every lesson, convert a float, run one gradient check, one softmax
+//! kernel and one WGSL exercise check (the checker on the reference kernel, a
+//! broken one rejected with its line) on whatever backend is there, and
+//! report the outcome as JSON. It
 //! advances a little every frame, so the page keeps rendering meanwhile.
 
 use dlsys_core::autograd::{Band, Check};
 use dlsys_core::float::{Format, Rounding};
 use dlsys_core::kernels::{Data, Kernel, Problem, SoftmaxKind, compare, softmax_reference};
 use dlsys_lessons::GpuStatus;
+use dlsys_shaders::exercises::{CheckJob, Checker, Verdict, exercise, validate};
 use dlsys_shaders::{Job, KernelRunner, RunSpec};
 use serde::Serialize;
 
@@ -35,6 +38,8 @@ enum Stage {
     Gradcheck,
     StartKernel,
     Kernel(Box<(KernelRunner, Job, Vec<f32>)>),
+    StartWgsl,
+    Wgsl(Box<(Checker, CheckJob)>),
     Done,
 }
 
@@ -135,7 +140,7 @@ impl SelfTest {
                             Ok(job) => self.stage = Stage::Kernel(Box::new((runner, job, input))),
                             Err(err) => {
                                 self.check("softmax", false, err);
-                                self.stage = Stage::Done;
+                                self.stage = Stage::StartWgsl;
                             }
                         }
                     }
@@ -149,7 +154,7 @@ impl SelfTest {
                             sums_to_one,
                             format!("CPU reference (no compute GPU: {reason})"),
                         );
-                        self.stage = Stage::Done;
+                        self.stage = Stage::StartWgsl;
                     }
                 }
             }
@@ -173,13 +178,51 @@ impl SelfTest {
                         }
                         Err(err) => self.check("softmax", false, err),
                     }
+                    self.stage = Stage::StartWgsl;
+                }
+            }
+            Stage::StartWgsl => {
+                let Some(ex) = exercise("sum_reduction") else {
+                    self.check(
+                        "wgsl_exercise",
+                        false,
+                        "no sum_reduction exercise".to_owned(),
+                    );
+                    self.stage = Stage::Done;
+                    return None;
+                };
+                // naga alone: the reference validates, a type error is found at its line.
+                let broken = ex.reference.replace("var total = 0.0;", "var total = 0u;");
+                let naga_ok = validate(ex, ex.reference).is_ok()
+                    && validate(ex, &broken).is_err_and(|d| d.line.is_some());
+                match gpu {
+                    GpuStatus::Compute(gpu) if naga_ok => {
+                        let mut checker = Checker::new((**gpu).clone());
+                        let job = checker.start(ex, ex.reference);
+                        self.stage = Stage::Wgsl(Box::new((checker, job)));
+                    }
+                    _ => {
+                        self.check(
+                            "wgsl_exercise",
+                            naga_ok,
+                            "naga validation only (no compute GPU to run it)".to_owned(),
+                        );
+                        self.stage = Stage::Done;
+                    }
+                }
+            }
+            Stage::Wgsl(boxed) => {
+                let (_, job) = &mut **boxed;
+                if let Some(verdict) = job.poll() {
+                    let ok = matches!(verdict, Verdict::Passed { .. });
+                    self.check("wgsl_exercise", ok, verdict.message());
                     self.stage = Stage::Done;
                 }
             }
             Stage::Done => {
                 if self.report.is_none() {
                     self.report = Some(Report {
-                        ok: self.checks.iter().all(|c| c.ok) && self.checks.len() == 3,
+                        ok: self.checks.iter().all(|c| c.ok) && self.checks.len() == 4,
                         backend: self.backend.to_lowercase(),
                         adapter: self.adapter.clone(),
                         lessons: self.lessons.clone(),

@@ -28,6 +28,10 @@ try {
   if (!report.ok) failure = "the self-test reported a failure";
   else if (mode === "webgpu" && report.backend !== "webgpu") failure = `expected the kernel on WebGPU, got ${report.backend}`;
   else if (mode === "cpu" && report.backend !== "cpu") failure = `expected the CPU fallback, got ${report.backend}`;
+  // The WGSL exercise checker ran the reference kernel on WebGPU, or only naga without it.
+  else if (!(report.checks || []).some((c) => c.name === "wgsl_exercise" &&
+      (mode === "webgpu" ? c.detail.startsWith("passes all") : c.detail.startsWith("naga validation only"))))
+    failure = `the WGSL exercise check did not run as expected for ${mode}`;
   // A blank page compresses to almost nothing; the rendered UI does not.
   else if (size < 20_000) failure = `the screenshot looks blank (${size} bytes)`;
 } catch (err) {
