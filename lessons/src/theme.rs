@@ -79,3 +79,33 @@ pub fn series(visuals: &Visuals, index: usize) -> Color32 {
     let palette = if visuals.dark_mode { &DARK } else { &LIGHT };
     palette[index % palette.len()]
 }
+
+/// The gradient check's bands on a log₁₀ relative-error axis: good (below
+/// 1e-7, down to `floor`), suspicious (1e-4…1e-2), wrong (above 1e-2),
+/// shaded, with a line at each boundary.
+pub fn band_zones(plot: &mut egui_plot::PlotUi<'_>, visuals: &Visuals, floor: f64) {
+    use egui_plot::{Axis, HLine, Span};
+    let zone = |c: Color32| c.gamma_multiply(0.15);
+    plot.span(
+        Span::new("good", floor..=-7.0)
+            .axis(Axis::Y)
+            .fill(zone(good(visuals))),
+    );
+    plot.span(
+        Span::new("suspicious", -4.0..=-2.0)
+            .axis(Axis::Y)
+            .fill(zone(warn(visuals))),
+    );
+    plot.span(
+        Span::new("wrong", -2.0..=2.0)
+            .axis(Axis::Y)
+            .fill(zone(bad(visuals))),
+    );
+    for y in [-7.0, -4.0, -2.0] {
+        plot.hline(
+            HLine::new(format!("1e{y}"), y)
+                .color(visuals.weak_text_color())
+                .width(0.5),
+        );
+    }
+}

@@ -564,6 +564,7 @@ pub fn validate(exercise: &KernelExercise, source: &str) -> Result<(), Diagnosti
 
 /// Devices abandoned with a kernel still running on them. Dropping one would
 /// wait for that kernel (forever); they are kept here until the process ends.
+#[cfg(not(target_arch = "wasm32"))]
 static ABANDONED: Mutex<Vec<Gpu>> = Mutex::new(Vec::new());
 
 /// Runs checks on a device of its own (never the one that draws the UI, so a
@@ -605,11 +606,7 @@ impl Checker {
     /// Abandons the device a runaway kernel still occupies and makes a new one.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn recover(&mut self) -> Result<(), String> {
-        if let Some(old) = self.gpu.take()
-            && let Ok(mut graveyard) = ABANDONED.lock()
-        {
-            graveyard.push(old);
-        }
+        self.abandon();
         let gpu = Gpu::request_blocking().map_err(|e| e.to_string())?;
         self.gpu = Some(gpu);
         self.poisoned = false;
@@ -677,11 +674,15 @@ impl Checker {
     /// it: dropping it would wait for that kernel).
     pub fn abandon(&mut self) {
         self.poisoned = true;
+        // On the web dropping does not wait (and the device is the app's).
+        #[cfg(not(target_arch = "wasm32"))]
         if let Some(old) = self.gpu.take()
             && let Ok(mut graveyard) = ABANDONED.lock()
         {
             graveyard.push(old);
         }
+        #[cfg(target_arch = "wasm32")]
+        drop(self.gpu.take());
     }
 }
 
@@ -1394,7 +1395,7 @@ pub fn race_blocking(
         }
     }
     let bytes = exercise.min_bytes(&case) as f64;
-    let yours = median(&mut times);
+    let yours = crate::run::median(&times);
     let mut laps = vec![Lap {
         kernel: "yours".to_owned(),
         median_ns: yours,
@@ -1440,14 +1441,4 @@ pub fn race_blocking(
         timer: timer.label(),
         laps,
     })
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }

@@ -4,7 +4,7 @@
 use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
 use dlsys_core::float::show_sig;
 use dlsys_core::text::Lang;
-use egui_plot::{Axis, HLine, Plot, PlotPoints, Points, Span};
+use egui_plot::{Plot, PlotPoints, Points};
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
@@ -146,29 +146,7 @@ pub fn check_ui(
             .include_y(1.0)
             .allow_scroll(false)
             .show(&mut columns[1], |plot| {
-                let zone = |c: egui::Color32| c.gamma_multiply(0.15);
-                plot.span(
-                    Span::new("good", floor..=-7.0)
-                        .axis(Axis::Y)
-                        .fill(zone(theme::good(&visuals))),
-                );
-                plot.span(
-                    Span::new("suspicious", -4.0..=-2.0)
-                        .axis(Axis::Y)
-                        .fill(zone(theme::warn(&visuals))),
-                );
-                plot.span(
-                    Span::new("wrong", -2.0..=2.0)
-                        .axis(Axis::Y)
-                        .fill(zone(theme::bad(&visuals))),
-                );
-                for y in [-7.0, -4.0, -2.0] {
-                    plot.hline(
-                        HLine::new(format!("1e{y}"), y)
-                            .color(visuals.weak_text_color())
-                            .width(0.5),
-                    );
-                }
+                theme::band_zones(plot, &visuals, floor);
                 plot.points(
                     Points::new("max relative error", PlotPoints::from(points))
                         .radius(4.0)

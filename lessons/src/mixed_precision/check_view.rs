@@ -5,7 +5,7 @@ use dlsys_core::autograd::checks::{self, PRECISIONS};
 use dlsys_core::autograd::{Band, Check};
 use dlsys_core::float::show_sig;
 use dlsys_core::text::Lang;
-use egui_plot::{Axis, HLine, Plot, PlotPoints, Points, Span};
+use egui_plot::{Plot, PlotPoints, Points};
 
 use super::TEXT;
 use crate::theme;
@@ -131,29 +131,7 @@ pub fn check_ui(ui: &mut egui::Ui, cache: &mut CheckCache, lang: Lang) {
             .include_x(PRECISIONS.len() as f64 - 0.5)
             .allow_scroll(false)
             .show(&mut cols[1], |plot| {
-                let zone = |c: egui::Color32| c.gamma_multiply(0.15);
-                plot.span(
-                    Span::new("good", floor..=-7.0)
-                        .axis(Axis::Y)
-                        .fill(zone(theme::good(&visuals))),
-                );
-                plot.span(
-                    Span::new("suspicious", -4.0..=-2.0)
-                        .axis(Axis::Y)
-                        .fill(zone(theme::warn(&visuals))),
-                );
-                plot.span(
-                    Span::new("wrong", -2.0..=2.0)
-                        .axis(Axis::Y)
-                        .fill(zone(theme::bad(&visuals))),
-                );
-                for y in [-7.0, -4.0, -2.0] {
-                    plot.hline(
-                        HLine::new(format!("1e{y}"), y)
-                            .color(visuals.weak_text_color())
-                            .width(0.5),
-                    );
-                }
+                theme::band_zones(plot, &visuals, floor);
                 for (x, s) in spreads.iter().enumerate() {
                     let n = s.errors.len().max(1) as f64;
                     // Spread the points sideways by rank, so the density shows.

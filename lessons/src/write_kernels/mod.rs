@@ -364,14 +364,13 @@ impl WriteKernels {
         }
     }
 
-    fn result_ui(&self, ui: &mut egui::Ui, lang: Lang, ex: &KernelExercise, code: &str) {
+    fn result_ui(&self, ui: &mut egui::Ui, lang: Lang, ex: &KernelExercise) {
         let Some((id, Checked { shown, source })) = &self.shown else {
             return;
         };
         if *id != ex.id {
             return;
         }
-        let _ = code;
         match shown {
             Shown::ValidNoGpu(reason) => {
                 ui.colored_label(
@@ -515,7 +514,7 @@ impl Lesson for WriteKernels {
         });
         self.status_ui(ui, lang);
         let code = self.code_mut(ex).clone();
-        self.result_ui(ui, lang, ex, &code);
+        self.result_ui(ui, lang, ex);
         self.race_ui(ui, lang, ex);
         ui.add_space(4.0);
         let mut code = code;
