@@ -349,7 +349,7 @@ fn a_mixed_precision_scenario_trains_both_sides_and_shows_what_was_lost() {
 
 #[test]
 fn a_broken_kernel_shows_its_diagnostic_and_a_correct_one_passes() {
-    use dlsys_shaders::exercises::exercise;
+    use dlsys_shaders::kernel_track::exercise;
     let storage = MemoryStorage::default();
     let (mut harness, gpu) = app_harness("write_kernels", &storage, Some("write_kernels"));
     harness.run();
@@ -454,7 +454,7 @@ fn a_broken_kernel_shows_its_diagnostic_and_a_correct_one_passes() {
 
 #[test]
 fn a_runaway_kernel_does_not_freeze_the_app_and_the_device_is_replaced() {
-    use dlsys_shaders::exercises::{exercise, runaway_kernel};
+    use dlsys_shaders::kernel_track::{exercise, runaway_kernel};
     let storage = MemoryStorage::default();
     let (mut harness, gpu) = app_harness("runaway_kernel", &storage, Some("write_kernels"));
     if !gpu {

@@ -1,16 +1,16 @@
 //! The smoke sequence behind `index.html?selftest` (and `Startup::selftest`):
-//! open every lesson, convert a float, run one gradient check, one softmax
-//! kernel and one WGSL exercise check (the checker on the reference kernel, a
+//! open every lesson, convert a float, run one gradient check, the GPU
+//! lesson's whole default race (every rung the adapter supports, through the
+//! same `Ladder` as its "Race them all" button) and one WGSL exercise check (the checker on the reference kernel, a
 //! broken one rejected with its line) on whatever backend is there, and
 //! report the outcome as JSON. It
 //! advances a little every frame, so the page keeps rendering meanwhile.
 
 use dlsys_core::autograd::{Band, Check};
 use dlsys_core::float::{Format, Rounding};
-use dlsys_core::kernels::{Data, Kernel, Problem, SoftmaxKind, compare, softmax_reference};
 use dlsys_lessons::GpuStatus;
-use dlsys_shaders::exercises::{CheckJob, Checker, Verdict, exercise, validate};
-use dlsys_shaders::{Job, KernelRunner, RunSpec};
+use dlsys_shaders::kernel_track::{CheckJob, KernelChecker, KernelVerdict, exercise, validate};
+use dlsys_shaders::{KernelRunner, Ladder, Outcome};
 use serde::Serialize;
 
 /// One finished check.
@@ -37,9 +37,9 @@ enum Stage {
     Float,
     Gradcheck,
     StartKernel,
-    Kernel(Box<(KernelRunner, Job, Vec<f32>)>),
+    Race(Box<(KernelRunner, Ladder)>),
     StartWgsl,
-    Wgsl(Box<(Checker, CheckJob)>),
+    Wgsl(Box<(KernelChecker, CheckJob)>),
     Done,
 }
 
@@ -51,9 +51,6 @@ pub struct SelfTest {
     adapter: String,
     pub report: Option<Report>,
 }
-
-const ROWS: u32 = 64;
-const COLS: u32 = 300;
 
 impl SelfTest {
     pub fn new(lessons: Vec<String>) -> Self {
@@ -118,66 +115,40 @@ impl SelfTest {
                 self.stage = Stage::StartKernel;
             }
             Stage::StartKernel => {
-                let input = Data::Random.generate(ROWS as usize, COLS as usize, 1, false);
-                let kernel = Kernel::Softmax(SoftmaxKind::Online);
-                let problem = Problem {
-                    rows: ROWS,
-                    cols: COLS,
+                // The lesson's own default race ("Race them all").
+                let settings = dlsys_lessons::gpu_kernels::Settings::default().ladder(true);
+                let ladder = match Ladder::new(&settings) {
+                    Ok(ladder) => ladder,
+                    Err(err) => {
+                        self.check("kernel_race", false, err.to_string());
+                        self.stage = Stage::StartWgsl;
+                        return None;
+                    }
                 };
                 match gpu {
                     GpuStatus::Compute(gpu) => {
                         self.backend = gpu.adapter_info.backend.to_string();
                         self.adapter = gpu.adapter_info.name.clone();
-                        let mut runner = KernelRunner::new((**gpu).clone());
-                        let spec = RunSpec {
-                            kernel,
-                            problem,
-                            warmup: 0,
-                            trials: 1,
-                            instrumented: false,
-                        };
-                        match runner.start(spec, &input) {
-                            Ok(job) => self.stage = Stage::Kernel(Box::new((runner, job, input))),
-                            Err(err) => {
-                                self.check("softmax", false, err);
-                                self.stage = Stage::StartWgsl;
-                            }
-                        }
+                        let runner = KernelRunner::new((**gpu).clone());
+                        self.stage = Stage::Race(Box::new((runner, ladder)));
                     }
                     GpuStatus::RenderOnly { reason, .. } | GpuStatus::Unavailable { reason } => {
-                        let out = softmax_reference(&input, ROWS as usize, COLS as usize);
-                        let sums_to_one = out
-                            .chunks(COLS as usize)
-                            .all(|r| (r.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+                        let outcomes = ladder.run_on_cpu();
+                        let (ok, detail) = judge_race(&outcomes);
                         self.check(
-                            "softmax",
-                            sums_to_one,
-                            format!("CPU reference (no compute GPU: {reason})"),
+                            "kernel_race",
+                            ok,
+                            format!("CPU path (no compute GPU: {reason}): {detail}"),
                         );
                         self.stage = Stage::StartWgsl;
                     }
                 }
             }
-            Stage::Kernel(boxed) => {
-                let (_, job, input) = &mut **boxed;
-                if let Some(result) = job.poll() {
-                    match result {
-                        Ok(out) => {
-                            let c = compare(
-                                &out.output,
-                                &softmax_reference(input, ROWS as usize, COLS as usize),
-                            );
-                            self.check(
-                                "softmax",
-                                c.ok(1e-5),
-                                format!(
-                                    "online softmax on the GPU, max rel error {:e}",
-                                    c.max_rel_error
-                                ),
-                            );
-                        }
-                        Err(err) => self.check("softmax", false, err),
-                    }
+            Stage::Race(boxed) => {
+                let (runner, ladder) = &mut **boxed;
+                if ladder.poll(runner) {
+                    let (ok, detail) = judge_race(ladder.outcomes());
+                    self.check("kernel_race", ok, detail);
                     self.stage = Stage::StartWgsl;
                 }
             }
@@ -197,7 +168,7 @@ impl SelfTest {
                     && validate(ex, &broken).is_err_and(|d| d.line.is_some());
                 match gpu {
                     GpuStatus::Compute(gpu) if naga_ok => {
-                        let mut checker = Checker::new((**gpu).clone());
+                        let mut checker = KernelChecker::new((**gpu).clone());
                         let job = checker.start(ex, ex.reference);
                         self.stage = Stage::Wgsl(Box::new((checker, job)));
                     }
@@ -214,7 +185,7 @@ impl SelfTest {
             Stage::Wgsl(boxed) => {
                 let (_, job) = &mut **boxed;
                 if let Some(verdict) = job.poll() {
-                    let ok = matches!(verdict, Verdict::Passed { .. });
+                    let ok = matches!(verdict, KernelVerdict::Passed { .. });
                     self.check("wgsl_exercise", ok, verdict.message());
                     self.stage = Stage::Done;
                 }
@@ -237,4 +208,45 @@ impl SelfTest {
     pub fn is_done(&self) -> bool {
         self.report.is_some()
     }
+}
+
+/// Every rung ran (or, on the CPU path, was timed) and every GPU result
+/// matches its reference; rungs the adapter cannot run (no subgroups) are
+/// listed, not failed.
+fn judge_race(outcomes: &[Outcome]) -> (bool, String) {
+    let mut ran = 0;
+    let mut wrong = Vec::new();
+    let mut skipped = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Ran(r) => {
+                ran += 1;
+                if !r.ok && !r.kernel.expected_to_overflow() {
+                    wrong.push(format!(
+                        "{} (max rel error {:e})",
+                        r.kernel.id(),
+                        r.max_rel_error
+                    ));
+                }
+            }
+            Outcome::Cpu(_) => ran += 1,
+            Outcome::Skipped { kernel, why } => {
+                let unsupported = matches!(why, dlsys_shaders::KernelError::NeedsSubgroups { .. });
+                if unsupported {
+                    skipped.push(kernel.id());
+                } else {
+                    wrong.push(format!("{}: {why}", kernel.id()));
+                }
+            }
+        }
+    }
+    let ok = wrong.is_empty() && ran > 0;
+    let mut detail = format!("{ran} of {} rungs ran", outcomes.len());
+    if !skipped.is_empty() {
+        detail.push_str(&format!("; not offered here: {}", skipped.join(", ")));
+    }
+    if !wrong.is_empty() {
+        detail.push_str(&format!("; failed: {}", wrong.join("; ")));
+    }
+    (ok, detail)
 }

@@ -7,6 +7,16 @@
 use rand::{RngExt as _, SeedableRng as _};
 use serde::{Deserialize, Serialize};
 
+crate::catalog_error! {
+    /// Why a kernel cannot be planned for a problem.
+    pub enum PlanError {
+        Empty = "plan.empty",
+        TooLarge { elements: u64 } = "plan.too_large",
+        CopyNotVec4 = "plan.copy_not_vec4",
+        UnknownOp { name: String } = "plan.unknown_op",
+    }
+}
+
 /// Invocations per workgroup: WebGPU's default limit, so every browser runs it.
 pub const WG: u32 = 256;
 /// Workgroups of the grid-stride copy.
@@ -123,12 +133,15 @@ impl ReduceOp {
         }
     }
 
-    pub fn by_name(name: &str) -> Result<Self, String> {
-        match name {
-            "sum" => Ok(Self::Sum),
-            "max" => Ok(Self::Max),
-            other => Err(format!("unknown op `{other}`; use sum or max")),
-        }
+    pub const ALL: [Self; 2] = [Self::Sum, Self::Max];
+
+    pub fn by_name(name: &str) -> Result<Self, PlanError> {
+        Self::ALL
+            .into_iter()
+            .find(|op| op.id() == name)
+            .ok_or_else(|| PlanError::UnknownOp {
+                name: name.to_owned(),
+            })
     }
 }
 
@@ -149,6 +162,32 @@ impl Kernel {
             Self::Copy => "copy".to_owned(),
             Self::Softmax(k) => format!("softmax/{}", k.id()),
             Self::Reduce(k, op) => format!("reduce-{}/{}", op.id(), k.id()),
+        }
+    }
+
+    /// The kernel whose [`Kernel::id`] is `id`.
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::all().into_iter().find(|k| k.id() == id)
+    }
+
+    /// Whether a wrong answer is this kernel's lesson rather than a bug: the
+    /// naive softmax overflows on large logits by design.
+    pub fn expected_to_overflow(self) -> bool {
+        self == Self::Softmax(SoftmaxKind::NaiveUnsafe)
+    }
+
+    /// The problem this kernel's family runs for a `rows × cols` setting:
+    /// softmax the matrix; reductions all of its values as one row; the vec4
+    /// copy the same count rounded down to whole vec4s (at least one).
+    pub fn problem_for(self, problem: Problem) -> Problem {
+        let n = u32::try_from(problem.elements()).unwrap_or(u32::MAX);
+        match self {
+            Self::Softmax(_) => problem,
+            Self::Copy => Problem {
+                rows: 1,
+                cols: (n / 4 * 4).max(4),
+            },
+            Self::Reduce(..) => Problem { rows: 1, cols: n },
         }
     }
 
@@ -248,17 +287,15 @@ pub fn plan(
     kernel: Kernel,
     problem: Problem,
     device: Device,
-) -> Result<(Vec<Step>, Traffic), String> {
+) -> Result<(Vec<Step>, Traffic), PlanError> {
     let cache_floats = device.cache_floats;
     let Problem { rows, cols } = problem;
     if rows == 0 || cols == 0 {
-        return Err("the problem is empty: rows and columns must be at least 1".to_owned());
+        return Err(PlanError::Empty);
     }
     let elements = problem.elements();
     if elements > u64::from(u32::MAX / 4) {
-        return Err(format!(
-            "{elements} elements is more than one storage buffer can index here"
-        ));
+        return Err(PlanError::TooLarge { elements });
     }
     let n = elements as u32;
     let bytes = |count: u64| 4 * count;
@@ -276,7 +313,7 @@ pub fn plan(
     let (steps, input_passes) = match kernel {
         Kernel::Copy => {
             if !n.is_multiple_of(4) {
-                return Err("the vec4 copy needs a multiple of 4 elements".to_owned());
+                return Err(PlanError::CopyNotVec4);
             }
             (
                 vec![step(

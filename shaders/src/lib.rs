@@ -5,11 +5,17 @@
 //! the WGSL kernels, their dispatch, timing and checking against `dlsys-core`'s
 //! CPU references. It never depends on egui.
 
-pub mod exercises;
+pub mod error;
 pub mod gpu;
+pub mod kernel_track;
+pub mod ladder;
+pub mod plumbing;
 pub mod report;
 pub mod run;
 pub mod source;
 
+pub use error::{KernelError, SourceError};
 pub use gpu::{Gpu, GpuError, GpuInfo};
-pub use run::{Job, KernelRunner, RunOutput, RunSpec, Timer};
+pub use ladder::{Ladder, LadderSettings, Outcome};
+pub use plumbing::TimerKind;
+pub use run::{Job, KernelRunner, RunOutput, RunSpec, timing_quietly};

@@ -1,15 +1,30 @@
 //! Turning a run into the row the lesson and `dlsys-lab bench kernels` show:
 //! time, bytes, bandwidth against the copy kernel, error against the reference.
 
-use dlsys_core::kernels::{Kernel, compare, reduce_reference, relative_error, softmax_reference};
-use serde::Serialize;
+use dlsys_core::kernels::{
+    Kernel, Problem, compare, reduce_reference, relative_error, softmax_reference,
+};
+use serde::{Serialize, Serializer};
 
 use crate::RunOutput;
+use crate::plumbing::TimerKind;
+
+/// A kernel as its stable id (`softmax/online`) in JSON.
+pub fn kernel_id<S: Serializer>(kernel: &Kernel, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&kernel.id())
+}
+
+fn timer_label<S: Serializer>(timer: &TimerKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&timer.label())
+}
 
 /// One variant's numbers.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
-    pub kernel: String,
+    #[serde(serialize_with = "kernel_id")]
+    pub kernel: Kernel,
+    /// The problem this run had (its plots use it, whatever the settings say now).
+    pub problem: Problem,
     pub median_ms: f64,
     pub min_ms: f64,
     pub max_ms: f64,
@@ -26,7 +41,21 @@ pub struct Row {
     /// Elements whose NaN/inf pattern differs from the reference.
     pub special_mismatches: u64,
     pub ok: bool,
-    pub timer: String,
+    #[serde(serialize_with = "timer_label")]
+    pub timer: TimerKind,
+}
+
+impl Row {
+    /// (arithmetic intensity in ops/byte, throughput in Gop/s) for the
+    /// roofline, from this run's own problem; `None` for the copy kernel.
+    pub fn roofline_point(&self) -> Option<(f64, f64)> {
+        let ops = self.kernel.ops_per_element();
+        if ops == 0.0 || self.bytes == 0 {
+            return None;
+        }
+        let work = ops * self.problem.elements() as f64;
+        Some((work / self.bytes as f64, work / (self.median_ms * 1e6)))
+    }
 }
 
 /// Softmax: relative error ≤ 1e-5 with the same NaN pattern; sums: ≤ 1e-5; max: exact.
@@ -88,7 +117,8 @@ pub fn row(out: &RunOutput, reference: &Reference, copy_gb_per_s: Option<f64>) -
     let (min, max) = out.spread_ns();
     let gb = out.effective_gb_per_s();
     Row {
-        kernel: out.spec.kernel.id(),
+        kernel: out.spec.kernel,
+        problem: out.spec.problem,
         median_ms: out.median_ns() / 1e6,
         min_ms: min / 1e6,
         max_ms: max / 1e6,
@@ -102,6 +132,6 @@ pub fn row(out: &RunOutput, reference: &Reference, copy_gb_per_s: Option<f64>) -
         max_rel_error,
         special_mismatches,
         ok: special_mismatches == 0 && max_rel_error <= tolerance,
-        timer: out.timer.label(),
+        timer: out.timer,
     }
 }

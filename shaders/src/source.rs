@@ -4,9 +4,24 @@
 
 use dlsys_core::kernels::{ReduceOp, WG};
 
+use crate::SourceError;
+
 const COMMON: &str = include_str!("../wgsl/common.wgsl");
 
-/// The kernel files, by the name plans use (`file:entry`).
+/// The kernel files, by the name plans use (`file:entry`): the one list.
+pub const FILES: [&str; 9] = [
+    "copy",
+    "softmax_naive",
+    "softmax_three_pass",
+    "softmax_workgroup",
+    "softmax_online",
+    "softmax_subgroup",
+    "softmax_subgroup_rows",
+    "reduce",
+    "reduce_subgroup",
+];
+
+/// The text of a kernel file named in [`FILES`].
 pub fn file(name: &str) -> Option<&'static str> {
     Some(match name {
         "copy" => include_str!("../wgsl/copy.wgsl"),
@@ -33,8 +48,10 @@ pub struct Variant {
 }
 
 /// The complete WGSL for a variant (without any `enable` directive).
-pub fn build(variant: &Variant) -> Result<String, String> {
-    let body = file(variant.file).ok_or_else(|| format!("no kernel file `{}`", variant.file))?;
+pub fn build(variant: &Variant) -> Result<String, SourceError> {
+    let body = file(variant.file).ok_or_else(|| SourceError::NoFile {
+        file: variant.file.to_owned(),
+    })?;
     let mut text = if variant.file == "copy" {
         body.to_owned()
     } else {
@@ -85,10 +102,10 @@ pub fn build(variant: &Variant) -> Result<String, String> {
     }
     if let Some(start) = text.find("{{") {
         let token: String = text[start..].chars().take(30).collect();
-        return Err(format!(
-            "kernel `{}` has an unfilled template token {token}",
-            variant.file
-        ));
+        return Err(SourceError::Unfilled {
+            file: variant.file.to_owned(),
+            token,
+        });
     }
     Ok(text)
 }
@@ -101,8 +118,10 @@ pub struct Checked {
 }
 
 /// Parses and validates WGSL with naga; errors carry the line and column.
-pub fn check(source: &str) -> Result<Checked, String> {
-    let module = naga::front::wgsl::parse_str(source).map_err(|err| err.emit_to_string(source))?;
+pub fn check(source: &str) -> Result<Checked, SourceError> {
+    let invalid = |diagnostic: String| SourceError::Invalid { diagnostic };
+    let module =
+        naga::front::wgsl::parse_str(source).map_err(|err| invalid(err.emit_to_string(source)))?;
     let info = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
         naga::valid::Capabilities::all(),
@@ -110,7 +129,7 @@ pub fn check(source: &str) -> Result<Checked, String> {
     .subgroup_stages(naga::valid::ShaderStages::all())
     .subgroup_operations(naga::valid::SubgroupOperationSet::all())
     .validate(&module)
-    .map_err(|err| err.emit_to_string(source))?;
+    .map_err(|err| invalid(err.emit_to_string(source)))?;
     let bindings = module
         .entry_points
         .iter()
@@ -158,7 +177,7 @@ mod tests {
                         _ => None,
                     };
                     let variant = Variant {
-                        file: leak(file),
+                        file,
                         op,
                         instrumented,
                         cache_floats: 2048,
@@ -179,23 +198,30 @@ mod tests {
         }
     }
 
-    fn leak(s: &str) -> &'static str {
-        match s {
-            "copy" => "copy",
-            "softmax_naive" => "softmax_naive",
-            "softmax_three_pass" => "softmax_three_pass",
-            "softmax_workgroup" => "softmax_workgroup",
-            "softmax_online" => "softmax_online",
-            "softmax_subgroup" => "softmax_subgroup",
-            "softmax_subgroup_rows" => "softmax_subgroup_rows",
-            "reduce" => "reduce",
-            _ => "reduce_subgroup",
+    #[test]
+    fn the_file_list_and_the_files_agree() {
+        for name in FILES {
+            assert!(file(name).is_some(), "{name}");
+        }
+        for kernel in Kernel::all() {
+            let device = dlsys_core::kernels::Device {
+                cache_floats: 2048,
+                subgroup_max: 32,
+            };
+            for cols in [1024, 1023] {
+                let (steps, _) =
+                    plan(kernel, Problem { rows: 4, cols }, device).unwrap_or_default();
+                for step in steps {
+                    let name = step.entry.split_once(':').map_or("", |(f, _)| f);
+                    assert!(FILES.contains(&name), "{}", step.entry);
+                }
+            }
         }
     }
 
     #[test]
     fn a_broken_shader_is_reported_with_its_line() {
         let err = check("@compute @workgroup_size(1)\nfn main() {\n    let x: f32 = 1u;\n}\n");
-        assert!(err.is_err_and(|e| e.contains(":3:")));
+        assert!(err.is_err_and(|e| e.to_string().contains(":3:")));
     }
 }

@@ -5,10 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dlsys_shaders::exercises::{Checker, EXERCISES, Verdict, exercise, validate};
+use dlsys_shaders::kernel_track::{EXERCISES, KernelChecker, KernelVerdict, exercise, validate};
 
-fn checker(test: &str) -> Option<Checker> {
-    match Checker::request_blocking() {
+fn checker(test: &str) -> Option<KernelChecker> {
+    match KernelChecker::request_blocking() {
         Ok(c) => Some(c),
         Err(err) => {
             let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
@@ -35,7 +35,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
         for wrong in ex.wrong {
             let verdict = c.check_blocking(ex, wrong.source);
             assert!(
-                matches!(verdict, Verdict::Mismatch(_)),
+                matches!(verdict, KernelVerdict::Mismatch(_)),
                 "{} / {}: {verdict:?}",
                 ex.id,
                 wrong.name
@@ -51,7 +51,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
         }
         let verdict = c.check_blocking(ex, ex.template);
         assert!(
-            matches!(verdict, Verdict::Mismatch(_)),
+            matches!(verdict, KernelVerdict::Mismatch(_)),
             "{} template must compile and fail: {verdict:?}",
             ex.id
         );
@@ -90,7 +90,7 @@ fn bindings_the_harness_does_not_provide_are_reported_by_the_device() {
         .reference
         .replace("var<storage, read> x", "var<storage, read_write> x");
     let verdict = c.check_blocking(ex, &source);
-    assert!(matches!(verdict, Verdict::Invalid(_)), "{verdict:?}");
+    assert!(matches!(verdict, KernelVerdict::Invalid(_)), "{verdict:?}");
     // The checker still works afterwards.
     assert!(c.check_blocking(ex, ex.reference).passed());
 }
@@ -101,7 +101,7 @@ fn a_passing_kernel_races_the_built_in_ladder() {
         return;
     };
     let ex = exercise("safe_softmax").unwrap();
-    let race = dlsys_shaders::exercises::race_blocking(
+    let race = dlsys_shaders::kernel_track::race_blocking(
         c.gpu().unwrap(),
         ex,
         ex.reference,

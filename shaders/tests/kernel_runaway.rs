@@ -6,11 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dlsys_shaders::exercises::{Checker, Verdict, exercise, runaway_kernel};
+use dlsys_shaders::kernel_track::{KernelChecker, KernelVerdict, exercise, runaway_kernel};
 
 #[test]
 fn an_endless_kernel_times_out_and_the_device_is_replaced() {
-    let mut c = match Checker::request_blocking() {
+    let mut c = match KernelChecker::request_blocking() {
         Ok(c) => c,
         Err(err) => {
             let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
@@ -23,7 +23,10 @@ fn an_endless_kernel_times_out_and_the_device_is_replaced() {
     let ex = exercise("sum_reduction").unwrap();
     let started = std::time::Instant::now();
     let verdict = c.check_blocking(ex, &runaway_kernel());
-    assert!(matches!(verdict, Verdict::TimedOut { .. }), "{verdict:?}");
+    assert!(
+        matches!(verdict, KernelVerdict::TimedOut { .. }),
+        "{verdict:?}"
+    );
     assert!(verdict.message().contains("did not finish within 1000 ms"));
     assert!(
         started.elapsed().as_secs() < 30,

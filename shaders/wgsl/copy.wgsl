@@ -12,8 +12,8 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> y4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> y4: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>, 2>;
 
 @compute @workgroup_size({{WG}})

@@ -1,6 +1,7 @@
 // Opens the web bundle's ?selftest in Debian's chromium and checks the result:
 //   node selftest.mjs URL webgpu|cpu SCREENSHOT.png
-// `webgpu`: WebGPU through SwiftShader, the kernel must run on WebGPU.
+// `webgpu`: WebGPU through SwiftShader, the GPU lesson's whole default race
+// must run on WebGPU.
 // `cpu`: --disable-gpu, WebGL2 only, the kernel must take the CPU path.
 import fs from "node:fs";
 import { chromium } from "playwright-core";
@@ -32,6 +33,12 @@ try {
   else if (!(report.checks || []).some((c) => c.name === "wgsl_exercise" &&
       (mode === "webgpu" ? c.detail.startsWith("passes all") : c.detail.startsWith("naga validation only"))))
     failure = `the WGSL exercise check did not run as expected for ${mode}`;
+  // The GPU lesson's whole default race ran (every rung the adapter offers).
+  else if (!(report.checks || []).some((c) => c.name === "kernel_race" && c.ok))
+    failure = "the kernel race did not run";
+  // No panic and no page error, even if the report came back.
+  else if (logs.some((l) => l.startsWith("pageerror") || l.includes("panicked at")))
+    failure = "the page logged an error or a panic";
   // A blank page compresses to almost nothing; the rendered UI does not.
   else if (size < 20_000) failure = `the screenshot looks blank (${size} bytes)`;
 } catch (err) {

@@ -6,8 +6,8 @@ use rand::{RngExt as _, SeedableRng as _};
 use serde::Serialize;
 
 use super::gradcheck::{GradcheckReport, gradcheck};
-use super::graph::{Graph, PlantedBug, Var};
 use super::tensor::{Real, Tensor};
+use super::{Graph, PlantedBug, Var};
 use crate::mixed::Rounder;
 use std::sync::Arc;
 

@@ -8,8 +8,8 @@
 
 use serde::Serialize;
 
-use super::graph::{Graph, PlantedBug, Var};
 use super::tensor::{Real, Tensor};
+use super::{Graph, PlantedBug, Var};
 
 /// Below this, both gradients count as zero (avoids 0/0).
 pub const TINY: f64 = 1e-300;

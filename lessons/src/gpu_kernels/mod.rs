@@ -3,19 +3,17 @@
 //! bytes moved and bandwidth against the copy kernel.
 
 mod exercises;
+mod plots;
+mod ui;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::sync::LazyLock;
 
-use dlsys_core::float::show_sig;
-use dlsys_core::kernels::{
-    Data, Device, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, WG, plan,
-};
+use dlsys_core::errors::Localized as _;
+use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
 use dlsys_core::text::{Catalog, Lang};
-use dlsys_shaders::report::{Reference, Row, row};
-use dlsys_shaders::{Job, KernelRunner, RunSpec};
+use dlsys_shaders::{KernelRunner, Ladder, LadderSettings, Outcome, TimerKind};
 use egui::RichText;
-use egui_plot::{Bar, BarChart, HLine, Legend, Line, Plot, PlotPoints, Points};
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, GpuStatus, Lesson, theme};
@@ -65,43 +63,40 @@ impl Default for Settings {
     }
 }
 
-/// One line of the results table.
-#[derive(Clone, Debug)]
-enum Outcome {
-    Ran(Row),
-    Skipped {
-        kernel: String,
-        why: String,
-    },
-    /// The CPU path: the reference implementation, timed on the CPU.
-    Cpu {
-        kernel: String,
-        ms: f64,
-        bytes: u64,
-        passes: u32,
-    },
-}
-
-/// A race in flight: kernels still to run, the one running, and the inputs.
-struct Race {
-    queue: VecDeque<Kernel>,
-    current: Option<(Kernel, Job)>,
-    total: usize,
-    problem: Problem,
-    softmax_input: Vec<f32>,
-    reduce_input: Vec<f32>,
-    copy_input: Vec<f32>,
-    softmax_reference: Option<Reference>,
-    copy_gb_per_s: Option<f64>,
-}
-
 #[derive(Default)]
 pub struct GpuKernels {
     settings: Settings,
     runner: Option<KernelRunner>,
-    race: Option<Race>,
+    /// Whether the runner wakes the app between CPU-clock trials.
+    waker_set: bool,
+    ladder: Option<Ladder>,
     results: Vec<Outcome>,
     error: Option<String>,
+}
+
+impl Settings {
+    /// The ladder these settings ask for: the selected variants (`all`:
+    /// every one) with the chosen reduction op.
+    pub fn ladder(&self, all: bool) -> LadderSettings {
+        let chosen = |kernel: Kernel| all || self.selected.contains(&kernel.id());
+        LadderSettings {
+            problem: Problem {
+                rows: self.rows,
+                cols: self.cols,
+            },
+            data: self.data,
+            trials: self.trials,
+            softmax: SoftmaxKind::ALL
+                .into_iter()
+                .filter(|k| chosen(Kernel::Softmax(*k)))
+                .collect(),
+            reduce: ReduceKind::ALL
+                .into_iter()
+                .filter(|k| chosen(Kernel::Reduce(*k, ReduceOp::Sum)))
+                .collect(),
+            ops: vec![self.op],
+        }
+    }
 }
 
 impl GpuKernels {
@@ -114,178 +109,39 @@ impl GpuKernels {
         self.runner.as_mut()
     }
 
-    fn kernels(&self, all: bool) -> Vec<Kernel> {
-        let s = &self.settings;
-        let mut kernels = vec![Kernel::Copy];
-        for kind in SoftmaxKind::ALL {
-            let k = Kernel::Softmax(kind);
-            if all || s.selected.contains(&k.id()) {
-                kernels.push(k);
-            }
-        }
-        for kind in ReduceKind::ALL {
-            let k = Kernel::Reduce(kind, s.op);
-            if all
-                || s.selected
-                    .contains(&Kernel::Reduce(kind, ReduceOp::Sum).id())
-            {
-                kernels.push(k);
-            }
-        }
-        kernels
-    }
-
     fn start(&mut self, env: &Env<'_>, all: bool) {
         self.results.clear();
         self.error = None;
-        let s = self.settings.clone();
-        let problem = Problem {
-            rows: s.rows.max(1),
-            cols: s.cols.max(1),
-        };
-        let n = problem.elements() as usize;
-        let kernels = self.kernels(all);
-        let softmax_input = s
-            .data
-            .generate(problem.rows as usize, problem.cols as usize, 1, false);
-        let reduce_input = s.data.generate(1, n, 2, true);
-        let copy_input = Data::Random.generate(1, (n / 4 * 4).max(4), 3, false);
-        if self.ensure_runner(env.gpu).is_none() {
-            self.run_on_cpu(&kernels, problem, &softmax_input, &reduce_input);
-            return;
-        }
-        self.race = Some(Race {
-            total: kernels.len(),
-            queue: kernels.into(),
-            current: None,
-            problem,
-            softmax_input,
-            reduce_input,
-            copy_input,
-            softmax_reference: None,
-            copy_gb_per_s: None,
-        });
-    }
-
-    /// Without a compute GPU: the CPU references, timed, and every plan's bytes.
-    fn run_on_cpu(
-        &mut self,
-        kernels: &[Kernel],
-        problem: Problem,
-        softmax: &[f32],
-        reduce: &[f32],
-    ) {
-        let device = Device {
-            cache_floats: 4096 - WG,
-            subgroup_max: 32,
-        };
-        let time = |f: &mut dyn FnMut()| {
-            let start = web_time::Instant::now();
-            f();
-            start.elapsed().as_secs_f64() * 1e3
-        };
-        for kernel in kernels {
-            let Ok((_, traffic)) = plan(*kernel, problem_for(*kernel, problem), device) else {
-                continue;
-            };
-            let ms = match kernel {
-                Kernel::Copy => time(&mut || drop(std::hint::black_box(reduce.to_vec()))),
-                Kernel::Softmax(_) => time(&mut || {
-                    std::hint::black_box(dlsys_core::kernels::softmax_reference(
-                        softmax,
-                        problem.rows as usize,
-                        problem.cols as usize,
-                    ));
-                }),
-                Kernel::Reduce(_, op) => time(&mut || {
-                    std::hint::black_box(dlsys_core::kernels::reduce_reference(reduce, *op));
-                }),
-            };
-            self.results.push(Outcome::Cpu {
-                kernel: kernel.id(),
-                ms,
-                bytes: traffic.bytes(),
-                passes: traffic.input_passes,
-            });
-        }
-    }
-
-    fn poll_race(&mut self) {
-        let Some(runner) = self.runner.as_mut() else {
-            return;
-        };
-        let Some(race) = self.race.as_mut() else {
-            return;
-        };
-        if let Some((kernel, job)) = race.current.as_mut() {
-            let Some(result) = job.poll() else { return };
-            let kernel = *kernel;
-            race.current = None;
-            match result {
-                Ok(out) => {
-                    let reference = match kernel {
-                        Kernel::Copy => Reference::Values(race.copy_input.clone()),
-                        Kernel::Softmax(_) => race
-                            .softmax_reference
-                            .get_or_insert_with(|| {
-                                Reference::compute(kernel, &race.softmax_input, race.problem)
-                            })
-                            .clone(),
-                        Kernel::Reduce(_, op) => Reference::Scalar(
-                            dlsys_core::kernels::reduce_reference(&race.reduce_input, op),
-                        ),
-                    };
-                    let r = row(&out, &reference, race.copy_gb_per_s);
-                    if kernel == Kernel::Copy {
-                        race.copy_gb_per_s = Some(r.gb_per_s);
-                    }
-                    self.results.push(Outcome::Ran(r));
-                }
-                Err(why) => self.results.push(Outcome::Skipped {
-                    kernel: kernel.id(),
-                    why,
-                }),
-            }
-        }
-        while race.current.is_none() {
-            let Some(kernel) = race.queue.pop_front() else {
-                self.race = None;
+        let ladder = match Ladder::new(&self.settings.ladder(all)) {
+            Ok(ladder) => ladder,
+            Err(err) => {
+                self.error = Some(err.message(env.lang));
                 return;
-            };
-            let problem = problem_for(kernel, race.problem);
-            let input: &[f32] = match kernel {
-                Kernel::Copy => &race.copy_input,
-                Kernel::Softmax(_) => &race.softmax_input,
-                Kernel::Reduce(..) => &race.reduce_input,
-            };
-            let spec = RunSpec {
-                kernel,
-                problem,
-                warmup: 2,
-                trials: self.settings.trials.clamp(1, 50),
-                instrumented: false,
-            };
-            match runner.start(spec, input) {
-                Ok(job) => race.current = Some((kernel, job)),
-                Err(why) => self.results.push(Outcome::Skipped {
-                    kernel: kernel.id(),
-                    why,
-                }),
             }
+        };
+        if self.ensure_runner(env.gpu).is_none() {
+            self.results = ladder.run_on_cpu();
+            return;
         }
+        self.ladder = Some(ladder);
     }
-}
 
-/// The problem each family runs: softmax rows × cols; the others the same count of values.
-fn problem_for(kernel: Kernel, problem: Problem) -> Problem {
-    let n = problem.elements() as u32;
-    match kernel {
-        Kernel::Softmax(_) => problem,
-        Kernel::Copy => Problem {
-            rows: 1,
-            cols: (n / 4 * 4).max(4),
-        },
-        Kernel::Reduce(..) => Problem { rows: 1, cols: n },
+    fn poll_ladder(&mut self, ctx: &egui::Context) {
+        let (Some(runner), Some(ladder)) = (self.runner.as_mut(), self.ladder.as_mut()) else {
+            return;
+        };
+        if !self.waker_set {
+            let ctx = ctx.clone();
+            runner.set_waker(std::sync::Arc::new(move || ctx.request_repaint()));
+            self.waker_set = true;
+        }
+        let done = ladder.poll(runner);
+        self.results = ladder.outcomes().to_vec();
+        if done {
+            self.ladder = None;
+        } else if ladder.wants_frames() {
+            ctx.request_repaint();
+        }
     }
 }
 
@@ -303,14 +159,13 @@ impl Lesson for GpuKernels {
     }
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
-        if self.race.is_some() {
-            self.poll_race();
-            ctx.request_repaint();
+        if self.ladder.is_some() {
+            self.poll_ladder(ctx);
         }
     }
 
     fn is_busy(&self) -> bool {
-        self.race.is_some()
+        self.ladder.is_some()
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
@@ -322,11 +177,8 @@ impl Lesson for GpuKernels {
         match env.gpu {
             GpuStatus::Compute(gpu) => {
                 let info = gpu.info();
-                let timer = if info.timestamp_query {
-                    format!("GPU timestamps, tick {} ns", info.timestamp_period_ns)
-                } else {
-                    "wall clock".to_owned()
-                };
+                // The timer the runs really use (the CPU clock on a CPU adapter).
+                let timer = TimerKind::for_gpu(gpu).short();
                 ui.weak(TEXT.fill(
                     lang,
                     "device",
@@ -376,312 +228,6 @@ impl Lesson for GpuKernels {
     crate::persist_field!(settings);
 }
 
-impl GpuKernels {
-    fn controls_ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
-        let lang = env.lang;
-        let t = |key| TEXT.get(lang, key);
-        let busy = self.race.is_some();
-        ui.add_enabled_ui(!busy, |ui| {
-            let s = &mut self.settings;
-            ui.horizontal_wrapped(|ui| {
-                let label = ui.label(t("controls.rows"));
-                ui.add(egui::DragValue::new(&mut s.rows).range(1..=200_000))
-                    .labelled_by(label.id);
-                let label = ui.label(t("controls.cols"));
-                ui.add(egui::DragValue::new(&mut s.cols).range(1..=1_000_000))
-                    .labelled_by(label.id);
-                let label = ui.label(t("controls.data"));
-                egui::ComboBox::from_id_salt("gpu_data")
-                    .selected_text(TEXT.get(lang, &format!("data.{}", s.data.id())))
-                    .show_ui(ui, |ui| {
-                        for d in Data::ALL {
-                            ui.selectable_value(
-                                &mut s.data,
-                                d,
-                                TEXT.get(lang, &format!("data.{}", d.id())),
-                            );
-                        }
-                    })
-                    .response
-                    .labelled_by(label.id);
-                let label = ui.label(t("controls.trials"));
-                ui.add(egui::DragValue::new(&mut s.trials).range(1..=50))
-                    .labelled_by(label.id);
-                let label = ui.label(t("controls.op"));
-                ui.selectable_value(&mut s.op, ReduceOp::Sum, "sum")
-                    .labelled_by(label.id);
-                ui.selectable_value(&mut s.op, ReduceOp::Max, "max");
-            });
-            let mb = s.rows as f64 * s.cols as f64 * 4.0 / 1e6;
-            ui.weak(TEXT.fill(
-                lang,
-                "controls.size",
-                &[
-                    ("rows", &s.rows),
-                    ("cols", &s.cols),
-                    ("mb", &show_sig(mb, 3)),
-                    ("n", &(u64::from(s.rows) * u64::from(s.cols))),
-                ],
-            ));
-            ui.horizontal_wrapped(|ui| {
-                ui.strong(t("controls.softmax"));
-                for kind in SoftmaxKind::ALL {
-                    let id = Kernel::Softmax(kind).id();
-                    toggle(ui, &mut s.selected, &id, kind.id());
-                }
-            });
-            ui.horizontal_wrapped(|ui| {
-                ui.strong(t("controls.reduce"));
-                for kind in ReduceKind::ALL {
-                    let id = Kernel::Reduce(kind, ReduceOp::Sum).id();
-                    toggle(ui, &mut s.selected, &id, kind.id());
-                }
-            });
-        });
-        ui.horizontal(|ui| {
-            if busy {
-                if ui.button(t("controls.cancel")).clicked() {
-                    self.race = None;
-                }
-                if let Some(race) = &self.race {
-                    let done = race.total - race.queue.len() - usize::from(race.current.is_some());
-                    let current = race.current.as_ref().map_or(String::new(), |(k, _)| k.id());
-                    ui.add(
-                        egui::ProgressBar::new(done as f32 / race.total.max(1) as f32)
-                            .desired_width(200.0)
-                            .text(TEXT.fill(
-                                lang,
-                                "controls.running",
-                                &[
-                                    ("current", &current),
-                                    ("done", &done),
-                                    ("total", &race.total),
-                                ],
-                            )),
-                    );
-                }
-            } else {
-                if ui.button(t("controls.run")).clicked() {
-                    self.start(env, false);
-                }
-                if ui.button(t("controls.race")).clicked() {
-                    self.start(env, true);
-                }
-            }
-        });
-    }
-
-    fn results_ui(&self, ui: &mut egui::Ui, lang: Lang) {
-        if self.results.is_empty() {
-            return;
-        }
-        let t = |key| TEXT.get(lang, key);
-        let visuals = ui.visuals().clone();
-        egui::ScrollArea::horizontal()
-            .id_salt("gpu_results")
-            .show(ui, |ui| {
-                egui::Grid::new("gpu_results_grid")
-                    .striped(true)
-                    .spacing([12.0, 4.0])
-                    .show(ui, |ui| {
-                        for key in [
-                            "table.kernel",
-                            "table.ok",
-                            "table.median",
-                            "table.spread",
-                            "table.bytes",
-                            "table.passes",
-                            "table.dispatches",
-                            "table.gbs",
-                            "table.copy",
-                            "table.error",
-                        ] {
-                            ui.strong(t(key));
-                        }
-                        ui.end_row();
-                        for outcome in &self.results {
-                            match outcome {
-                                Outcome::Ran(r) => {
-                                    ui.label(&r.kernel);
-                                    let (status, color) = if r.ok {
-                                        (t("status.ok").to_owned(), theme::good(&visuals))
-                                    } else if r.kernel == "softmax/naive" {
-                                        (t("status.overflow").to_owned(), theme::warn(&visuals))
-                                    } else {
-                                        (t("status.wrong").to_owned(), theme::bad(&visuals))
-                                    };
-                                    ui.colored_label(color, status);
-                                    ui.monospace(show_sig(r.median_ms, 4));
-                                    ui.monospace(format!(
-                                        "{}–{}",
-                                        show_sig(r.min_ms, 3),
-                                        show_sig(r.max_ms, 3)
-                                    ));
-                                    ui.monospace(show_sig(r.bytes as f64 / 1e6, 4));
-                                    ui.monospace(r.input_passes.to_string());
-                                    ui.monospace(r.dispatches.to_string());
-                                    ui.monospace(show_sig(r.gb_per_s, 3));
-                                    ui.monospace(
-                                        r.fraction_of_copy
-                                            .map_or("—".to_owned(), |f| show_sig(f, 2)),
-                                    );
-                                    ui.monospace(show_sig(r.max_rel_error, 2));
-                                }
-                                Outcome::Skipped { kernel, why } => {
-                                    ui.label(kernel);
-                                    ui.weak(TEXT.fill(lang, "status.skipped", &[("why", why)]));
-                                }
-                                Outcome::Cpu {
-                                    kernel,
-                                    ms,
-                                    bytes,
-                                    passes,
-                                } => {
-                                    ui.label(kernel);
-                                    ui.weak("CPU");
-                                    ui.monospace(show_sig(*ms, 4));
-                                    ui.monospace("—");
-                                    ui.monospace(show_sig(*bytes as f64 / 1e6, 4));
-                                    ui.monospace(passes.to_string());
-                                }
-                            }
-                            ui.end_row();
-                        }
-                    });
-            });
-        let ran: Vec<&Row> = self
-            .results
-            .iter()
-            .filter_map(|o| {
-                if let Outcome::Ran(r) = o {
-                    Some(r)
-                } else {
-                    None
-                }
-            })
-            .collect();
-        for r in &ran {
-            if r.dispatch_ms.len() > 1 {
-                let parts: Vec<String> = r
-                    .dispatch_ms
-                    .iter()
-                    .map(|ms| format!("{} ms", show_sig(*ms, 3)))
-                    .collect();
-                ui.weak(TEXT.fill(
-                    lang,
-                    "dispatch.breakdown",
-                    &[("kernel", &r.kernel), ("parts", &parts.join(" + "))],
-                ));
-            }
-        }
-        let best = ran
-            .iter()
-            .filter(|r| r.ok && r.kernel.starts_with("softmax/") && r.kernel != "softmax/naive")
-            .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
-        let three = ran.iter().find(|r| r.kernel == "softmax/three-pass");
-        if let (Some(b), Some(t3)) = (best, three) {
-            ui.label(
-                TEXT.fill(
-                    lang,
-                    "summary.best",
-                    &[
-                        ("kernel", &b.kernel),
-                        ("ms", &show_sig(b.median_ms, 3)),
-                        (
-                            "fraction",
-                            &b.fraction_of_copy
-                                .map_or("—".to_owned(), |f| show_sig(f, 2)),
-                        ),
-                        ("speedup", &show_sig(t3.median_ms / b.median_ms, 3)),
-                    ],
-                ),
-            );
-        }
-        if ran.iter().any(|r| r.kernel == "softmax/naive" && !r.ok) {
-            ui.colored_label(theme::warn(&visuals), t("summary.overflow"));
-        }
-        let copy = ran.iter().find(|r| r.kernel == "copy").map(|r| r.gb_per_s);
-        ui.columns(2, |cols| {
-            cols[0].label(t("plot.bandwidth"));
-            let bars: Vec<Bar> = ran
-                .iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    Bar::new(i as f64, r.gb_per_s)
-                        .name(&r.kernel)
-                        .fill(theme::series(&visuals, i))
-                })
-                .collect();
-            let names: Vec<String> = ran.iter().map(|r| r.kernel.clone()).collect();
-            Plot::new("gpu_bandwidth")
-                .height(240.0)
-                .y_axis_label("GB/s")
-                .x_axis_formatter(move |mark, _| {
-                    names
-                        .get(mark.value.round() as usize)
-                        .filter(|_| mark.value.fract() == 0.0)
-                        .cloned()
-                        .unwrap_or_default()
-                })
-                .allow_scroll(false)
-                .show(&mut cols[0], |plot| {
-                    plot.bar_chart(BarChart::new("GB/s", bars));
-                    if let Some(c) = copy {
-                        plot.hline(HLine::new("copy", c).color(visuals.weak_text_color()));
-                    }
-                });
-            cols[1].label(t("plot.roofline"));
-            Plot::new("gpu_roofline")
-                .height(240.0)
-                .legend(Legend::default())
-                .x_axis_label(t("plot.intensity"))
-                .y_axis_label(t("plot.throughput"))
-                .allow_scroll(false)
-                .show(&mut cols[1], |plot| {
-                    let mut max_ai: f64 = 1.0;
-                    for (i, r) in ran.iter().enumerate() {
-                        let Some(kernel) = Kernel::all().into_iter().find(|k| k.id() == r.kernel)
-                        else {
-                            continue;
-                        };
-                        let ops = kernel.ops_per_element();
-                        if ops == 0.0 {
-                            continue;
-                        }
-                        let elements = self.settings.rows as f64 * self.settings.cols as f64;
-                        let ai = ops * elements / r.bytes as f64;
-                        max_ai = max_ai.max(ai);
-                        let gops = ops * elements / (r.median_ms * 1e6);
-                        plot.points(
-                            Points::new(r.kernel.clone(), PlotPoints::from(vec![[ai, gops]]))
-                                .radius(4.0)
-                                .color(theme::series(&visuals, i)),
-                        );
-                    }
-                    if let Some(c) = copy {
-                        let line: Vec<[f64; 2]> =
-                            vec![[0.0, 0.0], [max_ai * 1.2, c * max_ai * 1.2]];
-                        plot.line(
-                            Line::new("memory roof (copy GB/s × ops/byte)", PlotPoints::from(line))
-                                .color(visuals.weak_text_color()),
-                        );
-                    }
-                });
-        });
-    }
-}
-
-fn toggle(ui: &mut egui::Ui, selected: &mut BTreeSet<String>, id: &str, label: &str) {
-    let mut on = selected.contains(id);
-    if ui.checkbox(&mut on, label).changed() {
-        if on {
-            selected.insert(id.to_owned());
-        } else {
-            selected.remove(id);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -716,12 +262,70 @@ mod tests {
             },
             true,
         );
-        assert!(lesson.race.is_none());
+        assert!(lesson.ladder.is_none());
         let cpu = lesson
             .results
             .iter()
-            .filter(|o| matches!(o, Outcome::Cpu { .. }))
+            .filter(|o| matches!(o, Outcome::Cpu(_)))
             .count();
         assert_eq!(cpu, 1 + SoftmaxKind::ALL.len() + ReduceKind::ALL.len());
+    }
+
+    /// The roofline of a finished run keeps that run's size when the learner
+    /// changes rows × cols afterwards.
+    #[test]
+    fn the_roofline_uses_the_runs_own_size() {
+        let gpu = match dlsys_shaders::Gpu::request_blocking() {
+            Ok(gpu) => gpu,
+            Err(err) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+                panic!("no GPU adapter in CI: {err}")
+            }
+            Err(err) => {
+                eprintln!("skipped without a GPU adapter: {err}");
+                return;
+            }
+        };
+        let status = GpuStatus::Compute(Box::new(gpu));
+        let env = Env {
+            gpu: &status,
+            lang: Lang::En,
+        };
+        let mut lesson = GpuKernels::default();
+        lesson.settings.rows = 32;
+        lesson.settings.cols = 64;
+        lesson.settings.trials = 1;
+        lesson.settings.selected = [Kernel::Softmax(SoftmaxKind::Online).id()].into();
+        lesson.start(&env, false);
+        let ctx = egui::Context::default();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while lesson.is_busy() && std::time::Instant::now() < deadline {
+            lesson.logic(&ctx, &env);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let points = |lesson: &GpuKernels| {
+            let ran: Vec<&dlsys_shaders::report::Row> = lesson
+                .results
+                .iter()
+                .filter_map(|o| match o {
+                    Outcome::Ran(r) => Some(r),
+                    _ => None,
+                })
+                .collect();
+            plots::roofline_points(&ran)
+        };
+        let before = points(&lesson);
+        assert_eq!(before.len(), 1, "{:?}", lesson.results);
+        let Some(Outcome::Ran(online)) = lesson
+            .results
+            .iter()
+            .find(|o| o.kernel() == Kernel::Softmax(SoftmaxKind::Online))
+        else {
+            panic!("online softmax did not run: {:?}", lesson.results)
+        };
+        let want_ai = 9.0 * 32.0 * 64.0 / online.bytes as f64;
+        assert!((before[0].1 - want_ai).abs() < 1e-12 * want_ai);
+        lesson.settings.rows = 4096;
+        lesson.settings.cols = 7;
+        assert_eq!(points(&lesson), before);
     }
 }

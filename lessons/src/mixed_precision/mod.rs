@@ -5,6 +5,7 @@
 
 mod check_view;
 mod exercises;
+mod results;
 mod runs;
 
 use std::sync::LazyLock;
@@ -16,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use crate::{Env, Lesson};
 
 pub use exercises::EXERCISES;
-pub use runs::{CustomPolicy, Zones};
+pub use results::Zones;
+pub use runs::CustomPolicy;
 
 static TEXT: LazyLock<Catalog> = LazyLock::new(|| {
     Catalog::embedded(include_str!("../../../assets/lessons/mixed_precision.ron"))
@@ -68,7 +70,7 @@ impl Lesson for MixedPrecision {
             .default_open(true)
             .show(ui, |ui| {
                 runs::controls_ui(ui, &mut self.settings.custom, &mut self.run, lang);
-                runs::results_ui(ui, &self.run, lang);
+                results::results_ui(ui, &self.run, lang);
             });
         egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "check.heading")).strong())
             .id_salt("precision_check")

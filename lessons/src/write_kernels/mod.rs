@@ -1,5 +1,5 @@
 //! "Write a kernel": the learner writes WGSL kernels in an editor and the
-//! checker in `dlsys_shaders::exercises` judges them — naga diagnostics at
+//! checker in `dlsys_shaders::kernel_track` judges them — naga diagnostics at
 //! their line, the device's validation inside an error scope, adversarial
 //! cases against the CPU reference — on a GPU device of its own, polled
 //! without blocking a frame, with a time budget for runaway kernels.
@@ -8,8 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::LazyLock;
 
 use dlsys_core::text::{Catalog, Lang};
-use dlsys_shaders::exercises::{
-    CheckJob, Checker, EXERCISES, KernelExercise, Race, RaceError, Verdict, validate,
+use dlsys_shaders::kernel_track::{
+    CheckJob, EXERCISES, KernelChecker, KernelExercise, KernelRace, KernelVerdict, RaceError,
+    validate,
 };
 use serde::{Deserialize, Serialize};
 
@@ -36,18 +37,18 @@ pub struct Saved {
 
 /// The checker's device: made off the UI thread (native), replaced after a
 /// runaway kernel.
-enum Device {
+enum CheckerState {
     Idle,
     #[cfg(not(target_arch = "wasm32"))]
-    Starting(std::sync::mpsc::Receiver<Result<Checker, String>>),
-    Ready(Box<Checker>),
+    Starting(std::sync::mpsc::Receiver<Result<KernelChecker, String>>),
+    Ready(Box<KernelChecker>),
     Unavailable(String),
 }
 
 /// What the result panel shows.
 #[derive(Clone, Debug)]
 enum Shown {
-    Verdict(Verdict),
+    KernelVerdict(KernelVerdict),
     /// Valid WGSL, but no device to run it on.
     ValidNoGpu(String),
 }
@@ -62,13 +63,13 @@ struct Checked {
 /// Timing the learner's kernel and the ladder (off the UI thread).
 enum RaceState {
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    Running(std::sync::mpsc::Receiver<Result<Race, RaceError>>),
-    Done(Result<Race, RaceError>),
+    Running(std::sync::mpsc::Receiver<Result<KernelRace, RaceError>>),
+    Done(Result<KernelRace, RaceError>),
 }
 
 pub struct WriteKernels {
     saved: Saved,
-    device: Device,
+    device: CheckerState,
     job: Option<(&'static KernelExercise, CheckJob, String)>,
     /// The last passing kernel timed against the built-in ladder.
     race: Option<(&'static str, RaceState)>,
@@ -85,7 +86,7 @@ impl Default for WriteKernels {
     fn default() -> Self {
         Self {
             saved: Saved::default(),
-            device: Device::Idle,
+            device: CheckerState::Idle,
             job: None,
             race: None,
             queued: None,
@@ -125,7 +126,7 @@ impl WriteKernels {
 
     /// Starts making the checker's device, if there is none yet.
     fn ensure_device(&mut self, env: &Env<'_>) {
-        if !matches!(self.device, Device::Idle) {
+        if !matches!(self.device, CheckerState::Idle) {
             return;
         }
         let GpuStatus::Compute(gpu) = env.gpu else {
@@ -135,7 +136,7 @@ impl WriteKernels {
                 }
                 GpuStatus::Compute(_) => String::new(),
             };
-            self.device = Device::Unavailable(reason);
+            self.device = CheckerState::Unavailable(reason);
             return;
         };
         // Native: a device of its own, so a runaway kernel cannot stall the
@@ -145,13 +146,13 @@ impl WriteKernels {
             let _ = gpu;
             let (sender, receiver) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let _ = sender.send(Checker::request_blocking());
+                let _ = sender.send(KernelChecker::request_blocking());
             });
-            self.device = Device::Starting(receiver);
+            self.device = CheckerState::Starting(receiver);
         }
         #[cfg(target_arch = "wasm32")]
         {
-            self.device = Device::Ready(Box::new(Checker::new((**gpu).clone())));
+            self.device = CheckerState::Ready(Box::new(KernelChecker::new((**gpu).clone())));
         }
     }
 
@@ -160,23 +161,27 @@ impl WriteKernels {
         // A new check makes the last race stale.
         self.race = None;
         if let Err(diagnostic) = validate(ex, &source) {
-            self.show(ex, Shown::Verdict(Verdict::Invalid(diagnostic)), source);
+            self.show(
+                ex,
+                Shown::KernelVerdict(KernelVerdict::Invalid(diagnostic)),
+                source,
+            );
             self.saved.passed.remove(ex.id);
             return;
         }
         self.ensure_device(env);
         match &mut self.device {
-            Device::Ready(checker) => {
+            CheckerState::Ready(checker) => {
                 self.job = Some((ex, checker.start(ex, &source), source));
                 self.shown = None;
             }
-            Device::Unavailable(reason) => {
+            CheckerState::Unavailable(reason) => {
                 let reason = reason.clone();
                 self.show(ex, Shown::ValidNoGpu(reason), source);
             }
             #[cfg(not(target_arch = "wasm32"))]
-            Device::Starting(_) => self.queued = Some(ex),
-            Device::Idle => {}
+            CheckerState::Starting(_) => self.queued = Some(ex),
+            CheckerState::Idle => {}
         }
     }
 
@@ -187,7 +192,7 @@ impl WriteKernels {
     fn finish(
         &mut self,
         ex: &'static KernelExercise,
-        verdict: Verdict,
+        verdict: KernelVerdict,
         source: String,
         abandon_device: bool,
     ) {
@@ -205,13 +210,13 @@ impl WriteKernels {
         if abandon_device {
             self.abandon_device();
         }
-        self.show(ex, Shown::Verdict(verdict), source);
+        self.show(ex, Shown::KernelVerdict(verdict), source);
     }
 
     /// The device holds a kernel that will not finish, or is lost: give it
     /// up and start a fresh one.
     fn abandon_device(&mut self) {
-        if let Device::Ready(checker) = &mut self.device {
+        if let CheckerState::Ready(checker) = &mut self.device {
             checker.mark_poisoned();
         }
         self.recover();
@@ -221,13 +226,14 @@ impl WriteKernels {
     /// (native; the web has no thread to wait on).
     fn start_race(&mut self, ex: &'static KernelExercise, source: String) {
         #[cfg(not(target_arch = "wasm32"))]
-        if let Device::Ready(checker) = &self.device
+        if let CheckerState::Ready(checker) = &self.device
             && let Some(gpu) = checker.gpu().cloned()
         {
             let budget = checker.budget;
             let (sender, receiver) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
-                let result = dlsys_shaders::exercises::race_blocking(&gpu, ex, &source, 5, budget);
+                let result =
+                    dlsys_shaders::kernel_track::race_blocking(&gpu, ex, &source, 5, budget);
                 let _ = sender.send(result);
             });
             self.race = Some((ex.id, RaceState::Running(receiver)));
@@ -306,13 +312,15 @@ impl WriteKernels {
     /// Abandons the device a runaway kernel holds and starts a fresh one.
     fn recover(&mut self) {
         #[cfg(not(target_arch = "wasm32"))]
-        if let Device::Ready(checker) = std::mem::replace(&mut self.device, Device::Idle) {
+        if let CheckerState::Ready(checker) =
+            std::mem::replace(&mut self.device, CheckerState::Idle)
+        {
             let (sender, receiver) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
                 let mut checker = *checker;
                 let _ = sender.send(checker.recover().map(|()| checker));
             });
-            self.device = Device::Starting(receiver);
+            self.device = CheckerState::Starting(receiver);
         }
     }
 
@@ -333,7 +341,7 @@ impl WriteKernels {
             return;
         }
         #[cfg(not(target_arch = "wasm32"))]
-        if matches!(self.device, Device::Starting(_)) {
+        if matches!(self.device, CheckerState::Starting(_)) {
             ui.horizontal(|ui| {
                 ui.spinner();
                 let recovering = matches!(
@@ -341,7 +349,7 @@ impl WriteKernels {
                     Some((
                         _,
                         Checked {
-                            shown: Shown::Verdict(Verdict::TimedOut { .. }),
+                            shown: Shown::KernelVerdict(KernelVerdict::TimedOut { .. }),
                             ..
                         }
                     ))
@@ -356,7 +364,7 @@ impl WriteKernels {
                 ));
             });
         }
-        if let Device::Unavailable(reason) = &self.device {
+        if let CheckerState::Unavailable(reason) = &self.device {
             ui.colored_label(
                 theme::warn(ui.visuals()),
                 TEXT.fill(lang, "status.no_gpu", &[("reason", reason)]),
@@ -378,14 +386,14 @@ impl WriteKernels {
                     TEXT.fill(lang, "status.valid_no_gpu", &[("reason", reason)]),
                 );
             }
-            Shown::Verdict(verdict) => {
+            Shown::KernelVerdict(verdict) => {
                 let (color, head) = if verdict.passed() {
                     (theme::good(ui.visuals()), TEXT.get(lang, "status.passed"))
                 } else {
                     (theme::bad(ui.visuals()), TEXT.get(lang, "status.failed"))
                 };
                 ui.colored_label(color, format!("{head}: {}", verdict.message()));
-                if let Verdict::Invalid(d) = verdict
+                if let KernelVerdict::Invalid(d) = verdict
                     && let Some(line) = d.line
                     && let Some(text) = (line as usize)
                         .checked_sub(1)
@@ -422,16 +430,16 @@ impl Lesson for WriteKernels {
             ctx.request_repaint_after(web_time::Duration::from_millis(1100));
         }
         #[cfg(not(target_arch = "wasm32"))]
-        if let Device::Starting(receiver) = &self.device {
+        if let CheckerState::Starting(receiver) = &self.device {
             match receiver.try_recv() {
-                Ok(Ok(checker)) => self.device = Device::Ready(Box::new(checker)),
-                Ok(Err(reason)) => self.device = Device::Unavailable(reason),
+                Ok(Ok(checker)) => self.device = CheckerState::Ready(Box::new(checker)),
+                Ok(Err(reason)) => self.device = CheckerState::Unavailable(reason),
                 Err(std::sync::mpsc::TryRecvError::Empty) => ctx.request_repaint(),
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    self.device = Device::Unavailable("the device thread stopped".to_owned());
+                    self.device = CheckerState::Unavailable("the device thread stopped".to_owned());
                 }
             }
-            if !matches!(self.device, Device::Starting(_))
+            if !matches!(self.device, CheckerState::Starting(_))
                 && let Some(ex) = self.queued.take()
             {
                 self.start_check(ex, env);
@@ -524,7 +532,7 @@ impl Lesson for WriteKernels {
             Some((
                 id,
                 Checked {
-                    shown: Shown::Verdict(Verdict::Invalid(d)),
+                    shown: Shown::KernelVerdict(KernelVerdict::Invalid(d)),
                     source,
                 },
             )) if *id == ex.id && *source == code => d.line,
@@ -572,7 +580,7 @@ impl Lesson for WriteKernels {
 
     fn is_busy(&self) -> bool {
         #[cfg(not(target_arch = "wasm32"))]
-        let starting = matches!(self.device, Device::Starting(_));
+        let starting = matches!(self.device, CheckerState::Starting(_));
         #[cfg(target_arch = "wasm32")]
         let starting = false;
         starting

@@ -1,0 +1,242 @@
+//! The GPU lesson's controls and results table.
+
+use std::collections::BTreeSet;
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::float::show_sig;
+use dlsys_core::kernels::{Data, Kernel, ReduceKind, ReduceOp, SoftmaxKind};
+use dlsys_core::text::Lang;
+use dlsys_shaders::Outcome;
+use dlsys_shaders::report::Row;
+
+use super::{GpuKernels, TEXT};
+use crate::{Env, theme};
+
+impl GpuKernels {
+    pub(super) fn controls_ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        let t = |key| TEXT.get(lang, key);
+        let busy = self.ladder.is_some();
+        ui.add_enabled_ui(!busy, |ui| {
+            let s = &mut self.settings;
+            ui.horizontal_wrapped(|ui| {
+                let label = ui.label(t("controls.rows"));
+                ui.add(egui::DragValue::new(&mut s.rows).range(1..=200_000))
+                    .labelled_by(label.id);
+                let label = ui.label(t("controls.cols"));
+                ui.add(egui::DragValue::new(&mut s.cols).range(1..=1_000_000))
+                    .labelled_by(label.id);
+                let label = ui.label(t("controls.data"));
+                egui::ComboBox::from_id_salt("gpu_data")
+                    .selected_text(TEXT.get(lang, &format!("data.{}", s.data.id())))
+                    .show_ui(ui, |ui| {
+                        for d in Data::ALL {
+                            ui.selectable_value(
+                                &mut s.data,
+                                d,
+                                TEXT.get(lang, &format!("data.{}", d.id())),
+                            );
+                        }
+                    })
+                    .response
+                    .labelled_by(label.id);
+                let label = ui.label(t("controls.trials"));
+                ui.add(egui::DragValue::new(&mut s.trials).range(1..=50))
+                    .labelled_by(label.id);
+                let label = ui.label(t("controls.op"));
+                ui.selectable_value(&mut s.op, ReduceOp::Sum, "sum")
+                    .labelled_by(label.id);
+                ui.selectable_value(&mut s.op, ReduceOp::Max, "max");
+            });
+            let mb = s.rows as f64 * s.cols as f64 * 4.0 / 1e6;
+            ui.weak(TEXT.fill(
+                lang,
+                "controls.size",
+                &[
+                    ("rows", &s.rows),
+                    ("cols", &s.cols),
+                    ("mb", &show_sig(mb, 3)),
+                    ("n", &(u64::from(s.rows) * u64::from(s.cols))),
+                ],
+            ));
+            ui.horizontal_wrapped(|ui| {
+                ui.strong(t("controls.softmax"));
+                for kind in SoftmaxKind::ALL {
+                    let id = Kernel::Softmax(kind).id();
+                    toggle(ui, &mut s.selected, &id, kind.id());
+                }
+            });
+            ui.horizontal_wrapped(|ui| {
+                ui.strong(t("controls.reduce"));
+                for kind in ReduceKind::ALL {
+                    let id = Kernel::Reduce(kind, ReduceOp::Sum).id();
+                    toggle(ui, &mut s.selected, &id, kind.id());
+                }
+            });
+        });
+        ui.horizontal(|ui| {
+            if busy {
+                if ui.button(t("controls.cancel")).clicked() {
+                    self.ladder = None;
+                }
+                if let Some(ladder) = &self.ladder {
+                    let (done, total, current) = ladder.progress();
+                    let current = current.map_or(String::new(), Kernel::id);
+                    ui.add(
+                        egui::ProgressBar::new(done as f32 / total.max(1) as f32)
+                            .desired_width(200.0)
+                            .text(TEXT.fill(
+                                lang,
+                                "controls.running",
+                                &[("current", &current), ("done", &done), ("total", &total)],
+                            )),
+                    );
+                }
+            } else {
+                if ui.button(t("controls.run")).clicked() {
+                    self.start(env, false);
+                }
+                if ui.button(t("controls.race")).clicked() {
+                    self.start(env, true);
+                }
+            }
+        });
+    }
+
+    pub(super) fn results_ui(&self, ui: &mut egui::Ui, lang: Lang) {
+        if self.results.is_empty() {
+            return;
+        }
+        let t = |key| TEXT.get(lang, key);
+        let visuals = ui.visuals().clone();
+        egui::ScrollArea::horizontal()
+            .id_salt("gpu_results")
+            .show(ui, |ui| {
+                egui::Grid::new("gpu_results_grid")
+                    .striped(true)
+                    .spacing([12.0, 4.0])
+                    .show(ui, |ui| {
+                        for key in [
+                            "table.kernel",
+                            "table.ok",
+                            "table.median",
+                            "table.spread",
+                            "table.bytes",
+                            "table.passes",
+                            "table.dispatches",
+                            "table.gbs",
+                            "table.copy",
+                            "table.error",
+                        ] {
+                            ui.strong(t(key));
+                        }
+                        ui.end_row();
+                        for outcome in &self.results {
+                            ui.label(outcome.kernel().id());
+                            match outcome {
+                                Outcome::Ran(r) => {
+                                    let (status, color) = if r.ok {
+                                        (t("status.ok"), theme::good(&visuals))
+                                    } else if r.kernel.expected_to_overflow() {
+                                        (t("status.overflow"), theme::warn(&visuals))
+                                    } else {
+                                        (t("status.wrong"), theme::bad(&visuals))
+                                    };
+                                    ui.colored_label(color, status);
+                                    ui.monospace(show_sig(r.median_ms, 4));
+                                    ui.monospace(format!(
+                                        "{}–{}",
+                                        show_sig(r.min_ms, 3),
+                                        show_sig(r.max_ms, 3)
+                                    ));
+                                    ui.monospace(show_sig(r.bytes as f64 / 1e6, 4));
+                                    ui.monospace(r.input_passes.to_string());
+                                    ui.monospace(r.dispatches.to_string());
+                                    ui.monospace(show_sig(r.gb_per_s, 3));
+                                    ui.monospace(
+                                        r.fraction_of_copy
+                                            .map_or("—".to_owned(), |f| show_sig(f, 2)),
+                                    );
+                                    ui.monospace(show_sig(r.max_rel_error, 2));
+                                }
+                                Outcome::Skipped { why, .. } => {
+                                    let why = why.message(lang);
+                                    ui.weak(TEXT.fill(lang, "status.skipped", &[("why", &why)]));
+                                }
+                                Outcome::Cpu(c) => {
+                                    ui.weak("CPU");
+                                    ui.monospace(show_sig(c.ms, 4));
+                                    ui.monospace("—");
+                                    ui.monospace(show_sig(c.bytes as f64 / 1e6, 4));
+                                    ui.monospace(c.passes.to_string());
+                                }
+                            }
+                            ui.end_row();
+                        }
+                    });
+            });
+        let ran: Vec<&Row> = self
+            .results
+            .iter()
+            .filter_map(|o| match o {
+                Outcome::Ran(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        for r in &ran {
+            if r.dispatch_ms.len() > 1 {
+                let parts: Vec<String> = r
+                    .dispatch_ms
+                    .iter()
+                    .map(|ms| format!("{} ms", show_sig(*ms, 3)))
+                    .collect();
+                ui.weak(TEXT.fill(
+                    lang,
+                    "dispatch.breakdown",
+                    &[("kernel", &r.kernel.id()), ("parts", &parts.join(" + "))],
+                ));
+            }
+        }
+        let best = ran
+            .iter()
+            .filter(|r| r.ok && matches!(r.kernel, Kernel::Softmax(_)))
+            .filter(|r| !r.kernel.expected_to_overflow())
+            .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+        let three = ran
+            .iter()
+            .find(|r| r.kernel == Kernel::Softmax(SoftmaxKind::ThreePass));
+        if let (Some(b), Some(t3)) = (best, three) {
+            ui.label(
+                TEXT.fill(
+                    lang,
+                    "summary.best",
+                    &[
+                        ("kernel", &b.kernel.id()),
+                        ("ms", &show_sig(b.median_ms, 3)),
+                        (
+                            "fraction",
+                            &b.fraction_of_copy
+                                .map_or("—".to_owned(), |f| show_sig(f, 2)),
+                        ),
+                        ("speedup", &show_sig(t3.median_ms / b.median_ms, 3)),
+                    ],
+                ),
+            );
+        }
+        if ran.iter().any(|r| r.kernel.expected_to_overflow() && !r.ok) {
+            ui.colored_label(theme::warn(&visuals), t("summary.overflow"));
+        }
+        super::plots::show(ui, lang, &ran);
+    }
+}
+
+fn toggle(ui: &mut egui::Ui, selected: &mut BTreeSet<String>, id: &str, label: &str) {
+    let mut on = selected.contains(id);
+    if ui.checkbox(&mut on, label).changed() {
+        if on {
+            selected.insert(id.to_owned());
+        } else {
+            selected.remove(id);
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! The hostile inputs each exercise is checked on, the CPU references, and
+//! the judging of an output — pure computation, no wgpu.
+
+use dlsys_core::kernels::{ReduceOp, reduce_reference, softmax_reference};
+use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
+
+use super::{KernelExercise, Layout, Mismatch};
+
+/// What an output element holds if no invocation wrote it (a NaN pattern no
+/// arithmetic produces).
+pub(super) const UNWRITTEN: f32 = f32::from_bits(0x7fc0_0bad);
+
+/// A problem the learner's kernel must get right.
+#[derive(Clone, Debug)]
+pub struct KernelCase {
+    /// What makes it hard, shown when it fails.
+    pub name: String,
+    pub rows: u32,
+    pub cols: u32,
+    pub x: Vec<f32>,
+    pub bias: Vec<f32>,
+}
+
+impl KernelCase {
+    pub(super) fn new(name: impl Into<String>, rows: u32, cols: u32, x: Vec<f32>) -> Self {
+        Self {
+            name: name.into(),
+            rows,
+            cols,
+            x,
+            bias: Vec::new(),
+        }
+    }
+}
+
+pub(super) fn uniform(rng: &mut StdRng, len: usize, lo: f32, hi: f32) -> Vec<f32> {
+    (0..len).map(|_| rng.random_range(lo..hi)).collect()
+}
+
+impl KernelExercise {
+    /// The adversarial inputs: sizes 1, 2^k ± 1, larger than a workgroup,
+    /// ±inf, huge logits, masked (−inf) entries.
+    pub fn cases(&self) -> Vec<KernelCase> {
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut cases = Vec::new();
+        match self.layout {
+            Layout::Sum => {
+                for n in [1u32, 2, 255, 256] {
+                    let x = uniform(&mut rng, n as usize, 0.0, 1.0);
+                    cases.push(KernelCase::new(format!("n = {n}"), 1, n, x));
+                }
+                for n in [257u32, 1023, 1025, 100_000] {
+                    let x = uniform(&mut rng, n as usize, 0.0, 1.0);
+                    cases.push(KernelCase::new(
+                        format!("n = {n}: more values than the workgroup has invocations"),
+                        1,
+                        n,
+                        x,
+                    ));
+                }
+                let mut x = uniform(&mut rng, 1000, -1.0, 1.0);
+                x[999] = f32::INFINITY;
+                cases.push(KernelCase::new("n = 1000, the last value +inf", 1, 1000, x));
+            }
+            Layout::RowMax => {
+                for cols in [1u32, 2, 255, 257, 1000, 4097] {
+                    let x = uniform(&mut rng, 3 * cols as usize, -5.0, 5.0);
+                    cases.push(KernelCase::new(format!("3 rows of {cols}"), 3, cols, x));
+                }
+                let x = uniform(&mut rng, 2 * 300, -9.0, -1.0);
+                cases.push(KernelCase::new(
+                    "2 rows of 300, only negative values",
+                    2,
+                    300,
+                    x,
+                ));
+                let mut x = uniform(&mut rng, 3 * 64, -3.0, 3.0);
+                x[5] = f32::INFINITY;
+                x[64..128].fill(f32::NEG_INFINITY);
+                x[130] = f32::NEG_INFINITY;
+                cases.push(KernelCase::new(
+                    "3 rows of 64: +inf in the first, the second all −inf, −inf in the third",
+                    3,
+                    64,
+                    x,
+                ));
+            }
+            Layout::RowSoftmax => {
+                for cols in [1u32, 2, 255, 257, 1000, 4097] {
+                    let x = uniform(&mut rng, 3 * cols as usize, -4.0, 4.0);
+                    cases.push(KernelCase::new(format!("3 rows of {cols}"), 3, cols, x));
+                }
+                let x = uniform(&mut rng, 2 * 500, -1e4, 1e4);
+                cases.push(KernelCase::new(
+                    "2 rows of 500 logits in ±10000: exp overflows unless you subtract the row max",
+                    2,
+                    500,
+                    x,
+                ));
+                let mut x = uniform(&mut rng, 2 * 300, -4.0, 4.0);
+                for i in (0..600).step_by(7) {
+                    x[i] = f32::NEG_INFINITY;
+                }
+                cases.push(KernelCase::new(
+                    "2 rows of 300 with −inf (masked) entries",
+                    2,
+                    300,
+                    x,
+                ));
+            }
+            Layout::BiasRelu => {
+                for (rows, cols) in [(1u32, 1u32), (1, 257), (7, 3), (300, 257), (4000, 1)] {
+                    let n = (rows * cols) as usize;
+                    let mut case = KernelCase::new(
+                        format!("{rows} × {cols} (n = {n})"),
+                        rows,
+                        cols,
+                        uniform(&mut rng, n, -2.0, 2.0),
+                    );
+                    case.bias = uniform(&mut rng, cols as usize, -1.0, 1.0);
+                    cases.push(case);
+                }
+                let mut x = uniform(&mut rng, 5 * 9, -2.0, 2.0);
+                x[3] = f32::INFINITY;
+                x[10] = f32::NEG_INFINITY;
+                let mut case = KernelCase::new("5 × 9 with +inf and −inf", 5, 9, x);
+                case.bias = uniform(&mut rng, 9, -1.0, 1.0);
+                cases.push(case);
+            }
+            Layout::Transpose => {
+                for (rows, cols) in [
+                    (1u32, 1u32),
+                    (1, 17),
+                    (17, 1),
+                    (16, 16),
+                    (33, 47),
+                    (100, 257),
+                ] {
+                    let x = uniform(&mut rng, (rows * cols) as usize, -100.0, 100.0);
+                    cases.push(KernelCase::new(format!("{rows} × {cols}"), rows, cols, x));
+                }
+            }
+        }
+        cases
+    }
+
+    /// The CPU reference's answer (f64 inside where it matters).
+    pub fn expected(&self, case: &KernelCase) -> Vec<f32> {
+        let (rows, cols) = (case.rows as usize, case.cols as usize);
+        match self.layout {
+            Layout::Sum => vec![reduce_reference(&case.x, ReduceOp::Sum) as f32],
+            Layout::RowMax => case
+                .x
+                .chunks(cols)
+                .map(|row| reduce_reference(row, ReduceOp::Max) as f32)
+                .collect(),
+            Layout::RowSoftmax => softmax_reference(&case.x, rows, cols),
+            Layout::BiasRelu => case
+                .x
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v + case.bias[i % cols]).max(0.0))
+                .collect(),
+            Layout::Transpose => {
+                let mut y = vec![0.0; rows * cols];
+                for r in 0..rows {
+                    for c in 0..cols {
+                        y[c * rows + r] = case.x[r * cols + c];
+                    }
+                }
+                y
+            }
+        }
+    }
+
+    pub(super) fn output_len(&self, case: &KernelCase) -> usize {
+        match self.layout {
+            Layout::Sum => 1,
+            Layout::RowMax => case.rows as usize,
+            _ => case.x.len(),
+        }
+    }
+
+    pub(super) fn workgroups(&self, case: &KernelCase) -> (u32, u32, u32) {
+        match self.layout {
+            Layout::Sum => (1, 1, 1),
+            Layout::RowMax | Layout::RowSoftmax => (case.rows, 1, 1),
+            Layout::BiasRelu => ((case.rows * case.cols).div_ceil(256), 1, 1),
+            Layout::Transpose => (case.cols.div_ceil(16), case.rows.div_ceil(16), 1),
+        }
+    }
+
+    /// Whether `got` is close enough to `want` at one element.
+    fn agrees(&self, case: &KernelCase, got: f32, want: f32) -> bool {
+        if want.is_nan() || got.is_nan() {
+            return want.is_nan() && got.is_nan();
+        }
+        if !want.is_finite() || !got.is_finite() {
+            return got == want;
+        }
+        let (g, w) = (f64::from(got), f64::from(want));
+        match self.layout {
+            // f32 accumulation in any order: a bound scaled by Σ|x|.
+            Layout::Sum => {
+                let scale: f64 = case.x.iter().map(|v| f64::from(v.abs())).sum();
+                (g - w).abs() <= 2e-5 * scale.max(1.0)
+            }
+            // exp on a GPU is a few ulp off; relative, with a floor for tiny outputs.
+            Layout::RowSoftmax => (g - w).abs() <= 1e-4 * w.abs() + 1e-9,
+            _ => g == w,
+        }
+    }
+
+    /// The first element that disagrees, explained.
+    pub(super) fn judge(&self, case: &KernelCase, got: &[f32]) -> Result<(), Mismatch> {
+        let want = self.expected(case);
+        let first = want
+            .iter()
+            .zip(got)
+            .position(|(w, g)| !self.agrees(case, *g, *w));
+        let Some(index) = first else {
+            return Ok(());
+        };
+        let (expected, got_value) = (want[index], got[index]);
+        let note = match self.layout {
+            _ if got_value.to_bits() == UNWRITTEN.to_bits() => {
+                "no invocation wrote this element".to_owned()
+            }
+            Layout::RowMax if got_value == 0.0 && expected < 0.0 => {
+                "0 is larger than every value of this row: start the max at −inf (params.neg_inf), not 0"
+                    .to_owned()
+            }
+            Layout::RowSoftmax if !got_value.is_finite() => {
+                "inf or NaN: exp overflowed; subtract the row max before exp".to_owned()
+            }
+            Layout::RowSoftmax => {
+                let row = index / case.cols as usize;
+                let cols = case.cols as usize;
+                let total: f64 = got[row * cols..(row + 1) * cols]
+                    .iter()
+                    .map(|v| f64::from(*v))
+                    .sum();
+                if (total - 1.0).abs() > 1e-3 {
+                    format!(
+                        "row {row}'s outputs do not sum to 1 (they sum to {total:.6}): check the sum of exp"
+                    )
+                } else {
+                    "not this row's softmax".to_owned()
+                }
+            }
+            Layout::Transpose => {
+                let source = case.x.get(index).copied();
+                if source == Some(got_value) && got_value != expected {
+                    format!(
+                        "y[{index}] is the input's element x[{index}]: the tile went out untransposed"
+                    )
+                } else {
+                    String::new()
+                }
+            }
+            Layout::BiasRelu => {
+                let cols = case.cols as usize;
+                format!(
+                    "y[i] = max(x[i] + bias[i % cols], 0); element {index} is row {}, column {}, so it takes bias[{}]",
+                    index / cols,
+                    index % cols,
+                    index % cols
+                )
+            }
+            _ => String::new(),
+        };
+        Err(Mismatch {
+            case: case.name.clone(),
+            index,
+            expected,
+            got: got_value,
+            note,
+        })
+    }
+}
+
+/// A sum-reduction kernel that runs for about 8 s on llvmpipe (a few times
+/// any checker's budget), for tests and demonstrations of the time budget. A
+/// truly endless `loop {}` cannot be had there: llvmpipe stops a shader after
+/// 65,535 loop iterations. So the loop runs to that cap, each iteration a long
+/// chain of transcendental functions no compiler can fold. On a hardware GPU
+/// an endless loop either overruns the budget the same way or, first, trips
+/// the driver's watchdog, which resets the device: the checker reports the
+/// device lost and replaces it (a reset may also hit the app's own device,
+/// which the checker cannot prevent).
+pub fn runaway_kernel() -> String {
+    let body = "        v = sin(v) * 0.75 + cos(v * 1.5) + exp(-v * v);\n".repeat(150);
+    format!(
+        "struct Params {{ rows: u32, cols: u32, n: u32, neg_inf: f32 }}
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) tid: u32) {{
+    var v = x[0] + f32(tid);
+    loop {{
+{body}        if (v > 1e30) {{
+            break;
+        }}
+    }}
+    y[0] = v;
+}}
+"
+    )
+}

@@ -1,0 +1,540 @@
+//! The device side of a check: a device of the checker's own, the learner's
+//! pipeline compiled inside error scopes, one case per submission polled
+//! without blocking, and a time budget after which the device is abandoned.
+
+#[cfg(not(target_arch = "wasm32"))]
+use std::sync::Mutex;
+use std::sync::{Arc, mpsc};
+
+use wgpu::util::DeviceExt as _;
+
+use super::cases::{KernelCase, UNWRITTEN};
+use super::{Diagnostic, KernelExercise, KernelVerdict, Layout, validate};
+use crate::Gpu;
+use crate::plumbing::{Pending, Scopes};
+
+/// Devices abandoned with a kernel still running on them. Dropping one would
+/// wait for that kernel (forever); they are kept here until the process ends.
+#[cfg(not(target_arch = "wasm32"))]
+static ABANDONED: Mutex<Vec<Gpu>> = Mutex::new(Vec::new());
+
+/// Runs checks on a device of its own (never the one that draws the UI, so a
+/// runaway kernel cannot stall the frame).
+pub struct KernelChecker {
+    gpu: Option<Gpu>,
+    /// Per case.
+    pub budget: web_time::Duration,
+    /// Set when a kernel timed out: the device must be replaced.
+    poisoned: bool,
+}
+
+impl KernelChecker {
+    pub fn new(gpu: Gpu) -> Self {
+        Self {
+            gpu: Some(gpu),
+            budget: web_time::Duration::from_secs(3),
+            poisoned: false,
+        }
+    }
+
+    /// A checker on a fresh device (native only: the web cannot block).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn request_blocking() -> Result<Self, String> {
+        Gpu::request_blocking()
+            .map(Self::new)
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn gpu(&self) -> Option<&Gpu> {
+        self.gpu.as_ref()
+    }
+
+    /// Whether the last check left the device unusable.
+    pub fn needs_recovery(&self) -> bool {
+        self.poisoned || self.gpu.is_none()
+    }
+
+    /// Abandons the device a runaway kernel still occupies and makes a new one.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn recover(&mut self) -> Result<(), String> {
+        self.abandon();
+        let gpu = Gpu::request_blocking().map_err(|e| e.to_string())?;
+        self.gpu = Some(gpu);
+        self.poisoned = false;
+        Ok(())
+    }
+
+    /// Starts checking `source`; poll the job until it answers.
+    pub fn start(&mut self, exercise: &'static KernelExercise, source: &str) -> CheckJob {
+        let mut job = CheckJob {
+            exercise,
+            state: State::Done(None),
+            cases: exercise.cases(),
+            next: 0,
+            budget: self.budget,
+            lost: false,
+        };
+        if let Err(d) = validate(exercise, source) {
+            job.state = State::Done(Some(KernelVerdict::Invalid(d)));
+            return job;
+        }
+        let Some(gpu) = self.gpu.clone().filter(|_| !self.poisoned) else {
+            job.state = State::Done(Some(KernelVerdict::Failed(
+                "no usable GPU device: the last one was abandoned to a kernel that did not finish"
+                    .to_owned(),
+            )));
+            return job;
+        };
+        let (pipeline, compiled) = compile(&gpu, exercise.layout, source);
+        job.state = State::Ready {
+            gpu,
+            pipeline,
+            compiled,
+            since: web_time::Instant::now(),
+        };
+        job
+    }
+
+    /// [`Self::start`], then waits (native: CLI and tests). Recovers the
+    /// device itself after a timeout.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn check_blocking(
+        &mut self,
+        exercise: &'static KernelExercise,
+        source: &str,
+    ) -> KernelVerdict {
+        let mut job = self.start(exercise, source);
+        let verdict = loop {
+            if let Some(v) = job.poll() {
+                break v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        if job.abandons_device() {
+            self.poisoned = true;
+            if let Err(err) = self.recover() {
+                log::error!("recreating the GPU device failed: {err}");
+            }
+        }
+        verdict
+    }
+
+    /// Tells the checker that a job it started timed out or lost its device
+    /// (the app polls jobs itself, then calls this and [`Self::recover`]).
+    pub fn mark_poisoned(&mut self) {
+        self.poisoned = true;
+    }
+
+    /// Gives up the device without making a new one (a kernel still runs on
+    /// it: dropping it would wait for that kernel).
+    pub fn abandon(&mut self) {
+        self.poisoned = true;
+        // On the web dropping does not wait (and the device is the app's).
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(old) = self.gpu.take()
+            && let Ok(mut graveyard) = ABANDONED.lock()
+        {
+            graveyard.push(old);
+        }
+        #[cfg(target_arch = "wasm32")]
+        drop(self.gpu.take());
+    }
+}
+
+pub(super) struct Pipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+pub(super) fn compile(gpu: &Gpu, layout: Layout, source: &str) -> (Arc<Pipeline>, Pending) {
+    let device = &gpu.device;
+    let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    };
+    let mut entries = vec![
+        wgpu::BindGroupLayoutEntry {
+            binding: 0,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Uniform,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        },
+        storage(1, true),
+        storage(2, false),
+    ];
+    if layout == Layout::BiasRelu {
+        entries.push(storage(3, true));
+    }
+    let scopes = Scopes::push(device);
+    let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+        label: Some("exercise bindings"),
+        entries: &entries,
+    });
+    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+        label: Some("exercise"),
+        bind_group_layouts: &[Some(&bind_layout)],
+        immediate_size: 0,
+    });
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("your kernel"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("your kernel"),
+        layout: Some(&pipeline_layout),
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let pending = scopes.pop();
+    (
+        Arc::new(Pipeline {
+            pipeline,
+            layout: bind_layout,
+        }),
+        pending,
+    )
+}
+
+pub(super) fn rejected(error: &str) -> KernelVerdict {
+    KernelVerdict::Invalid(Diagnostic {
+        line: None,
+        column: None,
+        message: format!("the device rejected it: {error}"),
+    })
+}
+
+/// A case's buffers, bound to the learner's pipeline.
+pub(super) struct Bound {
+    group: wgpu::BindGroup,
+    y: wgpu::Buffer,
+    out_len: usize,
+    workgroups: (u32, u32, u32),
+}
+
+impl KernelExercise {
+    /// Uploads `case` and binds it. The output starts as the [`UNWRITTEN`]
+    /// marker everywhere.
+    pub(super) fn bind(&self, gpu: &Gpu, pipeline: &Pipeline, case: &KernelCase) -> Bound {
+        let device = &gpu.device;
+        let words = [
+            case.rows,
+            case.cols,
+            case.x.len() as u32,
+            f32::NEG_INFINITY.to_bits(),
+        ];
+        let init = |label: &str, contents: &[u8], usage: wgpu::BufferUsages| {
+            device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents,
+                usage,
+            })
+        };
+        let params = init(
+            "params",
+            bytemuck::cast_slice(&words),
+            wgpu::BufferUsages::UNIFORM,
+        );
+        let x = init(
+            "x",
+            bytemuck::cast_slice(&case.x),
+            wgpu::BufferUsages::STORAGE,
+        );
+        let out_len = self.output_len(case);
+        let y = init(
+            "y",
+            bytemuck::cast_slice(&vec![UNWRITTEN; out_len]),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        );
+        let bias_values = if case.bias.is_empty() {
+            vec![0.0f32]
+        } else {
+            case.bias.clone()
+        };
+        let bias = init(
+            "bias",
+            bytemuck::cast_slice(&bias_values),
+            wgpu::BufferUsages::STORAGE,
+        );
+        let mut entries = vec![
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: params.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: x.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 2,
+                resource: y.as_entire_binding(),
+            },
+        ];
+        if self.layout == Layout::BiasRelu {
+            entries.push(wgpu::BindGroupEntry {
+                binding: 3,
+                resource: bias.as_entire_binding(),
+            });
+        }
+        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("exercise"),
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
+        Bound {
+            group,
+            y,
+            out_len,
+            workgroups: self.workgroups(case),
+        }
+    }
+}
+
+/// Records one dispatch of the learner's kernel.
+pub(super) fn dispatch(
+    encoder: &mut wgpu::CommandEncoder,
+    pipeline: &Pipeline,
+    bound: &Bound,
+    timestamps: Option<&wgpu::QuerySet>,
+) {
+    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+        label: Some("your kernel"),
+        timestamp_writes: timestamps.map(|set| wgpu::ComputePassTimestampWrites {
+            query_set: set,
+            beginning_of_pass_write_index: Some(0),
+            end_of_pass_write_index: Some(1),
+        }),
+    });
+    pass.set_pipeline(&pipeline.pipeline);
+    pass.set_bind_group(0, &bound.group, &[]);
+    let (x, y, z) = bound.workgroups;
+    pass.dispatch_workgroups(x, y, z);
+}
+
+enum State {
+    Ready {
+        gpu: Gpu,
+        pipeline: Arc<Pipeline>,
+        /// Whether the device accepted the pipeline.
+        compiled: Pending,
+        since: web_time::Instant,
+    },
+    Running {
+        gpu: Gpu,
+        pipeline: Arc<Pipeline>,
+        compiled: Pending,
+        readback: wgpu::Buffer,
+        receiver: Receiver,
+        /// Whether the device accepted the run.
+        errors: Pending,
+        started: web_time::Instant,
+    },
+    Done(Option<KernelVerdict>),
+}
+
+/// A check in flight: one case at a time, never blocking.
+pub struct CheckJob {
+    exercise: &'static KernelExercise,
+    state: State,
+    cases: Vec<KernelCase>,
+    next: usize,
+    budget: web_time::Duration,
+    /// The device stopped answering (lost, or its mapping failed).
+    lost: bool,
+}
+
+impl CheckJob {
+    /// Which case is running, of how many (for a progress bar).
+    pub fn progress(&self) -> (usize, usize) {
+        (self.next, self.cases.len())
+    }
+
+    /// Whether the job timed out or lost its device: either way the device
+    /// must not be used again.
+    pub fn abandons_device(&self) -> bool {
+        self.lost
+            || matches!(
+                self.state,
+                State::Done(Some(KernelVerdict::TimedOut { .. }))
+            )
+    }
+
+    fn timed_out(&self) -> KernelVerdict {
+        KernelVerdict::TimedOut {
+            case: self
+                .cases
+                .get(self.next)
+                .map_or_else(String::new, |c| c.name.clone()),
+            budget_ms: self.budget.as_millis() as u64,
+        }
+    }
+
+    /// Advances without blocking; the verdict once there is one.
+    pub fn poll(&mut self) -> Option<KernelVerdict> {
+        loop {
+            match std::mem::replace(&mut self.state, State::Done(None)) {
+                State::Done(verdict) => {
+                    self.state = State::Done(verdict.clone());
+                    return verdict;
+                }
+                State::Ready {
+                    gpu,
+                    pipeline,
+                    compiled,
+                    since,
+                } => match compiled.get() {
+                    None if since.elapsed() > self.budget => {
+                        self.state = State::Done(Some(self.timed_out()));
+                    }
+                    None => {
+                        self.state = State::Ready {
+                            gpu,
+                            pipeline,
+                            compiled,
+                            since,
+                        };
+                        return None;
+                    }
+                    Some(Some(error)) => self.state = State::Done(Some(rejected(&error))),
+                    Some(None) if self.next == self.cases.len() => {
+                        self.state = State::Done(Some(KernelVerdict::Passed {
+                            cases: self.cases.len(),
+                        }));
+                    }
+                    Some(None) => {
+                        let (readback, receiver, errors) = self.submit(&gpu, &pipeline);
+                        self.state = State::Running {
+                            gpu,
+                            pipeline,
+                            compiled,
+                            readback,
+                            receiver,
+                            errors,
+                            started: web_time::Instant::now(),
+                        };
+                    }
+                },
+                State::Running {
+                    gpu,
+                    pipeline,
+                    compiled,
+                    readback,
+                    receiver,
+                    errors,
+                    started,
+                } => {
+                    let _ = gpu.device.poll(wgpu::PollType::Poll);
+                    let mapped = match receiver.try_recv() {
+                        Ok(result) => Some(result),
+                        Err(mpsc::TryRecvError::Empty) => None,
+                        Err(mpsc::TryRecvError::Disconnected) => {
+                            self.lost = true;
+                            self.state = State::Done(Some(KernelVerdict::Failed(
+                                "the GPU device was lost".to_owned(),
+                            )));
+                            continue;
+                        }
+                    };
+                    match (mapped, errors.get()) {
+                        // The device refused the run: that, not the output, is the answer.
+                        (_, Some(Some(error))) => {
+                            self.state = State::Done(Some(KernelVerdict::Failed(format!(
+                                "the device rejected the run: {error}"
+                            ))));
+                        }
+                        (Some(Err(err)), _) => {
+                            self.lost = true;
+                            self.state = State::Done(Some(KernelVerdict::Failed(format!(
+                                "reading the output back failed: {err}"
+                            ))));
+                        }
+                        (Some(Ok(())), Some(None)) => {
+                            let case = &self.cases[self.next];
+                            let got = read_f32(&readback);
+                            self.next += 1;
+                            match got.and_then(|got| {
+                                self.exercise
+                                    .judge(case, &got)
+                                    .map_err(KernelVerdict::Mismatch)
+                            }) {
+                                Ok(()) => {
+                                    self.state = State::Ready {
+                                        gpu,
+                                        pipeline,
+                                        compiled,
+                                        since: web_time::Instant::now(),
+                                    };
+                                }
+                                Err(verdict) => self.state = State::Done(Some(verdict)),
+                            }
+                        }
+                        _ if started.elapsed() > self.budget => {
+                            self.state = State::Done(Some(self.timed_out()));
+                        }
+                        _ => {
+                            self.state = State::Running {
+                                gpu,
+                                pipeline,
+                                compiled,
+                                readback,
+                                receiver,
+                                errors,
+                                started,
+                            };
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Uploads the next case, dispatches, and asks for the output back.
+    fn submit(&self, gpu: &Gpu, pipeline: &Pipeline) -> (wgpu::Buffer, Receiver, Pending) {
+        let case = &self.cases[self.next];
+        let device = &gpu.device;
+        let scopes = Scopes::push(device);
+        let bound = self.exercise.bind(gpu, pipeline, case);
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("y readback"),
+            size: (bound.out_len * 4) as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("your kernel"),
+        });
+        dispatch(&mut encoder, pipeline, &bound, None);
+        encoder.copy_buffer_to_buffer(&bound.y, 0, &readback, 0, None);
+        gpu.queue.submit([encoder.finish()]);
+        let (sender, receiver) = mpsc::channel();
+        readback.map_async(wgpu::MapMode::Read, .., move |result| {
+            let _ = sender.send(result);
+        });
+        let errors = scopes.pop();
+        (readback, receiver, errors)
+    }
+}
+
+type Receiver = mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>;
+
+fn read_f32(buffer: &wgpu::Buffer) -> Result<Vec<f32>, KernelVerdict> {
+    let view = buffer
+        .get_mapped_range(..)
+        .map_err(|e| KernelVerdict::Failed(e.to_string()))?;
+    let values = bytemuck::cast_slice::<u8, f32>(&view).to_vec();
+    drop(view);
+    buffer.unmap();
+    Ok(values)
+}

@@ -1,0 +1,159 @@
+//! The learner-kernel track: WGSL kernels the learner writes, with their
+//! harness and checker. This file is the catalog; [`cases`] holds the
+//! hostile inputs and the judging (no wgpu), [`validate`] naga's checks,
+//! [`checker`] the device side and [`race`] the race against the ladder.
+//!
+//! Each exercise fixes the bindings and the dispatch (stated in its template
+//! under `shaders/wgsl/exercises/`); the learner writes the kernel. A check
+//! goes: validate with naga (diagnostics carry their line), compile on the
+//! device inside an error scope (a validation error never reaches wgpu's
+//! panicking handler), then run on adversarial inputs against the CPU
+//! reference in `dlsys-core`, reporting the first mismatching index with
+//! expected vs got. Work is submitted without blocking and polled; a kernel
+//! that does not finish within the time budget is abandoned with its device
+//! ([`KernelChecker::recover`] makes a fresh one), so an endless loop cannot freeze
+//! the app.
+
+mod cases;
+mod checker;
+mod race;
+mod validate;
+mod verdict;
+
+pub use cases::{KernelCase, runaway_kernel};
+pub use checker::{CheckJob, KernelChecker};
+#[cfg(not(target_arch = "wasm32"))]
+pub use race::race_blocking;
+pub use race::{KernelRace, Lap, RaceError};
+pub use validate::validate;
+pub use verdict::{Diagnostic, KernelVerdict, Mismatch};
+
+/// How the harness lays out data and dispatches work for an exercise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One workgroup of 256 sums all of x into y[0].
+    Sum,
+    /// One workgroup of 256 per row; y[row] = max of the row.
+    RowMax,
+    /// One workgroup of 256 per row; y = softmax of each row.
+    RowSoftmax,
+    /// ceil(n / 256) workgroups; y = max(x + bias[col], 0).
+    BiasRelu,
+    /// 16 × 16 tiles; y (cols × rows) = xᵀ.
+    Transpose,
+}
+
+impl Layout {
+    pub fn workgroup_size(self) -> [u32; 3] {
+        match self {
+            Self::Transpose => [16, 16, 1],
+            _ => [256, 1, 1],
+        }
+    }
+}
+
+/// A known-wrong kernel and what the checker's message must mention.
+#[derive(Clone, Copy, Debug)]
+pub struct Wrong {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub expect: &'static str,
+}
+
+/// One kernel to write.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelExercise {
+    pub id: &'static str,
+    pub title: &'static str,
+    pub layout: Layout,
+    pub template: &'static str,
+    pub reference: &'static str,
+    pub wrong: &'static [Wrong],
+}
+
+macro_rules! wgsl {
+    ($name:literal) => {
+        include_str!(concat!("../../wgsl/exercises/", $name))
+    };
+}
+
+/// The exercises, in order.
+pub const EXERCISES: [KernelExercise; 6] = [
+    KernelExercise {
+        id: "sum_reduction",
+        title: "Sum reduction",
+        layout: Layout::Sum,
+        template: wgsl!("sum_reduction.wgsl"),
+        reference: wgsl!("sum_reduction.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "no grid-stride loop",
+            source: wgsl!("sum_reduction.wrong.wgsl"),
+            expect: "more values than the workgroup has invocations",
+        }],
+    },
+    KernelExercise {
+        id: "row_max",
+        title: "Row max",
+        layout: Layout::RowMax,
+        template: wgsl!("row_max.wgsl"),
+        reference: wgsl!("row_max.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "max starts at 0",
+            source: wgsl!("row_max.wrong.wgsl"),
+            expect: "start the max at −inf",
+        }],
+    },
+    KernelExercise {
+        id: "safe_softmax",
+        title: "Safe softmax",
+        layout: Layout::RowSoftmax,
+        template: wgsl!("safe_softmax.wgsl"),
+        reference: wgsl!("safe_softmax.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "no max subtracted",
+            source: wgsl!("safe_softmax.wrong.wgsl"),
+            expect: "subtract the row max",
+        }],
+    },
+    KernelExercise {
+        id: "online_softmax",
+        title: "Online softmax",
+        layout: Layout::RowSoftmax,
+        template: wgsl!("online_softmax.wgsl"),
+        reference: wgsl!("online_softmax.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "merge without rescaling",
+            source: wgsl!("online_softmax.wrong.wgsl"),
+            expect: "do not sum to 1",
+        }],
+    },
+    KernelExercise {
+        id: "bias_relu",
+        title: "Fused bias + ReLU",
+        layout: Layout::BiasRelu,
+        template: wgsl!("bias_relu.wgsl"),
+        reference: wgsl!("bias_relu.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "bias[i] instead of bias[i % cols]",
+            source: wgsl!("bias_relu.wrong.wgsl"),
+            expect: "bias",
+        }],
+    },
+    KernelExercise {
+        id: "transpose",
+        title: "Transpose through workgroup memory",
+        layout: Layout::Transpose,
+        template: wgsl!("transpose.wgsl"),
+        reference: wgsl!("transpose.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "copied, not transposed",
+            source: wgsl!("transpose.wrong.wgsl"),
+            expect: "is the input's element",
+        }],
+    },
+];
+
+/// The exercise called `id`.
+pub fn exercise(id: &str) -> Option<&'static KernelExercise> {
+    EXERCISES.iter().find(|e| e.id == id)
+}

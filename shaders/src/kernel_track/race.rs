@@ -1,0 +1,251 @@
+//! The learner's kernel against the built-in ladder: the same device, the
+//! same problem, the ladder's own timer, warm-up and trials.
+
+use dlsys_core::kernels::{Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
+use rand::{SeedableRng as _, rngs::StdRng};
+
+use super::KernelExercise;
+use super::Layout;
+use super::cases::{KernelCase, uniform};
+/// One line of a race: a kernel and its median time on the bench problem.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Lap {
+    /// `yours`, or the built-in kernel's id.
+    pub kernel: String,
+    pub median_ns: f64,
+    /// Bytes each kernel must at least move (input read once, output written
+    /// once) ÷ median time.
+    pub gb_per_s: f64,
+    /// How it was timed.
+    pub timer: String,
+}
+
+/// The learner's kernel against the built-in ladder on one bench problem.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct KernelRace {
+    pub problem: String,
+    pub trials: u32,
+    /// How the learner's kernel was timed (the ladder's laps say theirs).
+    pub timer: String,
+    /// Fastest first.
+    pub laps: Vec<Lap>,
+}
+
+impl KernelRace {
+    /// 1-based place of the learner's kernel.
+    pub fn rank(&self) -> usize {
+        self.laps
+            .iter()
+            .position(|l| l.kernel == "yours")
+            .map_or(0, |i| i + 1)
+    }
+}
+
+impl KernelExercise {
+    /// The problem kernels race on: 1024 × 1024 values (4 MiB).
+    pub fn bench_case(&self) -> KernelCase {
+        let mut rng = StdRng::seed_from_u64(11);
+        let (rows, cols) = (1024u32, 1024u32);
+        let mut case = KernelCase::new(
+            format!("{rows} × {cols}"),
+            rows,
+            cols,
+            uniform(&mut rng, (rows * cols) as usize, -4.0, 4.0),
+        );
+        if self.layout == Layout::BiasRelu {
+            case.bias = uniform(&mut rng, cols as usize, -1.0, 1.0);
+        }
+        case
+    }
+
+    /// The built-in kernels that do the same job (always with the copy
+    /// kernel, the bandwidth ceiling).
+    pub fn ladder(&self) -> Vec<Kernel> {
+        let mut kernels = vec![Kernel::Copy];
+        match self.layout {
+            Layout::Sum => {
+                kernels.extend(ReduceKind::ALL.map(|k| Kernel::Reduce(k, ReduceOp::Sum)));
+            }
+            // The ladder reduces the whole array; the bytes are the same.
+            Layout::RowMax => {
+                kernels.extend(ReduceKind::ALL.map(|k| Kernel::Reduce(k, ReduceOp::Max)));
+            }
+            Layout::RowSoftmax => kernels.extend(SoftmaxKind::ALL.map(Kernel::Softmax)),
+            Layout::BiasRelu | Layout::Transpose => {}
+        }
+        kernels
+    }
+
+    /// Bytes the kernel must at least move on `case`.
+    pub fn min_bytes(&self, case: &KernelCase) -> u64 {
+        let input = case.x.len() + case.bias.len();
+        (4 * (input + self.output_len(case))) as u64
+    }
+}
+
+/// Why a race did not finish.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RaceError {
+    pub message: String,
+    /// The learner's kernel is still running on the device (it overran the
+    /// budget), or the device is gone: do not use it again.
+    pub abandon_device: bool,
+}
+
+impl std::fmt::Display for RaceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl RaceError {
+    #[cfg(not(target_arch = "wasm32"))]
+    fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            abandon_device: false,
+        }
+    }
+}
+
+/// Times the learner's (already checked) kernel and the ladder on the same
+/// device and problem, with the ladder's timer there (GPU timestamps around
+/// the dispatch on a GPU, the CPU clock from submission to completion on a
+/// CPU adapter) and its warm-up. The input is uploaded once; each trial is
+/// one dispatch in its own submission. Blocking: run it off the UI thread.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn race_blocking(
+    gpu: &crate::Gpu,
+    exercise: &'static KernelExercise,
+    source: &str,
+    trials: u32,
+    budget: web_time::Duration,
+) -> Result<KernelRace, RaceError> {
+    use crate::ladder::{Inputs, Ladder, Outcome, WARMUP};
+    use crate::plumbing::{TimerKind, map_read, median, read_mapped, readback_buffer, ticks_to_ns};
+
+    let device = &gpu.device;
+    let (pipeline, compiled) = super::checker::compile(gpu, exercise.layout, source);
+    if let Some(Some(error)) = compiled.get() {
+        return Err(RaceError::new(super::checker::rejected(&error).message()));
+    }
+    let case = exercise.bench_case();
+    let bound = exercise.bind(gpu, &pipeline, &case);
+    let timer = TimerKind::for_gpu(gpu);
+    let stamps = matches!(timer, TimerKind::Timestamps { .. }).then(|| {
+        let set = device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("your kernel's timestamps"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2,
+        });
+        let resolve = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("timestamps"),
+            size: 16,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        (
+            set,
+            resolve,
+            readback_buffer(device, "timestamps readback", 16),
+        )
+    });
+    let wait = |index: wgpu::SubmissionIndex| {
+        device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: Some(budget),
+            })
+            .map(|_| ())
+            .map_err(|err| RaceError {
+                message: match err {
+                    wgpu::PollError::Timeout => format!(
+                        "your kernel took over {} ms on the {} problem",
+                        budget.as_millis(),
+                        case.name
+                    ),
+                    other => other.to_string(),
+                },
+                abandon_device: true,
+            })
+    };
+    let mut times = Vec::new();
+    for trial in 0..WARMUP + trials {
+        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
+            label: Some("your kernel, timed"),
+        });
+        super::checker::dispatch(
+            &mut encoder,
+            &pipeline,
+            &bound,
+            stamps.as_ref().map(|(set, ..)| set),
+        );
+        if let Some((set, resolve, read)) = &stamps {
+            encoder.resolve_query_set(set, 0..2, resolve, 0);
+            encoder.copy_buffer_to_buffer(resolve, 0, read, 0, None);
+        }
+        let submitted = std::time::Instant::now();
+        wait(gpu.queue.submit([encoder.finish()]))?;
+        let mut ns = submitted.elapsed().as_nanos() as f64;
+        if let (Some((_, _, read)), TimerKind::Timestamps { period_ns }) = (&stamps, timer) {
+            let mapped = map_read(read);
+            wait(gpu.queue.submit([]))?;
+            mapped
+                .recv()
+                .map_err(|e| RaceError::new(e.to_string()))?
+                .map_err(|e| RaceError::new(e.to_string()))?;
+            let ticks: Vec<u64> = read_mapped(read).map_err(RaceError::new)?;
+            ns = ticks_to_ns(ticks[0], ticks[1], period_ns);
+        }
+        if trial >= WARMUP {
+            times.push(ns);
+        }
+    }
+    let bytes = exercise.min_bytes(&case) as f64;
+    let yours = median(&times);
+    let mut laps = vec![Lap {
+        kernel: "yours".to_owned(),
+        median_ns: yours,
+        gb_per_s: bytes / yours,
+        timer: timer.label(),
+    }];
+    let mut runner = crate::KernelRunner::new(gpu.clone());
+    let problem = Problem {
+        rows: case.rows,
+        cols: case.cols,
+    };
+    let kernels = exercise
+        .ladder()
+        .into_iter()
+        .filter(|k| runner.supports(*k).is_ok())
+        .collect();
+    let ladder = Ladder::with_inputs(kernels, problem, Inputs::shared(case.x.clone()), trials);
+    for outcome in ladder.run_blocking(&mut runner) {
+        match outcome {
+            Outcome::Ran(row) => {
+                let min_bytes = match row.kernel {
+                    Kernel::Reduce(..) => 4 * (case.x.len() + 1),
+                    _ => 8 * case.x.len(),
+                } as f64;
+                let ns = row.median_ms * 1e6;
+                laps.push(Lap {
+                    kernel: row.kernel.id(),
+                    median_ns: ns,
+                    gb_per_s: min_bytes / ns,
+                    timer: row.timer.label(),
+                });
+            }
+            Outcome::Skipped { kernel, why } => {
+                return Err(RaceError::new(format!("{}: {why}", kernel.id())));
+            }
+            Outcome::Cpu(_) => {}
+        }
+    }
+    laps.sort_by(|a, b| a.median_ns.total_cmp(&b.median_ns));
+    Ok(KernelRace {
+        problem: case.name,
+        trials,
+        timer: timer.label(),
+        laps,
+    })
+}

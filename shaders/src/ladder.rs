@@ -1,0 +1,456 @@
+//! The kernel ladder: one definition of what a benchmark of the kernels runs
+//! — the order (the copy kernel first, the bandwidth ceiling), the inputs and
+//! their seeds, the warm-up, the trials, the references and the CPU fallback
+//! — used by the GPU lesson (polled each frame), `dlsys-lab bench kernels`
+//! (waited on) and the write-a-kernel race. The app and the command line
+//! therefore measure the same thing by construction.
+
+use std::sync::Arc;
+
+use dlsys_core::kernels::{
+    self, Data, Device, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, WG, plan,
+};
+use serde::Serialize;
+
+use crate::error::as_text;
+use crate::report::{Reference, Row, kernel_id, row};
+use crate::{Job, KernelError, KernelRunner, RunSpec};
+
+dlsys_core::catalog_error! {
+    /// Why a ladder refuses its settings.
+    pub enum LadderError {
+        Empty = "ladder.empty",
+        TooLarge { rows: u32, cols: u32, elements: u64, max: u64 } = "ladder.too_large",
+    }
+}
+
+/// Untimed runs before the timed trials, for every kernel.
+pub const WARMUP: u32 = 2;
+/// The most trials a ladder times per kernel.
+pub const MAX_TRIALS: u32 = 50;
+/// Seeds of the generated inputs.
+pub const SOFTMAX_SEED: u64 = 1;
+pub const REDUCE_SEED: u64 = 2;
+pub const COPY_SEED: u64 = 3;
+/// The largest problem a ladder accepts: what one storage buffer can index.
+pub const MAX_ELEMENTS: u64 = (u32::MAX / 4) as u64;
+
+/// What to race.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LadderSettings {
+    /// Softmax runs on `rows × cols`; reductions and the copy on as many values.
+    pub problem: Problem,
+    pub data: Data,
+    pub trials: u32,
+    pub softmax: Vec<SoftmaxKind>,
+    pub reduce: Vec<ReduceKind>,
+    /// Each reduction variant runs once per op.
+    pub ops: Vec<ReduceOp>,
+}
+
+impl LadderSettings {
+    /// Every variant, both reduction ops.
+    pub fn everything(problem: Problem, data: Data, trials: u32) -> Self {
+        Self {
+            problem,
+            data,
+            trials,
+            softmax: SoftmaxKind::ALL.to_vec(),
+            reduce: ReduceKind::ALL.to_vec(),
+            ops: vec![ReduceOp::Sum, ReduceOp::Max],
+        }
+    }
+
+    /// The kernels in the order they run: copy, softmax, then reductions per op.
+    pub fn kernels(&self) -> Vec<Kernel> {
+        let mut kernels = vec![Kernel::Copy];
+        kernels.extend(
+            SoftmaxKind::ALL
+                .into_iter()
+                .filter(|k| self.softmax.contains(k))
+                .map(Kernel::Softmax),
+        );
+        for op in [ReduceOp::Sum, ReduceOp::Max] {
+            if self.ops.contains(&op) {
+                kernels.extend(
+                    ReduceKind::ALL
+                        .into_iter()
+                        .filter(|k| self.reduce.contains(k))
+                        .map(|k| Kernel::Reduce(k, op)),
+                );
+            }
+        }
+        kernels
+    }
+}
+
+/// The inputs of one ladder run (shared, so the race can give one array to all).
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    pub softmax: Arc<Vec<f32>>,
+    pub reduce: Arc<Vec<f32>>,
+    pub copy: Arc<Vec<f32>>,
+}
+
+impl Inputs {
+    /// The seeded inputs for `problem` filled with `data`.
+    pub fn generate(problem: Problem, data: Data) -> Self {
+        let n = problem.elements() as usize;
+        let copy = Kernel::Copy.problem_for(problem).cols as usize;
+        Self {
+            softmax: Arc::new(data.generate(
+                problem.rows as usize,
+                problem.cols as usize,
+                SOFTMAX_SEED,
+                false,
+            )),
+            reduce: Arc::new(data.generate(1, n, REDUCE_SEED, true)),
+            copy: Arc::new(Data::Random.generate(1, copy, COPY_SEED, false)),
+        }
+    }
+
+    /// The same values for every kernel (the race's one problem).
+    pub fn shared(values: Vec<f32>) -> Self {
+        let values = Arc::new(values);
+        Self {
+            softmax: values.clone(),
+            reduce: values.clone(),
+            copy: values,
+        }
+    }
+
+    pub fn for_kernel(&self, kernel: Kernel) -> &[f32] {
+        match kernel {
+            Kernel::Copy => &self.copy,
+            Kernel::Softmax(_) => &self.softmax,
+            Kernel::Reduce(..) => &self.reduce,
+        }
+    }
+
+    /// A fingerprint of the input each kernel gets (FNV-1a over the bits),
+    /// so two ladders can be shown to feed their kernels the same data.
+    pub fn fingerprint(&self, kernel: Kernel) -> u64 {
+        self.for_kernel(kernel)
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325, |h: u64, v| {
+                (h ^ u64::from(v.to_bits())).wrapping_mul(0x0100_0000_01b3)
+            })
+    }
+}
+
+/// The CPU path's line: the reference implementation timed on the CPU, and
+/// the bytes the kernel's plan would move.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuRow {
+    #[serde(serialize_with = "kernel_id")]
+    pub kernel: Kernel,
+    pub problem: Problem,
+    pub ms: f64,
+    pub bytes: u64,
+    pub passes: u32,
+}
+
+/// One line of a ladder's results.
+#[derive(Clone, Debug, Serialize)]
+pub enum Outcome {
+    Ran(Row),
+    Skipped {
+        #[serde(serialize_with = "kernel_id")]
+        kernel: Kernel,
+        #[serde(serialize_with = "as_text")]
+        why: KernelError,
+    },
+    Cpu(CpuRow),
+}
+
+impl Outcome {
+    pub fn kernel(&self) -> Kernel {
+        match self {
+            Self::Ran(r) => r.kernel,
+            Self::Skipped { kernel, .. } => *kernel,
+            Self::Cpu(c) => c.kernel,
+        }
+    }
+}
+
+/// A ladder run: polled each frame by the app, waited on by the CLI.
+pub struct Ladder {
+    problem: Problem,
+    trials: u32,
+    kernels: Vec<Kernel>,
+    next: usize,
+    current: Option<(Kernel, Job)>,
+    inputs: Inputs,
+    softmax_reference: Option<Reference>,
+    copy_gb_per_s: Option<f64>,
+    outcomes: Vec<Outcome>,
+}
+
+impl Ladder {
+    /// A ladder over `settings`; refuses sizes no kernel accepts before
+    /// allocating anything.
+    pub fn new(settings: &LadderSettings) -> Result<Self, LadderError> {
+        let p = settings.problem;
+        if p.rows == 0 || p.cols == 0 {
+            return Err(LadderError::Empty);
+        }
+        if p.elements() > MAX_ELEMENTS {
+            return Err(LadderError::TooLarge {
+                rows: p.rows,
+                cols: p.cols,
+                elements: p.elements(),
+                max: MAX_ELEMENTS,
+            });
+        }
+        Ok(Self::with_inputs(
+            settings.kernels(),
+            p,
+            Inputs::generate(p, settings.data),
+            settings.trials,
+        ))
+    }
+
+    /// A ladder over given kernels and inputs (the write-a-kernel race).
+    pub fn with_inputs(
+        kernels: Vec<Kernel>,
+        problem: Problem,
+        inputs: Inputs,
+        trials: u32,
+    ) -> Self {
+        Self {
+            problem,
+            trials: trials.clamp(1, MAX_TRIALS),
+            kernels,
+            next: 0,
+            current: None,
+            inputs,
+            softmax_reference: None,
+            copy_gb_per_s: None,
+            outcomes: Vec::new(),
+        }
+    }
+
+    /// What each kernel will run: kernel, problem, warm-up and trials.
+    pub fn specs(&self) -> Vec<RunSpec> {
+        self.kernels
+            .iter()
+            .map(|&kernel| RunSpec {
+                kernel,
+                problem: kernel.problem_for(self.problem),
+                warmup: WARMUP,
+                trials: self.trials,
+                instrumented: false,
+            })
+            .collect()
+    }
+
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
+    }
+
+    pub fn problem(&self) -> Problem {
+        self.problem
+    }
+
+    /// The results so far, in ladder order.
+    pub fn outcomes(&self) -> &[Outcome] {
+        &self.outcomes
+    }
+
+    pub fn into_outcomes(self) -> Vec<Outcome> {
+        self.outcomes
+    }
+
+    /// (kernels finished, kernels in all, the one running).
+    pub fn progress(&self) -> (usize, usize, Option<Kernel>) {
+        let running = self.current.as_ref().map(|(k, _)| *k);
+        (
+            self.next - usize::from(running.is_some()),
+            self.kernels.len(),
+            running,
+        )
+    }
+
+    /// Whether the caller should keep drawing frames (`false` while a timing
+    /// thread times a trial and will wake the app itself).
+    pub fn wants_frames(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_none_or(|(_, job)| job.wants_frames())
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.current.is_none() && self.next >= self.kernels.len()
+    }
+
+    /// Advances without blocking; `true` once every kernel has its outcome.
+    pub fn poll(&mut self, runner: &mut KernelRunner) -> bool {
+        if let Some((kernel, job)) = self.current.as_mut() {
+            let Some(result) = job.poll() else {
+                return false;
+            };
+            let kernel = *kernel;
+            self.current = None;
+            self.finish(kernel, result);
+        }
+        while self.current.is_none() {
+            let Some(spec) = self.specs().get(self.next).copied() else {
+                return true;
+            };
+            self.next += 1;
+            match runner.start(spec, self.inputs.for_kernel(spec.kernel)) {
+                Ok(job) => self.current = Some((spec.kernel, job)),
+                Err(why) => self.outcomes.push(Outcome::Skipped {
+                    kernel: spec.kernel,
+                    why,
+                }),
+            }
+        }
+        false
+    }
+
+    /// Runs every kernel to the end (native: the CLI, tests, the race thread).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn run_blocking(mut self, runner: &mut KernelRunner) -> Vec<Outcome> {
+        while !self.poll(runner) {
+            if let Some((_, job)) = &self.current
+                && !job.wants_frames()
+            {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            } else {
+                let _ = runner
+                    .gpu()
+                    .device
+                    .poll(wgpu::PollType::wait_indefinitely());
+            }
+        }
+        self.outcomes
+    }
+
+    fn finish(&mut self, kernel: Kernel, result: Result<crate::RunOutput, KernelError>) {
+        match result {
+            Ok(out) => {
+                let reference = self.reference(kernel);
+                let r = row(&out, &reference, self.copy_gb_per_s);
+                if kernel == Kernel::Copy {
+                    self.copy_gb_per_s = Some(r.gb_per_s);
+                }
+                self.outcomes.push(Outcome::Ran(r));
+            }
+            Err(why) => self.outcomes.push(Outcome::Skipped { kernel, why }),
+        }
+    }
+
+    fn reference(&mut self, kernel: Kernel) -> Reference {
+        let input = self.inputs.for_kernel(kernel);
+        match kernel {
+            Kernel::Softmax(_) => {
+                let problem = self.problem;
+                self.softmax_reference
+                    .get_or_insert_with(|| Reference::compute(kernel, input, problem))
+                    .clone()
+            }
+            _ => Reference::compute(kernel, input, kernel.problem_for(self.problem)),
+        }
+    }
+
+    /// Without a compute GPU: every kernel's CPU reference, timed, with the
+    /// bytes its plan would move on a typical device.
+    pub fn run_on_cpu(mut self) -> Vec<Outcome> {
+        let device = Device {
+            cache_floats: 4096 - WG,
+            subgroup_max: 32,
+        };
+        let time = |f: &mut dyn FnMut()| {
+            let start = web_time::Instant::now();
+            f();
+            start.elapsed().as_secs_f64() * 1e3
+        };
+        for spec in self.specs() {
+            let kernel = spec.kernel;
+            let (_, traffic) = match plan(kernel, spec.problem, device) {
+                Ok(planned) => planned,
+                Err(reason) => {
+                    self.outcomes.push(Outcome::Skipped {
+                        kernel,
+                        why: reason.into(),
+                    });
+                    continue;
+                }
+            };
+            let input = self.inputs.for_kernel(kernel);
+            let ms = match kernel {
+                Kernel::Copy => time(&mut || drop(std::hint::black_box(input.to_vec()))),
+                Kernel::Softmax(_) => time(&mut || {
+                    std::hint::black_box(kernels::softmax_reference(
+                        input,
+                        spec.problem.rows as usize,
+                        spec.problem.cols as usize,
+                    ));
+                }),
+                Kernel::Reduce(_, op) => time(&mut || {
+                    std::hint::black_box(kernels::reduce_reference(input, op));
+                }),
+            };
+            self.outcomes.push(Outcome::Cpu(CpuRow {
+                kernel,
+                problem: spec.problem,
+                ms,
+                bytes: traffic.bytes(),
+                passes: traffic.input_passes,
+            }));
+        }
+        self.outcomes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_copy_kernel_runs_first_and_selections_keep_ladder_order() {
+        let mut settings =
+            LadderSettings::everything(Problem { rows: 8, cols: 8 }, Data::Random, 3);
+        settings.softmax = vec![SoftmaxKind::Online, SoftmaxKind::ThreePass];
+        settings.reduce = vec![ReduceKind::GridStride];
+        settings.ops = vec![ReduceOp::Max];
+        assert_eq!(
+            settings.kernels(),
+            vec![
+                Kernel::Copy,
+                Kernel::Softmax(SoftmaxKind::ThreePass),
+                Kernel::Softmax(SoftmaxKind::Online),
+                Kernel::Reduce(ReduceKind::GridStride, ReduceOp::Max),
+            ]
+        );
+    }
+
+    #[test]
+    fn sizes_are_refused_before_anything_is_allocated() {
+        let huge = LadderSettings::everything(
+            Problem {
+                rows: u32::MAX,
+                cols: u32::MAX,
+            },
+            Data::Random,
+            1,
+        );
+        assert!(Ladder::new(&huge).is_err_and(|e| e.to_string().contains("storage buffer")));
+        let empty = LadderSettings::everything(Problem { rows: 0, cols: 4 }, Data::Random, 1);
+        assert!(Ladder::new(&empty).is_err());
+    }
+
+    #[test]
+    fn the_cpu_path_reports_every_kernel_with_its_own_problem() {
+        let settings = LadderSettings::everything(Problem { rows: 3, cols: 10 }, Data::Random, 1);
+        let outcomes = Ladder::new(&settings)
+            .map(Ladder::run_on_cpu)
+            .unwrap_or_default();
+        assert_eq!(outcomes.len(), settings.kernels().len());
+        for o in &outcomes {
+            let Outcome::Cpu(c) = o else { panic!("{o:?}") };
+            assert_eq!(c.problem, c.kernel.problem_for(settings.problem));
+        }
+    }
+}
