@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use dlsys_core::kernels::{
-    self, Data, Device, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, WG, plan,
+    self, Data, DeviceLimits, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, WG, plan,
 };
 use serde::Serialize;
 
@@ -357,7 +357,7 @@ impl Ladder {
     /// Without a compute GPU: every kernel's CPU reference, timed, with the
     /// bytes its plan would move on a typical device.
     pub fn run_on_cpu(mut self) -> Vec<Outcome> {
-        let device = Device {
+        let device = DeviceLimits {
             cache_floats: 4096 - WG,
             subgroup_max: 32,
         };

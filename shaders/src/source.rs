@@ -163,7 +163,7 @@ mod tests {
                     rows: 4,
                     cols: 1024,
                 },
-                dlsys_core::kernels::Device {
+                dlsys_core::kernels::DeviceLimits {
                     cache_floats: 2048,
                     subgroup_max: 32,
                 },
@@ -204,7 +204,7 @@ mod tests {
             assert!(file(name).is_some(), "{name}");
         }
         for kernel in Kernel::all() {
-            let device = dlsys_core::kernels::Device {
+            let device = dlsys_core::kernels::DeviceLimits {
                 cache_floats: 2048,
                 subgroup_max: 32,
             };

@@ -3,7 +3,7 @@
 
 use dlsys_core::exercise::{AnswerKind, Checker, Exercise, Mistake, Task};
 use dlsys_core::float::show_sig;
-use dlsys_core::kernels::{Device, Kernel, Problem, SoftmaxKind, plan};
+use dlsys_core::kernels::{DeviceLimits, Kernel, Problem, SoftmaxKind, plan};
 use dlsys_core::text::Lang;
 use rand::{RngExt as _, SeedableRng as _};
 
@@ -70,7 +70,7 @@ pub const EXERCISES: [Exercise; 7] = [
     },
 ];
 
-const DEVICE: Device = Device {
+const DEVICE: DeviceLimits = DeviceLimits {
     cache_floats: 1 << 20,
     subgroup_max: 32,
 };

@@ -9,7 +9,7 @@ mod job;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dlsys_core::kernels::{Device, Kernel, Problem, Step, Traffic, WG, plan};
+use dlsys_core::kernels::{DeviceLimits, Kernel, Problem, Step, Traffic, WG, plan};
 use serde::Serialize;
 
 pub use job::{Job, timing_quietly};
@@ -130,8 +130,8 @@ impl KernelRunner {
     }
 
     /// What plans need to know about this device.
-    pub fn device(&self) -> Device {
-        Device {
+    pub fn device(&self) -> DeviceLimits {
+        DeviceLimits {
             cache_floats: self.cache_floats,
             subgroup_max: self.gpu.adapter_info.subgroup_max_size.max(1),
         }

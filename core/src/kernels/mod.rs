@@ -1,0 +1,400 @@
+//! The GPU lesson's kernels as data: which variants exist, the dispatches
+//! each one runs for a problem size (its *plan*), the global-memory traffic
+//! that plan moves, CPU references in f64, and the test inputs. `dlsys-shaders`
+//! executes these plans; an instrumented build counts every global load and
+//! store and must agree with [`Step::bytes_read`] / [`Step::bytes_written`].
+
+use serde::{Deserialize, Serialize};
+
+mod data;
+mod plan;
+mod reference;
+
+pub use data::Data;
+pub use plan::plan;
+pub use reference::{Comparison, compare, reduce_reference, relative_error, softmax_reference};
+
+crate::catalog_error! {
+    /// Why a kernel cannot be planned for a problem.
+    pub enum PlanError {
+        Empty = "plan.empty",
+        TooLarge { elements: u64 } = "plan.too_large",
+        CopyNotVec4 = "plan.copy_not_vec4",
+        UnknownOp { name: String } = "plan.unknown_op",
+    }
+}
+
+/// Invocations per workgroup: WebGPU's default limit, so every browser runs it.
+pub const WG: u32 = 256;
+/// Workgroups of the grid-stride copy.
+pub const COPY_WORKGROUPS: u32 = 1024;
+/// Workgroups in a grid-stride reduction's first level.
+pub const GRID_STRIDE_WORKGROUPS: u32 = 256;
+/// Workgroups per dispatch dimension (WebGPU's limit); more wrap into y.
+pub const MAX_WORKGROUPS_PER_DIM: u32 = 65_535;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SoftmaxKind {
+    /// exp(x)/Σexp(x): no max subtracted; overflows on large logits.
+    NaiveUnsafe,
+    /// Max, sum of exp, normalise: three dispatches, three reads of the row.
+    ThreePass,
+    /// One fused dispatch, row cached in workgroup memory when it fits.
+    Workgroup,
+    /// Online softmax: running max and rescaled sum in one pass, then normalise.
+    Online,
+    /// Online softmax with subgroup reductions.
+    Subgroup,
+    /// One subgroup per row: online softmax with no workgroup barrier at all.
+    SubgroupRows,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReduceKind {
+    InterleavedDivergent,
+    InterleavedStrided,
+    Sequential,
+    FirstAdd,
+    Unrolled,
+    GridStride,
+    Subgroup,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+}
+
+/// Every kernel the lesson runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Kernel {
+    /// vec4 copy: the bandwidth ceiling.
+    Copy,
+    Softmax(SoftmaxKind),
+    Reduce(ReduceKind, ReduceOp),
+}
+
+impl SoftmaxKind {
+    pub const ALL: [Self; 6] = [
+        Self::NaiveUnsafe,
+        Self::ThreePass,
+        Self::Workgroup,
+        Self::Online,
+        Self::Subgroup,
+        Self::SubgroupRows,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::NaiveUnsafe => "naive",
+            Self::ThreePass => "three-pass",
+            Self::Workgroup => "workgroup",
+            Self::Online => "online",
+            Self::Subgroup => "subgroup",
+            Self::SubgroupRows => "row-per-subgroup",
+        }
+    }
+}
+
+impl ReduceKind {
+    pub const ALL: [Self; 7] = [
+        Self::InterleavedDivergent,
+        Self::InterleavedStrided,
+        Self::Sequential,
+        Self::FirstAdd,
+        Self::Unrolled,
+        Self::GridStride,
+        Self::Subgroup,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::InterleavedDivergent => "divergent",
+            Self::InterleavedStrided => "strided",
+            Self::Sequential => "sequential",
+            Self::FirstAdd => "first-add",
+            Self::Unrolled => "unrolled",
+            Self::GridStride => "grid-stride",
+            Self::Subgroup => "subgroup",
+        }
+    }
+
+    /// Elements one workgroup consumes in the first level (grid-stride: all).
+    fn elements_per_workgroup(self) -> u32 {
+        // Grid-stride kernels also start from one element per thread; the
+        // plan caps their workgroups instead.
+        if matches!(self, Self::FirstAdd | Self::Unrolled) {
+            2 * WG
+        } else {
+            WG
+        }
+    }
+}
+
+impl ReduceOp {
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Sum => "sum",
+            Self::Max => "max",
+        }
+    }
+
+    pub const ALL: [Self; 2] = [Self::Sum, Self::Max];
+
+    pub fn by_name(name: &str) -> Result<Self, PlanError> {
+        Self::ALL
+            .into_iter()
+            .find(|op| op.id() == name)
+            .ok_or_else(|| PlanError::UnknownOp {
+                name: name.to_owned(),
+            })
+    }
+}
+
+impl Kernel {
+    /// Every kernel, softmax and both reduction ops included.
+    pub fn all() -> Vec<Self> {
+        let mut all = vec![Self::Copy];
+        all.extend(SoftmaxKind::ALL.map(Self::Softmax));
+        for op in [ReduceOp::Sum, ReduceOp::Max] {
+            all.extend(ReduceKind::ALL.map(|k| Self::Reduce(k, op)));
+        }
+        all
+    }
+
+    /// A stable id: `copy`, `softmax/online`, `reduce-sum/sequential`.
+    pub fn id(self) -> String {
+        match self {
+            Self::Copy => "copy".to_owned(),
+            Self::Softmax(k) => format!("softmax/{}", k.id()),
+            Self::Reduce(k, op) => format!("reduce-{}/{}", op.id(), k.id()),
+        }
+    }
+
+    /// The kernel whose [`Kernel::id`] is `id`.
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::all().into_iter().find(|k| k.id() == id)
+    }
+
+    /// Whether a wrong answer is this kernel's lesson rather than a bug: the
+    /// naive softmax overflows on large logits by design.
+    pub fn expected_to_overflow(self) -> bool {
+        self == Self::Softmax(SoftmaxKind::NaiveUnsafe)
+    }
+
+    /// The problem this kernel's family runs for a `rows × cols` setting:
+    /// softmax the matrix; reductions all of its values as one row; the vec4
+    /// copy the same count rounded down to whole vec4s (at least one).
+    pub fn problem_for(self, problem: Problem) -> Problem {
+        let n = u32::try_from(problem.elements()).unwrap_or(u32::MAX);
+        match self {
+            Self::Softmax(_) => problem,
+            Self::Copy => Problem {
+                rows: 1,
+                cols: (n / 4 * 4).max(4),
+            },
+            Self::Reduce(..) => Problem { rows: 1, cols: n },
+        }
+    }
+
+    /// Arithmetic per element (exp, max and division each count as one), for
+    /// the roofline plot.
+    pub fn ops_per_element(self) -> f64 {
+        match self {
+            Self::Copy => 0.0,
+            // Σ exp, then exp and a division.
+            Self::Softmax(SoftmaxKind::NaiveUnsafe) => 4.0,
+            // max; subtract, exp, add; subtract, exp, divide.
+            Self::Softmax(SoftmaxKind::ThreePass | SoftmaxKind::Workgroup) => 7.0,
+            // The running update adds a compare and a rescale to the above.
+            Self::Softmax(_) => 9.0,
+            Self::Reduce(..) => 1.0,
+        }
+    }
+
+    pub fn needs_subgroups(self) -> bool {
+        matches!(
+            self,
+            Self::Softmax(SoftmaxKind::Subgroup | SoftmaxKind::SubgroupRows)
+                | Self::Reduce(ReduceKind::Subgroup, _)
+        )
+    }
+}
+
+/// Which buffer a step reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Buf {
+    Input,
+    Output,
+    /// Per-row max and sum of the three-pass softmax.
+    Stats,
+    PartialA,
+    PartialB,
+}
+
+/// One dispatch of a plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    /// `file:entry_point` of the WGSL that runs.
+    pub entry: &'static str,
+    pub workgroups: u32,
+    /// Elements the step works on (`params.n`; rows × cols for softmax).
+    pub n: u32,
+    pub input: Buf,
+    pub output: Buf,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Kernel-specific parameter (`params.aux`): rows per workgroup for the
+    /// row-per-subgroup softmax.
+    pub aux: u32,
+}
+
+/// What a whole plan moves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Traffic {
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// How many times the input is read end to end.
+    pub input_passes: u32,
+    pub dispatches: u32,
+}
+
+impl Traffic {
+    pub fn bytes(&self) -> u64 {
+        self.bytes_read + self.bytes_written
+    }
+}
+
+/// A problem: `rows × cols` for softmax, `cols` elements for reductions and copy (rows = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Problem {
+    pub rows: u32,
+    pub cols: u32,
+}
+
+impl Problem {
+    pub fn elements(&self) -> u64 {
+        u64::from(self.rows) * u64::from(self.cols)
+    }
+}
+
+/// What a plan depends on besides the problem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DeviceLimits {
+    /// f32 the fused softmax can keep in workgroup memory.
+    pub cache_floats: u32,
+    /// The largest subgroup the adapter may use (rows per workgroup of the
+    /// row-per-subgroup softmax are planned for it).
+    pub subgroup_max: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEV: DeviceLimits = DeviceLimits {
+        cache_floats: 4096,
+        subgroup_max: 32,
+    };
+
+    #[test]
+    fn softmax_traffic_follows_the_ladder() {
+        let p = Problem {
+            rows: 1024,
+            cols: 1024,
+        };
+        let traffic = |k| {
+            plan(Kernel::Softmax(k), p, DEV)
+                .map(|(_, t)| t)
+                .unwrap_or_default()
+        };
+        let per_elem = |k| traffic(k).bytes() as f64 / p.elements() as f64;
+        // 3 reads + 1 write (plus per-row stats) vs 2 + 1 vs 1 + 1.
+        assert!((per_elem(SoftmaxKind::ThreePass) - 16.0).abs() < 0.1);
+        assert_eq!(per_elem(SoftmaxKind::Online), 12.0);
+        assert_eq!(per_elem(SoftmaxKind::Workgroup), 8.0);
+        assert_eq!(traffic(SoftmaxKind::ThreePass).dispatches, 3);
+        // A row that does not fit in workgroup memory falls back to re-reading.
+        let wide = plan(
+            Kernel::Softmax(SoftmaxKind::Workgroup),
+            Problem {
+                rows: 2,
+                cols: 5000,
+            },
+            DEV,
+        );
+        assert!(wide.is_ok_and(|(s, t)| s[0].entry.ends_with("reread") && t.input_passes == 3));
+    }
+
+    #[test]
+    fn reductions_finish_in_levels_down_to_one_value() {
+        let p = Problem {
+            rows: 1,
+            cols: 1 << 24,
+        };
+        let (steps, t) = plan(
+            Kernel::Reduce(ReduceKind::Sequential, ReduceOp::Sum),
+            p,
+            DEV,
+        )
+        .unwrap_or_default();
+        let counts: Vec<u32> = steps.iter().map(|s| s.workgroups).collect();
+        assert_eq!(counts, vec![65536, 256, 1]);
+        assert_eq!(t.bytes_read, 4 * (65536 * 256 + 65536 + 256));
+        let (steps, _) = plan(
+            Kernel::Reduce(ReduceKind::GridStride, ReduceOp::Max),
+            p,
+            DEV,
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            steps.iter().map(|s| s.workgroups).collect::<Vec<_>>(),
+            vec![256, 1]
+        );
+        let (one, _) = plan(
+            Kernel::Reduce(ReduceKind::FirstAdd, ReduceOp::Sum),
+            Problem { rows: 1, cols: 1 },
+            DEV,
+        )
+        .unwrap_or_default();
+        assert_eq!(one.len(), 1);
+        assert!(plan(Kernel::Copy, Problem { rows: 1, cols: 0 }, DEV).is_err());
+        assert!(plan(Kernel::Copy, Problem { rows: 1, cols: 6 }, DEV).is_err());
+    }
+
+    #[test]
+    fn references_follow_the_documented_special_rules() {
+        let x = [
+            1.0f32,
+            2.0,
+            f32::NEG_INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            0.0,
+            f32::INFINITY,
+            1.0,
+        ];
+        let y = softmax_reference(&x, 4, 2);
+        assert!((y[0] + y[1] - 1.0).abs() < 1e-6);
+        assert!(y[2].is_nan() && y[3].is_nan(), "all −inf row");
+        assert!(y[4].is_nan() && y[5].is_nan(), "NaN row");
+        assert!(
+            y[6].is_nan() && y[7].is_nan(),
+            "+inf row: inf − inf is NaN, so is the sum"
+        );
+        assert!(reduce_reference(&[1.0, f32::NAN, 3.0], ReduceOp::Max).is_nan());
+        assert_eq!(reduce_reference(&[1.0, 5.0, 3.0], ReduceOp::Max), 5.0);
+        let huge = softmax_reference(&[1e4, -1e4], 1, 2);
+        assert_eq!(huge, vec![1.0, 0.0]);
+    }
+
+    #[test]
+    fn comparison_counts_special_mismatches() {
+        let c = compare(&[1.0, f32::NAN, 0.5], &[1.0, f32::NAN, 0.5000001]);
+        assert!(c.ok(1e-5));
+        let bad = compare(&[f32::NAN, 1.0], &[0.5, 1.0]);
+        assert_eq!(bad.special_mismatches, 1);
+        assert!(!bad.ok(1.0));
+    }
+}
