@@ -2,16 +2,22 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
-    use clap::Parser as _;
     use std::process::ExitCode;
 
-    let cli = dlsys_lab::cli::Cli::parse();
+    let cli = match dlsys_lab::cli::parse() {
+        Ok(cli) => cli,
+        Err(status) => return status,
+    };
+    let json = cli
+        .command
+        .as_ref()
+        .is_some_and(dlsys_lab::cli::Command::json);
     let result = match cli.command {
         Some(command) => dlsys_lab::cli::run(command),
         None => run_app(cli.lesson).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|err| {
-        eprintln!("error: {err}");
+        dlsys_lab::cli::report_error(&err, json);
         ExitCode::FAILURE
     })
 }

@@ -83,7 +83,7 @@ fn check_passes_and_reports_json() {
         );
     }
     if json["code_not_checked"].is_null() {
-        for ex in &dlsys_shaders::exercises::EXERCISES {
+        for ex in &dlsys_shaders::kernel_track::EXERCISES {
             let rows = || {
                 json["code_exercises"]
                     .as_array()
@@ -301,7 +301,13 @@ fn gradcheck_passes_and_catches_a_planted_bug() {
 
     let out = dlsys_lab(&["gradcheck", "--bug", "nonsense"]);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown --bug"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("nonsense")
+            && err.contains("bias-not-summed")
+            && err.contains("ce-not-averaged"),
+        "a bad --bug names the real choices: {err}"
+    );
 }
 
 #[test]
@@ -562,4 +568,42 @@ fn kernel_commands_read_stdin_and_reject_bad_sizes() {
             "{args:?}: {err}"
         );
     }
+}
+
+#[test]
+fn enumerated_options_list_every_real_variant() {
+    use dlsys_core::kernels::{ReduceKind, SoftmaxKind};
+    let out = dlsys_lab(&["kernel", "softmax", "--variant", "bogus", "--cols", "4"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for kind in SoftmaxKind::ALL {
+        assert!(err.contains(kind.id()), "{} missing from: {err}", kind.id());
+    }
+    let out = dlsys_lab(&["bench", "kernels", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for id in SoftmaxKind::ALL
+        .map(SoftmaxKind::id)
+        .into_iter()
+        .chain(ReduceKind::ALL.map(ReduceKind::id))
+    {
+        assert!(help.contains(id), "{id} missing from: {help}");
+    }
+}
+
+#[test]
+fn bench_kernels_refuses_absurd_sizes_before_allocating() {
+    let out = dlsys_lab(&[
+        "bench",
+        "kernels",
+        "--rows",
+        "4294967295",
+        "--cols",
+        "4294967295",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("storage buffer"), "{err}");
+    let out = dlsys_lab(&["bench", "kernels", "--trials", "0"]);
+    assert!(!out.status.success());
 }

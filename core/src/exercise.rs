@@ -13,7 +13,20 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::float::parse::{Dialect, parse_number, parse_pattern};
 use crate::text::Lang;
+
+/// The first seed of every exercise; re-rolls step from it.
+pub const FIRST_SEED: u64 = 1;
+
+/// The seed after `seed`: a fixed step, so variants are reproducible.
+pub fn next_seed(seed: u64) -> u64 {
+    // splitmix64's increment and finaliser.
+    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) % 1_000_000
+}
 
 /// What the learner types.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,7 +43,7 @@ pub enum AnswerKind {
 
 /// How an answer is judged.
 #[derive(Clone)]
-pub enum Checker {
+pub enum AnswerChecker {
     /// Correct when `|x − expected| ≤ abs_tol + rel_tol·|expected|`.
     /// Infinities and NaN must match exactly.
     Number {
@@ -49,10 +62,10 @@ pub enum Checker {
         case_sensitive: bool,
     },
     /// Any other rule, e.g. running learner code against a reference.
-    Custom(Arc<dyn Fn(&str) -> Verdict + Send + Sync>),
+    Custom(Arc<dyn Fn(&str) -> AnswerVerdict + Send + Sync>),
 }
 
-impl std::fmt::Debug for Checker {
+impl std::fmt::Debug for AnswerChecker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Number {
@@ -77,7 +90,7 @@ impl std::fmt::Debug for Checker {
 
 /// The outcome of checking one answer.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Verdict {
+pub enum AnswerVerdict {
     Correct {
         feedback: String,
     },
@@ -90,7 +103,7 @@ pub enum Verdict {
     },
 }
 
-impl Verdict {
+impl AnswerVerdict {
     pub fn is_correct(&self) -> bool {
         matches!(self, Self::Correct { .. })
     }
@@ -115,7 +128,7 @@ pub struct Mistake {
 pub struct Task {
     pub prompt: String,
     pub kind: AnswerKind,
-    pub checker: Checker,
+    pub checker: AnswerChecker,
     /// Shown one at a time, in order.
     pub hints: Vec<String>,
     /// Shown after a pass or on request; says why the answer is what it is.
@@ -145,22 +158,22 @@ impl std::fmt::Debug for Exercise {
 
 impl Task {
     /// Judges what the learner typed.
-    pub fn check(&self, input: &str) -> Verdict {
+    pub fn check(&self, input: &str) -> AnswerVerdict {
         let input = input.trim();
         if input.is_empty() {
-            return Verdict::Malformed {
+            return AnswerVerdict::Malformed {
                 message: "Type an answer first.".to_owned(),
             };
         }
-        if let Checker::Custom(check) = &self.checker {
+        if let AnswerChecker::Custom(check) = &self.checker {
             return check(input);
         }
         let answer = match parse_answer(&self.kind, input) {
             Ok(answer) => answer,
-            Err(message) => return Verdict::Malformed { message },
+            Err(message) => return AnswerVerdict::Malformed { message },
         };
         if matches_checker(&self.checker, &answer) {
-            return Verdict::Correct {
+            return AnswerVerdict::Correct {
                 feedback: "Correct.".to_owned(),
             };
         }
@@ -169,12 +182,12 @@ impl Task {
                 continue;
             };
             if same_answer(&self.checker, &known, &answer) {
-                return Verdict::Incorrect {
+                return AnswerVerdict::Incorrect {
                     feedback: mistake.feedback.clone(),
                 };
             }
         }
-        Verdict::Incorrect {
+        AnswerVerdict::Incorrect {
             feedback: "Not quite. Try a hint.".to_owned(),
         }
     }
@@ -191,91 +204,15 @@ enum Answer {
 
 fn parse_answer(kind: &AnswerKind, input: &str) -> Result<Answer, String> {
     match kind {
-        AnswerKind::Number => parse_number(input).map(Answer::Number),
-        AnswerKind::Bits { width } => parse_bits(input, *width).map(Answer::Bits),
+        AnswerKind::Number => parse_number(input)
+            .map(Answer::Number)
+            .map_err(|e| e.to_string()),
+        AnswerKind::Bits { width } => parse_pattern(input, *width, Dialect::Answer)
+            .map(Answer::Bits)
+            .map_err(|e| e.to_string()),
         AnswerKind::Choice { options } => parse_choice(input, options).map(Answer::Choice),
         AnswerKind::Text => Ok(Answer::Text(input.to_owned())),
     }
-}
-
-/// Reads a number: decimal, scientific, `inf`, `nan`, or a hex float (`0x1.8p-3`),
-/// with an optional `2^k` form (`2^-24`) since powers of two are the currency here.
-pub fn parse_number(input: &str) -> Result<f64, String> {
-    let text: String = input
-        .chars()
-        .filter(|c| !c.is_whitespace() && *c != '_')
-        .collect();
-    let lower = text.to_ascii_lowercase();
-    let (negative, body) = match lower.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, lower.strip_prefix('+').unwrap_or(&lower)),
-    };
-    let sign = if negative { -1.0 } else { 1.0 };
-    let value = if let Some(exp) = body.strip_prefix("2^") {
-        let exp = exp.trim_start_matches('(').trim_end_matches(')');
-        exp.parse::<i32>()
-            .map(|e| 2f64.powi(e))
-            .map_err(|_| format!("`{input}`: after 2^ write a whole exponent, like 2^-24."))?
-    } else if let Some(hex) = body.strip_prefix("0x") {
-        parse_hex_float(hex).ok_or_else(|| {
-            format!("`{input}` is not a hex float; write it like 0x1.8p-3 (mantissa in hex, exponent in decimal).")
-        })?
-    } else {
-        match body {
-            "inf" | "infinity" | "∞" => f64::INFINITY,
-            "nan" => f64::NAN,
-            _ => body.parse::<f64>().map_err(|_| {
-                format!("`{input}` is not a number; write it like 65504, 6.1e-5, 0x1p-14 or 2^-24.")
-            })?,
-        }
-    };
-    Ok(sign * value)
-}
-
-/// `1.8p-3` (after the `0x`), exact: the mantissa digits are accumulated as an
-/// integer and scaled once, so the value is what the digits say.
-pub fn parse_hex_float(hex: &str) -> Option<f64> {
-    let (mantissa, exponent) = match hex.split_once('p') {
-        Some((m, e)) => (m, e.parse::<i32>().ok()?),
-        None => (hex, 0),
-    };
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    let digits = format!("{int_part}{frac_part}");
-    if digits.len() > 15 {
-        return None;
-    }
-    let integer = u64::from_str_radix(&digits, 16).ok()?;
-    let shift = exponent.checked_sub(4 * i32::try_from(frac_part.len()).ok()?)?;
-    Some(integer as f64 * 2f64.powi(shift))
-}
-
-/// Reads a bit pattern: `0x3c00`, `0b0011110000000000`, or bare binary digits.
-/// Separators (`_`, spaces, `'`) are ignored.
-pub fn parse_bits(input: &str, width: u32) -> Result<u64, String> {
-    let text: String = input
-        .chars()
-        .filter(|c| !c.is_whitespace() && *c != '_' && *c != '\'')
-        .collect();
-    let lower = text.to_ascii_lowercase();
-    let parsed = if let Some(hex) = lower.strip_prefix("0x") {
-        u64::from_str_radix(hex, 16)
-    } else if let Some(bin) = lower.strip_prefix("0b") {
-        u64::from_str_radix(bin, 2)
-    } else if lower.chars().all(|c| c == '0' || c == '1') {
-        u64::from_str_radix(&lower, 2)
-    } else {
-        return Err(format!(
-            "`{input}` is not a bit pattern; write 0x… (hex) or 0b… (binary)."
-        ));
-    };
-    let value = parsed.map_err(|_| format!("`{input}` is not a valid bit pattern."))?;
-    if width < 64 && value >> width != 0 {
-        return Err(format!("`{input}` has more than {width} bits."));
-    }
-    Ok(value)
 }
 
 fn parse_choice(input: &str, options: &[String]) -> Result<usize, String> {
@@ -311,17 +248,17 @@ fn numbers_match(expected: f64, got: f64, abs_tol: f64, rel_tol: f64) -> bool {
     (got - expected).abs() <= abs_tol + rel_tol * expected.abs()
 }
 
-fn matches_checker(checker: &Checker, answer: &Answer) -> bool {
+fn matches_checker(checker: &AnswerChecker, answer: &Answer) -> bool {
     match (checker, answer) {
         (
-            Checker::Number {
+            AnswerChecker::Number {
                 expected,
                 abs_tol,
                 rel_tol,
             },
             Answer::Number(got),
         ) => numbers_match(*expected, *got, *abs_tol, *rel_tol),
-        (Checker::Bits { expected, width }, Answer::Bits(got)) => {
+        (AnswerChecker::Bits { expected, width }, Answer::Bits(got)) => {
             let mask = if *width >= 64 {
                 u64::MAX
             } else {
@@ -329,9 +266,9 @@ fn matches_checker(checker: &Checker, answer: &Answer) -> bool {
             };
             expected & mask == got & mask
         }
-        (Checker::Choice { correct }, Answer::Choice(got)) => correct == got,
+        (AnswerChecker::Choice { correct }, Answer::Choice(got)) => correct == got,
         (
-            Checker::Text {
+            AnswerChecker::Text {
                 accepted,
                 case_sensitive,
             },
@@ -348,33 +285,33 @@ fn matches_checker(checker: &Checker, answer: &Answer) -> bool {
 
 /// Whether two answers count as the same under the checker's tolerance
 /// (used to recognise a known mistake).
-fn same_answer(checker: &Checker, known: &Answer, got: &Answer) -> bool {
+fn same_answer(checker: &AnswerChecker, known: &Answer, got: &Answer) -> bool {
     match (checker, known) {
         (
-            Checker::Number {
+            AnswerChecker::Number {
                 abs_tol, rel_tol, ..
             },
             Answer::Number(value),
         ) => matches_checker(
-            &Checker::Number {
+            &AnswerChecker::Number {
                 expected: *value,
                 abs_tol: *abs_tol,
                 rel_tol: *rel_tol,
             },
             got,
         ),
-        (Checker::Bits { width, .. }, Answer::Bits(value)) => matches_checker(
-            &Checker::Bits {
+        (AnswerChecker::Bits { width, .. }, Answer::Bits(value)) => matches_checker(
+            &AnswerChecker::Bits {
                 expected: *value,
                 width: *width,
             },
             got,
         ),
-        (Checker::Choice { .. }, Answer::Choice(value)) => {
-            matches_checker(&Checker::Choice { correct: *value }, got)
+        (AnswerChecker::Choice { .. }, Answer::Choice(value)) => {
+            matches_checker(&AnswerChecker::Choice { correct: *value }, got)
         }
-        (Checker::Text { case_sensitive, .. }, Answer::Text(value)) => matches_checker(
-            &Checker::Text {
+        (AnswerChecker::Text { case_sensitive, .. }, Answer::Text(value)) => matches_checker(
+            &AnswerChecker::Text {
                 accepted: vec![value.clone()],
                 case_sensitive: *case_sensitive,
             },
@@ -419,7 +356,7 @@ pub fn self_check(exercise: &Exercise, seed: u64) -> SelfCheck {
     let mut accepted_mistakes = Vec::new();
     for mistake in &task.mistakes {
         match task.check(&mistake.answer) {
-            Verdict::Incorrect { .. } => {}
+            AnswerVerdict::Incorrect { .. } => {}
             other => {
                 accepted_mistakes.push(mistake.answer.clone());
                 problems.push(format!("mistake `{}` was judged {other:?}", mistake.answer));
@@ -431,7 +368,10 @@ pub fn self_check(exercise: &Exercise, seed: u64) -> SelfCheck {
     }
     let malformed_rejected = match task.kind {
         AnswerKind::Text => true,
-        _ => matches!(task.check("#not an answer#"), Verdict::Malformed { .. }),
+        _ => matches!(
+            task.check("#not an answer#"),
+            AnswerVerdict::Malformed { .. }
+        ),
     };
     if !malformed_rejected {
         problems.push("a malformed answer was not reported as malformed".to_owned());
@@ -467,7 +407,7 @@ pub struct ExerciseProgress {
     pub revealed: bool,
     /// What the learner typed last, kept so nothing is lost.
     pub draft: String,
-    pub last_verdict: Option<Verdict>,
+    pub last_verdict: Option<AnswerVerdict>,
 }
 
 /// Progress over every exercise, keyed by `lesson_id/exercise_id`.
@@ -511,11 +451,11 @@ impl Progress {
         exercise_id: &str,
         task: &Task,
         input: &str,
-    ) -> (Verdict, bool) {
+    ) -> (AnswerVerdict, bool) {
         let progress = self.entry(lesson_id, exercise_id);
         let verdict = task.check(input);
         progress.draft = input.to_owned();
-        if !matches!(verdict, Verdict::Malformed { .. }) {
+        if !matches!(verdict, AnswerVerdict::Malformed { .. }) {
             progress.attempts += 1;
         }
         let newly_solved = verdict.is_correct() && !progress.solved;
@@ -535,7 +475,7 @@ mod tests {
         Task {
             prompt: "fp16 max?".into(),
             kind: AnswerKind::Number,
-            checker: Checker::Number {
+            checker: AnswerChecker::Number {
                 expected: 65504.0,
                 abs_tol: 0.0,
                 rel_tol: 1e-9,
@@ -558,33 +498,40 @@ mod tests {
         assert!(task.check("0x1.ffcp15").is_correct());
         assert_eq!(
             task.check("65536"),
-            Verdict::Incorrect {
+            AnswerVerdict::Incorrect {
                 feedback: "that is 2^16, which overflows".into()
             }
         );
-        assert!(matches!(task.check("65503"), Verdict::Incorrect { .. }));
-        assert!(matches!(task.check("six"), Verdict::Malformed { .. }));
-        assert!(matches!(task.check("  "), Verdict::Malformed { .. }));
+        assert!(matches!(
+            task.check("65503"),
+            AnswerVerdict::Incorrect { .. }
+        ));
+        assert!(matches!(task.check("six"), AnswerVerdict::Malformed { .. }));
+        assert!(matches!(task.check("  "), AnswerVerdict::Malformed { .. }));
     }
 
     #[test]
     fn parses_numbers() {
-        assert_eq!(parse_number("2^-24"), Ok(2f64.powi(-24)));
-        assert_eq!(parse_number("-0x1p-14"), Ok(-(2f64.powi(-14))));
-        assert_eq!(parse_number("1_000"), Ok(1000.0));
-        assert_eq!(parse_number("-inf"), Ok(f64::NEG_INFINITY));
-        assert!(parse_number("nan").is_ok_and(f64::is_nan));
-        assert!(parse_number("0x").is_err());
-        assert!(parse_number("2^x").is_err());
-        assert_eq!(parse_hex_float("1.8p-3"), Some(0.1875));
-        assert_eq!(parse_hex_float(".8"), Some(0.5));
+        // The answer reader is `float::parse_number` (tested there); these
+        // are the forms a task must accept.
+        let answer = |s: &str| parse_answer(&AnswerKind::Number, s);
+        assert_eq!(answer("2^-24"), Ok(Answer::Number(2f64.powi(-24))));
+        assert_eq!(answer("-0x1p-14"), Ok(Answer::Number(-(2f64.powi(-14)))));
+        assert_eq!(answer("1_000"), Ok(Answer::Number(1000.0)));
+        assert_eq!(answer("1e-3"), Ok(Answer::Number(1e-3)));
+        assert_eq!(answer("0.5"), Ok(Answer::Number(0.5)));
+        assert_eq!(answer("-inf"), Ok(Answer::Number(f64::NEG_INFINITY)));
+        assert_eq!(answer("0x1.8p-3"), Ok(Answer::Number(0.1875)));
+        assert_eq!(answer("0x.8"), Ok(Answer::Number(0.5)));
+        assert!(answer("0x").is_err());
+        assert!(answer("2^x").is_err());
     }
 
     #[test]
     fn bits_checker_reads_hex_and_binary_and_rejects_too_wide() {
         let task = Task {
             kind: AnswerKind::Bits { width: 16 },
-            checker: Checker::Bits {
+            checker: AnswerChecker::Bits {
                 expected: 0x3c00,
                 width: 16,
             },
@@ -598,8 +545,14 @@ mod tests {
         assert!(task.check("0b0011_1100_0000_0000").is_correct());
         assert!(task.check("0X3C00").is_correct());
         assert_eq!(task.check("0x3f80").message(), "that is bf16's 1.0");
-        assert!(matches!(task.check("0x13c00"), Verdict::Malformed { .. }));
-        assert!(matches!(task.check("0xzz"), Verdict::Malformed { .. }));
+        assert!(matches!(
+            task.check("0x13c00"),
+            AnswerVerdict::Malformed { .. }
+        ));
+        assert!(matches!(
+            task.check("0xzz"),
+            AnswerVerdict::Malformed { .. }
+        ));
     }
 
     #[test]
@@ -607,7 +560,7 @@ mod tests {
         let options = vec!["fp16".to_owned(), "bf16".to_owned()];
         let task = Task {
             kind: AnswerKind::Choice { options },
-            checker: Checker::Choice { correct: 1 },
+            checker: AnswerChecker::Choice { correct: 1 },
             reference: "2".into(),
             mistakes: vec![Mistake {
                 answer: "1".into(),
@@ -618,10 +571,10 @@ mod tests {
         assert!(task.check("2").is_correct());
         assert!(task.check("BF16").is_correct());
         assert_eq!(task.check("fp16").message(), "fp16 has 5 exponent bits");
-        assert!(matches!(task.check("3"), Verdict::Malformed { .. }));
+        assert!(matches!(task.check("3"), AnswerVerdict::Malformed { .. }));
         let text = Task {
             kind: AnswerKind::Text,
-            checker: Checker::Text {
+            checker: AnswerChecker::Text {
                 accepted: vec!["p - y".into()],
                 case_sensitive: false,
             },
@@ -673,11 +626,20 @@ mod tests {
     }
 
     #[test]
+    fn seeds_step_reproducibly_and_stay_small() {
+        let a = next_seed(FIRST_SEED);
+        assert_eq!(a, next_seed(FIRST_SEED));
+        assert_ne!(a, FIRST_SEED);
+        assert!(a < 1_000_000);
+        assert_ne!(next_seed(a), a);
+    }
+
+    #[test]
     fn progress_records_attempts_and_first_solve() {
         let task = number_task();
         let mut progress = Progress::default();
         let (verdict, newly) = progress.submit("float", "max", &task, "x");
-        assert!(matches!(verdict, Verdict::Malformed { .. }) && !newly);
+        assert!(matches!(verdict, AnswerVerdict::Malformed { .. }) && !newly);
         assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(0));
         let (_, newly) = progress.submit("float", "max", &task, "65504");
         assert!(newly);

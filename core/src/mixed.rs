@@ -6,7 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::float::{Format, Rounding, Specials};
+use crate::float::{Format, FormatError, Rounding, Specials};
+use crate::nn::TrainError;
 
 /// Rounds f32 values through a format (nearest-even) and back.
 #[derive(Clone, Debug)]
@@ -95,7 +96,7 @@ impl Rounder {
         }
     }
 
-    pub fn by_name(name: &str) -> Result<Self, String> {
+    pub fn by_name(name: &str) -> Result<Self, FormatError> {
         Format::by_name(name).map(|f| Self::new(&f))
     }
 
@@ -401,15 +402,15 @@ impl LossScale {
         }
     }
 
-    pub fn by_name(name: &str) -> Result<Self, String> {
+    pub fn by_name(name: &str) -> Result<Self, TrainError> {
         match name.trim() {
             "none" => Ok(Self::None),
             "dynamic" => Ok(Self::dynamic()),
-            value => match crate::exercise::parse_number(value) {
+            value => match crate::float::parse_number(value) {
                 Ok(v) if v.is_finite() && v > 0.0 => Ok(Self::Static(v as f32)),
-                _ => Err(format!(
-                    "--loss-scale: use dynamic, none or a positive number, not `{value}`"
-                )),
+                _ => Err(TrainError::LossScale {
+                    value: value.to_owned(),
+                }),
             },
         }
     }
@@ -482,7 +483,7 @@ impl Policy {
     }
 
     /// Checks every format name.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), FormatError> {
         for name in [
             &self.compute,
             &self.grads,

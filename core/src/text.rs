@@ -37,6 +37,25 @@ pub struct Entry {
 }
 
 /// A parsed catalog.
+/// Why a catalog did not parse. Its words stay English: they are for the
+/// developer who broke a catalog (the error catalog is a catalog too).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CatalogError {
+    Syntax(ron::error::SpannedError),
+    NoEnglish(String),
+}
+
+impl std::fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Syntax(err) => write!(f, "catalog: {err}"),
+            Self::NoEnglish(key) => write!(f, "catalog: key `{key}` has no English text"),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
+
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
     entries: BTreeMap<String, Entry>,
@@ -44,13 +63,11 @@ pub struct Catalog {
 
 impl Catalog {
     /// Parses a catalog; a malformed file is an error naming the line.
-    pub fn parse(ron_text: &str) -> Result<Self, String> {
+    pub fn parse(ron_text: &str) -> Result<Self, CatalogError> {
         let entries: BTreeMap<String, Entry> =
-            ron::from_str(ron_text).map_err(|err| format!("catalog: {err}"))?;
-        for (key, entry) in &entries {
-            if entry.en.trim().is_empty() {
-                return Err(format!("catalog: key `{key}` has no English text"));
-            }
+            ron::from_str(ron_text).map_err(CatalogError::Syntax)?;
+        if let Some((key, _)) = entries.iter().find(|(_, e)| e.en.trim().is_empty()) {
+            return Err(CatalogError::NoEnglish(key.clone()));
         }
         Ok(Self { entries })
     }

@@ -1,20 +1,10 @@
-//! The data sets lessons and the CLI train on, by name.
+//! The data sets lessons train on, by name. Loading and splitting by name
+//! live in `dlsys_core::nn::data` (the CLI uses them too); what is left here
+//! is the web build's download of MNIST, which is not compiled in there.
 
-use dlsys_core::nn::{Dataset, Synthetic};
+use dlsys_core::nn::{DataError, Dataset, data};
 
-/// The names `--dataset` and the trainer accept.
-pub const NAMES: [&str; 6] = ["mnist", "digits", "spirals", "moons", "circles", "xor"];
-
-/// The MNIST file, compiled in on native builds (the web build fetches it).
-#[cfg(not(target_arch = "wasm32"))]
-const MNIST: Option<&[u8]> = Some(include_bytes!("../../assets/data/mnist10k.dlds"));
-#[cfg(target_arch = "wasm32")]
-const MNIST: Option<&[u8]> = None;
-
-const DIGITS: &[u8] = include_bytes!("../../assets/data/digits.dlds");
-
-/// Points in each synthetic set.
-pub const SYNTHETIC_POINTS: usize = 1000;
+pub use dlsys_core::nn::data::{NAMES, SYNTHETIC_POINTS, TEST_FRACTION, needs_fetch};
 
 /// Where a data set fetched on demand stands (web build).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,11 +19,6 @@ pub enum Fetch {
 thread_local! {
     static FETCHED_MNIST: std::cell::RefCell<(Fetch, Option<Vec<u8>>)> =
         const { std::cell::RefCell::new((Fetch::NotStarted, None)) };
-}
-
-/// Whether `name` must be downloaded before [`load`] can return it.
-pub fn needs_fetch(name: &str) -> bool {
-    MNIST.is_none() && name.trim().eq_ignore_ascii_case("mnist")
 }
 
 /// Starts (once) or reports the download of MNIST next to the page
@@ -83,38 +68,26 @@ async fn download(url: &str) -> Result<Vec<u8>, String> {
     Ok(js_sys::Uint8Array::new(&buffer).to_vec())
 }
 
-/// Loads a data set by name; `seed` seeds the synthetic ones.
-pub fn load(name: &str, seed: u64) -> Result<Dataset, String> {
-    match name.trim().to_ascii_lowercase().as_str() {
-        "mnist" => match MNIST {
-            Some(bytes) => Dataset::from_dlds("mnist", bytes),
-            None => fetched_mnist(),
-        },
-        "digits" => Dataset::from_dlds("digits", DIGITS),
-        other => Synthetic::ALL
-            .into_iter()
-            .find(|s| s.name() == other)
-            .map(|s| s.generate(SYNTHETIC_POINTS, seed))
-            .ok_or_else(|| format!("unknown data set `{name}`; use one of {}", NAMES.join(", "))),
+/// Loads a data set by name; `seed` seeds the synthetic ones. On the web,
+/// MNIST comes from [`fetch_mnist`]'s download.
+pub fn load(name: &str, seed: u64) -> Result<Dataset, DataError> {
+    #[cfg(target_arch = "wasm32")]
+    if needs_fetch(name) {
+        return fetched_mnist();
     }
+    data::load(name, seed)
 }
 
 #[cfg(target_arch = "wasm32")]
-fn fetched_mnist() -> Result<Dataset, String> {
+fn fetched_mnist() -> Result<Dataset, DataError> {
     FETCHED_MNIST.with(|cell| match &*cell.borrow() {
         (_, Some(bytes)) => Dataset::from_dlds("mnist", bytes),
-        (Fetch::Failed(err), _) => Err(err.clone()),
-        _ => Err("MNIST is still downloading".to_owned()),
+        (Fetch::Failed(err), _) => Err(DataError::Download {
+            detail: err.clone(),
+        }),
+        _ => Err(DataError::StillDownloading),
     })
 }
-
-#[cfg(not(target_arch = "wasm32"))]
-fn fetched_mnist() -> Result<Dataset, String> {
-    Err("MNIST is not compiled into this build".to_owned())
-}
-
-/// The held-out fraction used everywhere (MNIST 10k: 8,000 / 2,000).
-pub const TEST_FRACTION: f64 = 0.2;
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use dlsys_core::exercise::{AnswerKind, Exercise, Progress, Task, Verdict};
+use dlsys_core::exercise::{AnswerKind, AnswerVerdict, Exercise, Progress, Task};
+/// The seed sequence lives with the exercise model; re-exported for callers here.
+pub use dlsys_core::exercise::{FIRST_SEED, next_seed};
 use dlsys_core::text::{Catalog, Lang};
 
 use crate::theme;
@@ -15,18 +17,6 @@ static TEXT: LazyLock<Catalog> =
 /// The shell's own prose (panel and app labels).
 pub fn shell_text() -> &'static Catalog {
     &TEXT
-}
-
-/// The first seed of every exercise; re-rolls step from it.
-pub const FIRST_SEED: u64 = 1;
-
-/// The seed after `seed`: a fixed step, so variants are reproducible.
-pub fn next_seed(seed: u64) -> u64 {
-    // splitmix64's increment and finaliser.
-    let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) % 1_000_000
 }
 
 /// What happened in the panel this frame.
@@ -157,7 +147,7 @@ impl ExercisePanel {
             if newly && revealed {
                 // An answer read off the reveal does not count; a fresh variant will.
                 entry.solved = false;
-                entry.last_verdict = Some(Verdict::Incorrect {
+                entry.last_verdict = Some(AnswerVerdict::Incorrect {
                     feedback: text.get(lang, "panel.revealed_no_credit").to_owned(),
                 });
             } else {
@@ -171,9 +161,9 @@ impl ExercisePanel {
         if let Some(verdict) = &entry.last_verdict {
             let visuals = ui.visuals();
             let (color, prefix) = match verdict {
-                Verdict::Correct { .. } => (theme::good(visuals), "✔"),
-                Verdict::Incorrect { .. } => (theme::bad(visuals), "✖"),
-                Verdict::Malformed { .. } => (theme::warn(visuals), "⚠"),
+                AnswerVerdict::Correct { .. } => (theme::good(visuals), "✔"),
+                AnswerVerdict::Incorrect { .. } => (theme::bad(visuals), "✖"),
+                AnswerVerdict::Malformed { .. } => (theme::warn(visuals), "⚠"),
             };
             ui.colored_label(color, format!("{prefix} {}", verdict.message()));
         }
@@ -245,15 +235,6 @@ impl ExercisePanel {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seeds_step_reproducibly_and_stay_small() {
-        let a = next_seed(FIRST_SEED);
-        assert_eq!(a, next_seed(FIRST_SEED));
-        assert_ne!(a, FIRST_SEED);
-        assert!(a < 1_000_000);
-        assert_ne!(next_seed(a), a);
-    }
 
     #[test]
     fn shell_catalog_parses() {

@@ -1,8 +1,10 @@
 //! `dlsys-lessons`: every lesson of dlsys-lab, behind one small trait.
 //!
-//! The registry [`all`] drives the app's sidebar, the persistence keys and the
-//! tests: adding a lesson to it adds it to the snapshot and click-through tests
-//! without new test code. A lesson never talks to another lesson.
+//! The registry [`all`] drives the app's sidebar, routes, persistence keys,
+//! the welcome page's topic list, the prose catalogs ([`catalogs`]) and the
+//! tests: adding a lesson to it adds it to the snapshot, click-through,
+//! self-check and font-coverage tests without new test code. A lesson never
+//! talks to another lesson.
 
 pub mod autograd_mlp;
 pub mod datasets;
@@ -73,10 +75,19 @@ pub trait Lesson {
     /// Stable: the route (`#id`), the storage key and the snapshot name.
     fn id(&self) -> &'static str;
 
-    fn title(&self, lang: Lang) -> String;
+    /// The lesson's prose (`assets/lessons/<id>.ron`); it holds at least the
+    /// keys `title` and `summary`.
+    fn catalog(&self) -> &'static Catalog;
 
-    /// A one-line description for the sidebar's tooltip.
-    fn summary(&self, lang: Lang) -> String;
+    /// The sidebar's entry and the welcome page's topic name.
+    fn title(&self, lang: Lang) -> String {
+        self.catalog().get(lang, "title").to_owned()
+    }
+
+    /// A one-line description for the sidebar's tooltip and the welcome page.
+    fn summary(&self, lang: Lang) -> String {
+        self.catalog().get(lang, "summary").to_owned()
+    }
 
     /// Polls background work; draws nothing. Called every frame, also for
     /// lessons that are not shown, so work in flight keeps moving.
@@ -115,7 +126,7 @@ pub trait Lesson {
 
     /// Restores what [`Lesson::save_state`] wrote. On error the lesson keeps
     /// its defaults and the shell tells the user.
-    fn load_state(&mut self, _ron_text: &str) -> Result<(), String> {
+    fn load_state(&mut self, _ron_text: &str) -> Result<(), ron::error::SpannedError> {
         Ok(())
     }
 }
@@ -129,41 +140,77 @@ macro_rules! persist_field {
             ron::to_string(&self.$field).ok()
         }
 
-        fn load_state(&mut self, ron_text: &str) -> Result<(), String> {
-            self.$field = ron::from_str(ron_text).map_err(|err| err.to_string())?;
+        fn load_state(&mut self, ron_text: &str) -> Result<(), ron::error::SpannedError> {
+            self.$field = ron::from_str(ron_text)?;
             Ok(())
         }
     };
 }
 
-/// Every prose catalog the app shows, by name (for the coverage tests).
+/// Every prose catalog the app shows, by name (for the coverage tests): the
+/// shell's, then each registered lesson's under its id.
 pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
-    vec![
-        ("shell", exercise_panel::shell_text()),
-        ("welcome", welcome::text()),
-        ("float_formats", float_formats::text()),
-        ("autograd_mlp", autograd_mlp::text()),
-        ("mixed_precision", mixed_precision::text()),
-        ("gpu_kernels", gpu_kernels::text()),
-        ("write_kernels", write_kernels::text()),
-    ]
+    let mut catalogs = vec![("shell", exercise_panel::shell_text())];
+    catalogs.extend(all().iter().map(|lesson| (lesson.id(), lesson.catalog())));
+    catalogs
 }
 
-/// Every lesson, in sidebar order. The first is the welcome page.
+/// Every lesson, in sidebar order: the welcome page, then the lessons it
+/// lists. Adding a lesson is one line here.
 pub fn all() -> Vec<Box<dyn Lesson>> {
-    vec![
-        Box::new(welcome::Welcome),
+    let lessons: Vec<Box<dyn Lesson>> = vec![
         Box::new(float_formats::FloatFormats::default()),
         Box::new(autograd_mlp::AutogradMlp::default()),
         Box::new(mixed_precision::MixedPrecision::default()),
         Box::new(gpu_kernels::GpuKernels::default()),
         Box::new(write_kernels::WriteKernels::default()),
-    ]
+    ];
+    let topics = lessons.iter().map(|lesson| lesson.catalog()).collect();
+    let welcome: Box<dyn Lesson> = Box::new(welcome::Welcome::new(topics));
+    std::iter::once(welcome).chain(lessons).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlsys_core::exercise::self_check;
+
+    /// Every exercise of every registered lesson: the checker accepts the
+    /// reference, rejects each known mistake with its own feedback and
+    /// rejects malformed input, over many seeds; and no generated text is
+    /// left with an unfilled `{placeholder}`, in either language.
+    #[test]
+    fn every_exercise_of_every_lesson_passes_its_self_check_over_many_seeds() {
+        for lesson in all() {
+            for exercise in lesson.exercises() {
+                for seed in 1..=60 {
+                    let report = self_check(exercise, seed);
+                    assert!(
+                        report.ok(),
+                        "{}/{} seed {seed}: {:?}",
+                        lesson.id(),
+                        exercise.id,
+                        report.problems
+                    );
+                    for lang in Lang::ALL {
+                        let task = (exercise.generate)(seed, lang);
+                        let texts = [&task.prompt, &task.explanation]
+                            .into_iter()
+                            .chain(&task.hints)
+                            .chain(task.mistakes.iter().map(|m| &m.feedback));
+                        for text in texts {
+                            assert!(
+                                !text.contains('{'),
+                                "{}/{} seed {seed} ({lang:?}): unfilled `{text}`",
+                                lesson.id(),
+                                exercise.id
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_catalog_text_has_glyphs_in_the_apps_fonts() {
@@ -200,6 +247,14 @@ mod tests {
             assert!(
                 catalog.keys().next().is_some(),
                 "catalog {name} is empty or failed to parse"
+            );
+        }
+        for lesson in all() {
+            let catalog = lesson.catalog();
+            assert!(
+                catalog.contains("title") && catalog.contains("summary"),
+                "lesson {} has no title or summary",
+                lesson.id()
             );
         }
     }

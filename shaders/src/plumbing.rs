@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::Gpu;
+use crate::{Gpu, KernelError};
 
 /// The clock that really timed a run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -194,10 +194,12 @@ pub fn map_read(buffer: &wgpu::Buffer) -> mpsc::Receiver<Result<(), wgpu::Buffer
 }
 
 /// Copies a mapped buffer out as plain values and unmaps it.
-pub fn read_mapped<T: bytemuck::Pod>(buffer: &wgpu::Buffer) -> Result<Vec<T>, String> {
+pub fn read_mapped<T: bytemuck::Pod>(buffer: &wgpu::Buffer) -> Result<Vec<T>, KernelError> {
     let view = buffer
         .get_mapped_range(..)
-        .map_err(|e| format!("reading a GPU buffer back failed: {e}"))?;
+        .map_err(|e| KernelError::Readback {
+            error: e.to_string(),
+        })?;
     let values = bytemuck::cast_slice::<u8, T>(&view).to_vec();
     drop(view);
     buffer.unmap();

@@ -33,7 +33,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
             verdict.message()
         );
         for wrong in ex.wrong {
-            let verdict = c.check_blocking(ex, wrong.source);
+            let verdict = c.check_blocking(ex, &ex.wrong_source(wrong));
             assert!(
                 matches!(verdict, KernelVerdict::Mismatch(_)),
                 "{} / {}: {verdict:?}",

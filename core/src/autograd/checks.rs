@@ -11,6 +11,22 @@ use super::{Graph, PlantedBug, Var};
 use crate::mixed::Rounder;
 use std::sync::Arc;
 
+crate::catalog_error! {
+    /// A gradient check asked for in a precision it does not run in.
+    pub enum PrecisionError {
+        Unknown { name: String, choices: String } = "gradcheck.precision",
+    }
+}
+
+impl PrecisionError {
+    fn new(name: &str) -> Self {
+        Self::Unknown {
+            name: name.to_owned(),
+            choices: PRECISIONS.join(", "),
+        }
+    }
+}
+
 /// The arithmetics [`Check::run_in`] knows, widest first.
 pub const PRECISIONS: [&str; 5] = ["f64", "f32", "tf32", "bf16", "fp16"];
 
@@ -113,21 +129,16 @@ impl Check {
         precision: &str,
         seed: u64,
         bug: Option<PlantedBug>,
-    ) -> Result<GradcheckReport, String> {
+    ) -> Result<GradcheckReport, PrecisionError> {
         let name: &'static str = match precision {
             "f64" => return Ok(self.run::<f64>(seed, bug)),
             "f32" => return Ok(self.run::<f32>(seed, bug)),
             "tf32" => "tf32",
             "bf16" => "bf16",
             "fp16" => "fp16",
-            other => {
-                return Err(format!(
-                    "no gradient check in `{other}`: use one of {}",
-                    PRECISIONS.join(", ")
-                ));
-            }
+            other => return Err(PrecisionError::new(other)),
         };
-        let rounder = Rounder::by_name(name)?;
+        let rounder = Rounder::by_name(name).map_err(|_| PrecisionError::new(name))?;
         let round = |t: &Tensor<f64>| -> Tensor<f32> {
             Tensor::new(
                 t.data.iter().map(|v| rounder.round(*v as f32)).collect(),

@@ -90,7 +90,7 @@ fn the_narrower_the_arithmetic_the_worse_the_check_of_correct_gradients() {
     assert!(
         Check::Mlp
             .run_in("fp64", 1, None)
-            .is_err_and(|e| e.contains("bf16"))
+            .is_err_and(|e| e.to_string().contains("bf16"))
     );
 }
 

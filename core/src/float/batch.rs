@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, Write};
 
-use super::{Exact, Format, Rounding, StochasticRounder};
+use super::{Exact, Format, FormatError, Rounding, StochasticRounder};
 
 /// What a batch run saw.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -15,22 +15,22 @@ pub struct BatchReport {
 }
 
 /// Parses one line: an fp32 pattern in hex, `0x` optional.
-pub fn parse_f32_pattern(line: &str) -> Result<u32, String> {
+pub fn parse_f32_pattern(line: &str) -> Result<u32, FormatError> {
     let text = line.trim();
     let digits = text
         .strip_prefix("0x")
         .or_else(|| text.strip_prefix("0X"))
         .unwrap_or(text);
     if digits.is_empty() {
-        return Err("empty line; expected an fp32 pattern like 0x3f800000".to_owned());
+        return Err(FormatError::EmptyPattern);
     }
     if digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
         let shown: String = text.chars().take(40).collect();
-        return Err(format!(
-            "`{shown}` is not an fp32 pattern (up to 8 hex digits, like 0x3f800000)"
-        ));
+        return Err(FormatError::NotF32Pattern { text: shown });
     }
-    u32::from_str_radix(digits, 16).map_err(|err| err.to_string())
+    u32::from_str_radix(digits, 16).map_err(|_| FormatError::NotF32Pattern {
+        text: text.chars().take(40).collect(),
+    })
 }
 
 /// Converts every line of `input`; a malformed line is answered with
@@ -68,7 +68,7 @@ pub fn convert_batch(
                 writeln!(output, "0x{out:0width$x}")?;
             }
             Err(message) => {
-                report.errors.push((index + 1, message));
+                report.errors.push((index + 1, message.to_string()));
                 writeln!(output, "invalid")?;
             }
         }

@@ -10,10 +10,16 @@
 //! 24 significant bits that is correctly rounded, because f64's 53 bits are at
 //! least `2p + 2` (the classic condition under which double rounding is
 //! harmless for +, −, ×, ÷ and √).
+//!
+//! Over 700 lines: `Format` and `Rounding` with their encode/decode and
+//! rounding core are one job (the bit layout and the one rounding step read
+//! each other line by line); parsing, demos and errors live beside it.
 
 pub mod batch;
 mod demo;
+mod error;
 mod exact;
+mod exact_text;
 pub mod parse;
 
 use std::fmt;
@@ -21,8 +27,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use demo::*;
+pub use error::FormatError;
 pub use exact::{Exact, Magnitude};
-pub use parse::{ParsedInput, parse_input};
+pub use parse::{ParseError, ParsedInput, parse_input, parse_number};
 
 /// How the all-ones exponent is used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,16 +58,18 @@ pub const BUILTIN_NAMES: [&str; 6] = ["fp32", "fp16", "bf16", "tf32", "fp8-e4m3"
 
 impl Format {
     /// An IEEE-style format with `exp_bits` (2..=8) and `man_bits` (1..=23).
-    pub fn ieee(name: &str, exp_bits: u32, man_bits: u32) -> Result<Self, String> {
+    pub fn ieee(name: &str, exp_bits: u32, man_bits: u32) -> Result<Self, FormatError> {
         if !(2..=8).contains(&exp_bits) {
-            return Err(format!(
-                "{name}: exponent width {exp_bits} is outside 2..=8 bits"
-            ));
+            return Err(FormatError::ExponentWidth {
+                name: name.to_owned(),
+                bits: exp_bits,
+            });
         }
         if !(1..=23).contains(&man_bits) {
-            return Err(format!(
-                "{name}: mantissa width {man_bits} is outside 1..=23 bits"
-            ));
+            return Err(FormatError::MantissaWidth {
+                name: name.to_owned(),
+                bits: man_bits,
+            });
         }
         Ok(Self {
             name: name.to_owned(),
@@ -130,7 +139,7 @@ impl Format {
 
     /// A format by name: a built-in (`fp16`, `fp8-e4m3`, also `e4m3`, `e5m2`,
     /// `half`, `float`…) or a custom IEEE-style `eXmY` (e.g. `e6m9`).
-    pub fn by_name(name: &str) -> Result<Self, String> {
+    pub fn by_name(name: &str) -> Result<Self, FormatError> {
         let lower = name.trim().to_ascii_lowercase();
         let format = match lower.as_str() {
             "fp32" | "f32" | "float32" | "float" | "binary32" => Self::fp32(),
@@ -145,10 +154,10 @@ impl Format {
                     .and_then(|rest| rest.split_once('m'))
                     .and_then(|(e, m)| Some((e.parse::<u32>().ok()?, m.parse::<u32>().ok()?)));
                 let Some((exp_bits, man_bits)) = widths else {
-                    return Err(format!(
-                        "unknown format `{name}`; use one of {} or eXmY (e.g. e6m9)",
-                        BUILTIN_NAMES.join(", ")
-                    ));
+                    return Err(FormatError::UnknownFormat {
+                        name: name.to_owned(),
+                        choices: BUILTIN_NAMES.join(", "),
+                    });
                 };
                 Self::ieee(&lower, exp_bits, man_bits)?
             }
@@ -784,14 +793,12 @@ impl Rounding {
         }
     }
 
-    pub fn by_name(name: &str) -> Result<Self, String> {
+    pub fn by_name(name: &str) -> Result<Self, FormatError> {
         Self::ALL
             .into_iter()
             .find(|r| r.short_name().eq_ignore_ascii_case(name.trim()))
-            .ok_or_else(|| {
-                format!(
-                    "unknown rounding mode `{name}`; use one of rne, rna, rtz, up, down, stochastic"
-                )
+            .ok_or_else(|| FormatError::UnknownRounding {
+                name: name.to_owned(),
             })
     }
 }

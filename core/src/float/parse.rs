@@ -1,10 +1,18 @@
 //! Reading a value exactly: decimal and scientific (correctly rounded in one
 //! step, however many digits), hex floats, powers of two, `inf`, `nan`, `-0`,
 //! and raw bit patterns of a chosen format (`0x3c00`, `0b…`, `fp16:0x3c00`).
+//!
+//! This is the one number parser of the crate. Two entry points read text in
+//! two dialects:
+//! - [`parse_input`], the float explorer's: a bare `0x…` without `p` or `.`
+//!   is a bit pattern of a format;
+//! - [`parse_number`], an exercise answer's: every `0x…` is a hex float, no
+//!   bit patterns, whitespace anywhere is ignored; the value is an `f64`.
+//!
+//! [`parse_pattern`] reads a bit pattern of a given width for both.
 
-use std::cmp::Ordering;
-
-use super::{Exact, Format, Magnitude};
+use super::exact_text::{parse_decimal, parse_hex_float};
+use super::{Exact, Format, FormatError, Magnitude};
 
 /// How the text was read.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,35 +35,145 @@ pub struct ParsedInput {
     pub kind: InputKind,
 }
 
+/// Which reader produced an error: the float explorer's or an exercise
+/// answer's (whose messages are whole sentences and whose hints differ).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// [`parse_input`]: bit patterns allowed.
+    Value,
+    /// [`parse_number`] and answer bit patterns.
+    Answer,
+}
+
+crate::catalog_error! {
+    /// Why text could not be read as a value or a bit pattern. `text` is
+    /// what was typed (trimmed).
+    pub enum ParseError {
+        Empty = "parse.empty",
+        TooLong = "parse.too_long",
+        /// `FORMAT:` named no format.
+        UnknownFormat { reason: FormatError } = "parse.format",
+        /// A bit pattern written with a sign.
+        SignedPattern = "parse.signed_pattern",
+        /// `2^` not followed by a whole exponent.
+        PowerExponent { text: String } = "parse.power_exponent",
+        /// `2^k` with `|k|` beyond 10000.
+        PowerRange { text: String } = "parse.power_range",
+        HexFloat { text: String } = "parse.hex_float",
+        NotANumber { text: String } = "parse.not_a_number",
+        /// Neither `0x…` nor `0b…` (nor, in an answer, bare binary digits).
+        NotAPattern { text: String } = "parse.not_a_pattern",
+        /// `0x` or `0b` with no digits after it.
+        NoDigits { text: String } = "parse.no_digits",
+        /// Digits outside the radix.
+        BadDigits { text: String } = "parse.bad_digits",
+        /// More bits than an answer has.
+        TooWide { text: String, width: u32 } = "parse.too_wide",
+        /// More bits than the format has.
+        TooWideFor { text: String, width: u32, format: String } = "parse.too_wide_for",
+    }
+}
+
 /// Parses `text`. Bare `0x…` (no `p`, no `.`) and `0b…` are bit patterns of
 /// `bits_format`; `FORMAT:PATTERN` names the format explicitly.
-pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, String> {
+pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, ParseError> {
     let trimmed = text.trim();
     if trimmed.is_empty() {
-        return Err(
-            "type a value: 0.1, -6.1e-5, 0x1.8p-3, 2^-24, inf, nan, or bits like 0x3c00".to_owned(),
-        );
+        return Err(ParseError::Empty);
     }
     if trimmed.chars().count() > 10_000 {
-        return Err("that input is longer than 10,000 characters".to_owned());
+        return Err(ParseError::TooLong);
     }
     if let Some((prefix, pattern)) = trimmed.split_once(':') {
-        let format = Format::by_name(prefix)?;
+        let format =
+            Format::by_name(prefix).map_err(|reason| ParseError::UnknownFormat { reason })?;
         return parse_bits(pattern.trim(), &format);
     }
     let lower = trimmed.to_ascii_lowercase().replace('_', "");
-    let (negative, body) = match lower.as_bytes().first() {
-        Some(b'-') => (true, &lower[1..]),
-        Some(b'+') => (false, &lower[1..]),
-        _ => (false, lower.as_str()),
-    };
+    let (negative, body) = split_sign(&lower);
     let body = body.trim_start();
     if (body.starts_with("0x") && !body.contains(['p', '.'])) || body.starts_with("0b") {
         if negative {
-            return Err("a bit pattern carries its own sign bit; drop the leading sign".to_owned());
+            return Err(ParseError::SignedPattern);
         }
         return parse_bits(body, bits_format);
     }
+    parse_value(trimmed, negative, body, Dialect::Value)
+}
+
+/// Reads a number as an exercise answer: decimal, scientific, `inf`, `nan`,
+/// a hex float (`0x1.8p-3`; any `0x…` is one, `0x3c00` is 15360) or a power
+/// of two (`2^-24`, since powers of two are the currency here). Whitespace
+/// and `_` anywhere are ignored. The value is the exact one rounded once to
+/// the nearest `f64`.
+pub fn parse_number(text: &str) -> Result<f64, ParseError> {
+    let trimmed = text.trim();
+    let lower: String = trimmed
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '_')
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let (negative, body) = split_sign(&lower);
+    parse_value(trimmed, negative, body, Dialect::Answer).map(|parsed| parsed.exact.to_f64())
+}
+
+/// Reads a bit pattern of at most `width` (≤ 64) bits: `0x3c00` or `0b…`,
+/// and in an answer also bare binary digits. `_`, `'` and spaces (in an
+/// answer, any whitespace) are ignored.
+pub fn parse_pattern(text: &str, width: u32, dialect: Dialect) -> Result<u64, ParseError> {
+    let clean: String = text
+        .chars()
+        .filter(|c| match dialect {
+            Dialect::Value => !matches!(c, '_' | ' ' | '\''),
+            Dialect::Answer => !c.is_whitespace() && !matches!(c, '_' | '\''),
+        })
+        .collect();
+    let lower = clean.to_ascii_lowercase();
+    let (digits, radix) = if let Some(hex) = lower.strip_prefix("0x") {
+        (hex, 16)
+    } else if let Some(bin) = lower.strip_prefix("0b") {
+        (bin, 2)
+    } else if dialect == Dialect::Answer && lower.chars().all(|c| c == '0' || c == '1') {
+        (lower.as_str(), 2)
+    } else {
+        return Err(ParseError::NotAPattern {
+            text: text.to_owned(),
+        });
+    };
+    if digits.is_empty() {
+        return Err(ParseError::NoDigits {
+            text: text.to_owned(),
+        });
+    }
+    let bits = u64::from_str_radix(digits, radix).map_err(|_| ParseError::BadDigits {
+        text: text.to_owned(),
+    })?;
+    if width < 64 && bits >> width != 0 {
+        return Err(ParseError::TooWide {
+            text: text.to_owned(),
+            width,
+        });
+    }
+    Ok(bits)
+}
+
+/// `-x` → (true, `x`), `+x` → (false, `x`).
+fn split_sign(lower: &str) -> (bool, &str) {
+    match lower.as_bytes().first() {
+        Some(b'-') => (true, &lower[1..]),
+        Some(b'+') => (false, &lower[1..]),
+        _ => (false, lower),
+    }
+}
+
+/// A special, a power of two, a hex float or a decimal (lower-case, unsigned
+/// `body`); `text` is what was typed, for the messages.
+fn parse_value(
+    text: &str,
+    negative: bool,
+    body: &str,
+    dialect: Dialect,
+) -> Result<ParsedInput, ParseError> {
     let special = match body {
         "inf" | "infinity" | "∞" => Some(Exact::infinity(negative)),
         "nan" => Some(Exact {
@@ -72,13 +190,17 @@ pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, Stri
     }
     if let Some(exp) = body.strip_prefix("2^") {
         let exp = exp.trim_start_matches('(').trim_end_matches(')');
-        let k: i32 = exp
-            .parse()
-            .map_err(|_| format!("`{trimmed}`: after 2^ write a whole exponent, like 2^-24"))?;
+        let mut k: i32 = exp.parse().map_err(|_| ParseError::PowerExponent {
+            text: text.to_owned(),
+        })?;
         if k.abs() > 10_000 {
-            return Err(format!(
-                "`{trimmed}`: exponents beyond ±10000 are not supported"
-            ));
+            if dialect == Dialect::Value {
+                return Err(ParseError::PowerRange {
+                    text: text.to_owned(),
+                });
+            }
+            // As an f64 it is 0 or inf either way.
+            k = k.clamp(-10_000, 10_000);
         }
         return Ok(ParsedInput {
             exact: Exact {
@@ -89,8 +211,8 @@ pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, Stri
         });
     }
     if let Some(hex) = body.strip_prefix("0x") {
-        let magnitude = parse_hex_float(hex).ok_or_else(|| {
-            format!("`{trimmed}` is not a hex float; write it like 0x1.8p-3 (hex digits, then p and a decimal exponent)")
+        let magnitude = parse_hex_float(hex).ok_or_else(|| ParseError::HexFloat {
+            text: text.to_owned(),
         })?;
         return Ok(ParsedInput {
             exact: Exact {
@@ -100,8 +222,8 @@ pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, Stri
             kind: InputKind::HexFloat,
         });
     }
-    let magnitude = parse_decimal(body).ok_or_else(|| {
-        format!("`{trimmed}` is not a number; write it like 0.1, -6.1e-5, 0x1.8p-3, 2^-24, inf, nan or 0x3c00")
+    let magnitude = parse_decimal(body).ok_or_else(|| ParseError::NotANumber {
+        text: text.to_owned(),
     })?;
     Ok(ParsedInput {
         exact: Exact {
@@ -112,37 +234,16 @@ pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, Stri
     })
 }
 
-fn parse_bits(pattern: &str, format: &Format) -> Result<ParsedInput, String> {
-    let clean: String = pattern
-        .chars()
-        .filter(|c| !matches!(c, '_' | ' ' | '\''))
-        .collect();
-    let lower = clean.to_ascii_lowercase();
-    let (digits, radix) = if let Some(hex) = lower.strip_prefix("0x") {
-        (hex, 16)
-    } else if let Some(bin) = lower.strip_prefix("0b") {
-        (bin, 2)
-    } else {
-        return Err(format!(
-            "`{pattern}`: write a bit pattern as 0x… (hex) or 0b… (binary)"
-        ));
-    };
-    if digits.is_empty() {
-        return Err(format!("`{pattern}` has no digits"));
-    }
-    let bits = u64::from_str_radix(digits, radix).map_err(|_| {
-        format!(
-            "`{pattern}` is not a valid {} pattern",
-            if radix == 16 { "hex" } else { "binary" }
-        )
-    })?;
+fn parse_bits(pattern: &str, format: &Format) -> Result<ParsedInput, ParseError> {
     let width = format.bits();
-    if bits >> width != 0 {
-        return Err(format!(
-            "`{pattern}` has more than {width} bits, too many for {}",
-            format.name
-        ));
-    }
+    let bits = parse_pattern(pattern, width, Dialect::Value).map_err(|err| match err {
+        ParseError::TooWide { text, width } => ParseError::TooWideFor {
+            text,
+            width,
+            format: format.name.clone(),
+        },
+        other => other,
+    })?;
     let bits = bits as u32;
     Ok(ParsedInput {
         exact: format.to_exact(bits),
@@ -153,241 +254,12 @@ fn parse_bits(pattern: &str, format: &Format) -> Result<ParsedInput, String> {
     })
 }
 
-/// `1.8p-3` (after `0x`): exact, with a sticky bit past 60 mantissa bits.
-fn parse_hex_float(hex: &str) -> Option<Magnitude> {
-    let (mantissa, exponent) = match hex.split_once('p') {
-        Some((m, e)) => (m, e.parse::<i32>().ok()?),
-        None => (hex, 0),
-    };
-    if exponent.abs() > 100_000 {
-        return None;
-    }
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    let mut mant: u64 = 0;
-    let mut exp = exponent;
-    let mut sticky = false;
-    let mut kept = 0;
-    for (i, c) in int_part.chars().chain(frac_part.chars()).enumerate() {
-        let digit = u64::from(c.to_digit(16)?);
-        let fractional = i >= int_part.len();
-        if kept < 15 && (mant != 0 || digit != 0) {
-            mant = mant << 4 | digit;
-            kept += 1;
-            if fractional {
-                exp -= 4;
-            }
-        } else if mant == 0 && digit == 0 {
-            if fractional {
-                exp -= 4;
-            }
-        } else {
-            sticky |= digit != 0;
-            if !fractional {
-                exp += 4;
-            }
-        }
-    }
-    if mant == 0 {
-        return Some(Magnitude::Zero);
-    }
-    Some(if sticky {
-        Magnitude::Finite {
-            mant: mant << 2 | 1,
-            exp: exp - 2,
-        }
-    } else {
-        Magnitude::Finite { mant, exp }
-    })
-}
-
-/// A decimal or scientific number, exactly: the nearest f64 plus the
-/// direction of the remainder, encoded as two extra bits below the f64.
-fn parse_decimal(body: &str) -> Option<Magnitude> {
-    let (mantissa, exp10) = match body.split_once('e') {
-        Some((m, e)) => (m, e.parse::<i64>().ok()?),
-        None => (body, 0),
-    };
-    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    if (int_part.is_empty() && frac_part.is_empty())
-        || !int_part.bytes().all(|b| b.is_ascii_digit())
-        || !frac_part.bytes().all(|b| b.is_ascii_digit())
-    {
-        return None;
-    }
-    // Significant digits and the power of ten of the last one.
-    let all: String = format!("{int_part}{frac_part}");
-    let trimmed = all.trim_start_matches('0');
-    let frac_len = frac_part.len() as i64;
-    if trimmed.is_empty() {
-        return Some(Magnitude::Zero);
-    }
-    let trailing = trimmed.len() - trimmed.trim_end_matches('0').len();
-    let digits = &trimmed[..trimmed.len() - trailing];
-    let mut scale = exp10.checked_sub(frac_len)?.checked_add(trailing as i64)?;
-    // Beyond 800 digits only a sticky bit matters (an f64 has at most 767).
-    let (digits, sticky) = if digits.len() > 800 {
-        let dropped = digits.len() - 800;
-        scale = scale.checked_add(dropped as i64)?;
-        (&digits[..800], true)
-    } else {
-        (digits, false)
-    };
-    let magnitude10 = scale + digits.len() as i64; // value < 10^magnitude10
-    if magnitude10 > 400 {
-        return Some(Magnitude::Finite { mant: 1, exp: 4000 });
-    }
-    if magnitude10 < -400 {
-        return Some(Magnitude::Finite {
-            mant: 1,
-            exp: -4000,
-        });
-    }
-    let nearest: f64 = format!("{digits}e{scale}").parse().ok()?;
-    let Magnitude::Finite { mant, exp } = Exact::from_f64(nearest).magnitude else {
-        // Unreachable for these magnitudes, but keep it honest.
-        return Some(Magnitude::Finite {
-            mant: 1,
-            exp: if nearest == 0.0 { -4000 } else { 4000 },
-        });
-    };
-    let mut order = compare_decimal_with_binary(digits, scale, mant, exp);
-    if order == Ordering::Equal && sticky {
-        order = Ordering::Greater;
-    }
-    Some(match order {
-        Ordering::Equal => Magnitude::Finite { mant, exp },
-        Ordering::Greater => Magnitude::Finite {
-            mant: (mant << 2) + 1,
-            exp: exp - 2,
-        },
-        Ordering::Less => Magnitude::Finite {
-            mant: (mant << 2) - 1,
-            exp: exp - 2,
-        },
-    })
-}
-
-/// Compares `digits × 10^scale` with `mant × 2^exp`, exactly.
-fn compare_decimal_with_binary(digits: &str, scale: i64, mant: u64, exp: i32) -> Ordering {
-    let mut left = BigUint::from_decimal(digits);
-    let mut right = BigUint::from_u64(mant);
-    // digits × 5^scale × 2^scale  vs  mant × 2^exp
-    let mut left_pow2 = scale;
-    let mut right_pow2 = i64::from(exp);
-    if scale >= 0 {
-        left.mul_pow5(scale as u32);
-    } else {
-        right.mul_pow5((-scale) as u32);
-    }
-    let common = left_pow2.min(right_pow2);
-    left_pow2 -= common;
-    right_pow2 -= common;
-    left.shl(left_pow2 as u32);
-    right.shl(right_pow2 as u32);
-    left.cmp(&right)
-}
-
-/// Just enough of an unsigned big integer for exact decimal comparison.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct BigUint {
-    /// Little-endian 32-bit limbs, no trailing zero limbs.
-    limbs: Vec<u32>,
-}
-
-impl BigUint {
-    fn from_u64(x: u64) -> Self {
-        let mut n = Self {
-            limbs: vec![x as u32, (x >> 32) as u32],
-        };
-        n.trim();
-        n
-    }
-
-    fn from_decimal(digits: &str) -> Self {
-        let mut n = Self { limbs: Vec::new() };
-        for chunk in digits.as_bytes().chunks(9) {
-            let mut value = 0u32;
-            for &b in chunk {
-                value = value * 10 + u32::from(b - b'0');
-            }
-            n.mul_add_small(10u32.pow(chunk.len() as u32), value);
-        }
-        n
-    }
-
-    fn trim(&mut self) {
-        while self.limbs.last() == Some(&0) {
-            self.limbs.pop();
-        }
-    }
-
-    fn mul_add_small(&mut self, factor: u32, add: u32) {
-        let mut carry = u64::from(add);
-        for limb in &mut self.limbs {
-            let product = u64::from(*limb) * u64::from(factor) + carry;
-            *limb = product as u32;
-            carry = product >> 32;
-        }
-        if carry != 0 {
-            self.limbs.push(carry as u32);
-        }
-        self.trim();
-    }
-
-    fn mul_pow5(&mut self, mut k: u32) {
-        while k > 0 {
-            let step = k.min(13); // 5^13 < 2^32
-            self.mul_add_small(5u32.pow(step), 0);
-            k -= step;
-        }
-    }
-
-    fn shl(&mut self, bits: u32) {
-        if self.limbs.is_empty() || bits == 0 {
-            return;
-        }
-        let words = (bits / 32) as usize;
-        let rest = bits % 32;
-        let mut out = vec![0u32; words];
-        let mut carry = 0u32;
-        for &limb in &self.limbs {
-            if rest == 0 {
-                out.push(limb);
-            } else {
-                out.push((limb << rest) | carry);
-                carry = limb >> (32 - rest);
-            }
-        }
-        if carry != 0 {
-            out.push(carry);
-        }
-        self.limbs = out;
-        self.trim();
-    }
-}
-
-impl Ord for BigUint {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.limbs
-            .len()
-            .cmp(&other.limbs.len())
-            .then_with(|| self.limbs.iter().rev().cmp(other.limbs.iter().rev()))
-    }
-}
-
-impl PartialOrd for BigUint {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::float::Rounding;
+    use crate::float::exact_text::compare_decimal_with_binary;
+    use std::cmp::Ordering;
 
     fn fp32() -> Format {
         Format::fp32()
@@ -466,8 +338,73 @@ mod tests {
         ] {
             let err = parse_input(bad, &f);
             assert!(err.is_err(), "`{bad}` should be rejected, got {err:?}");
-            assert!(!err.unwrap_err().is_empty());
+            assert!(err.is_err_and(|e| !e.to_string().is_empty()));
         }
+    }
+
+    #[test]
+    fn answers_read_hex_as_floats_and_ignore_whitespace() {
+        assert_eq!(parse_number("2^-24"), Ok(2f64.powi(-24)));
+        assert_eq!(parse_number("2^(-24)"), Ok(2f64.powi(-24)));
+        assert_eq!(parse_number("-0x1p-14"), Ok(-(2f64.powi(-14))));
+        assert_eq!(parse_number("0x3c00"), Ok(15360.0));
+        assert_eq!(parse_number("0x1.8p-3"), Ok(0.1875));
+        assert_eq!(parse_number("0x.8"), Ok(0.5));
+        assert_eq!(parse_number("1_000"), Ok(1000.0));
+        assert_eq!(parse_number("1 000"), Ok(1000.0));
+        assert_eq!(parse_number("1e-3"), Ok(1e-3));
+        assert_eq!(parse_number("0.5"), Ok(0.5));
+        assert_eq!(parse_number("6.5504E4"), Ok(65504.0));
+        assert_eq!(parse_number("-inf"), Ok(f64::NEG_INFINITY));
+        assert_eq!(parse_number("2^-20000"), Ok(0.0));
+        assert_eq!(parse_number("2^20000"), Ok(f64::INFINITY));
+        assert!(parse_number("nan").is_ok_and(f64::is_nan));
+        for bad in ["0x", "2^x", "six", "0b101", "fp16:0x3c00", "", "1e"] {
+            assert!(parse_number(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_number("six").map_err(|e| e.to_string()),
+            Err(
+                "`six` is not a number; write it like 0.1, -6.1e-5, 0x1.8p-3, 2^-24, inf or nan"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn answers_parse_like_the_standard_library() {
+        use rand::{RngExt as _, SeedableRng as _};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(13);
+        for _ in 0..20_000 {
+            let x = f64::from_bits(rng.random());
+            if x.is_nan() {
+                continue;
+            }
+            let digits = rng.random_range(1..20);
+            for text in [format!("{x:e}"), format!("{x:.digits$e}"), format!("{x}")] {
+                let expected = text.parse::<f64>().ok();
+                let got = parse_number(&text).ok();
+                assert_eq!(got.map(f64::to_bits), expected.map(f64::to_bits), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn patterns_of_a_width() {
+        use Dialect::{Answer, Value};
+        assert_eq!(
+            parse_pattern("0b0011_1100_0000_0000", 16, Answer),
+            Ok(0x3c00)
+        );
+        assert_eq!(parse_pattern("0X3C00", 16, Answer), Ok(0x3c00));
+        assert_eq!(parse_pattern("0011 1100", 8, Answer), Ok(0x3c));
+        assert!(parse_pattern("0011", 8, Value).is_err());
+        assert!(parse_pattern("0x13c00", 16, Answer).is_err());
+        assert!(parse_pattern("0xzz", 16, Answer).is_err());
+        assert_eq!(
+            parse_pattern("0xffffffffffffffff", 64, Answer),
+            Ok(u64::MAX)
+        );
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Data sets: the two real digit sets shipped under `assets/data/`, seeded
-//! synthetic 2-D sets, train/test splits and a seeded data loader.
+//! synthetic 2-D sets, loading by name, train/test splits and a seeded data
+//! loader.
 
 use rand::seq::SliceRandom as _;
 use rand::{RngExt as _, SeedableRng as _};
 use serde::{Deserialize, Serialize};
+
+use super::DataError;
 
 /// A classification data set: `count` rows of `features` f32 values.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,14 +65,19 @@ impl Dataset {
 
     /// Reads a `.dlds` file (see `scripts/gen-datasets.py`): zlib-compressed
     /// header, labels and pixels; pixels are scaled to [0, 1].
-    pub fn from_dlds(name: &str, compressed: &[u8]) -> Result<Self, String> {
+    pub fn from_dlds(name: &str, compressed: &[u8]) -> Result<Self, DataError> {
         let raw = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(compressed, 64 << 20)
-            .map_err(|err| format!("{name}: not a valid compressed data set ({err:?})"))?;
-        let header = raw
-            .get(..16)
-            .ok_or_else(|| format!("{name}: file too short"))?;
+            .map_err(|err| DataError::NotCompressed {
+                name: name.to_owned(),
+                detail: format!("{err:?}"),
+            })?;
+        let header = raw.get(..16).ok_or_else(|| DataError::TooShort {
+            name: name.to_owned(),
+        })?;
         if &header[..5] != b"DLDS1" {
-            return Err(format!("{name}: not a DLDS1 file"));
+            return Err(DataError::NotDlds {
+                name: name.to_owned(),
+            });
         }
         let count = u32::from_le_bytes([header[5], header[6], header[7], header[8]]) as usize;
         let rows = usize::from(u16::from_le_bytes([header[9], header[10]]));
@@ -79,13 +87,19 @@ impl Dataset {
         let features = rows * cols;
         let body = &raw[16..];
         if body.len() != count * (1 + features) || max_value == 0.0 || classes == 0 {
-            return Err(format!(
-                "{name}: header says {count} examples of {rows}×{cols}, file disagrees"
-            ));
+            return Err(DataError::HeaderMismatch {
+                name: name.to_owned(),
+                count,
+                rows,
+                cols,
+            });
         }
         let (labels, pixels) = body.split_at(count);
         if let Some(bad) = labels.iter().find(|l| usize::from(**l) >= classes) {
-            return Err(format!("{name}: label {bad} out of range"));
+            return Err(DataError::Label {
+                name: name.to_owned(),
+                label: *bad,
+            });
         }
         Ok(Self {
             name: name.to_owned(),
@@ -96,6 +110,55 @@ impl Dataset {
             image: Some((rows, cols)),
         })
     }
+}
+
+/// The names [`load`] accepts.
+pub const NAMES: [&str; 6] = ["mnist", "digits", "spirals", "moons", "circles", "xor"];
+
+/// Points in each synthetic set.
+pub const SYNTHETIC_POINTS: usize = 1000;
+
+/// The held-out fraction used everywhere (MNIST 10k: 8,000 / 2,000).
+pub const TEST_FRACTION: f64 = 0.2;
+
+/// The MNIST file, compiled in on native builds (the web build fetches it:
+/// see the lessons crate).
+#[cfg(not(target_arch = "wasm32"))]
+const MNIST: Option<&[u8]> = Some(include_bytes!("../../../assets/data/mnist10k.dlds"));
+#[cfg(target_arch = "wasm32")]
+const MNIST: Option<&[u8]> = None;
+
+const DIGITS: &[u8] = include_bytes!("../../../assets/data/digits.dlds");
+
+/// Whether `name` is MNIST and this build does not have it compiled in (the
+/// web build downloads it first).
+pub fn needs_fetch(name: &str) -> bool {
+    MNIST.is_none() && name.trim().eq_ignore_ascii_case("mnist")
+}
+
+/// Loads a data set by name (any case); `seed` seeds the synthetic ones.
+pub fn load(name: &str, seed: u64) -> Result<Dataset, DataError> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "mnist" => {
+            let bytes = MNIST.ok_or(DataError::NotCompiledIn)?;
+            Dataset::from_dlds("mnist", bytes)
+        }
+        "digits" => Dataset::from_dlds("digits", DIGITS),
+        other => Synthetic::ALL
+            .into_iter()
+            .find(|s| s.name() == other)
+            .map(|s| s.generate(SYNTHETIC_POINTS, seed))
+            .ok_or_else(|| DataError::Unknown {
+                name: name.to_owned(),
+                choices: NAMES.join(", "),
+            }),
+    }
+}
+
+/// Loads a data set by name and splits it into (train, test) with
+/// [`TEST_FRACTION`] held out, both seeded by `seed`.
+pub fn load_split(name: &str, seed: u64) -> Result<(Dataset, Dataset), DataError> {
+    Ok(load(name, seed)?.split(TEST_FRACTION, seed))
 }
 
 /// The 2-D synthetic sets, for decision boundaries.
@@ -273,6 +336,27 @@ mod tests {
         let mut corrupt = include_bytes!("../../../assets/data/digits.dlds").to_vec();
         corrupt.truncate(1000);
         assert!(Dataset::from_dlds("cut", &corrupt).is_err());
+    }
+
+    #[test]
+    fn every_name_loads() {
+        for name in NAMES {
+            let data = load(name, 1).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!data.is_empty());
+            assert!(!needs_fetch(name));
+        }
+        assert_eq!(load(" Digits ", 1).map(|d| d.len()), Ok(1797));
+        let err = load("cifar", 1).map(|d| d.len());
+        assert!(matches!(&err, Err(DataError::Unknown { name, .. }) if name == "cifar"));
+        assert_eq!(
+            err.map_err(|e| e.to_string()),
+            Err(
+                "unknown data set `cifar`; use one of mnist, digits, spirals, moons, circles, xor"
+                    .to_owned()
+            )
+        );
+        let (train, test) = load_split("xor", 3).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(train.len() + test.len(), SYNTHETIC_POINTS);
     }
 
     #[test]

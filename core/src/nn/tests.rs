@@ -1,4 +1,5 @@
 use super::*;
+use crate::autograd::Tensor;
 
 fn mnist() -> Dataset {
     Dataset::from_dlds(

@@ -8,7 +8,7 @@ mod trainer_view;
 
 use std::sync::LazyLock;
 
-use dlsys_core::text::{Catalog, Lang};
+use dlsys_core::text::Catalog;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
@@ -17,11 +17,6 @@ pub use exercises::EXERCISES;
 
 static TEXT: LazyLock<Catalog> =
     LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/autograd_mlp.ron")));
-
-/// The lesson's prose.
-pub fn text() -> &'static Catalog {
-    &TEXT
-}
 
 /// Everything the learner set up; survives restarts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -44,12 +39,8 @@ impl Lesson for AutogradMlp {
         "autograd_mlp"
     }
 
-    fn title(&self, lang: Lang) -> String {
-        TEXT.get(lang, "title").to_owned()
-    }
-
-    fn summary(&self, lang: Lang) -> String {
-        TEXT.get(lang, "summary").to_owned()
+    fn catalog(&self) -> &'static Catalog {
+        &TEXT
     }
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
@@ -97,8 +88,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn catalog_parses_and_settings_round_trip() {
-        assert!(Catalog::parse(include_str!("../../../assets/lessons/autograd_mlp.ron")).is_ok());
+    fn settings_round_trip() {
         let mut lesson = AutogradMlp::default();
         lesson.settings.train.hidden = "32".to_owned();
         let saved = lesson.save_state().unwrap_or_default();

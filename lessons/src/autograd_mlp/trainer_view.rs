@@ -1,7 +1,9 @@
 //! Training an MLP live: a few batches per frame, never blocking the UI.
 
+use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
-use dlsys_core::nn::{Activation, Dataset, OptimizerKind, Status, TrainConfig, Trainer};
+use dlsys_core::nn::settings::RunSettings;
+use dlsys_core::nn::{Activation, DataError, Dataset, Status, TrainConfig, TrainError, Trainer};
 use dlsys_core::text::Lang;
 use egui::{Color32, Rect, Stroke, StrokeKind, Vec2};
 use egui_plot::{Heatmap, Legend, Line, Plot, PlotPoint, PlotPoints, Points};
@@ -40,28 +42,20 @@ impl Default for TrainSettings {
 }
 
 impl TrainSettings {
-    fn config(&self) -> Result<TrainConfig, String> {
-        let hidden = self
-            .hidden
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| {
-                s.trim()
-                    .parse::<usize>()
-                    .map_err(|_| format!("`{}` is not a layer size", s.trim()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let config = TrainConfig {
-            hidden,
-            activation: self.activation,
-            optimizer: OptimizerKind::by_name(&self.optimizer)?,
+    /// The configuration, through the same settings reader as the CLI's.
+    fn config(&self) -> Result<TrainConfig, TrainError> {
+        let settings = RunSettings {
+            dataset: self.dataset.clone(),
+            hidden: self.hidden.clone(),
+            activation: self.activation.name().to_owned(),
+            optimizer: self.optimizer.clone(),
             lr: self.lr,
-            batch_size: self.batch,
+            batch: self.batch,
             epochs: self.epochs,
             seed: self.seed,
-            ..Default::default()
+            ..RunSettings::default()
         };
-        config.validate()?;
+        let (_, config) = settings.config()?;
         Ok(config)
     }
 }
@@ -74,7 +68,7 @@ type Misclassified = (usize, usize, usize);
 pub struct TrainRun {
     trainer: Option<Trainer>,
     running: bool,
-    error: Option<String>,
+    error: Option<TrainError>,
     initial_loss: f64,
     boundary: Option<(usize, Vec<f64>)>,
     /// Settings to start with once a data set has downloaded (web).
@@ -95,9 +89,9 @@ impl TrainRun {
                     let settings = settings.clone();
                     self.start(&settings);
                 }
-                datasets::Fetch::Failed(err) => {
+                datasets::Fetch::Failed(detail) => {
                     self.waiting = None;
-                    self.error = Some(err);
+                    self.error = Some(DataError::Download { detail }.into());
                 }
                 datasets::Fetch::Pending | datasets::Fetch::NotStarted => ctx.request_repaint(),
             }
@@ -253,7 +247,7 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
     if let Some(err) = &run.error {
         ui.colored_label(
             theme::bad(ui.visuals()),
-            TEXT.fill(lang, "train.error", &[("error", err)]),
+            TEXT.fill(lang, "train.error", &[("error", &err.message(lang))]),
         );
     }
     let Some(trainer) = &run.trainer else {
@@ -516,13 +510,21 @@ mod tests {
         };
         run.start(&settings);
         assert!(run.trainer.is_none());
-        assert!(run.error.as_deref().is_some_and(|e| e.contains("abc")));
+        assert!(
+            run.error
+                .as_ref()
+                .is_some_and(|e| e.to_string().contains("abc"))
+        );
         let settings = TrainSettings {
             dataset: "cifar".to_owned(),
             ..Default::default()
         };
         run.start(&settings);
-        assert!(run.error.as_deref().is_some_and(|e| e.contains("cifar")));
+        assert!(
+            run.error
+                .as_ref()
+                .is_some_and(|e| e.to_string().contains("cifar"))
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ mod ui;
 
 use std::sync::LazyLock;
 
-use dlsys_core::float::{self, Format, Rounding};
-use dlsys_core::text::{Catalog, Lang};
+use dlsys_core::float::{self, Format, FormatError, Rounding};
+use dlsys_core::text::Catalog;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
@@ -16,11 +16,6 @@ pub use exercises::EXERCISES;
 
 static TEXT: LazyLock<Catalog> =
     LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/float_formats.ron")));
-
-/// The lesson's prose.
-pub fn text() -> &'static Catalog {
-    &TEXT
-}
 
 /// What the learner set up; survives restarts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,7 +55,7 @@ struct Computed {
     settings: Settings,
     parsed: Result<float::ParsedInput, String>,
     formats: Vec<Format>,
-    custom_error: Option<String>,
+    custom_error: Option<FormatError>,
     rows: Vec<float::Described>,
     accumulation: Vec<float::AccumulationDemo>,
 }
@@ -68,7 +63,7 @@ struct Computed {
 impl Computed {
     fn new(settings: &Settings, previous: Option<Self>) -> Self {
         let bits_of = Format::by_name(&settings.bits_of).unwrap_or_else(|_| Format::fp32());
-        let parsed = float::parse_input(&settings.input, &bits_of);
+        let parsed = float::parse_input(&settings.input, &bits_of).map_err(|e| e.to_string());
         let mut formats = Format::builtins();
         let mut custom_error = None;
         if !settings.custom.trim().is_empty() {
@@ -146,12 +141,8 @@ impl Lesson for FloatFormats {
         "float_formats"
     }
 
-    fn title(&self, lang: Lang) -> String {
-        TEXT.get(lang, "title").to_owned()
-    }
-
-    fn summary(&self, lang: Lang) -> String {
-        TEXT.get(lang, "summary").to_owned()
+    fn catalog(&self) -> &'static Catalog {
+        &TEXT
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
@@ -168,11 +159,6 @@ impl Lesson for FloatFormats {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn catalog_parses() {
-        assert!(Catalog::parse(include_str!("../../../assets/lessons/float_formats.ron")).is_ok());
-    }
 
     #[test]
     fn settings_round_trip_and_bad_input_is_an_error_not_a_panic() {

@@ -1,5 +1,6 @@
 //! Drawing the float lesson. Every number shown comes from `dlsys_core::float`.
 
+use dlsys_core::errors::Localized as _;
 use dlsys_core::float::{self, Class, Format, Rounding, show, show_sig};
 use dlsys_core::text::Lang;
 use egui::{Color32, RichText};
@@ -47,7 +48,7 @@ pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
     if let Some(err) = &computed.custom_error {
         ui.colored_label(
             theme::warn(ui.visuals()),
-            TEXT.fill(lang, "custom.error", &[("error", err)]),
+            TEXT.fill(lang, "custom.error", &[("error", &err.message(lang))]),
         );
     }
     ui.add_space(4.0);

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
-use dlsys_core::text::{Catalog, Lang};
+use dlsys_core::text::Catalog;
 use dlsys_shaders::{KernelRunner, Ladder, LadderSettings, Outcome, TimerKind};
 use egui::RichText;
 use serde::{Deserialize, Serialize};
@@ -22,11 +22,6 @@ pub use exercises::EXERCISES;
 
 static TEXT: LazyLock<Catalog> =
     LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/gpu_kernels.ron")));
-
-/// The lesson's prose.
-pub fn text() -> &'static Catalog {
-    &TEXT
-}
 
 /// What the learner chose (persisted).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -150,12 +145,8 @@ impl Lesson for GpuKernels {
         "gpu_kernels"
     }
 
-    fn title(&self, lang: Lang) -> String {
-        TEXT.get(lang, "title").to_owned()
-    }
-
-    fn summary(&self, lang: Lang) -> String {
-        TEXT.get(lang, "summary").to_owned()
+    fn catalog(&self) -> &'static Catalog {
+        &TEXT
     }
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
@@ -231,6 +222,7 @@ impl Lesson for GpuKernels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlsys_core::text::Lang;
 
     #[test]
     fn catalog_has_an_explanation_for_every_variant() {

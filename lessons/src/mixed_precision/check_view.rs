@@ -1,8 +1,9 @@
 //! The same gradient checks in f64, f32, tf32, bf16 and fp16 arithmetic: every
 //! element's relative error, plotted against the good / suspicious / wrong bands.
 
-use dlsys_core::autograd::checks::{self, PRECISIONS};
+use dlsys_core::autograd::checks::{self, PRECISIONS, PrecisionError};
 use dlsys_core::autograd::{Band, Check};
+use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::text::Lang;
 use egui_plot::{Plot, PlotPoints, Points};
@@ -34,7 +35,7 @@ impl Spread {
 }
 
 /// Runs every check in every precision (correct gradients, seed 1).
-pub fn spreads() -> Result<Vec<Spread>, String> {
+pub fn spreads() -> Result<Vec<Spread>, PrecisionError> {
     PRECISIONS
         .iter()
         .map(|precision| {
@@ -63,7 +64,7 @@ pub fn spreads() -> Result<Vec<Spread>, String> {
 /// Computed the first time the section is opened.
 #[derive(Default)]
 pub struct CheckCache {
-    spreads: Option<Result<Vec<Spread>, String>>,
+    spreads: Option<Result<Vec<Spread>, PrecisionError>>,
 }
 
 pub fn check_ui(ui: &mut egui::Ui, cache: &mut CheckCache, lang: Lang) {
@@ -79,7 +80,7 @@ pub fn check_ui(ui: &mut egui::Ui, cache: &mut CheckCache, lang: Lang) {
     let spreads = match cache.spreads.get_or_insert_with(spreads) {
         Ok(s) => s,
         Err(err) => {
-            ui.colored_label(theme::bad(ui.visuals()), err.as_str());
+            ui.colored_label(theme::bad(ui.visuals()), err.message(lang));
             return;
         }
     };

@@ -1,10 +1,11 @@
 //! Two trainers side by side: a precision policy and its fp32 baseline,
 //! stepped a slice of each frame so the UI never stalls.
 
+use dlsys_core::errors::Localized as _;
 use dlsys_core::float::Format;
 use dlsys_core::mixed::{LossScale, MasterWeights, Policy};
 use dlsys_core::nn::scenarios::Scenario;
-use dlsys_core::nn::{OptimizerKind, Status, TrainConfig, Trainer};
+use dlsys_core::nn::{DataError, OptimizerKind, Status, TrainConfig, TrainError, Trainer};
 use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
@@ -133,7 +134,7 @@ pub struct PairRun {
     pub title: String,
     pub sides: Vec<Side>,
     running: bool,
-    pub error: Option<String>,
+    pub error: Option<TrainError>,
     /// (title, dataset, configs) to start once MNIST has downloaded (web).
     waiting: Option<(String, String, TrainConfig, TrainConfig)>,
 }
@@ -152,9 +153,9 @@ impl PairRun {
                         (title.clone(), dataset.clone(), run.clone(), base.clone());
                     self.start(title, &dataset, run, base);
                 }
-                datasets::Fetch::Failed(err) => {
+                datasets::Fetch::Failed(detail) => {
                     self.waiting = None;
-                    self.error = Some(err);
+                    self.error = Some(DataError::Download { detail }.into());
                 }
                 datasets::Fetch::Pending | datasets::Fetch::NotStarted => ctx.request_repaint(),
             }
@@ -184,20 +185,22 @@ impl PairRun {
             return;
         }
         let same = run == base;
-        let result = datasets::load(dataset, run.seed).and_then(|data| {
-            let (train, test) = data.split(datasets::TEST_FRACTION, run.seed);
-            let mut sides = vec![Side {
-                label: run.policy.describe(),
-                trainer: Trainer::new(run, train.clone(), test.clone())?,
-            }];
-            if !same {
-                sides.push(Side {
-                    label: base.policy.describe(),
-                    trainer: Trainer::new(base, train, test)?,
-                });
-            }
-            Ok(sides)
-        });
+        let result = datasets::load(dataset, run.seed)
+            .map_err(TrainError::from)
+            .and_then(|data| {
+                let (train, test) = data.split(datasets::TEST_FRACTION, run.seed);
+                let mut sides = vec![Side {
+                    label: run.policy.describe(),
+                    trainer: Trainer::new(run, train.clone(), test.clone())?,
+                }];
+                if !same {
+                    sides.push(Side {
+                        label: base.policy.describe(),
+                        trainer: Trainer::new(base, train, test)?,
+                    });
+                }
+                Ok(sides)
+            });
         match result {
             Ok(sides) => {
                 self.title = title;
@@ -327,7 +330,7 @@ pub fn controls_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairR
     if let Some(err) = &run.error {
         ui.colored_label(
             theme::bad(ui.visuals()),
-            TEXT.fill(lang, "run.error", &[("error", err)]),
+            TEXT.fill(lang, "run.error", &[("error", &err.message(lang))]),
         );
     }
 }
@@ -456,6 +459,6 @@ mod tests {
         policy.policy.compute = "fp7".to_owned();
         run.start("t".to_owned(), "digits", policy, base);
         assert!(run.sides.is_empty());
-        assert!(run.error.as_deref().is_some_and(|e| e.contains("fp7")));
+        assert!(run.error.is_some_and(|e| e.to_string().contains("fp7")));
     }
 }

@@ -2,32 +2,34 @@
 
 use std::sync::LazyLock;
 
-use dlsys_core::text::{Catalog, Lang};
+use dlsys_core::text::Catalog;
 
 use crate::{Env, GpuStatus, Lesson, theme};
 
 static TEXT: LazyLock<Catalog> =
     LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/welcome.ron")));
 
-/// The welcome page's prose.
-pub fn text() -> &'static Catalog {
-    &TEXT
+/// The welcome page. Its topic list is the registry's other lessons, each
+/// named by its own catalog's title and summary.
+#[derive(Default)]
+pub struct Welcome {
+    topics: Vec<&'static Catalog>,
 }
 
-#[derive(Default)]
-pub struct Welcome;
+impl Welcome {
+    /// A welcome page listing the lessons whose catalogs are `topics`, in order.
+    pub fn new(topics: Vec<&'static Catalog>) -> Self {
+        Self { topics }
+    }
+}
 
 impl Lesson for Welcome {
     fn id(&self) -> &'static str {
         "welcome"
     }
 
-    fn title(&self, lang: Lang) -> String {
-        TEXT.get(lang, "title").to_owned()
-    }
-
-    fn summary(&self, lang: Lang) -> String {
-        TEXT.get(lang, "summary").to_owned()
+    fn catalog(&self) -> &'static Catalog {
+        &TEXT
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
@@ -37,14 +39,18 @@ impl Lesson for Welcome {
         ui.label(t("intro"));
         ui.add_space(8.0);
         ui.strong(t("covers"));
-        for key in [
-            "topic.float",
-            "topic.autograd",
-            "topic.gpu",
-            "topic.exercises",
-        ] {
-            ui.label(format!("• {}", t(key)));
+        for topic in &self.topics {
+            let line = TEXT.fill(
+                lang,
+                "topic",
+                &[
+                    ("title", &topic.get(lang, "title")),
+                    ("summary", &topic.get(lang, "summary")),
+                ],
+            );
+            ui.label(format!("• {line}"));
         }
+        ui.label(format!("• {}", t("topic.exercises")));
         ui.add_space(8.0);
         ui.strong(t("how"));
         for key in ["how.sidebar", "how.keys", "how.cli"] {
@@ -65,10 +71,11 @@ impl Lesson for Welcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlsys_core::text::Lang;
 
     #[test]
     fn catalog_parses_with_every_key_used() {
         let catalog = Catalog::parse(include_str!("../../../assets/lessons/welcome.ron"));
-        assert!(catalog.is_ok_and(|c| c.contains("topic.gpu") && c.missing(Lang::Zh).is_empty()));
+        assert!(catalog.is_ok_and(|c| c.contains("topic") && c.missing(Lang::Zh).is_empty()));
     }
 }

@@ -10,8 +10,8 @@ use wgpu::util::DeviceExt as _;
 
 use super::cases::{KernelCase, UNWRITTEN};
 use super::{Diagnostic, KernelExercise, KernelVerdict, Layout, validate};
-use crate::Gpu;
 use crate::plumbing::{Pending, Scopes};
+use crate::{Gpu, GpuError};
 
 /// Devices abandoned with a kernel still running on them. Dropping one would
 /// wait for that kernel (forever); they are kept here until the process ends.
@@ -39,10 +39,8 @@ impl KernelChecker {
 
     /// A checker on a fresh device (native only: the web cannot block).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn request_blocking() -> Result<Self, String> {
-        Gpu::request_blocking()
-            .map(Self::new)
-            .map_err(|e| e.to_string())
+    pub fn request_blocking() -> Result<Self, GpuError> {
+        Gpu::request_blocking().map(Self::new)
     }
 
     pub fn gpu(&self) -> Option<&Gpu> {
@@ -56,9 +54,9 @@ impl KernelChecker {
 
     /// Abandons the device a runaway kernel still occupies and makes a new one.
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn recover(&mut self) -> Result<(), String> {
+    pub fn recover(&mut self) -> Result<(), GpuError> {
         self.abandon();
-        let gpu = Gpu::request_blocking().map_err(|e| e.to_string())?;
+        let gpu = Gpu::request_blocking()?;
         self.gpu = Some(gpu);
         self.poisoned = false;
         Ok(())

@@ -52,11 +52,13 @@ impl Layout {
     }
 }
 
-/// A known-wrong kernel and what the checker's message must mention.
+/// A known-wrong kernel — the reference with a classic mistake edited in —
+/// and what the checker's message must mention.
 #[derive(Clone, Copy, Debug)]
 pub struct Wrong {
     pub name: &'static str,
-    pub source: &'static str,
+    /// `(from, to)`: every `from` in the reference becomes `to`.
+    pub edits: &'static [(&'static str, &'static str)],
     pub expect: &'static str,
 }
 
@@ -87,7 +89,10 @@ pub const EXERCISES: [KernelExercise; 6] = [
         reference: wgsl!("sum_reduction.reference.wgsl"),
         wrong: &[Wrong {
             name: "no grid-stride loop",
-            source: wgsl!("sum_reduction.wrong.wgsl"),
+            edits: &[(
+                "    var total = 0.0;\n    for (var i = tid; i < params.n; i += 256u) {\n        total += x[i];\n    }\n    partial[tid] = total;",
+                "    partial[tid] = select(0.0, x[tid], tid < params.n);",
+            )],
             expect: "more values than the workgroup has invocations",
         }],
     },
@@ -99,7 +104,7 @@ pub const EXERCISES: [KernelExercise; 6] = [
         reference: wgsl!("row_max.reference.wgsl"),
         wrong: &[Wrong {
             name: "max starts at 0",
-            source: wgsl!("row_max.wrong.wgsl"),
+            edits: &[("var m = params.neg_inf;", "var m = 0.0;")],
             expect: "start the max at −inf",
         }],
     },
@@ -111,7 +116,7 @@ pub const EXERCISES: [KernelExercise; 6] = [
         reference: wgsl!("safe_softmax.reference.wgsl"),
         wrong: &[Wrong {
             name: "no max subtracted",
-            source: wgsl!("safe_softmax.wrong.wgsl"),
+            edits: &[(" - row_max)", ")")],
             expect: "subtract the row max",
         }],
     },
@@ -123,7 +128,10 @@ pub const EXERCISES: [KernelExercise; 6] = [
         reference: wgsl!("online_softmax.reference.wgsl"),
         wrong: &[Wrong {
             name: "merge without rescaling",
-            source: wgsl!("online_softmax.wrong.wgsl"),
+            edits: &[(
+                "part_s[tid] = merged_sum(ma, part_s[tid], mb, part_s[tid + stride], mm);",
+                "part_s[tid] = part_s[tid] + part_s[tid + stride];",
+            )],
             expect: "do not sum to 1",
         }],
     },
@@ -135,7 +143,7 @@ pub const EXERCISES: [KernelExercise; 6] = [
         reference: wgsl!("bias_relu.reference.wgsl"),
         wrong: &[Wrong {
             name: "bias[i] instead of bias[i % cols]",
-            source: wgsl!("bias_relu.wrong.wgsl"),
+            edits: &[("bias[i % params.cols]", "bias[i]")],
             expect: "bias",
         }],
     },
@@ -147,13 +155,56 @@ pub const EXERCISES: [KernelExercise; 6] = [
         reference: wgsl!("transpose.reference.wgsl"),
         wrong: &[Wrong {
             name: "copied, not transposed",
-            source: wgsl!("transpose.wrong.wgsl"),
+            edits: &[
+                (
+                    "if (out_r < params.cols && out_c < params.rows) {",
+                    "if (r < params.rows && c < params.cols) {",
+                ),
+                (
+                    "y[out_r * params.rows + out_c] = tile[lid.x][lid.y];",
+                    "y[r * params.cols + c] = tile[lid.y][lid.x];",
+                ),
+            ],
             expect: "is the input's element",
         }],
     },
 ];
 
+impl KernelExercise {
+    /// The source of a known-wrong kernel: the reference with its edits.
+    pub fn wrong_source(&self, wrong: &Wrong) -> String {
+        wrong
+            .edits
+            .iter()
+            .fold(self.reference.to_owned(), |source, (from, to)| {
+                source.replace(from, to)
+            })
+    }
+}
+
 /// The exercise called `id`.
 pub fn exercise(id: &str) -> Option<&'static KernelExercise> {
     EXERCISES.iter().find(|e| e.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_wrong_kernel_really_edits_its_reference() {
+        for ex in &EXERCISES {
+            for wrong in ex.wrong {
+                for (from, to) in wrong.edits {
+                    assert!(
+                        ex.reference.contains(from) && from != to,
+                        "{} / {}: `{from}` is not in the reference",
+                        ex.id,
+                        wrong.name
+                    );
+                }
+                assert!(!ex.wrong_source(wrong).contains(wrong.edits[0].0));
+            }
+        }
+    }
 }

@@ -194,7 +194,7 @@ pub fn race_blocking(
                 .recv()
                 .map_err(|e| RaceError::new(e.to_string()))?
                 .map_err(|e| RaceError::new(e.to_string()))?;
-            let ticks: Vec<u64> = read_mapped(read).map_err(RaceError::new)?;
+            let ticks: Vec<u64> = read_mapped(read).map_err(|e| RaceError::new(e.to_string()))?;
             ns = ticks_to_ns(ticks[0], ticks[1], period_ns);
         }
         if trial >= WARMUP {

@@ -385,13 +385,12 @@ impl Job {
     }
 
     fn collect(&mut self) -> Result<RunOutput, KernelError> {
-        let readback = |error| KernelError::Readback { error };
-        let output: Vec<f32> = read_mapped(&self.out_read).map_err(readback)?;
+        let output: Vec<f32> = read_mapped(&self.out_read)?;
         let mut trial_ns = Vec::new();
         let mut step_ns = Vec::new();
         match (self.timer, &self.times_read) {
             (TimerKind::Timestamps { period_ns }, Some(buf)) => {
-                let ticks: Vec<u64> = read_mapped(buf).map_err(readback)?;
+                let ticks: Vec<u64> = read_mapped(buf)?;
                 let per = self.per_trial as usize;
                 for trial in ticks.chunks(per) {
                     trial_ns.push(ticks_to_ns(trial[0], trial[per - 1], period_ns));
@@ -412,7 +411,7 @@ impl Job {
         }
         let counted = match &self.counters_read {
             Some(buf) => {
-                let words: Vec<u32> = read_mapped(buf).map_err(readback)?;
+                let words: Vec<u32> = read_mapped(buf)?;
                 Some((u64::from(words[0]), u64::from(words[1])))
             }
             None => None,

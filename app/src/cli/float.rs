@@ -1,0 +1,199 @@
+//! `dlsys-lab float`: one value in every float format, or a batch of fp32
+//! patterns rounded into one.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::float::{self, Exact, Format, Rounding, StochasticRounder};
+
+use super::choice::choice;
+use super::output::{Report, emit, exit_status};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct FloatArgs {
+    /// 0.1, -6.1e-5, 0x1.8p-3, 2^-24, inf, -0, nan, a bit pattern of
+    /// `--bits-of` (0x3c00, 0b…), or FORMAT:PATTERN (fp16:0x3c00).
+    #[arg(allow_hyphen_values = true)]
+    pub value: Option<String>,
+    /// Formats to show (repeatable): fp32 fp16 bf16 tf32 fp8-e4m3 fp8-e5m2,
+    /// or eXmY for a custom one. Default: all built-ins.
+    #[arg(long = "format", short = 'f', value_name = "F")]
+    pub formats: Vec<String>,
+    /// Rounding mode.
+    #[arg(
+        long,
+        default_value = Rounding::NearestEven.short_name(),
+        value_name = "MODE",
+        ignore_case = true,
+        value_parser = choice(&Rounding::ALL, |r| r.short_name()),
+    )]
+    pub round: Rounding,
+    /// Seed for stochastic rounding.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// The format a bare bit pattern (0x…, 0b…) belongs to.
+    #[arg(long, default_value = "fp32", value_name = "F")]
+    pub bits_of: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Read fp32 patterns from stdin, write rounded patterns of `--to`.
+    #[arg(long, requires = "to", conflicts_with = "value")]
+    pub batch: bool,
+    /// The target format of `--batch`.
+    #[arg(long, value_name = "F")]
+    pub to: Option<String>,
+}
+
+/// One value in each format asked for.
+#[derive(serde::Serialize)]
+struct FloatReport {
+    input: String,
+    /// How the input was read (a decimal, a bit pattern, …).
+    input_kind: String,
+    input_value: f64,
+    rounding: &'static str,
+    #[serde(skip)]
+    rounding_mode: Rounding,
+    seed: u64,
+    formats: Vec<FormatRow>,
+}
+
+#[derive(serde::Serialize)]
+struct FormatRow {
+    #[serde(flatten)]
+    described: float::Described,
+    range: float::RangeTable,
+}
+
+pub fn run(args: &FloatArgs) -> Result<ExitCode, String> {
+    if args.batch {
+        let target =
+            Format::by_name(args.to.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;
+        return batch(&target, args.round, args.seed);
+    }
+    let text = args
+        .value
+        .as_deref()
+        .ok_or("give a value (e.g. `dlsys-lab float 0.1`) or --batch --to F")?;
+    let formats = if args.formats.is_empty() {
+        Format::builtins()
+    } else {
+        args.formats
+            .iter()
+            .map(|f| Format::by_name(f))
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?
+    };
+    let bits_of = Format::by_name(&args.bits_of).map_err(|e| e.to_string())?;
+    let report = describe(text, &formats, args.round, args.seed, &bits_of)?;
+    emit(&report, args.json)
+}
+
+fn describe(
+    text: &str,
+    formats: &[Format],
+    rounding: Rounding,
+    seed: u64,
+    bits_of: &Format,
+) -> Result<FloatReport, String> {
+    let parsed = float::parse_input(text, bits_of).map_err(|e| e.to_string())?;
+    let input = parsed.exact.to_f64();
+    let mut stochastic = StochasticRounder::new(seed);
+    let mut encode = |format: &Format, exact: &Exact| {
+        if rounding == Rounding::Stochastic {
+            stochastic.encode(format, exact)
+        } else {
+            format.encode(exact, rounding)
+        }
+    };
+    let formats = formats
+        .iter()
+        .map(|format| {
+            let bits = encode(format, &parsed.exact);
+            FormatRow {
+                described: format.describe_bits(bits, input),
+                range: format.range(),
+            }
+        })
+        .collect();
+    Ok(FloatReport {
+        input: text.to_owned(),
+        input_kind: format!("{:?}", parsed.kind),
+        input_value: input,
+        rounding: rounding.short_name(),
+        rounding_mode: rounding,
+        seed,
+        formats,
+    })
+}
+
+impl Report for FloatReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "input     {}  →  {}",
+            self.input,
+            float::show(self.input_value)
+        )?;
+        writeln!(
+            out,
+            "rounding  {} ({})",
+            self.rounding,
+            self.rounding_mode.long_name()
+        )?;
+        for FormatRow {
+            described: d,
+            range: r,
+        } in &self.formats
+        {
+            writeln!(out)?;
+            writeln!(out, "{:<9} {}  {}", d.format, d.binary, d.hex)?;
+            writeln!(
+                out,
+                "          value {}  ({})",
+                float::show(d.value),
+                d.class
+            )?;
+            if d.abs_error.is_finite() {
+                writeln!(
+                    out,
+                    "          error {}  (relative {})",
+                    float::show_sig(d.abs_error, 6),
+                    float::show_sig(d.rel_error, 4)
+                )?;
+            }
+            if let Some(ulp) = d.ulp {
+                writeln!(out, "          ulp   {}", float::show(ulp))?;
+            }
+            let side = |v: Option<f64>| v.map_or("none".to_owned(), float::show);
+            writeln!(
+                out,
+                "          below {}   above {}",
+                side(d.below),
+                side(d.above)
+            )?;
+            writeln!(
+                out,
+                "          range max {}, min normal {}, min subnormal {}, eps {}",
+                float::show(r.max_finite),
+                float::show(r.min_normal),
+                float::show(r.min_subnormal),
+                float::show(r.epsilon)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `--batch`: a stream, one rounded pattern per line as it is read (no report).
+fn batch(target: &Format, rounding: Rounding, seed: u64) -> Result<ExitCode, String> {
+    let stdin = std::io::stdin().lock();
+    let stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let report = float::batch::convert_batch(stdin, stdout, target, rounding, seed)
+        .map_err(|err| format!("batch conversion: {err}"))?;
+    for (line, message) in &report.errors {
+        eprintln!("line {line}: {message}");
+    }
+    Ok(exit_status(report.errors.is_empty()))
+}

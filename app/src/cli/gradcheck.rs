@@ -1,0 +1,138 @@
+//! `dlsys-lab gradcheck`: every autograd op and a whole MLP against
+//! numerical gradients.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
+
+use super::choice::{choice, name_of};
+use super::output::{Report, emit};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct GradcheckArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Arithmetic to check in: f64 (the real check), or an emulated narrower
+    /// one to see why gradient checks need f64.
+    #[arg(
+        long,
+        default_value = dlsys_core::autograd::checks::PRECISIONS[0],
+        value_parser = name_of(&dlsys_core::autograd::checks::PRECISIONS, |p| *p),
+    )]
+    pub precision: String,
+    /// Plant a wrong backward rule to see the check catch it.
+    #[arg(long, value_name = "BUG", value_parser = choice(&PlantedBug::ALL, bug_id))]
+    pub bug: Option<PlantedBug>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// The CLI's name for a planted bug.
+fn bug_id(bug: &PlantedBug) -> &'static str {
+    match bug {
+        PlantedBug::BiasNotSummedOverBatch => "bias-not-summed",
+        PlantedBug::SoftmaxMissingCoupling => "softmax-no-coupling",
+        PlantedBug::CrossEntropyNotAveraged => "ce-not-averaged",
+    }
+}
+
+#[derive(serde::Serialize)]
+struct GradcheckOut {
+    precision: String,
+    /// What the planted bug does, if one was planted.
+    planted_bug: Option<&'static str>,
+    checks: Vec<CheckRow>,
+    outside_good_band: usize,
+}
+
+#[derive(serde::Serialize)]
+struct CheckRow {
+    check: String,
+    precision: &'static str,
+    max_rel_error: f64,
+    band: &'static str,
+    tensors: Vec<TensorRow>,
+}
+
+#[derive(serde::Serialize)]
+struct TensorRow {
+    name: String,
+    shape: Vec<usize>,
+    max_rel_error: f64,
+}
+
+pub fn run(args: &GradcheckArgs) -> Result<ExitCode, String> {
+    let reports: Vec<GradcheckReport> = Check::ALL
+        .iter()
+        .map(|check| check.run_in(&args.precision, args.seed, args.bug))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let report = GradcheckOut {
+        precision: args.precision.clone(),
+        planted_bug: args.bug.map(PlantedBug::describe),
+        outside_good_band: reports.iter().filter(|r| r.band != Band::Good).count(),
+        checks: reports
+            .into_iter()
+            .map(|r| CheckRow {
+                check: r.name,
+                precision: r.precision,
+                max_rel_error: r.max_rel_error,
+                band: r.band.name(),
+                tensors: r
+                    .tensors
+                    .into_iter()
+                    .map(|t| TensorRow {
+                        name: t.name,
+                        shape: t.shape,
+                        max_rel_error: t.max_rel_error,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    emit(&report, args.json)
+}
+
+impl Report for GradcheckOut {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        if let Some(bug) = self.planted_bug {
+            writeln!(out, "planted bug: {bug}")?;
+        }
+        writeln!(
+            out,
+            "{:<24} {:>12}  band",
+            format!("check ({})", self.precision),
+            "max rel err"
+        )?;
+        for r in &self.checks {
+            writeln!(
+                out,
+                "{:<24} {:>12.3e}  {}",
+                r.check, r.max_rel_error, r.band
+            )?;
+            for t in r
+                .tensors
+                .iter()
+                .filter(|t| Band::of(t.max_rel_error) != Band::Good)
+            {
+                writeln!(
+                    out,
+                    "{:<24} {:>12.3e}  ({} {:?})",
+                    "", t.max_rel_error, t.name, t.shape
+                )?;
+            }
+        }
+        writeln!(
+            out,
+            "{} checks, {} outside the good band (< 1e-7)",
+            self.checks.len(),
+            self.outside_good_band
+        )
+    }
+
+    fn ok(&self) -> bool {
+        self.outside_good_band == 0
+    }
+}

@@ -1,0 +1,55 @@
+//! `dlsys-lab lessons`: the lesson registry.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use super::output::{Report, emit};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct LessonsArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Every lesson, in the registry's order (JSON: an array).
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct LessonsReport(Vec<LessonRow>);
+
+#[derive(serde::Serialize)]
+struct LessonRow {
+    id: &'static str,
+    title: String,
+    exercises: Vec<&'static str>,
+}
+
+pub fn run(args: &LessonsArgs) -> Result<ExitCode, String> {
+    let lang = dlsys_core::text::Lang::En;
+    let report = LessonsReport(
+        dlsys_lessons::all()
+            .iter()
+            .map(|lesson| LessonRow {
+                id: lesson.id(),
+                title: lesson.title(lang),
+                exercises: lesson.exercises().iter().map(|e| e.id).collect(),
+            })
+            .collect(),
+    );
+    emit(&report, args.json)
+}
+
+impl Report for LessonsReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        for lesson in &self.0 {
+            writeln!(
+                out,
+                "{:<16} {} ({} exercises)",
+                lesson.id,
+                lesson.title,
+                lesson.exercises.len()
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,189 @@
+//! The command-line face: the same cores as the app, headless.
+//!
+//! One file per subcommand: each parses its arguments (fixed sets through
+//! [`choice`], so `--help` lists the real ones), computes one typed report
+//! and prints it with [`output::emit`], as text or as JSON from the same value.
+
+mod bench;
+mod check;
+mod choice;
+mod float;
+mod gpu_info;
+mod gradcheck;
+mod kernel;
+mod lessons;
+pub mod output;
+mod train;
+mod wgsl_exercise;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use bench::{BenchWhat, KernelsArgs};
+pub use check::{CheckArgs, CodeCheck, code_exercise_checks, self_check_all};
+pub use float::FloatArgs;
+pub use gpu_info::GpuInfoArgs;
+pub use gradcheck::GradcheckArgs;
+pub use kernel::KernelCommand;
+pub use lessons::LessonsArgs;
+pub use train::TrainArgs;
+pub use wgsl_exercise::WgslExerciseArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "dlsys-lab",
+    version,
+    about = "An interactive workbench for deep-learning-systems topics. \
+             Without a subcommand it opens the app."
+)]
+pub struct Cli {
+    /// Open this lesson (its id, e.g. `welcome`; a leading `#` is allowed).
+    #[arg(long, value_name = "ID")]
+    pub lesson: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Clone, Debug, Subcommand)]
+pub enum Command {
+    /// Print the GPU adapter dlsys-lab would use and its optional features.
+    GpuInfo(GpuInfoArgs),
+    /// Self-check every exercise: each checker must accept its reference
+    /// answer and reject its listed wrong answers.
+    Check(CheckArgs),
+    /// Show a value in every float format — bits, value, class, rounding
+    /// error, ulp, neighbours — or, with `--batch --to F`, round fp32 patterns
+    /// read from stdin (hex, one per line) into F.
+    Float(FloatArgs),
+    /// Check every autograd op and a whole MLP against numerical gradients;
+    /// exits non-zero if any is outside the good band.
+    Gradcheck(GradcheckArgs),
+    /// Train an MLP and print per-epoch loss and train/test accuracy (and,
+    /// under a reduced precision, the loss scale, skipped steps and the
+    /// fraction of gradient values that underflowed).
+    Train(TrainArgs),
+    /// Benchmarks (they print numbers; they are not tests).
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+    /// Run one GPU kernel on your own data: f32 little-endian on stdin.
+    #[command(name = "kernel")]
+    RunKernel {
+        #[command(subcommand)]
+        which: KernelCommand,
+    },
+    /// List the lessons (their ids are the routes: `--lesson ID`, `#ID`).
+    Lessons(LessonsArgs),
+    /// The WGSL kernel exercises: without ID, list them; with ID, print its
+    /// template; with ID and FILE (or - for stdin), check your kernel.
+    WgslExercise(WgslExerciseArgs),
+    /// Your progress on the Rust exercise track (exercises/learn/): runs
+    /// `cargo test -p dlsys-exercises` and shows which pass and what is next.
+    Exercises {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The dlsys-lab source checkout (default: found from here).
+        #[arg(long, value_name = "DIR")]
+        root: Option<std::path::PathBuf>,
+    },
+}
+
+impl Command {
+    /// Whether the command was asked for JSON (its errors are then JSON too).
+    pub fn json(&self) -> bool {
+        match self {
+            Self::GpuInfo(args) => args.json,
+            Self::Check(args) => args.json,
+            Self::Float(args) => args.json,
+            Self::Gradcheck(args) => args.json,
+            Self::Train(args) => args.json,
+            Self::Bench {
+                what: BenchWhat::Kernels(args),
+            } => args.json,
+            Self::RunKernel { .. } => false,
+            Self::Lessons(args) => args.json,
+            Self::WgslExercise(args) => args.json,
+            Self::Exercises { json, .. } => *json,
+        }
+    }
+}
+
+/// Runs a subcommand; an error is one line for stderr.
+pub fn run(command: Command) -> Result<ExitCode, String> {
+    match command {
+        Command::GpuInfo(args) => gpu_info::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Float(args) => float::run(&args),
+        Command::Gradcheck(args) => gradcheck::run(&args),
+        Command::Train(args) => train::run(&args),
+        Command::Bench {
+            what: BenchWhat::Kernels(args),
+        } => bench::kernels(&args),
+        Command::RunKernel { which } => kernel::run(&which),
+        Command::Lessons(args) => lessons::run(&args),
+        Command::WgslExercise(args) => wgsl_exercise::run(&args),
+        Command::Exercises { json, root } => crate::track::run(json, root.as_deref()),
+    }
+}
+
+/// Parses the command line. Help and version print and exit as usual; a bad
+/// command line is one line on stderr (and, under `--json`, `{"error": …}`
+/// on stdout), like every other error of the CLI.
+pub fn parse() -> Result<Cli, ExitCode> {
+    Cli::try_parse().map_err(|err| {
+        use clap::error::ErrorKind;
+        if !err.use_stderr() || err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            err.exit();
+        }
+        let json = std::env::args_os().any(|arg| arg == "--json");
+        report_error(&one_line(&err), json);
+        ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2))
+    })
+}
+
+/// Prints an error: one line on stderr, and under `--json` also as JSON on stdout.
+pub fn report_error(message: &str, json: bool) {
+    if json {
+        println!("{}", output::error_json(message));
+    }
+    eprintln!("error: {message}");
+}
+
+/// clap's message on one line: `invalid value 'x' for '--y <Y>' [possible values: …]`.
+fn one_line(err: &clap::Error) -> String {
+    let text = err.render().to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
+        .collect();
+    let joined = lines.join(" ");
+    joined.strip_prefix("error: ").unwrap_or(&joined).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_bad_value_is_one_line_listing_the_choices() {
+        let err = Cli::try_parse_from(["dlsys-lab", "kernel", "reduce", "--op", "mean"])
+            .err()
+            .map(|err| one_line(&err))
+            .unwrap_or_default();
+        assert!(
+            !err.contains('\n') && err.contains("mean") && err.contains("sum, max"),
+            "{err}"
+        );
+    }
+}

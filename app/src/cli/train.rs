@@ -1,0 +1,267 @@
+//! `dlsys-lab train`: an MLP, one line per epoch.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::mixed::MasterWeights;
+use dlsys_core::nn::scenarios::Scenario;
+use dlsys_core::nn::settings::RunSettings;
+use dlsys_core::nn::{Activation, EpochStats, Status, TrainConfig, Trainer, data};
+
+use super::choice::name_of;
+use super::output::{Report, emit_line, emit_text};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct TrainArgs {
+    #[arg(
+        long,
+        default_value = "digits",
+        ignore_case = true,
+        value_parser = name_of(&data::NAMES, |n| *n),
+    )]
+    dataset: String,
+    /// Hidden layer sizes, comma-separated (e.g. 128,64).
+    #[arg(long, default_value = "128")]
+    hidden: String,
+    #[arg(
+        long,
+        default_value = Activation::Relu.name(),
+        ignore_case = true,
+        value_parser = name_of(&Activation::ALL, |a| a.name()),
+    )]
+    activation: String,
+    #[arg(
+        long,
+        default_value = "momentum",
+        ignore_case = true,
+        value_parser = name_of(&OPTIMIZERS, |o| *o),
+    )]
+    optimizer: String,
+    #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
+    lr: f64,
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    #[arg(long, default_value_t = 10)]
+    epochs: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Compute (op outputs and gradients) in fp32, tf32, bf16, fp16, fp8-e4m3, fp8-e5m2 or eXmY.
+    #[arg(long, default_value = "fp32", value_name = "F")]
+    precision: String,
+    /// dynamic (2^16, ×2 after 200 clean steps, ×½ and skip on inf/NaN), none, or a fixed value.
+    #[arg(
+        long,
+        default_value = "none",
+        value_name = "S",
+        allow_hyphen_values = true
+    )]
+    loss_scale: String,
+    /// fp32 (a master copy; the forward pass sees rounded weights) or same (weights stored in --precision).
+    #[arg(
+        long,
+        default_value = master_weights_id(&MasterWeights::Fp32),
+        value_parser = name_of(&MASTER_WEIGHTS, master_weights_id),
+    )]
+    master_weights: String,
+    /// Format of the optimizer state (momentum, Adam's moments).
+    #[arg(long, default_value = "fp32", value_name = "F")]
+    optimizer_state: String,
+    /// Format of the gradient-accumulation buffer.
+    #[arg(long, default_value = "fp32", value_name = "F")]
+    accumulate_in: String,
+    /// Batches accumulated per optimizer step.
+    #[arg(long, default_value_t = 1)]
+    micro_batches: u32,
+    /// Multiply the loss by this before backward (e.g. 2^-16: smaller gradients).
+    #[arg(
+        long,
+        default_value = "1",
+        value_name = "W",
+        allow_hyphen_values = true
+    )]
+    loss_weight: String,
+    /// One of the mixed-precision lesson's scenarios (sets everything but --json).
+    #[arg(long, value_parser = name_of(&Scenario::ALL, |s| s.id()))]
+    scenario: Option<String>,
+    /// Print JSON lines (one per epoch, then the final accuracy) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The optimizers `OptimizerKind::by_name` knows (the core has no list of
+/// them yet; a test holds the two together).
+const OPTIMIZERS: [&str; 4] = ["sgd", "momentum", "nesterov", "adam"];
+
+const MASTER_WEIGHTS: [MasterWeights; 2] = [MasterWeights::Fp32, MasterWeights::Same];
+
+fn master_weights_id(master: &MasterWeights) -> &'static str {
+    match master {
+        MasterWeights::Fp32 => "fp32",
+        MasterWeights::Same => "same",
+    }
+}
+
+impl TrainArgs {
+    /// The data set and configuration these arguments ask for: the flags
+    /// become the core's `RunSettings`, which the lesson fills too.
+    fn config(&self) -> Result<(String, TrainConfig), String> {
+        RunSettings {
+            dataset: self.dataset.clone(),
+            hidden: self.hidden.clone(),
+            activation: self.activation.clone(),
+            optimizer: self.optimizer.clone(),
+            lr: self.lr,
+            batch: self.batch,
+            epochs: self.epochs,
+            seed: self.seed,
+            precision: self.precision.clone(),
+            loss_scale: self.loss_scale.clone(),
+            master_weights: self.master_weights.clone(),
+            optimizer_state: self.optimizer_state.clone(),
+            accumulate_in: self.accumulate_in.clone(),
+            micro_batches: self.micro_batches,
+            loss_weight: self.loss_weight.clone(),
+            scenario: self.scenario.clone(),
+        }
+        .config()
+        .map_err(|err| err.to_string())
+    }
+}
+
+/// What is trained on, printed before the epochs (text only: the JSON
+/// stream is one line per epoch and a final line).
+#[derive(serde::Serialize)]
+struct Setup {
+    /// The precision policy, when it is not plain fp32.
+    policy: Option<String>,
+    dataset: String,
+    train: usize,
+    test: usize,
+    features: usize,
+    classes: usize,
+    parameters: usize,
+}
+
+/// One epoch: JSON, the trainer's own numbers.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct Epoch<'a> {
+    stats: &'a EpochStats,
+    #[serde(skip)]
+    epochs: u64,
+}
+
+#[derive(serde::Serialize)]
+struct Finished {
+    final_test_accuracy: f64,
+}
+
+pub fn run(args: &TrainArgs) -> Result<ExitCode, String> {
+    let (dataset, config) = args.config()?;
+    train(&dataset, config, args.json)
+}
+
+fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, String> {
+    let data = data::load(dataset, config.seed).map_err(|e| e.to_string())?;
+    let (train_set, test_set) = data.split(data::TEST_FRACTION, config.seed);
+    let epochs = config.epochs;
+    let mut trainer = Trainer::new(config, train_set, test_set).map_err(|e| e.to_string())?;
+    if !json {
+        emit_text(&Setup {
+            policy: (!trainer.config.policy.is_fp32()).then(|| trainer.config.policy.describe()),
+            dataset: data.name.clone(),
+            train: trainer.train.len(),
+            test: trainer.test.len(),
+            features: data.features,
+            classes: data.classes,
+            parameters: trainer.model.parameter_count(),
+        })?;
+    }
+    let mut reported = 0;
+    while trainer.status == Status::Running {
+        trainer.step();
+        for stats in &trainer.history[reported..] {
+            emit_line(&Epoch { stats, epochs }, json)?;
+        }
+        reported = trainer.history.len();
+    }
+    match &trainer.status {
+        Status::Diverged { epoch, step, loss } => Err(format!(
+            "training diverged at step {step} (epoch {}): the loss became {loss}; try a smaller learning rate",
+            epoch + 1
+        )),
+        _ => {
+            let final_test_accuracy = trainer.history.last().map_or(f64::NAN, |s| s.test_accuracy);
+            emit_line(
+                &Finished {
+                    final_test_accuracy,
+                },
+                json,
+            )
+        }
+    }
+}
+
+impl Report for Setup {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        if let Some(policy) = &self.policy {
+            writeln!(out, "precision policy: {policy}")?;
+        }
+        writeln!(
+            out,
+            "{}: {} train / {} test, {} features, {} classes; MLP {} parameters",
+            self.dataset, self.train, self.test, self.features, self.classes, self.parameters
+        )
+    }
+}
+
+impl Report for Epoch<'_> {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let stats = self.stats;
+        let mixed = stats.mixed.as_ref().map_or(String::new(), |m| {
+            format!(
+                "  scale {}  skipped {}  underflowed {:.2}%  accumulation overflows {}",
+                m.loss_scale,
+                m.skipped_steps,
+                100.0 * m.underflow_fraction,
+                m.accumulation_overflows
+            )
+        });
+        writeln!(
+            out,
+            "epoch {:>3}/{}  train loss {:.4}  train acc {:6.2}%  test loss {:.4}  test acc {:6.2}%{mixed}",
+            stats.epoch,
+            self.epochs,
+            stats.train_loss,
+            100.0 * stats.train_accuracy,
+            stats.test_loss,
+            100.0 * stats.test_accuracy
+        )
+    }
+}
+
+impl Report for Finished {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "final test accuracy {:.2}%",
+            100.0 * self.final_test_accuracy
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::nn::OptimizerKind;
+
+    #[test]
+    fn the_optimizer_list_is_what_the_core_reads() {
+        for name in OPTIMIZERS {
+            assert_eq!(
+                OptimizerKind::by_name(name).map(OptimizerKind::name),
+                Ok(name)
+            );
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! `dlsys-lab wgsl-exercise`: list the WGSL exercises, print a template, or
+//! check a kernel (and race it against the built-in ones).
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_shaders::kernel_track::{
+    self as kernel_exercises, KernelChecker, KernelRace, KernelVerdict, RaceError,
+};
+
+use super::output::{Report, emit};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct WgslExerciseArgs {
+    pub id: Option<String>,
+    pub file: Option<std::path::PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// After a pass, skip timing your kernel against the built-in ladder.
+    #[arg(long)]
+    pub no_race: bool,
+}
+
+/// Without an id: every exercise (JSON: an array).
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct Listing(Vec<Listed>);
+
+#[derive(serde::Serialize)]
+struct Listed {
+    id: &'static str,
+    title: &'static str,
+}
+
+/// With an id and no file: the template to start from.
+#[derive(serde::Serialize)]
+struct Template {
+    exercise: &'static str,
+    template: &'static str,
+}
+
+/// With an id and a file: the checker's verdict and, after a pass, the race.
+#[derive(serde::Serialize)]
+struct Checked {
+    exercise: &'static str,
+    passed: bool,
+    message: String,
+    verdict: KernelVerdict,
+    race: Option<Result<KernelRace, RaceError>>,
+}
+
+pub fn run(args: &WgslExerciseArgs) -> Result<ExitCode, String> {
+    let Some(id) = args.id.as_deref() else {
+        let listing = kernel_exercises::EXERCISES
+            .iter()
+            .map(|ex| Listed {
+                id: ex.id,
+                title: ex.title,
+            })
+            .collect();
+        return emit(&Listing(listing), args.json);
+    };
+    let ex = kernel_exercises::exercise(id).ok_or_else(|| {
+        let ids: Vec<&str> = kernel_exercises::EXERCISES.iter().map(|e| e.id).collect();
+        format!("no WGSL exercise `{id}`; there are: {}", ids.join(", "))
+    })?;
+    let Some(file) = args.file.as_deref() else {
+        let template = Template {
+            exercise: ex.id,
+            template: ex.template,
+        };
+        return emit(&template, args.json);
+    };
+    let source = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| format!("reading stdin: {e}"))?;
+        text
+    } else {
+        std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
+    };
+    let (verdict, race) = check(ex, &source, !args.no_race)?;
+    let report = Checked {
+        exercise: ex.id,
+        passed: verdict.passed(),
+        message: verdict.message(),
+        verdict,
+        race,
+    };
+    emit(&report, args.json)
+}
+
+/// The verdict on `source` and, when it passed and `race` is asked for, the race.
+fn check(
+    ex: &'static kernel_exercises::KernelExercise,
+    source: &str,
+    race: bool,
+) -> Result<(KernelVerdict, Option<Result<KernelRace, RaceError>>), String> {
+    // naga's diagnostics need no GPU.
+    if let Err(diagnostic) = kernel_exercises::validate(ex, source) {
+        return Ok((KernelVerdict::Invalid(diagnostic), None));
+    }
+    let mut checker = KernelChecker::request_blocking()
+        .map_err(|e| format!("running a kernel needs a GPU adapter: {e}"))?;
+    let verdict = checker.check_blocking(ex, source);
+    let raced = match checker.gpu() {
+        Some(gpu) if race && verdict.passed() => Some(kernel_exercises::race_blocking(
+            gpu,
+            ex,
+            source,
+            5,
+            checker.budget,
+        )),
+        _ => None,
+    };
+    if raced
+        .as_ref()
+        .is_some_and(|r| r.as_ref().is_err_and(|e| e.abandon_device))
+    {
+        // A kernel still runs there: dropping the device would wait for it.
+        checker.abandon();
+    }
+    Ok((verdict, raced))
+}
+
+impl Report for Listing {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        for ex in &self.0 {
+            writeln!(out, "{:<16} {}", ex.id, ex.title)?;
+        }
+        Ok(())
+    }
+}
+
+impl Report for Template {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        write!(out, "{}", self.template)
+    }
+}
+
+impl Report for Checked {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}: {}", self.exercise, self.message)?;
+        match &self.race {
+            Some(Ok(race)) => {
+                writeln!(
+                    out,
+                    "against the built-in kernels on {} (median of {} trials; yours timed by {}):",
+                    race.problem, race.trials, race.timer
+                )?;
+                for (i, lap) in race.laps.iter().enumerate() {
+                    writeln!(
+                        out,
+                        "  {:>2}. {:<26} {:>9.3} ms {:>8.2} GB/s",
+                        i + 1,
+                        lap.kernel,
+                        lap.median_ns / 1e6,
+                        lap.gb_per_s
+                    )?;
+                }
+                writeln!(out, "yours ranks {} of {}", race.rank(), race.laps.len())
+            }
+            Some(Err(err)) => writeln!(out, "timing failed: {err}"),
+            None => Ok(()),
+        }
+    }
+
+    fn ok(&self) -> bool {
+        self.passed
+    }
+}

@@ -1,0 +1,82 @@
+//! How to train: the network, the optimizer, the schedule and the
+//! precision policy, checked before a trainer is built.
+
+use serde::{Deserialize, Serialize};
+
+use super::TrainError;
+use super::layers::Activation;
+use super::optimizers::OptimizerKind;
+use crate::mixed::Policy;
+
+/// How to train.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrainConfig {
+    pub hidden: Vec<usize>,
+    pub activation: Activation,
+    pub optimizer: OptimizerKind,
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub batch_size: usize,
+    pub epochs: u64,
+    pub seed: u64,
+    /// The precision policy (fp32 throughout by default).
+    pub policy: Policy,
+    /// Batches whose gradients are accumulated before each optimizer step.
+    pub micro_batches: u32,
+    /// Multiplies the loss before backward (e.g. 2^-16 for a loss averaged
+    /// over many more elements), which shrinks every gradient alike.
+    pub loss_weight: f32,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            hidden: vec![128],
+            activation: Activation::Relu,
+            optimizer: OptimizerKind::Momentum {
+                mu: 0.9,
+                nesterov: false,
+            },
+            lr: 0.05,
+            weight_decay: 0.0,
+            batch_size: 64,
+            epochs: 10,
+            seed: 1,
+            policy: Policy::default(),
+            micro_batches: 1,
+            loss_weight: 1.0,
+        }
+    }
+}
+
+impl TrainConfig {
+    pub fn validate(&self) -> Result<(), TrainError> {
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(TrainError::LearningRate { value: self.lr });
+        }
+        if self.batch_size == 0 || self.batch_size > 65_536 {
+            return Err(TrainError::BatchSize {
+                value: self.batch_size,
+            });
+        }
+        if self.epochs == 0 || self.epochs > 10_000 {
+            return Err(TrainError::Epochs { value: self.epochs });
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return Err(TrainError::WeightDecay);
+        }
+        if !(self.loss_weight.is_finite() && self.loss_weight > 0.0) {
+            return Err(TrainError::LossWeight {
+                value: self.loss_weight,
+            });
+        }
+        if !(1..=1024).contains(&self.micro_batches) {
+            return Err(TrainError::MicroBatches {
+                value: self.micro_batches,
+            });
+        }
+        self.policy.validate()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,227 @@
+//! Optimizers (SGD, momentum, Nesterov, Adam) and their per-parameter state.
+
+use serde::{Deserialize, Serialize};
+
+use super::TrainError;
+use crate::autograd::{OutputHook, Real, Tensor};
+
+/// Which optimizer, with its hyperparameters.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum OptimizerKind {
+    Sgd,
+    /// Heavy-ball momentum: `v ← μv − ηg; θ ← θ + v`.
+    Momentum {
+        mu: f64,
+        nesterov: bool,
+    },
+    Adam {
+        beta1: f64,
+        beta2: f64,
+        eps: f64,
+    },
+}
+
+impl OptimizerKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sgd => "sgd",
+            Self::Momentum {
+                nesterov: false, ..
+            } => "momentum",
+            Self::Momentum { nesterov: true, .. } => "nesterov",
+            Self::Adam { .. } => "adam",
+        }
+    }
+
+    pub fn by_name(name: &str) -> Result<Self, TrainError> {
+        Ok(match name.trim().to_ascii_lowercase().as_str() {
+            "sgd" => Self::Sgd,
+            "momentum" => Self::Momentum {
+                mu: 0.9,
+                nesterov: false,
+            },
+            "nesterov" => Self::Momentum {
+                mu: 0.9,
+                nesterov: true,
+            },
+            "adam" => Self::adam(),
+            _ => {
+                return Err(TrainError::UnknownOptimizer {
+                    name: name.to_owned(),
+                });
+            }
+        })
+    }
+
+    pub fn adam() -> Self {
+        Self::Adam {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+        }
+    }
+}
+
+/// An optimizer and its per-parameter state.
+#[derive(Clone)]
+pub struct Optimizer<T> {
+    pub kind: OptimizerKind,
+    pub lr: f64,
+    pub weight_decay: f64,
+    /// Momentum's velocity, or Adam's first moment.
+    first: Vec<Vec<T>>,
+    /// Adam's second moment.
+    second: Vec<Vec<T>>,
+    pub steps: u64,
+    /// Rounds the optimizer state as it is stored (emulated precision):
+    /// applied to each moment right after it is computed, before it is used.
+    pub state_hook: Option<OutputHook<T>>,
+}
+
+impl<T: Real> std::fmt::Debug for Optimizer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Optimizer")
+            .field("kind", &self.kind)
+            .field("lr", &self.lr)
+            .field("steps", &self.steps)
+            .field("state_hook", &self.state_hook.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Real> Optimizer<T> {
+    pub fn new(kind: OptimizerKind, lr: f64, weight_decay: f64) -> Self {
+        Self {
+            kind,
+            lr,
+            weight_decay,
+            first: Vec::new(),
+            second: Vec::new(),
+            steps: 0,
+            state_hook: None,
+        }
+    }
+
+    /// The same rules, each state vector rounded by the hook as it is stored.
+    fn step_rounded(
+        &mut self,
+        params: &mut [&mut Tensor<T>],
+        grads: &[Tensor<T>],
+        hook: &OutputHook<T>,
+    ) {
+        let lr = T::from_f64(self.lr);
+        let wd = T::from_f64(self.weight_decay);
+        let t = self.steps as i32;
+        for (i, (param, grad)) in params.iter_mut().zip(grads).enumerate() {
+            let (first, second) = (&mut self.first[i], &mut self.second[i]);
+            let theta = &mut param.data;
+            let g: Vec<T> = grad
+                .data
+                .iter()
+                .zip(theta.iter())
+                .map(|(g, p)| *g + wd * *p)
+                .collect();
+            match self.kind {
+                OptimizerKind::Sgd => {
+                    for (p, g) in theta.iter_mut().zip(&g) {
+                        *p -= lr * *g;
+                    }
+                }
+                OptimizerKind::Momentum { mu, nesterov } => {
+                    let mu = T::from_f64(mu);
+                    let previous = first.clone();
+                    for (v, g) in first.iter_mut().zip(&g) {
+                        *v = mu * *v - lr * *g;
+                    }
+                    hook(first);
+                    for ((p, v), v_prev) in theta.iter_mut().zip(first.iter()).zip(&previous) {
+                        *p += if nesterov {
+                            -mu * *v_prev + (T::ONE + mu) * *v
+                        } else {
+                            *v
+                        };
+                    }
+                }
+                OptimizerKind::Adam { beta1, beta2, eps } => {
+                    let (b1, b2, eps) = (T::from_f64(beta1), T::from_f64(beta2), T::from_f64(eps));
+                    let c1 = T::ONE / T::from_f64(1.0 - beta1.powi(t));
+                    let c2 = T::ONE / T::from_f64(1.0 - beta2.powi(t));
+                    for ((m, v), g) in first.iter_mut().zip(second.iter_mut()).zip(&g) {
+                        *m = b1 * *m + (T::ONE - b1) * *g;
+                        *v = b2 * *v + (T::ONE - b2) * *g * *g;
+                    }
+                    hook(first);
+                    hook(second);
+                    for ((p, m), v) in theta.iter_mut().zip(first.iter()).zip(second.iter()) {
+                        *p -= lr * (*m * c1) / ((*v * c2).sqrt() + eps);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Updates every parameter in place from its gradient. Each rule is one
+    /// tight loop over the parameter, so the compiler can vectorise it.
+    pub fn step(&mut self, params: &mut [&mut Tensor<T>], grads: &[Tensor<T>]) {
+        if self.first.len() != params.len() {
+            self.first = params.iter().map(|p| vec![T::ZERO; p.numel()]).collect();
+            self.second = self.first.clone();
+        }
+        self.steps += 1;
+        if let Some(hook) = self.state_hook.clone() {
+            self.step_rounded(params, grads, &hook);
+            return;
+        }
+        let lr = T::from_f64(self.lr);
+        let wd = T::from_f64(self.weight_decay);
+        let t = self.steps as i32;
+        for (i, (param, grad)) in params.iter_mut().zip(grads).enumerate() {
+            let (first, second) = (&mut self.first[i], &mut self.second[i]);
+            let theta = &mut param.data;
+            let grad = &grad.data;
+            match self.kind {
+                OptimizerKind::Sgd => {
+                    for (p, g) in theta.iter_mut().zip(grad) {
+                        *p -= lr * (*g + wd * *p);
+                    }
+                }
+                OptimizerKind::Momentum {
+                    mu,
+                    nesterov: false,
+                } => {
+                    // v ← μv − ηg; θ ← θ + v
+                    let mu = T::from_f64(mu);
+                    for ((p, v), g) in theta.iter_mut().zip(first.iter_mut()).zip(grad) {
+                        *v = mu * *v - lr * (*g + wd * *p);
+                        *p += *v;
+                    }
+                }
+                OptimizerKind::Momentum { mu, nesterov: true } => {
+                    // Look ahead: θ ← θ − μ·v_prev + (1 + μ)·v.
+                    let mu = T::from_f64(mu);
+                    for ((p, v), g) in theta.iter_mut().zip(first.iter_mut()).zip(grad) {
+                        let v_prev = *v;
+                        *v = mu * v_prev - lr * (*g + wd * *p);
+                        *p += -mu * v_prev + (T::ONE + mu) * *v;
+                    }
+                }
+                OptimizerKind::Adam { beta1, beta2, eps } => {
+                    let (b1, b2, eps) = (T::from_f64(beta1), T::from_f64(beta2), T::from_f64(eps));
+                    let c1 = T::ONE / T::from_f64(1.0 - beta1.powi(t));
+                    let c2 = T::ONE / T::from_f64(1.0 - beta2.powi(t));
+                    for (((p, m), v), g) in theta
+                        .iter_mut()
+                        .zip(first.iter_mut())
+                        .zip(second.iter_mut())
+                        .zip(grad)
+                    {
+                        let g = *g + wd * *p;
+                        *m = b1 * *m + (T::ONE - b1) * g;
+                        *v = b2 * *v + (T::ONE - b2) * g * g;
+                        *p -= lr * (*m * c1) / ((*v * c2).sqrt() + eps);
+                    }
+                }
+            }
+        }
+    }
+}
