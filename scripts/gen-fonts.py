@@ -8,7 +8,7 @@
   Greek, sub/superscript and symbol blocks lesson prose uses (Wᵀ, ∂, ←, Σ…),
   a fallback after egui's own fonts.
 - assets/fonts/NotoSansSC-dlsys.otf: Noto Sans CJK SC cut to the characters
-  of every zh text in assets/lessons/*.ron (run again after editing them; a
+  of every zh text in assets/**/*.ron (run again after editing them; a
   test fails when a character is missing).
 """
 import glob
@@ -42,7 +42,7 @@ def main():
     cut(TTFont("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"), math, "assets/fonts/DejaVuSans-math.ttf")
 
     text = ""
-    for path in sorted(glob.glob("assets/lessons/*.ron")):
+    for path in sorted(glob.glob("assets/**/*.ron", recursive=True)):
         for match in re.finditer(r'zh:\s*"((?:[^"\\]|\\.)*)"', open(path, encoding="utf-8").read()):
             text += match.group(1)
     cjk = sorted({ord(c) for c in text if ord(c) > 0x2E7F} | set(range(0x3000, 0x3040)) | set(range(0xFF00, 0xFF66)))

@@ -173,6 +173,28 @@ fn click_visible(harness: &mut egui_kittest::Harness<'_, dlsys_lab::DlsysApp>, l
     harness.run_steps(2);
 }
 
+/// Runs frames, `steps` at a time, while `busy` holds; fails after
+/// `limit_s` seconds. Returns the frames run.
+fn run_while(
+    harness: &mut egui_kittest::Harness<'_, dlsys_lab::DlsysApp>,
+    steps: u32,
+    limit_s: u64,
+    what: &str,
+    busy: impl Fn(&egui_kittest::Harness<'_, dlsys_lab::DlsysApp>) -> bool,
+) -> u32 {
+    let start = std::time::Instant::now();
+    let mut frames = 0;
+    while busy(harness) {
+        harness.run_steps(steps as usize);
+        frames += steps;
+        assert!(
+            start.elapsed().as_secs() < limit_s,
+            "{what} did not finish in {limit_s} s ({frames} frames)"
+        );
+    }
+    frames
+}
+
 #[test]
 fn solving_an_exercise_saves_progress_immediately() {
     use dlsys_core::exercise::FIRST_SEED;
@@ -236,15 +258,9 @@ fn training_runs_between_frames_and_finishes() {
     let (mut harness, _) = app_harness("training", &storage, Some("autograd_mlp"));
     harness.run();
     click_visible(&mut harness, "Train");
-    let mut frames = 0;
-    while harness
-        .query_by_label_contains("Done: test accuracy")
-        .is_none()
-    {
-        harness.run_steps(5);
-        frames += 5;
-        assert!(frames < 5000, "training did not finish");
-    }
+    let frames = run_while(&mut harness, 5, 300, "training", |h| {
+        h.query_by_label_contains("Done: test accuracy").is_none()
+    });
     // Training took many frames: it never ran to completion inside one.
     assert!(frames > 5, "finished in {frames} frames");
     assert!(
@@ -267,12 +283,9 @@ fn the_kernel_race_runs_every_variant_without_blocking_frames() {
         .set_value_accesskit(300.0);
     harness.run();
     click_visible(&mut harness, "Race them all");
-    let mut frames = 0;
-    while harness.state().lesson_busy("gpu_kernels") {
-        harness.run_steps(2);
-        frames += 2;
-        assert!(frames < 20_000, "the race did not finish");
-    }
+    let frames = run_while(&mut harness, 2, 300, "the race", |h| {
+        h.state().lesson_busy("gpu_kernels")
+    });
     harness.run();
     if gpu {
         assert!(frames > 2, "the race ran inside one frame");
@@ -295,22 +308,10 @@ fn the_browser_selftest_sequence_passes_natively_too() {
             },
         )
     });
-    // The whole default race runs on the software adapter: bounded by time,
-    // not by frames (each frame advances it a little).
-    let start = std::time::Instant::now();
-    let mut frames = 0;
-    while harness.state().selftest_report().is_none() {
-        harness.run_steps(1);
-        frames += 1;
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(300),
-            "the self-test did not finish in 300 s ({frames} frames)"
-        );
-    }
-    eprintln!(
-        "self-test: {frames} frames, {:.1} s",
-        start.elapsed().as_secs_f64()
-    );
+    // The whole default race runs on the software adapter, a little each frame.
+    run_while(&mut harness, 1, 300, "the self-test", |h| {
+        h.state().selftest_report().is_none()
+    });
     let report = harness.state().selftest_report().cloned().unwrap();
     assert!(report.ok, "{report:?}");
     assert_eq!(report.checks.len(), 4);
@@ -332,12 +333,9 @@ fn a_mixed_precision_scenario_trains_both_sides_and_shows_what_was_lost() {
     let (mut harness, gpu) = app_harness("mixed_scenario", &storage, Some("mixed_precision"));
     harness.run();
     click_visible(&mut harness, "fp16, no loss scaling");
-    let mut frames = 0;
-    while harness.state().lesson_busy("mixed_precision") {
-        harness.run_steps(5);
-        frames += 5;
-        assert!(frames < 20_000, "the scenario did not finish");
-    }
+    let frames = run_while(&mut harness, 5, 300, "the scenario", |h| {
+        h.state().lesson_busy("mixed_precision")
+    });
     harness.run();
     assert!(frames > 5, "finished in {frames} frames");
     // Both sides finished, and the per-layer counts of flushed gradients are shown.
@@ -366,7 +364,9 @@ fn a_broken_kernel_shows_its_diagnostic_and_a_correct_one_passes() {
     let ex = exercise("sum_reduction").unwrap();
     let editor = "WGSL kernel for Sum reduction";
     // A type error on a known line: naga's diagnostic names it, no GPU needed.
-    let broken = ex.reference.replace("var total = 0.0;", "var total = 0u;");
+    let broken = ex
+        .reference()
+        .replace("var total = 0.0;", "var total = 0u;");
     let line = broken
         .lines()
         .position(|l| l.contains("total += x[i]"))
@@ -432,15 +432,12 @@ fn a_broken_kernel_shows_its_diagnostic_and_a_correct_one_passes() {
     // Now a correct kernel: it runs on the GPU against every case.
     harness
         .get_by_role_and_label(Role::TextInput, editor)
-        .set_text_value_accesskit(ex.reference);
+        .set_text_value_accesskit(&ex.reference());
     harness.run();
     click_visible(&mut harness, "Check");
-    let mut frames = 0;
-    while harness.state().lesson_busy("write_kernels") {
-        harness.run_steps(1);
-        frames += 1;
-        assert!(frames < 20_000, "the check did not finish");
-    }
+    run_while(&mut harness, 1, 120, "the check", |h| {
+        h.state().lesson_busy("write_kernels")
+    });
     harness.run();
     if gpu {
         assert!(
@@ -501,7 +498,7 @@ fn a_runaway_kernel_does_not_freeze_the_app_and_the_device_is_replaced() {
     let ex = exercise("sum_reduction").unwrap();
     harness
         .get_by_role_and_label(Role::TextInput, editor)
-        .set_text_value_accesskit(ex.reference);
+        .set_text_value_accesskit(&ex.reference());
     harness.run();
     click_visible(&mut harness, "Check");
     while harness.state().lesson_busy("write_kernels") {

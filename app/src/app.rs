@@ -305,14 +305,8 @@ impl DlsysApp {
                         .selectable_label(selected, lesson.title(lang))
                         .on_hover_text(lesson.summary(lang));
                     if lesson.is_busy() {
-                        // A spinner repaints all the time; while a trial is
-                        // timed on the CPU clock the app must stay still.
-                        if dlsys_shaders::timing_quietly() {
-                            ui.weak("•").on_hover_text(text.get(lang, "app.busy"));
-                        } else {
-                            ui.add(egui::Spinner::new())
-                                .on_hover_text(text.get(lang, "app.busy"));
-                        }
+                        ui.add(egui::Spinner::new())
+                            .on_hover_text(text.get(lang, "app.busy"));
                     }
                     response
                 })

@@ -163,13 +163,15 @@ impl SelfTest {
                     return None;
                 };
                 // naga alone: the reference validates, a type error is found at its line.
-                let broken = ex.reference.replace("var total = 0.0;", "var total = 0u;");
-                let naga_ok = validate(ex, ex.reference).is_ok()
+                let broken = ex
+                    .reference()
+                    .replace("var total = 0.0;", "var total = 0u;");
+                let naga_ok = validate(ex, &ex.reference()).is_ok()
                     && validate(ex, &broken).is_err_and(|d| d.line.is_some());
                 match gpu {
                     GpuStatus::Compute(gpu) if naga_ok => {
                         let mut checker = KernelChecker::new((**gpu).clone());
-                        let job = checker.start(ex, ex.reference);
+                        let job = checker.start(ex, &ex.reference());
                         self.stage = Stage::Wgsl(Box::new((checker, job)));
                     }
                     _ => {

@@ -11,6 +11,23 @@ fn dlsys_lab(args: &[&str]) -> std::process::Output {
         .expect("the dlsys-lab binary runs")
 }
 
+/// The command fails with a one-line `error: …` on stderr.
+fn assert_one_line_error(args: &[&str], out: &std::process::Output) {
+    assert!(!out.status.success(), "{args:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error:") && err.trim().lines().count() == 1,
+        "{args:?}: {err}"
+    );
+}
+
+/// Every command line fails with a one-line error.
+fn fails_with_one_line(commands: &[&[&str]]) {
+    for args in commands {
+        assert_one_line_error(args, &dlsys_lab(args));
+    }
+}
+
 fn is_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
@@ -233,20 +250,12 @@ fn float_shows_every_format_and_json_agrees() {
 
 #[test]
 fn float_rejects_bad_input_with_one_line() {
-    for args in [
+    fails_with_one_line(&[
         &["float", "0x1.zp3"][..],
         &["float", "1.5", "-f", "fp64"],
         &["float", "1.5", "--round", "nearest"],
         &["float"],
-    ] {
-        let out = dlsys_lab(args);
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.starts_with("error:") && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
-    }
+    ]);
 }
 
 #[test]
@@ -336,21 +345,13 @@ fn train_prints_epochs_and_rejects_bad_arguments() {
     assert_eq!(lines[2]["epoch"], 3);
     assert!(lines[3]["final_test_accuracy"].as_f64().is_some());
 
-    for args in [
+    fails_with_one_line(&[
         &["train", "--dataset", "cifar"][..],
         &["train", "--lr", "-1"],
         &["train", "--hidden", "12,x"],
         &["train", "--optimizer", "lbfgs"],
         &["train", "--batch", "0"],
-    ] {
-        let out = dlsys_lab(args);
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.starts_with("error:") && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
-    }
+    ]);
     let out = dlsys_lab(&[
         "train",
         "--dataset",
@@ -421,21 +422,13 @@ fn train_under_a_precision_policy_reports_underflow_and_the_loss_scale() {
     );
     assert!(text.contains("underflowed"), "{text}");
 
-    for args in [
+    fails_with_one_line(&[
         &["train", "--precision", "fp7"][..],
         &["train", "--loss-scale", "-3"],
         &["train", "--optimizer-state", "e0m3"],
         &["train", "--scenario", "fp64"],
         &["train", "--micro-batches", "0"],
-    ] {
-        let out = dlsys_lab(args);
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.starts_with("error:") && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
-    }
+    ]);
 }
 
 #[test]
@@ -561,12 +554,7 @@ fn kernel_commands_read_stdin_and_reject_bad_sizes() {
         (&["kernel", "reduce"], Vec::new()),
     ] {
         let out = with_stdin(args, &input);
-        assert!(!out.status.success(), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.starts_with("error:") && err.trim().lines().count() == 1,
-            "{args:?}: {err}"
-        );
+        assert_one_line_error(args, &out);
     }
 }
 

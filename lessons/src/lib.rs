@@ -6,16 +6,11 @@
 //! self-check and font-coverage tests without new test code. A lesson never
 //! talks to another lesson.
 
-pub mod autograd_mlp;
 pub mod datasets;
 pub mod exercise_panel;
-pub mod float_formats;
 pub mod fonts;
-pub mod gpu_kernels;
-pub mod mixed_precision;
 pub mod theme;
 pub mod welcome;
-pub mod write_kernels;
 
 use dlsys_core::exercise::Exercise;
 pub use dlsys_core::text::{Catalog, Lang};
@@ -131,6 +126,46 @@ pub trait Lesson {
     }
 }
 
+/// Declares a lesson's id and its prose catalog `assets/lessons/<id>.ron`,
+/// as `ID` and `TEXT` in the lesson's module: the id, the route, the storage
+/// key, the snapshot and the catalog's file name are one string.
+#[macro_export]
+macro_rules! lesson_text {
+    ($id:literal) => {
+        const ID: &str = $id;
+        static TEXT: std::sync::LazyLock<$crate::Catalog> = std::sync::LazyLock::new(|| {
+            $crate::Catalog::embedded(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../assets/lessons/",
+                $id,
+                ".ron"
+            )))
+        });
+    };
+}
+
+/// [`Lesson::id`] and [`Lesson::catalog`] from [`lesson_text!`]'s `ID` and
+/// `TEXT`, and with `exercises: LIST` also [`Lesson::exercises`].
+#[macro_export]
+macro_rules! lesson_identity {
+    () => {
+        fn id(&self) -> &'static str {
+            ID
+        }
+
+        fn catalog(&self) -> &'static $crate::Catalog {
+            &TEXT
+        }
+    };
+    (exercises: $list:expr) => {
+        $crate::lesson_identity!();
+
+        fn exercises(&self) -> &'static [dlsys_core::exercise::Exercise] {
+            &$list
+        }
+    };
+}
+
 /// Implements [`Lesson::save_state`] and [`Lesson::load_state`] for a lesson
 /// whose persistent part is a `Default + serde` field.
 #[macro_export]
@@ -147,6 +182,12 @@ macro_rules! persist_field {
     };
 }
 
+/// A lesson page's heading and introduction: `title` and `intro` from its catalog.
+pub fn header_ui(ui: &mut egui::Ui, text: &Catalog, lang: Lang) {
+    ui.heading(text.get(lang, "title"));
+    ui.label(text.get(lang, "intro"));
+}
+
 /// Every prose catalog the app shows, by name (for the coverage tests): the
 /// shell's, then each registered lesson's under its id.
 pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
@@ -155,16 +196,30 @@ pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
     catalogs
 }
 
+/// Declares each lesson's module and lists the lessons in sidebar order.
+macro_rules! registry {
+    ($($id:ident :: $lesson:ident),* $(,)?) => {
+        $(pub mod $id;)*
+
+        fn registered() -> Vec<Box<dyn Lesson>> {
+            vec![$(Box::new($id::$lesson::default())),*]
+        }
+    };
+}
+
+// The registry: adding a lesson is one line here.
+registry! {
+    float_formats::FloatFormats,
+    autograd_mlp::AutogradMlp,
+    mixed_precision::MixedPrecision,
+    gpu_kernels::GpuKernels,
+    write_kernels::WriteKernels,
+}
+
 /// Every lesson, in sidebar order: the welcome page, then the lessons it
-/// lists. Adding a lesson is one line here.
+/// lists.
 pub fn all() -> Vec<Box<dyn Lesson>> {
-    let lessons: Vec<Box<dyn Lesson>> = vec![
-        Box::new(float_formats::FloatFormats::default()),
-        Box::new(autograd_mlp::AutogradMlp::default()),
-        Box::new(mixed_precision::MixedPrecision::default()),
-        Box::new(gpu_kernels::GpuKernels::default()),
-        Box::new(write_kernels::WriteKernels::default()),
-    ];
+    let lessons = registered();
     let topics = lessons.iter().map(|lesson| lesson.catalog()).collect();
     let welcome: Box<dyn Lesson> = Box::new(welcome::Welcome::new(topics));
     std::iter::once(welcome).chain(lessons).collect()

@@ -164,6 +164,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The GPU result, if the kernel ran on the GPU.
+    pub fn ran(&self) -> Option<&Row> {
+        match self {
+            Self::Ran(row) => Some(row),
+            Self::Skipped { .. } | Self::Cpu(_) => None,
+        }
+    }
+
     pub fn kernel(&self) -> Kernel {
         match self {
             Self::Ran(r) => r.kernel,
@@ -271,19 +279,13 @@ impl Ladder {
         )
     }
 
-    /// Whether the caller should keep drawing frames (`false` while a timing
-    /// thread times a trial and will wake the app itself).
-    pub fn wants_frames(&self) -> bool {
-        self.current
-            .as_ref()
-            .is_none_or(|(_, job)| job.wants_frames())
-    }
-
     pub fn is_done(&self) -> bool {
         self.current.is_none() && self.next >= self.kernels.len()
     }
 
-    /// Advances without blocking; `true` once every kernel has its outcome.
+    /// Advances; `true` once every kernel has its outcome. It never waits for
+    /// the GPU, except on the CPU clock, where a poll times one trial (see
+    /// [`Job::poll`]).
     pub fn poll(&mut self, runner: &mut KernelRunner) -> bool {
         if let Some((kernel, job)) = self.current.as_mut() {
             let Some(result) = job.poll() else {
@@ -313,16 +315,10 @@ impl Ladder {
     #[cfg(not(target_arch = "wasm32"))]
     pub fn run_blocking(mut self, runner: &mut KernelRunner) -> Vec<Outcome> {
         while !self.poll(runner) {
-            if let Some((_, job)) = &self.current
-                && !job.wants_frames()
-            {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            } else {
-                let _ = runner
-                    .gpu()
-                    .device
-                    .poll(wgpu::PollType::wait_indefinitely());
-            }
+            let _ = runner
+                .gpu()
+                .device
+                .poll(wgpu::PollType::wait_indefinitely());
         }
         self.outcomes
     }

@@ -18,4 +18,4 @@ pub use error::{KernelError, SourceError};
 pub use gpu::{Gpu, GpuError, GpuInfo};
 pub use ladder::{Ladder, LadderSettings, Outcome};
 pub use plumbing::TimerKind;
-pub use run::{Job, KernelRunner, RunOutput, RunSpec, timing_quietly};
+pub use run::{Job, KernelRunner, RunOutput, RunSpec};

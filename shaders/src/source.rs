@@ -2,14 +2,23 @@
 //! size, a reduction op, the device's workgroup memory, and whether loads and
 //! stores are counted (the instrumented build).
 
-use dlsys_core::kernels::{ReduceOp, WG};
+use dlsys_core::kernels::{Kernel, ReduceOp, WG};
 
 use crate::SourceError;
 
 const COMMON: &str = include_str!("../wgsl/common.wgsl");
 
-/// The kernel files, by the name plans use (`file:entry`): the one list.
-pub const FILES: [&str; 9] = [
+macro_rules! kernel_files {
+    ($($name:literal),* $(,)?) => {
+        /// The kernel files, by the name plans use (`file:entry`), with their
+        /// text: the one list.
+        const KERNEL_FILES: &[(&str, &str)] = &[
+            $(($name, include_str!(concat!("../wgsl/", $name, ".wgsl")))),*
+        ];
+    };
+}
+
+kernel_files![
     "copy",
     "softmax_naive",
     "softmax_three_pass",
@@ -21,20 +30,17 @@ pub const FILES: [&str; 9] = [
     "reduce_subgroup",
 ];
 
-/// The text of a kernel file named in [`FILES`].
+/// The names of the kernel files.
+pub fn files() -> impl Iterator<Item = &'static str> {
+    KERNEL_FILES.iter().map(|(name, _)| *name)
+}
+
+/// The text of a kernel file named in [`files`].
 pub fn file(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "copy" => include_str!("../wgsl/copy.wgsl"),
-        "softmax_naive" => include_str!("../wgsl/softmax_naive.wgsl"),
-        "softmax_three_pass" => include_str!("../wgsl/softmax_three_pass.wgsl"),
-        "softmax_workgroup" => include_str!("../wgsl/softmax_workgroup.wgsl"),
-        "softmax_online" => include_str!("../wgsl/softmax_online.wgsl"),
-        "softmax_subgroup" => include_str!("../wgsl/softmax_subgroup.wgsl"),
-        "softmax_subgroup_rows" => include_str!("../wgsl/softmax_subgroup_rows.wgsl"),
-        "reduce" => include_str!("../wgsl/reduce.wgsl"),
-        "reduce_subgroup" => include_str!("../wgsl/reduce_subgroup.wgsl"),
-        _ => return None,
-    })
+    KERNEL_FILES
+        .iter()
+        .find(|(file, _)| *file == name)
+        .map(|(_, text)| *text)
 }
 
 /// Everything that changes the text of a shader.
@@ -47,16 +53,28 @@ pub struct Variant {
     pub cache_floats: u32,
 }
 
+impl Variant {
+    /// The variant of `file` that `kernel` runs (reductions fill in their op).
+    pub fn of(kernel: Kernel, file: &'static str, instrumented: bool, cache_floats: u32) -> Self {
+        let op = match kernel {
+            Kernel::Reduce(_, op) => Some(op),
+            Kernel::Copy | Kernel::Softmax(_) => None,
+        };
+        Self {
+            file,
+            op,
+            instrumented,
+            cache_floats,
+        }
+    }
+}
+
 /// The complete WGSL for a variant (without any `enable` directive).
 pub fn build(variant: &Variant) -> Result<String, SourceError> {
     let body = file(variant.file).ok_or_else(|| SourceError::NoFile {
         file: variant.file.to_owned(),
     })?;
-    let mut text = if variant.file == "copy" {
-        body.to_owned()
-    } else {
-        format!("{COMMON}\n{body}")
-    };
+    let mut text = format!("{COMMON}\n{body}");
     let (count_load, count_store, count16_load, count16_store) = if variant.instrumented {
         (
             "atomicAdd(&counters[0], 4u);",
@@ -172,16 +190,7 @@ mod tests {
             for step in steps {
                 let (file, entry) = step.entry.split_once(':').unwrap_or_default();
                 for instrumented in [false, true] {
-                    let op = match kernel {
-                        Kernel::Reduce(_, op) => Some(op),
-                        _ => None,
-                    };
-                    let variant = Variant {
-                        file,
-                        op,
-                        instrumented,
-                        cache_floats: 2048,
-                    };
+                    let variant = Variant::of(kernel, file, instrumented, 2048);
                     let source = build(&variant).unwrap_or_else(|e| panic!("{e}"));
                     let checked = check(&source).unwrap_or_else(|e| panic!("{file}:\n{e}"));
                     let used = checked.bindings.iter().find(|(name, _)| name == entry);
@@ -199,10 +208,7 @@ mod tests {
     }
 
     #[test]
-    fn the_file_list_and_the_files_agree() {
-        for name in FILES {
-            assert!(file(name).is_some(), "{name}");
-        }
+    fn every_plan_names_a_kernel_file() {
         for kernel in Kernel::all() {
             let device = dlsys_core::kernels::DeviceLimits {
                 cache_floats: 2048,
@@ -213,7 +219,7 @@ mod tests {
                     plan(kernel, Problem { rows: 4, cols }, device).unwrap_or_default();
                 for step in steps {
                     let name = step.entry.split_once(':').map_or("", |(f, _)| f);
-                    assert!(FILES.contains(&name), "{}", step.entry);
+                    assert!(file(name).is_some(), "{}", step.entry);
                 }
             }
         }

@@ -25,7 +25,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
         return;
     };
     for ex in &EXERCISES {
-        let verdict = c.check_blocking(ex, ex.reference);
+        let verdict = c.check_blocking(ex, &ex.reference());
         assert!(
             verdict.passed(),
             "{} reference: {}",
@@ -49,7 +49,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
                 wrong.expect
             );
         }
-        let verdict = c.check_blocking(ex, ex.template);
+        let verdict = c.check_blocking(ex, &ex.template());
         assert!(
             matches!(verdict, KernelVerdict::Mismatch(_)),
             "{} template must compile and fail: {verdict:?}",
@@ -61,7 +61,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
 #[test]
 fn a_broken_kernel_gets_a_diagnostic_at_its_line() {
     let ex = exercise("sum_reduction").unwrap();
-    let broken = ex.template.replace("y[0] = 0.0;", "y[0] = 0u;");
+    let broken = ex.template().replace("y[0] = 0.0;", "y[0] = 0u;");
     let line = broken
         .lines()
         .position(|l| l.contains("y[0] = 0u;"))
@@ -69,11 +69,11 @@ fn a_broken_kernel_gets_a_diagnostic_at_its_line() {
         + 1;
     let err = validate(ex, &broken).unwrap_err();
     assert_eq!(err.line, Some(line), "{err}");
-    let syntax = ex.template.replace("fn main(", "fn main(,");
+    let syntax = ex.template().replace("fn main(", "fn main(,");
     let err = validate(ex, &syntax).unwrap_err();
     assert!(err.line.is_some(), "{err}");
     let wrong_size = ex
-        .reference
+        .reference()
         .replace("@workgroup_size(256)", "@workgroup_size(64)");
     let err = validate(ex, &wrong_size).unwrap_err();
     assert!(err.message.contains("@workgroup_size(256)"), "{err}");
@@ -87,12 +87,12 @@ fn bindings_the_harness_does_not_provide_are_reported_by_the_device() {
     let ex = exercise("sum_reduction").unwrap();
     // naga accepts this; the pipeline layout does not (x is read-only there).
     let source = ex
-        .reference
+        .reference()
         .replace("var<storage, read> x", "var<storage, read_write> x");
     let verdict = c.check_blocking(ex, &source);
     assert!(matches!(verdict, KernelVerdict::Invalid(_)), "{verdict:?}");
     // The checker still works afterwards.
-    assert!(c.check_blocking(ex, ex.reference).passed());
+    assert!(c.check_blocking(ex, &ex.reference()).passed());
 }
 
 #[test]
@@ -104,7 +104,7 @@ fn a_passing_kernel_races_the_built_in_ladder() {
     let race = dlsys_shaders::kernel_track::race_blocking(
         c.gpu().unwrap(),
         ex,
-        ex.reference,
+        &ex.reference(),
         2,
         web_time::Duration::from_secs(30),
     )

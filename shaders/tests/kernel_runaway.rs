@@ -33,6 +33,6 @@ fn an_endless_kernel_times_out_and_the_device_is_replaced() {
         "the check itself must not hang"
     );
     assert!(!c.needs_recovery(), "check_blocking recovers by itself");
-    let verdict = c.check_blocking(ex, ex.reference);
+    let verdict = c.check_blocking(ex, &ex.reference());
     assert!(verdict.passed(), "after recovery: {}", verdict.message());
 }

@@ -156,7 +156,7 @@ pub fn code_exercise_checks() -> (Vec<CodeCheck>, Option<String>) {
         }
     };
     for ex in &kernel_exercises::EXERCISES {
-        let verdict = checker.check_blocking(ex, ex.reference);
+        let verdict = checker.check_blocking(ex, &ex.reference());
         rows.push(CodeCheck {
             track: "wgsl",
             exercise: ex.id,

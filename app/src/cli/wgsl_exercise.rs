@@ -37,7 +37,7 @@ struct Listed {
 #[derive(serde::Serialize)]
 struct Template {
     exercise: &'static str,
-    template: &'static str,
+    template: String,
 }
 
 /// With an id and a file: the checker's verdict and, after a pass, the race.
@@ -68,7 +68,7 @@ pub fn run(args: &WgslExerciseArgs) -> Result<ExitCode, String> {
     let Some(file) = args.file.as_deref() else {
         let template = Template {
             exercise: ex.id,
-            template: ex.template,
+            template: ex.template(),
         };
         return emit(&template, args.json);
     };

@@ -71,14 +71,7 @@ impl Format {
                 bits: man_bits,
             });
         }
-        Ok(Self {
-            name: name.to_owned(),
-            exp_bits,
-            man_bits,
-            bias: (1 << (exp_bits - 1)) - 1,
-            specials: Specials::Ieee,
-            saturate: false,
-        })
+        Ok(Self::builtin(name, exp_bits, man_bits))
     }
 
     fn builtin(name: &str, exp_bits: u32, man_bits: u32) -> Self {

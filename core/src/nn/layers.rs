@@ -112,19 +112,8 @@ impl<T: Real> Mlp<T> {
     /// Records the forward pass; returns the logits and the parameter leaves
     /// (weight, bias per layer) in [`Self::params_mut`] order.
     pub fn forward(&self, g: &mut Graph<T>, x: Var) -> (Var, Vec<Var>) {
-        let mut h = x;
-        let mut params = Vec::with_capacity(self.layers.len() * 2);
-        for (i, layer) in self.layers.iter().enumerate() {
-            let w = g.param(layer.weight.clone());
-            let b = g.param(layer.bias.clone());
-            params.extend([w, b]);
-            let z = g.matmul(h, w);
-            h = g.add(z, b);
-            if i + 1 < self.layers.len() {
-                h = self.activation.apply(g, h);
-            }
-        }
-        (h, params)
+        let values = self.params().into_iter().cloned().collect();
+        self.forward_with(g, x, values)
     }
 
     pub fn params_mut(&mut self) -> Vec<&mut Tensor<T>> {
@@ -144,20 +133,12 @@ impl<T: Real> Mlp<T> {
     /// [`Self::forward`] that moves the parameters into the graph instead of
     /// copying them; [`Self::take_back`] returns them after the backward pass.
     pub fn forward_moving(&mut self, g: &mut Graph<T>, x: Var) -> (Var, Vec<Var>) {
-        let mut h = x;
-        let mut params = Vec::with_capacity(self.layers.len() * 2);
-        let count = self.layers.len();
-        for (i, layer) in self.layers.iter_mut().enumerate() {
-            let w = g.param(std::mem::replace(&mut layer.weight, Tensor::zeros(&[0])));
-            let b = g.param(std::mem::replace(&mut layer.bias, Tensor::zeros(&[0])));
-            params.extend([w, b]);
-            let z = g.matmul(h, w);
-            h = g.add(z, b);
-            if i + 1 < count {
-                h = self.activation.apply(g, h);
-            }
-        }
-        (h, params)
+        let values = self
+            .params_mut()
+            .into_iter()
+            .map(|t| std::mem::replace(t, Tensor::zeros(&[0])))
+            .collect();
+        self.forward_with(g, x, values)
     }
 
     /// [`Self::forward`] with the given parameter values (weight, bias per

@@ -6,17 +6,13 @@ mod exercises;
 mod graph_view;
 mod trainer_view;
 
-use std::sync::LazyLock;
-
-use dlsys_core::text::Catalog;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
 
 pub use exercises::EXERCISES;
 
-static TEXT: LazyLock<Catalog> =
-    LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/autograd_mlp.ron")));
+crate::lesson_text!("autograd_mlp");
 
 /// Everything the learner set up; survives restarts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -35,13 +31,7 @@ pub struct AutogradMlp {
 }
 
 impl Lesson for AutogradMlp {
-    fn id(&self) -> &'static str {
-        "autograd_mlp"
-    }
-
-    fn catalog(&self) -> &'static Catalog {
-        &TEXT
-    }
+    crate::lesson_identity!(exercises: EXERCISES);
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         self.run.logic(ctx);
@@ -54,8 +44,7 @@ impl Lesson for AutogradMlp {
             checks,
             run,
         } = self;
-        ui.heading(TEXT.get(lang, "title"));
-        ui.label(TEXT.get(lang, "intro"));
+        crate::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
         egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "graph.heading")).strong())
             .default_open(true)
@@ -74,10 +63,6 @@ impl Lesson for AutogradMlp {
 
     fn is_busy(&self) -> bool {
         self.run.is_running()
-    }
-
-    fn exercises(&self) -> &'static [dlsys_core::exercise::Exercise] {
-        &EXERCISES
     }
 
     crate::persist_field!(settings);

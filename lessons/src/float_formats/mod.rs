@@ -4,18 +4,14 @@
 mod exercises;
 mod ui;
 
-use std::sync::LazyLock;
-
 use dlsys_core::float::{self, Format, FormatError, Rounding};
-use dlsys_core::text::Catalog;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
 
 pub use exercises::EXERCISES;
 
-static TEXT: LazyLock<Catalog> =
-    LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/float_formats.ron")));
+crate::lesson_text!("float_formats");
 
 /// What the learner set up; survives restarts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -137,20 +133,10 @@ impl FloatFormats {
 }
 
 impl Lesson for FloatFormats {
-    fn id(&self) -> &'static str {
-        "float_formats"
-    }
-
-    fn catalog(&self) -> &'static Catalog {
-        &TEXT
-    }
+    crate::lesson_identity!(exercises: EXERCISES);
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         ui::lesson_ui(self, ui, env.lang);
-    }
-
-    fn exercises(&self) -> &'static [dlsys_core::exercise::Exercise] {
-        &EXERCISES
     }
 
     crate::persist_field!(settings);

@@ -14,8 +14,7 @@ fn t(lang: Lang, key: &'static str) -> &'static str {
 }
 
 pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
-    ui.heading(t(lang, "title"));
-    ui.label(t(lang, "intro"));
+    crate::header_ui(ui, &TEXT, lang);
     ui.add_space(6.0);
     input_ui(ui, &mut lesson.settings, lang);
 

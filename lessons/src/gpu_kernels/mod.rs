@@ -7,11 +7,9 @@ mod plots;
 mod ui;
 
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
-use dlsys_core::text::Catalog;
 use dlsys_shaders::{KernelRunner, Ladder, LadderSettings, Outcome, TimerKind};
 use egui::RichText;
 use serde::{Deserialize, Serialize};
@@ -20,8 +18,7 @@ use crate::{Env, GpuStatus, Lesson, theme};
 
 pub use exercises::EXERCISES;
 
-static TEXT: LazyLock<Catalog> =
-    LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/gpu_kernels.ron")));
+crate::lesson_text!("gpu_kernels");
 
 /// What the learner chose (persisted).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -62,8 +59,6 @@ impl Default for Settings {
 pub struct GpuKernels {
     settings: Settings,
     runner: Option<KernelRunner>,
-    /// Whether the runner wakes the app between CPU-clock trials.
-    waker_set: bool,
     ladder: Option<Ladder>,
     results: Vec<Outcome>,
     error: Option<String>,
@@ -125,29 +120,20 @@ impl GpuKernels {
         let (Some(runner), Some(ladder)) = (self.runner.as_mut(), self.ladder.as_mut()) else {
             return;
         };
-        if !self.waker_set {
-            let ctx = ctx.clone();
-            runner.set_waker(std::sync::Arc::new(move || ctx.request_repaint()));
-            self.waker_set = true;
-        }
+        // On a CPU adapter one poll times one trial (the frame waits for it).
         let done = ladder.poll(runner);
         self.results = ladder.outcomes().to_vec();
         if done {
             self.ladder = None;
-        } else if ladder.wants_frames() {
+        } else {
             ctx.request_repaint();
         }
     }
+
 }
 
 impl Lesson for GpuKernels {
-    fn id(&self) -> &'static str {
-        "gpu_kernels"
-    }
-
-    fn catalog(&self) -> &'static Catalog {
-        &TEXT
-    }
+    crate::lesson_identity!(exercises: EXERCISES);
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         if self.ladder.is_some() {
@@ -162,8 +148,7 @@ impl Lesson for GpuKernels {
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
         let t = |key| TEXT.get(lang, key);
-        ui.heading(t("title"));
-        ui.label(t("intro"));
+        crate::header_ui(ui, &TEXT, lang);
         ui.add_space(6.0);
         match env.gpu {
             GpuStatus::Compute(gpu) => {
@@ -212,10 +197,6 @@ impl Lesson for GpuKernels {
             });
     }
 
-    fn exercises(&self) -> &'static [dlsys_core::exercise::Exercise] {
-        &EXERCISES
-    }
-
     crate::persist_field!(settings);
 }
 
@@ -226,8 +207,7 @@ mod tests {
 
     #[test]
     fn catalog_has_an_explanation_for_every_variant() {
-        let catalog = Catalog::parse(include_str!("../../../assets/lessons/gpu_kernels.ron"))
-            .unwrap_or_default();
+        let catalog = &*TEXT;
         for k in SoftmaxKind::ALL {
             assert!(catalog.contains(&format!("explain.softmax/{}", k.id())));
         }
@@ -295,14 +275,8 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         let points = |lesson: &GpuKernels| {
-            let ran: Vec<&dlsys_shaders::report::Row> = lesson
-                .results
-                .iter()
-                .filter_map(|o| match o {
-                    Outcome::Ran(r) => Some(r),
-                    _ => None,
-                })
-                .collect();
+            let ran: Vec<&dlsys_shaders::report::Row> =
+                lesson.results.iter().filter_map(Outcome::ran).collect();
             plots::roofline_points(&ran)
         };
         let before = points(&lesson);

@@ -175,14 +175,7 @@ impl GpuKernels {
                         }
                     });
             });
-        let ran: Vec<&Row> = self
-            .results
-            .iter()
-            .filter_map(|o| match o {
-                Outcome::Ran(r) => Some(r),
-                _ => None,
-            })
-            .collect();
+        let ran: Vec<&Row> = self.results.iter().filter_map(Outcome::ran).collect();
         for r in &ran {
             if r.dispatch_ms.len() > 1 {
                 let parts: Vec<String> = r

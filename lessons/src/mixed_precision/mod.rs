@@ -8,10 +8,8 @@ mod exercises;
 mod results;
 mod runs;
 
-use std::sync::LazyLock;
-
 use dlsys_core::float::{Format, show_sig};
-use dlsys_core::text::{Catalog, Lang};
+use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
@@ -20,9 +18,7 @@ pub use exercises::EXERCISES;
 pub use results::Zones;
 pub use runs::CustomPolicy;
 
-static TEXT: LazyLock<Catalog> = LazyLock::new(|| {
-    Catalog::embedded(include_str!("../../../assets/lessons/mixed_precision.ron"))
-});
+crate::lesson_text!("mixed_precision");
 
 /// Everything the learner set up; survives restarts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -39,13 +35,7 @@ pub struct MixedPrecision {
 }
 
 impl Lesson for MixedPrecision {
-    fn id(&self) -> &'static str {
-        "mixed_precision"
-    }
-
-    fn catalog(&self) -> &'static Catalog {
-        &TEXT
-    }
+    crate::lesson_identity!(exercises: EXERCISES);
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         self.run.logic(ctx);
@@ -53,8 +43,7 @@ impl Lesson for MixedPrecision {
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
-        ui.heading(TEXT.get(lang, "title"));
-        ui.label(TEXT.get(lang, "intro"));
+        crate::header_ui(ui, &TEXT, lang);
         ranges_note(ui, lang);
         ui.add_space(8.0);
         egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "train.heading")).strong())
@@ -70,10 +59,6 @@ impl Lesson for MixedPrecision {
 
     fn is_busy(&self) -> bool {
         self.run.is_running()
-    }
-
-    fn exercises(&self) -> &'static [dlsys_core::exercise::Exercise] {
-        &EXERCISES
     }
 
     crate::persist_field!(settings);

@@ -1,13 +1,10 @@
 //! The Welcome page: what the workbench covers, how to use it, the GPU status.
 
-use std::sync::LazyLock;
-
 use dlsys_core::text::Catalog;
 
 use crate::{Env, GpuStatus, Lesson, theme};
 
-static TEXT: LazyLock<Catalog> =
-    LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/welcome.ron")));
+crate::lesson_text!("welcome");
 
 /// The welcome page. Its topic list is the registry's other lessons, each
 /// named by its own catalog's title and summary.
@@ -24,13 +21,7 @@ impl Welcome {
 }
 
 impl Lesson for Welcome {
-    fn id(&self) -> &'static str {
-        "welcome"
-    }
-
-    fn catalog(&self) -> &'static Catalog {
-        &TEXT
-    }
+    crate::lesson_identity!();
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;

@@ -5,9 +5,8 @@
 //! without blocking a frame, with a time budget for runaway kernels.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::LazyLock;
 
-use dlsys_core::text::{Catalog, Lang};
+use dlsys_core::text::Lang;
 use dlsys_shaders::kernel_track::{
     CheckJob, EXERCISES, KernelChecker, KernelExercise, KernelRace, KernelVerdict, RaceError,
     validate,
@@ -18,8 +17,7 @@ use crate::{Env, GpuStatus, Lesson, theme};
 
 mod editor;
 
-static TEXT: LazyLock<Catalog> =
-    LazyLock::new(|| Catalog::embedded(include_str!("../../../assets/lessons/write_kernels.ron")));
+crate::lesson_text!("write_kernels");
 
 /// What survives a restart: the learner's code per exercise, which pass.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -104,7 +102,7 @@ impl WriteKernels {
         self.saved
             .code
             .entry(ex.id.to_owned())
-            .or_insert_with(|| ex.template.to_owned())
+            .or_insert_with(|| ex.template())
     }
 
     fn solved_line(&self, lang: Lang) -> String {
@@ -411,13 +409,7 @@ impl WriteKernels {
 }
 
 impl Lesson for WriteKernels {
-    fn id(&self) -> &'static str {
-        "write_kernels"
-    }
-
-    fn catalog(&self) -> &'static Catalog {
-        &TEXT
-    }
+    crate::lesson_identity!();
 
     fn logic(&mut self, ctx: &egui::Context, env: &Env<'_>) {
         #[cfg(target_arch = "wasm32")]
@@ -480,8 +472,7 @@ impl Lesson for WriteKernels {
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
         let t = |key| TEXT.get(lang, key);
-        ui.heading(t("title"));
-        ui.label(t("intro"));
+        crate::header_ui(ui, &TEXT, lang);
         ui.add_space(6.0);
         ui.horizontal_wrapped(|ui| {
             ui.label(t("exercise"));
@@ -550,9 +541,7 @@ impl Lesson for WriteKernels {
                 ui.label(TEXT.fill(lang, "reset.question", &[("exercise", &ex.title)]));
                 ui.horizontal(|ui| {
                     if ui.button(t("reset.yes")).clicked() {
-                        self.saved
-                            .code
-                            .insert(ex.id.to_owned(), ex.template.to_owned());
+                        self.saved.code.insert(ex.id.to_owned(), ex.template());
                         self.saved.passed.remove(ex.id);
                         self.shown = None;
                         self.race = None;

@@ -10,8 +10,8 @@ use wgpu::util::DeviceExt as _;
 
 use super::cases::{KernelCase, UNWRITTEN};
 use super::{Diagnostic, KernelExercise, KernelVerdict, Layout, validate};
+use crate::Gpu;
 use crate::plumbing::{Pending, Scopes};
-use crate::{Gpu, GpuError};
 
 /// Devices abandoned with a kernel still running on them. Dropping one would
 /// wait for that kernel (forever); they are kept here until the process ends.
@@ -39,7 +39,7 @@ impl KernelChecker {
 
     /// A checker on a fresh device (native only: the web cannot block).
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn request_blocking() -> Result<Self, GpuError> {
+    pub fn request_blocking() -> Result<Self, crate::GpuError> {
         Gpu::request_blocking().map(Self::new)
     }
 
@@ -54,7 +54,7 @@ impl KernelChecker {
 
     /// Abandons the device a runaway kernel still occupies and makes a new one.
     #[cfg(not(target_arch = "wasm32"))]
-    pub fn recover(&mut self) -> Result<(), GpuError> {
+    pub fn recover(&mut self) -> Result<(), crate::GpuError> {
         self.abandon();
         let gpu = Gpu::request_blocking()?;
         self.gpu = Some(gpu);

@@ -43,12 +43,33 @@ pub enum Layout {
     Transpose,
 }
 
+/// The line of a template or reference file that stands for the
+/// declarations the harness binds ([`Layout::declarations`]).
+pub const DECLARATIONS_MARKER: &str = "// @harness-declarations";
+
 impl Layout {
     pub fn workgroup_size(self) -> [u32; 3] {
         match self {
             Self::Transpose => [16, 16, 1],
             _ => [256, 1, 1],
         }
+    }
+
+    /// The uniform and storage bindings the checker binds for this layout
+    /// (slots as in `checker.rs`), written once here for every template and
+    /// reference of the layout.
+    pub fn declarations(self) -> String {
+        let mut text = [
+            "struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }",
+            "@group(0) @binding(0) var<uniform> params: Params;",
+            "@group(0) @binding(1) var<storage, read> x: array<f32>;",
+            "@group(0) @binding(2) var<storage, read_write> y: array<f32>;",
+        ]
+        .join("\n");
+        if self == Self::BiasRelu {
+            text.push_str("\n@group(0) @binding(3) var<storage, read> bias: array<f32>;");
+        }
+        text
     }
 }
 
@@ -68,8 +89,10 @@ pub struct KernelExercise {
     pub id: &'static str,
     pub title: &'static str,
     pub layout: Layout,
-    pub template: &'static str,
-    pub reference: &'static str,
+    /// The template file as stored: [`KernelExercise::template`] fills in
+    /// the harness's declarations.
+    pub template_file: &'static str,
+    pub reference_file: &'static str,
     pub wrong: &'static [Wrong],
 }
 
@@ -85,8 +108,8 @@ pub const EXERCISES: [KernelExercise; 6] = [
         id: "sum_reduction",
         title: "Sum reduction",
         layout: Layout::Sum,
-        template: wgsl!("sum_reduction.wgsl"),
-        reference: wgsl!("sum_reduction.reference.wgsl"),
+        template_file: wgsl!("sum_reduction.wgsl"),
+        reference_file: wgsl!("sum_reduction.reference.wgsl"),
         wrong: &[Wrong {
             name: "no grid-stride loop",
             edits: &[(
@@ -100,8 +123,8 @@ pub const EXERCISES: [KernelExercise; 6] = [
         id: "row_max",
         title: "Row max",
         layout: Layout::RowMax,
-        template: wgsl!("row_max.wgsl"),
-        reference: wgsl!("row_max.reference.wgsl"),
+        template_file: wgsl!("row_max.wgsl"),
+        reference_file: wgsl!("row_max.reference.wgsl"),
         wrong: &[Wrong {
             name: "max starts at 0",
             edits: &[("var m = params.neg_inf;", "var m = 0.0;")],
@@ -112,8 +135,8 @@ pub const EXERCISES: [KernelExercise; 6] = [
         id: "safe_softmax",
         title: "Safe softmax",
         layout: Layout::RowSoftmax,
-        template: wgsl!("safe_softmax.wgsl"),
-        reference: wgsl!("safe_softmax.reference.wgsl"),
+        template_file: wgsl!("safe_softmax.wgsl"),
+        reference_file: wgsl!("safe_softmax.reference.wgsl"),
         wrong: &[Wrong {
             name: "no max subtracted",
             edits: &[(" - row_max)", ")")],
@@ -124,8 +147,8 @@ pub const EXERCISES: [KernelExercise; 6] = [
         id: "online_softmax",
         title: "Online softmax",
         layout: Layout::RowSoftmax,
-        template: wgsl!("online_softmax.wgsl"),
-        reference: wgsl!("online_softmax.reference.wgsl"),
+        template_file: wgsl!("online_softmax.wgsl"),
+        reference_file: wgsl!("online_softmax.reference.wgsl"),
         wrong: &[Wrong {
             name: "merge without rescaling",
             edits: &[(
@@ -139,8 +162,8 @@ pub const EXERCISES: [KernelExercise; 6] = [
         id: "bias_relu",
         title: "Fused bias + ReLU",
         layout: Layout::BiasRelu,
-        template: wgsl!("bias_relu.wgsl"),
-        reference: wgsl!("bias_relu.reference.wgsl"),
+        template_file: wgsl!("bias_relu.wgsl"),
+        reference_file: wgsl!("bias_relu.reference.wgsl"),
         wrong: &[Wrong {
             name: "bias[i] instead of bias[i % cols]",
             edits: &[("bias[i % params.cols]", "bias[i]")],
@@ -151,8 +174,8 @@ pub const EXERCISES: [KernelExercise; 6] = [
         id: "transpose",
         title: "Transpose through workgroup memory",
         layout: Layout::Transpose,
-        template: wgsl!("transpose.wgsl"),
-        reference: wgsl!("transpose.reference.wgsl"),
+        template_file: wgsl!("transpose.wgsl"),
+        reference_file: wgsl!("transpose.reference.wgsl"),
         wrong: &[Wrong {
             name: "copied, not transposed",
             edits: &[
@@ -171,12 +194,26 @@ pub const EXERCISES: [KernelExercise; 6] = [
 ];
 
 impl KernelExercise {
+    /// The template the learner starts from, with the harness's declarations.
+    pub fn template(&self) -> String {
+        self.fill(self.template_file)
+    }
+
+    /// The reference kernel, with the harness's declarations.
+    pub fn reference(&self) -> String {
+        self.fill(self.reference_file)
+    }
+
+    fn fill(&self, file: &str) -> String {
+        file.replacen(DECLARATIONS_MARKER, &self.layout.declarations(), 1)
+    }
+
     /// The source of a known-wrong kernel: the reference with its edits.
     pub fn wrong_source(&self, wrong: &Wrong) -> String {
         wrong
             .edits
             .iter()
-            .fold(self.reference.to_owned(), |source, (from, to)| {
+            .fold(self.reference(), |source, (from, to)| {
                 source.replace(from, to)
             })
     }
@@ -192,12 +229,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_file_states_where_the_declarations_go_once() {
+        for ex in &EXERCISES {
+            for file in [ex.template_file, ex.reference_file] {
+                assert_eq!(file.matches(DECLARATIONS_MARKER).count(), 1, "{}", ex.id);
+            }
+            for source in [ex.template(), ex.reference()] {
+                assert!(!source.contains(DECLARATIONS_MARKER), "{}", ex.id);
+                assert!(source.contains("var<uniform> params: Params;"), "{}", ex.id);
+            }
+        }
+    }
+
+    #[test]
     fn every_wrong_kernel_really_edits_its_reference() {
         for ex in &EXERCISES {
             for wrong in ex.wrong {
                 for (from, to) in wrong.edits {
                     assert!(
-                        ex.reference.contains(from) && from != to,
+                        ex.reference().contains(from) && from != to,
                         "{} / {}: `{from}` is not in the reference",
                         ex.id,
                         wrong.name

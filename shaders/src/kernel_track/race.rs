@@ -1,7 +1,7 @@
 //! The learner's kernel against the built-in ladder: the same device, the
 //! same problem, the ladder's own timer, warm-up and trials.
 
-use dlsys_core::kernels::{Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
+use dlsys_core::kernels::{Kernel, ReduceKind, ReduceOp, SoftmaxKind};
 use rand::{SeedableRng as _, rngs::StdRng};
 
 use super::KernelExercise;
@@ -210,7 +210,7 @@ pub fn race_blocking(
         timer: timer.label(),
     }];
     let mut runner = crate::KernelRunner::new(gpu.clone());
-    let problem = Problem {
+    let problem = dlsys_core::kernels::Problem {
         rows: case.rows,
         cols: case.cols,
     };

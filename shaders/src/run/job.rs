@@ -3,44 +3,27 @@
 //!
 //! Trials are timed by the runner's [`TimerKind`]. With GPU timestamps every
 //! trial goes into one submission. With the CPU clock each trial is its own
-//! submission, so at most one trial's work is queued at a time: natively a
-//! background thread submits and waits for each one while the app draws
-//! nothing (it draws between trials, when the thread wakes it), so the
-//! renderer does not compete with the kernel for the CPU of a software
-//! adapter; on the web, where there are no threads, [`Job::poll`] submits the
-//! next trial when the browser reports the last one done.
+//! submission, timed from submit to completion with nothing else on the
+//! queue: natively [`Job::poll`] first waits for everything submitted before
+//! (the warm-up, the frame the app drew last — the app's renderer shares the
+//! device), then submits one trial and waits for it, so one poll times one
+//! trial and the app draws its frames between trials, never during one; on
+//! the web, where nothing may block, [`Job::poll`] submits the next trial
+//! when the browser reports the last one done.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use dlsys_core::kernels::{Kernel, Step, Traffic};
 
 use super::bind::{Buffers, Recorder};
-use super::{Prepared, RunOutput, RunSpec, Waker};
+use super::{Prepared, RunOutput, RunSpec};
 use crate::plumbing::{Pending, TimerKind, read_mapped, readback_buffer, ticks_to_ns};
 use crate::{Gpu, KernelError};
-
-/// CPU-clock trials running right now (natively, on the timing thread).
-static QUIET: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether a trial is being timed on the CPU clock right now: the app should
-/// not draw (its renderer would compete with the kernel for the CPU).
-pub fn timing_quietly() -> bool {
-    QUIET.load(Ordering::Relaxed) > 0
-}
-
-/// How long the timing thread leaves the app between two trials to draw a
-/// frame (only when a waker is set, i.e. in the app).
-#[cfg(not(target_arch = "wasm32"))]
-const DRAW_PAUSE: std::time::Duration = std::time::Duration::from_millis(40);
 
 /// What the GPU side reports back to a job.
 enum Message {
     Mapped(Result<(), String>),
-    /// CPU-clock trial times, from the timing thread.
-    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    Times(Vec<f64>),
     /// The browser finished a trial (web only).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     TrialDone(web_time::Instant),
@@ -58,7 +41,6 @@ pub(super) struct Submission<'a> {
     /// The instrumented pipelines and their bind groups.
     pub counted: Option<(Vec<Arc<Prepared>>, Vec<wgpu::BindGroup>)>,
     pub timer: TimerKind,
-    pub waker: Option<Waker>,
 }
 
 /// A run in flight.
@@ -75,7 +57,8 @@ pub struct Job {
     counters_read: Option<wgpu::Buffer>,
     /// CPU-clock trial times.
     wall_times: Vec<f64>,
-    /// Web: trials still to submit, the one in flight, and the readback after them.
+    /// CPU-clock trials still to time (the next one last), the one in flight
+    /// (web), and the readback after them.
     trials_left: Vec<wgpu::CommandBuffer>,
     trial_started: Option<web_time::Instant>,
     readback: Option<wgpu::CommandBuffer>,
@@ -198,7 +181,7 @@ impl Job {
                     })
                     .collect();
                 queue.submit([prelude.finish()]);
-                job.time_trials(trials, readback.finish(), maps, s.waker)?;
+                job.time_trials(trials, readback.finish(), maps);
             }
         }
         Ok(job)
@@ -214,82 +197,64 @@ impl Job {
         }
     }
 
-    /// Natively: a thread submits each trial alone and waits for it.
-    #[cfg(not(target_arch = "wasm32"))]
-    fn time_trials(
-        &mut self,
-        trials: Vec<wgpu::CommandBuffer>,
-        readback: wgpu::CommandBuffer,
-        maps: Vec<wgpu::Buffer>,
-        waker: Option<Waker>,
-    ) -> Result<(), KernelError> {
-        self.pending += 1;
-        let device = self.device.clone();
-        let queue = self.queue.clone();
-        let sender = self.sender.clone();
-        let map_sender = self.sender.clone();
-        std::thread::Builder::new()
-            .name("kernel timer".to_owned())
-            .spawn(move || {
-                let wake = || {
-                    if let Some(w) = &waker {
-                        w();
-                    }
-                };
-                // The warm-up first, so the first trial does not include it.
-                let _ = device.poll(wgpu::PollType::wait_indefinitely());
-                let mut times = Vec::new();
-                for buffer in trials {
-                    QUIET.fetch_add(1, Ordering::Relaxed);
-                    let start = std::time::Instant::now();
-                    queue.submit([buffer]);
-                    let done = device.poll(wgpu::PollType::wait_indefinitely()).is_ok();
-                    let elapsed = start.elapsed().as_nanos() as f64;
-                    QUIET.fetch_sub(1, Ordering::Relaxed);
-                    if !done {
-                        break;
-                    }
-                    times.push(elapsed);
-                    if waker.is_some() {
-                        wake();
-                        std::thread::sleep(DRAW_PAUSE);
-                    }
-                }
-                queue.submit([readback]);
-                for buf in maps {
-                    let sender = map_sender.clone();
-                    buf.map_async(wgpu::MapMode::Read, .., move |result| {
-                        let _ = sender.send(Message::Mapped(result.map_err(|e| e.to_string())));
-                    });
-                }
-                // Runs the map callbacks now: the app may not be polling.
-                let _ = device.poll(wgpu::PollType::wait_indefinitely());
-                let _ = sender.send(Message::Times(times));
-                wake();
-            })
-            .map_err(|err| KernelError::Thread {
-                error: err.to_string(),
-            })?;
-        Ok(())
-    }
-
-    /// On the web: trials are submitted one by one from [`Job::poll`].
-    #[cfg(target_arch = "wasm32")]
+    /// Keeps the trials to time them one by one from [`Job::poll`].
     fn time_trials(
         &mut self,
         mut trials: Vec<wgpu::CommandBuffer>,
         readback: wgpu::CommandBuffer,
         maps: Vec<wgpu::Buffer>,
-        _waker: Option<Waker>,
-    ) -> Result<(), KernelError> {
+    ) {
         trials.reverse();
         self.trials_left = trials;
         self.readback = Some(readback);
         self.maps = maps;
-        // The warm-up is done when this fires; then the first trial goes.
-        self.after_submitted();
         self.pending += 1;
-        Ok(())
+        // Web: the warm-up is done when this fires; then the first trial goes.
+        #[cfg(target_arch = "wasm32")]
+        self.after_submitted();
+    }
+
+    /// Native: waits for everything submitted so far (the warm-up, the
+    /// app's last frame), then times one trial alone, submit to completion.
+    /// After the last trial, submits the readback.
+    #[cfg(not(target_arch = "wasm32"))]
+    fn time_next_trial(&mut self) {
+        if self.readback.is_none() {
+            return;
+        }
+        let wait = |device: &wgpu::Device| device.poll(wgpu::PollType::wait_indefinitely());
+        if let Err(err) = wait(&self.device) {
+            self.failed.get_or_insert(KernelError::Wait {
+                error: err.to_string(),
+            });
+        }
+        if let Some(trial) = self.trials_left.pop() {
+            let start = std::time::Instant::now();
+            self.queue.submit([trial]);
+            match wait(&self.device) {
+                Ok(_) => self.wall_times.push(start.elapsed().as_nanos() as f64),
+                Err(err) => {
+                    self.failed.get_or_insert(KernelError::Wait {
+                        error: err.to_string(),
+                    });
+                    self.trials_left.clear();
+                }
+            }
+        }
+        if self.trials_left.is_empty() {
+            self.submit_readback();
+        }
+    }
+
+    /// Submits the readback after the last trial and maps its buffers (whose
+    /// messages `pending` has counted from the start); retires the trials.
+    fn submit_readback(&mut self) {
+        if let Some(readback) = self.readback.take() {
+            self.queue.submit([readback]);
+            let maps = std::mem::take(&mut self.maps);
+            self.pending = self.pending.saturating_sub(1);
+            self.map_all(maps);
+        }
     }
 
     /// Asks for a message when the work submitted so far is done.
@@ -313,11 +278,10 @@ impl Job {
             self.queue.submit([trial]);
             self.after_submitted();
             self.pending += 1;
-        } else if let Some(readback) = self.readback.take() {
-            self.queue.submit([readback]);
-            let maps = std::mem::take(&mut self.maps);
-            self.pending += maps.len();
-            self.map_all(maps);
+        } else {
+            // `submit_readback` retires the trials' own pending count.
+            self.pending += 1;
+            self.submit_readback();
         }
     }
 
@@ -326,16 +290,14 @@ impl Job {
         self.timer
     }
 
-    /// Whether the app should keep asking for frames while this job runs
-    /// (`false` when a timing thread wakes it instead).
-    pub fn wants_frames(&self) -> bool {
-        cfg!(target_arch = "wasm32") || matches!(self.timer, TimerKind::Timestamps { .. })
-    }
-
-    /// Checks for completion without blocking. `None` while the GPU works.
+    /// Checks for completion; `None` while the GPU works. It does not wait,
+    /// except natively on the CPU clock, where each poll times one trial:
+    /// the app then draws between trials, never during one.
     pub fn poll(&mut self) -> Option<Result<RunOutput, KernelError>> {
         // Native: lets callbacks run. Web: a no-op; the browser runs them.
         let _ = self.device.poll(wgpu::PollType::Poll);
+        #[cfg(not(target_arch = "wasm32"))]
+        self.time_next_trial();
         while let Ok(message) = self.receiver.try_recv() {
             self.pending = self.pending.saturating_sub(1);
             match message {
@@ -344,7 +306,6 @@ impl Job {
                         self.failed = Some(KernelError::Readback { error });
                     }
                 }
-                Message::Times(times) => self.wall_times = times,
                 Message::TrialDone(at) => self.trial_done(at),
             }
         }
@@ -377,10 +338,6 @@ impl Job {
                 .map_err(|err| KernelError::Wait {
                     error: err.to_string(),
                 })?;
-            if self.pending > 0 {
-                // The timing thread is still at work.
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
         }
     }
 

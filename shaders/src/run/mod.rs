@@ -12,7 +12,7 @@ use std::sync::Arc;
 use dlsys_core::kernels::{DeviceLimits, Kernel, Problem, Step, Traffic, WG, plan};
 use serde::Serialize;
 
-pub use job::{Job, timing_quietly};
+pub use job::Job;
 
 use crate::plumbing::{Scopes, TimerKind, median};
 use crate::source::{self, Variant};
@@ -85,17 +85,12 @@ struct Prepared {
     created: crate::plumbing::Pending,
 }
 
-/// Called from the timing thread between trials and when a run is done, so
-/// an app that does not repaint during trials draws the progress.
-pub type Waker = Arc<dyn Fn() + Send + Sync>;
-
 /// Runs kernels on one device, caching pipelines.
 pub struct KernelRunner {
     gpu: Gpu,
     /// f32 the fused softmax may keep in workgroup memory (after the scratch).
     pub cache_floats: u32,
     pipelines: HashMap<(Variant, String), Arc<Prepared>>,
-    waker: Option<Waker>,
 }
 
 /// The most trials one run may time (query sets hold 4096 queries).
@@ -110,7 +105,6 @@ impl KernelRunner {
             gpu,
             cache_floats,
             pipelines: HashMap::new(),
-            waker: None,
         }
     }
 
@@ -121,12 +115,6 @@ impl KernelRunner {
     /// The timer this runner's runs use.
     pub fn timer(&self) -> TimerKind {
         TimerKind::for_gpu(&self.gpu)
-    }
-
-    /// Something to call between trials and at the end of a run (the app
-    /// asks for a repaint there).
-    pub fn set_waker(&mut self, waker: Waker) {
-        self.waker = Some(waker);
     }
 
     /// What plans need to know about this device.
@@ -166,16 +154,7 @@ impl KernelRunner {
             .ok_or_else(|| KernelError::BadEntry {
                 entry: step.entry.to_owned(),
             })?;
-        let op = match kernel {
-            Kernel::Reduce(_, op) => Some(op),
-            _ => None,
-        };
-        let variant = Variant {
-            file,
-            op,
-            instrumented,
-            cache_floats: self.cache_floats,
-        };
+        let variant = Variant::of(kernel, file, instrumented, self.cache_floats);
         let key = (variant.clone(), entry.to_owned());
         if let Some(prepared) = self.pipelines.get(&key) {
             return Ok(prepared.clone());
@@ -304,7 +283,6 @@ impl KernelRunner {
             plain,
             counted,
             timer,
-            waker: self.waker.clone(),
         })
     }
 }

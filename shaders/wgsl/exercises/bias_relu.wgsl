@@ -8,11 +8,7 @@
 // It dispatches ceil(n / 256) workgroups of @workgroup_size(256), so the
 // last workgroup may run past the end of the data.
 // Checked on n = 1, 257, cols = 1, 3, 257, more than one workgroup, ±inf.
-struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
+// @harness-declarations
 
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

@@ -1,8 +1,5 @@
 // Reference: online softmax — one read for (max, sum), a tree of merges, then normalise.
-struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+// @harness-declarations
 
 var<workgroup> part_m: array<f32, 256>;
 var<workgroup> part_s: array<f32, 256>;

@@ -1,8 +1,5 @@
 // Reference: row max, one workgroup per row, starting from −inf.
-struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+// @harness-declarations
 
 var<workgroup> partial: array<f32, 256>;
 

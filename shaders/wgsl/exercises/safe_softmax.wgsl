@@ -9,10 +9,7 @@
 // dispatchWorkgroups(rows); workgroup_id.x is the row.
 // Checked on cols = 1, 2, 255, 257, 1000, 4097, logits of ±10000 (exp
 // overflows f32 past 88.7), and rows holding −inf (masked positions).
-struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+// @harness-declarations
 
 var<workgroup> partial: array<f32, 256>;
 

@@ -8,10 +8,7 @@
 // It dispatches ONE workgroup: @workgroup_size(256), dispatchWorkgroups(1).
 // So each of the 256 invocations must add up many elements.
 // Checked on n = 1, 2, 255, 256, 257, 1023, 1025, 100000, and with a +inf.
-struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+// @harness-declarations
 
 var<workgroup> partial: array<f32, 256>;
 

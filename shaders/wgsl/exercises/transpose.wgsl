@@ -12,10 +12,7 @@
 // dispatchWorkgroups(ceil(cols / 16), ceil(rows / 16)); workgroup_id.x is
 // the tile column, .y the tile row.
 // Checked on 1 × 1, 1 × 17, 17 × 1, 16 × 16, 33 × 47 and 100 × 257.
-struct Params { rows: u32, cols: u32, n: u32, neg_inf: f32 }
-@group(0) @binding(0) var<uniform> params: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+// @harness-declarations
 
 var<workgroup> tile: array<array<f32, 17>, 16>;
 
