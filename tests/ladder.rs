@@ -7,6 +7,7 @@ use clap::Parser as _;
 use dlsys_core::kernels::{Data, Kernel, ReduceOp, SoftmaxKind};
 use dlsys_lab::cli::{BenchWhat, Cli, Command};
 use dlsys_shaders::Ladder;
+use dlsys_shaders::ladder::MAX_ELEMENTS;
 
 /// `dlsys-lab bench kernels` on a 48 × 100 problem, 3 trials, `--data`, `--op`.
 fn cli_ladder(data: &str, op: &str) -> Ladder {
@@ -32,11 +33,11 @@ fn cli_ladder(data: &str, op: &str) -> Ladder {
     else {
         panic!("not a bench command")
     };
-    Ladder::new(&bench.ladder()).unwrap_or_else(|e| panic!("{e}"))
+    Ladder::new(&bench.ladder(), MAX_ELEMENTS).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn lesson_ladder(settings: &dlsys_lessons::gpu_kernels::Settings) -> Ladder {
-    Ladder::new(&settings.ladder(true)).unwrap_or_else(|e| panic!("{e}"))
+    Ladder::new(&settings.ladder(true), MAX_ELEMENTS).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn assert_same(a: &Ladder, b: &Ladder) {

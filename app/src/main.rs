@@ -14,12 +14,19 @@ fn main() -> std::process::ExitCode {
         .is_some_and(dlsys_lab::cli::Command::json);
     let result = match cli.command {
         Some(command) => dlsys_lab::cli::run(command),
-        None => run_app(cli.lesson).map(|()| ExitCode::SUCCESS),
+        None => run_app(cli.lesson)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(dlsys_lab::cli::CliError::Message),
     };
-    result.unwrap_or_else(|err| {
-        dlsys_lab::cli::report_error(&err, json);
-        ExitCode::FAILURE
-    })
+    match result {
+        Ok(status) => status,
+        // `dlsys-lab … | head`: the reader has all it wanted.
+        Err(dlsys_lab::cli::CliError::ClosedPipe) => ExitCode::SUCCESS,
+        Err(dlsys_lab::cli::CliError::Message(err)) => {
+            dlsys_lab::cli::report_error(&err, json);
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -117,7 +117,7 @@ impl SelfTest {
             Stage::StartKernel => {
                 // The lesson's own default race ("Race them all").
                 let settings = dlsys_lessons::gpu_kernels::Settings::default().ladder(true);
-                let ladder = match Ladder::new(&settings) {
+                let ladder = match Ladder::new(&settings, dlsys_shaders::ladder::CPU_MAX_ELEMENTS) {
                     Ok(ladder) => ladder,
                     Err(err) => {
                         self.check("kernel_race", false, err.to_string());

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use crate::cli::CliError;
 use dlsys_exercises::EXERCISES;
 
 /// What the test run said about one exercise.
@@ -136,7 +137,7 @@ fn run_with_deadline(
     Ok(status.map(|status| (status, stdout, stderr)))
 }
 
-pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, String> {
+pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, CliError> {
     let root = find_root(root)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     if !json {
@@ -163,12 +164,12 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, String> {
     )
     .map_err(|e| format!("could not run cargo ({}): {e}", cargo.to_string_lossy()))?;
     let Some((status, stdout, stderr)) = run else {
-        return Err(format!(
+        return Err(CliError::from(format!(
             "the exercise tests did not finish within {} s — is there an endless loop in one \
              of your exercises? `cargo test -p dlsys-exercises -- --nocapture` shows which one \
              was running",
             DEADLINE.as_secs()
-        ));
+        )));
     };
     let outcomes = parse_test_output(&stdout);
     let tail = |text: &str| -> String {
@@ -190,7 +191,8 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, String> {
                  from unbounded recursion, or an abort, in one of your exercises?\n{}",
                 tail(&format!("{stdout}\n{stderr}"))
             )
-        });
+        }
+        .into());
     }
     // Tests ran, but the run died before its summary (an abort).
     let crashed = (!stdout.contains("test result:")).then(|| {

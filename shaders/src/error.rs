@@ -24,7 +24,7 @@ catalog_error! {
         NeedsSubgroups { kernel: String } = "kernel.needs_subgroups",
         WrongLength { given: usize, rows: u32, cols: u32 } = "kernel.wrong_length",
         Plan { reason: PlanError } = "kernel.plan",
-        TooLarge { mib: u64, limit_mib: u64 } = "kernel.too_large",
+        TooLarge { values: u64, mib: String, limit: u64, limit_mib: String } = "kernel.too_large",
         Source { reason: SourceError } = "kernel.source",
         BadEntry { entry: String } = "kernel.bad_entry",
         NoEntryPoint { file: String, entry: String } = "kernel.no_entry_point",

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use dlsys_core::kernels::{
-    self, Data, DeviceLimits, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, WG, plan,
+    self, Data, DeviceLimits, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, plan,
 };
 use serde::Serialize;
 
@@ -32,8 +32,12 @@ pub const MAX_TRIALS: u32 = 50;
 pub const SOFTMAX_SEED: u64 = 1;
 pub const REDUCE_SEED: u64 = 2;
 pub const COPY_SEED: u64 = 3;
-/// The largest problem a ladder accepts: what one storage buffer can index.
+/// The largest problem a ladder accepts anywhere: what one storage buffer
+/// can index. A device's own buffers may hold less
+/// ([`KernelRunner::max_elements`]).
 pub const MAX_ELEMENTS: u64 = (u32::MAX / 4) as u64;
+/// The largest problem the CPU path (no compute GPU) takes: 256 MiB of f32.
+pub const CPU_MAX_ELEMENTS: u64 = 1 << 26;
 
 /// What to race.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -59,6 +63,25 @@ impl LadderSettings {
             reduce: ReduceKind::ALL.to_vec(),
             ops: vec![ReduceOp::Sum, ReduceOp::Max],
         }
+    }
+
+    /// Refuses an empty problem, or one larger than `max_elements` values (or
+    /// than [`MAX_ELEMENTS`]), without allocating anything.
+    pub fn check(&self, max_elements: u64) -> Result<(), LadderError> {
+        let p = self.problem;
+        if p.rows == 0 || p.cols == 0 {
+            return Err(LadderError::Empty);
+        }
+        let max = max_elements.min(MAX_ELEMENTS);
+        if p.elements() > max {
+            return Err(LadderError::TooLarge {
+                rows: p.rows,
+                cols: p.cols,
+                elements: p.elements(),
+                max,
+            });
+        }
+        Ok(())
     }
 
     /// The kernels in the order they run: copy, softmax, then reductions per op.
@@ -195,21 +218,13 @@ pub struct Ladder {
 }
 
 impl Ladder {
-    /// A ladder over `settings`; refuses sizes no kernel accepts before
+    /// A ladder over `settings` for a device whose buffers hold at most
+    /// `max_elements` values ([`KernelRunner::max_elements`], or
+    /// [`CPU_MAX_ELEMENTS`] on the CPU path); refuses larger sizes before
     /// allocating anything.
-    pub fn new(settings: &LadderSettings) -> Result<Self, LadderError> {
+    pub fn new(settings: &LadderSettings, max_elements: u64) -> Result<Self, LadderError> {
+        settings.check(max_elements)?;
         let p = settings.problem;
-        if p.rows == 0 || p.cols == 0 {
-            return Err(LadderError::Empty);
-        }
-        if p.elements() > MAX_ELEMENTS {
-            return Err(LadderError::TooLarge {
-                rows: p.rows,
-                cols: p.cols,
-                elements: p.elements(),
-                max: MAX_ELEMENTS,
-            });
-        }
         Ok(Self::with_inputs(
             settings.kernels(),
             p,
@@ -353,10 +368,7 @@ impl Ladder {
     /// Without a compute GPU: every kernel's CPU reference, timed, with the
     /// bytes its plan would move on a typical device.
     pub fn run_on_cpu(mut self) -> Vec<Outcome> {
-        let device = DeviceLimits {
-            cache_floats: 4096 - WG,
-            subgroup_max: 32,
-        };
+        let device = DeviceLimits::TYPICAL;
         let time = |f: &mut dyn FnMut()| {
             let start = web_time::Instant::now();
             f();
@@ -432,15 +444,25 @@ mod tests {
             Data::Random,
             1,
         );
-        assert!(Ladder::new(&huge).is_err_and(|e| e.to_string().contains("storage buffer")));
+        assert!(Ladder::new(&huge, MAX_ELEMENTS).is_err_and(|e| e.to_string().contains("buffer")));
+        let big = LadderSettings::everything(
+            Problem {
+                rows: 1024,
+                cols: 1025,
+            },
+            Data::Random,
+            1,
+        );
+        assert!(Ladder::new(&big, 1 << 20).is_err_and(|e| e.to_string().contains("1048576")));
+        assert!(Ladder::new(&big, 1 << 21).is_ok());
         let empty = LadderSettings::everything(Problem { rows: 0, cols: 4 }, Data::Random, 1);
-        assert!(Ladder::new(&empty).is_err());
+        assert!(Ladder::new(&empty, MAX_ELEMENTS).is_err());
     }
 
     #[test]
     fn the_cpu_path_reports_every_kernel_with_its_own_problem() {
         let settings = LadderSettings::everything(Problem { rows: 3, cols: 10 }, Data::Random, 1);
-        let outcomes = Ladder::new(&settings)
+        let outcomes = Ladder::new(&settings, CPU_MAX_ELEMENTS)
             .map(Ladder::run_on_cpu)
             .unwrap_or_default();
         assert_eq!(outcomes.len(), settings.kernels().len());

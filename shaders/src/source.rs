@@ -183,7 +183,7 @@ mod tests {
                 },
                 dlsys_core::kernels::DeviceLimits {
                     cache_floats: 2048,
-                    subgroup_max: 32,
+                    ..dlsys_core::kernels::DeviceLimits::TYPICAL
                 },
             )
             .unwrap_or_default();
@@ -212,7 +212,7 @@ mod tests {
         for kernel in Kernel::all() {
             let device = dlsys_core::kernels::DeviceLimits {
                 cache_floats: 2048,
-                subgroup_max: 32,
+                ..dlsys_core::kernels::DeviceLimits::TYPICAL
             };
             for cols in [1024, 1023] {
                 let (steps, _) =

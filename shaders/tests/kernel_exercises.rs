@@ -126,3 +126,62 @@ fn a_passing_kernel_races_the_built_in_ladder() {
             .all(|l| l.median_ns > 0.0 && l.gb_per_s > 0.0)
     );
 }
+
+/// Loops that never end are named by their line: the guard counts every
+/// loop's iterations (llvmpipe would otherwise end them after 65,535 and the
+/// kernel would only look wrong). On a driver without that cap the time
+/// budget answers instead.
+#[test]
+fn an_endless_loop_is_named_by_its_line() {
+    let Some(mut c) = checker("endless") else {
+        return;
+    };
+    c.budget = web_time::Duration::from_millis(3000);
+    let ex = exercise("sum_reduction").unwrap();
+    let reference = ex.reference();
+    let header = "    for (var i = tid; i < params.n; i += 256u) {";
+    assert!(reference.contains(header));
+    let endless = [
+        (
+            "loop {}",
+            reference.replace(header, &format!("    loop {{}}\n{header}")),
+        ),
+        (
+            "while (true) {}",
+            reference.replace(header, &format!("    while (true) {{}}\n{header}")),
+        ),
+        (
+            "an index that never changes",
+            reference.replace(header, "    for (var i = tid; i < params.n; i += 0u) {"),
+        ),
+    ];
+    let llvmpipe = c
+        .gpu()
+        .is_some_and(|g| g.adapter_info.name.contains("llvmpipe"));
+    for (what, source) in endless {
+        let line = source
+            .lines()
+            .position(|l| {
+                l.trim_start().starts_with("loop {}")
+                    || l.contains("while (true)")
+                    || l.contains("i += 0u")
+            })
+            .unwrap() as u32
+            + 1;
+        let verdict = c.check_blocking(ex, &source);
+        match &verdict {
+            KernelVerdict::EndlessLoop { line: got, .. } => {
+                assert_eq!(*got, line, "{what}: {}", verdict.message());
+                assert!(
+                    verdict
+                        .message()
+                        .contains(&format!("the loop at line {line} does not end"))
+                );
+            }
+            KernelVerdict::TimedOut { .. } if !llvmpipe => {}
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // The checker is fine afterwards.
+    assert!(c.check_blocking(ex, &reference).passed());
+}

@@ -102,8 +102,8 @@ fn reductions_match_the_reference() {
         return;
     };
     let mut failures = Vec::new();
-    for n in [1usize, 2, 255, 256, 257, 511, 513, 65_535, 65_537, 1 << 24] {
-        let datas: &[Data] = if n == 1 << 24 {
+    for n in [1usize, 2, 255, 256, 257, 511, 513, 65_535, 65_537, 1 << 22] {
+        let datas: &[Data] = if n == 1 << 22 {
             &[Data::Random]
         } else {
             &[Data::Random, Data::Specials]
@@ -240,4 +240,64 @@ fn bad_requests_are_errors_not_panics() {
         instrumented: false,
     };
     assert!(r.start(spec, &[]).is_err());
+}
+
+/// Every kernel at the largest size it accepts on this adapter — the loop
+/// budget's limit for softmax rows, what one buffer holds for the others —
+/// matches its reference, and one column more is refused with the reason.
+#[test]
+fn every_kernel_is_right_at_its_largest_accepted_size() {
+    let Some(mut r) = runner("largest") else {
+        return;
+    };
+    let device = r.device();
+    let limit = r.max_elements();
+    let mut failures = Vec::new();
+    let kernels = Kernel::all()
+        .into_iter()
+        .filter(|k| !matches!(k, Kernel::Reduce(_, ReduceOp::Max)));
+    for kernel in kernels {
+        if r.supports(kernel).is_err() {
+            continue;
+        }
+        let largest = dlsys_core::kernels::largest_accepted(kernel, device, limit);
+        let cols = u32::try_from(largest).unwrap();
+        let problem = Problem { rows: 1, cols };
+        if largest < limit {
+            let more = Problem {
+                rows: 1,
+                cols: cols + 1,
+            };
+            let refused = dlsys_core::kernels::plan(kernel, more, device);
+            if !refused
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("65,535"))
+            {
+                failures.push(format!("{} accepts {more:?}: {refused:?}", kernel.id()));
+            }
+        }
+        let x = Data::Random.generate(1, cols as usize, 5, matches!(kernel, Kernel::Reduce(..)));
+        let started = std::time::Instant::now();
+        let got = run(&mut r, kernel, problem, &x, false).output;
+        let ok = match kernel {
+            Kernel::Copy => got == x,
+            Kernel::Softmax(_) => {
+                let c = compare(&got, &softmax_reference(&x, 1, cols as usize));
+                c.ok(1e-5)
+            }
+            Kernel::Reduce(_, op) => {
+                relative_error(f64::from(got[0]), reduce_reference(&x, op)) < 1e-5
+            }
+        };
+        eprintln!(
+            "{:<26} 1 × {cols}: {} in {:.2} s",
+            kernel.id(),
+            if ok { "right" } else { "WRONG" },
+            started.elapsed().as_secs_f64()
+        );
+        if !ok {
+            failures.push(format!("{} wrong at 1 × {cols}", kernel.id()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

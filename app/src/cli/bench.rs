@@ -7,10 +7,11 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
-use dlsys_shaders::ladder::{LadderSettings, MAX_TRIALS};
+use dlsys_shaders::ladder::{LadderSettings, MAX_ELEMENTS, MAX_TRIALS};
 use dlsys_shaders::report::Row;
 use dlsys_shaders::{Ladder, Outcome};
 
+use super::CliError;
 use super::choice::{choice, list};
 use super::kernel::{REDUCE_OPS, kernel_runner};
 use super::output::{Report, emit};
@@ -102,10 +103,15 @@ struct Summary {
     copy_gb_per_s: Option<f64>,
 }
 
-pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, String> {
+pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     let settings = args.ladder();
-    // Sizes are checked before anything is allocated or a GPU is asked for.
-    let ladder = Ladder::new(&settings).map_err(|err| err.to_string())?;
+    // Sizes are checked before a GPU is asked for, then against its buffers,
+    // before anything is allocated.
+    settings
+        .check(MAX_ELEMENTS)
+        .map_err(|err| err.to_string())?;
+    let mut runner = kernel_runner()?;
+    let ladder = Ladder::new(&settings, runner.max_elements()).map_err(|err| err.to_string())?;
     if let Some(path) = &args.dump_input {
         std::fs::write(
             path,
@@ -113,7 +119,6 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, String> {
         )
         .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
     }
-    let mut runner = kernel_runner()?;
     let timer = runner.timer().label();
     let mut results = Vec::new();
     let mut skipped = Vec::new();

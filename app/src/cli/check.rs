@@ -8,6 +8,7 @@ use dlsys_core::exercise::{FIRST_SEED, next_seed};
 use dlsys_core::exercise::{SelfCheck, self_check};
 use dlsys_shaders::kernel_track::{self as kernel_exercises, KernelChecker};
 
+use super::CliError;
 use super::output::{Report, emit};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -39,7 +40,7 @@ struct LessonCheck {
     ok: bool,
 }
 
-pub fn run(args: &CheckArgs) -> Result<ExitCode, String> {
+pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
     let results: Vec<LessonCheck> = self_check_all(args.seeds)
         .into_iter()
         .map(|(lesson, result)| LessonCheck {

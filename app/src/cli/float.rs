@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use dlsys_core::float::{self, Exact, Format, Rounding, StochasticRounder};
 
+use super::CliError;
 use super::choice::choice;
 use super::output::{Report, emit, exit_status};
 
@@ -66,7 +67,7 @@ struct FormatRow {
     range: float::RangeTable,
 }
 
-pub fn run(args: &FloatArgs) -> Result<ExitCode, String> {
+pub fn run(args: &FloatArgs) -> Result<ExitCode, CliError> {
     if args.batch {
         let target =
             Format::by_name(args.to.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;
@@ -187,13 +188,12 @@ impl Report for FloatReport {
 }
 
 /// `--batch`: a stream, one rounded pattern per line as it is read (no report).
-fn batch(target: &Format, rounding: Rounding, seed: u64) -> Result<ExitCode, String> {
+fn batch(target: &Format, rounding: Rounding, seed: u64) -> Result<ExitCode, CliError> {
     let stdin = std::io::stdin().lock();
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    let report = float::batch::convert_batch(stdin, stdout, target, rounding, seed)
-        .map_err(|err| format!("batch conversion: {err}"))?;
-    for (line, message) in &report.errors {
-        eprintln!("line {line}: {message}");
-    }
-    Ok(exit_status(report.errors.is_empty()))
+    let report =
+        float::batch::convert_batch(stdin, stdout, target, rounding, seed, |line, err| {
+            eprintln!("line {line}: {err}");
+        })?;
+    Ok(exit_status(report.invalid == 0))
 }

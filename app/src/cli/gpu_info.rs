@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use dlsys_shaders::{Gpu, GpuInfo};
 
+use super::CliError;
 use super::output::{Report, emit};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -36,7 +37,7 @@ struct Missing {
     path: &'static str,
 }
 
-pub fn run(args: &GpuInfoArgs) -> Result<ExitCode, String> {
+pub fn run(args: &GpuInfoArgs) -> Result<ExitCode, CliError> {
     let report = match Gpu::request_blocking() {
         Ok(gpu) => GpuInfoReport::Available(Available {
             available: true,

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
 
+use super::CliError;
 use super::choice::{choice, name_of};
 use super::output::{Report, emit};
 
@@ -63,7 +64,7 @@ struct TensorRow {
     max_rel_error: f64,
 }
 
-pub fn run(args: &GradcheckArgs) -> Result<ExitCode, String> {
+pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
     let reports: Vec<GradcheckReport> = Check::ALL
         .iter()
         .map(|check| check.run_in(&args.precision, args.seed, args.bug))

@@ -6,6 +6,7 @@ use clap::Subcommand;
 use dlsys_core::kernels::{Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
 use dlsys_shaders::Gpu;
 
+use super::CliError;
 use super::choice::choice;
 
 /// The reduction ops (the core has no list of them yet).
@@ -74,18 +75,18 @@ fn read_stdin_f32() -> Result<Vec<f32>, String> {
 
 /// Runs the kernel once. Its output is the data itself (softmax: f32 on
 /// stdout; reduce: the number), so there is no report and no `--json`.
-pub fn run(which: &KernelCommand) -> Result<ExitCode, String> {
+pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
     let (kernel, problem, input) = match *which {
         KernelCommand::Softmax { variant, cols } => {
             if cols == 0 {
-                return Err("--cols must be at least 1".to_owned());
+                return Err(CliError::from("--cols must be at least 1".to_owned()));
             }
             let input = read_stdin_f32()?;
             if input.is_empty() || input.len() % cols as usize != 0 {
-                return Err(format!(
+                return Err(CliError::from(format!(
                     "{} values on stdin are not whole rows of {cols}",
                     input.len()
-                ));
+                )));
             }
             let rows = (input.len() / cols as usize) as u32;
             (Kernel::Softmax(variant), Problem { rows, cols }, input)
@@ -93,7 +94,7 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, String> {
         KernelCommand::Reduce { variant, op } => {
             let input = read_stdin_f32()?;
             if input.is_empty() {
-                return Err("no values on stdin".to_owned());
+                return Err(CliError::from("no values on stdin".to_owned()));
             }
             let n =
                 u32::try_from(input.len()).map_err(|_| "too many values on stdin".to_owned())?;

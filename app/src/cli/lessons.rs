@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use super::CliError;
 use super::output::{Report, emit};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -24,7 +25,7 @@ struct LessonRow {
     exercises: Vec<&'static str>,
 }
 
-pub fn run(args: &LessonsArgs) -> Result<ExitCode, String> {
+pub fn run(args: &LessonsArgs) -> Result<ExitCode, CliError> {
     let lang = dlsys_core::text::Lang::En;
     let report = LessonsReport(
         dlsys_lessons::all()

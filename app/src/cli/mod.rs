@@ -112,8 +112,39 @@ impl Command {
     }
 }
 
+/// Why a subcommand stopped early.
+#[derive(Debug)]
+pub enum CliError {
+    /// One line for stderr (and, under `--json`, `{"error": …}` on stdout).
+    Message(String),
+    /// Whoever read stdout went away (`… | head`): stop quietly.
+    ClosedPipe,
+}
+
+impl From<String> for CliError {
+    fn from(message: String) -> Self {
+        Self::Message(message)
+    }
+}
+
+impl From<&str> for CliError {
+    fn from(message: &str) -> Self {
+        Self::Message(message.to_owned())
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(err: std::io::Error) -> Self {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            Self::ClosedPipe
+        } else {
+            Self::Message(format!("writing the output: {err}"))
+        }
+    }
+}
+
 /// Runs a subcommand; an error is one line for stderr.
-pub fn run(command: Command) -> Result<ExitCode, String> {
+pub fn run(command: Command) -> Result<ExitCode, CliError> {
     match command {
         Command::GpuInfo(args) => gpu_info::run(&args),
         Command::Check(args) => check::run(&args),

@@ -1,6 +1,7 @@
 //! One way to print what a subcommand found: as text for a person, or as
 //! JSON from the same value.
 
+use super::CliError;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -17,21 +18,21 @@ pub trait Report: serde::Serialize {
 
 /// Prints `report` on stdout, as pretty JSON or as text; the exit status is
 /// its [`Report::ok`].
-pub fn emit(report: &impl Report, json: bool) -> Result<ExitCode, String> {
+pub fn emit(report: &impl Report, json: bool) -> Result<ExitCode, CliError> {
     print(report, json.then_some(true))
 }
 
 /// As [`emit`], with the JSON on one line: for streams of reports.
-pub fn emit_line(report: &impl Report, json: bool) -> Result<ExitCode, String> {
+pub fn emit_line(report: &impl Report, json: bool) -> Result<ExitCode, CliError> {
     print(report, json.then_some(false))
 }
 
 /// Prints the text of `report`, never JSON (what a JSON stream leaves out).
-pub fn emit_text(report: &impl Report) -> Result<(), String> {
+pub fn emit_text(report: &impl Report) -> Result<(), CliError> {
     print(report, None).map(drop)
 }
 
-fn print(report: &impl Report, json: Option<bool>) -> Result<ExitCode, String> {
+fn print(report: &impl Report, json: Option<bool>) -> Result<ExitCode, CliError> {
     let mut out = io::stdout().lock();
     let written = match json {
         Some(pretty) => {
@@ -45,9 +46,7 @@ fn print(report: &impl Report, json: Option<bool>) -> Result<ExitCode, String> {
         }
         None => report.text(&mut out),
     };
-    written
-        .and_then(|()| out.flush())
-        .map_err(|err| format!("writing stdout: {err}"))?;
+    written.and_then(|()| out.flush())?;
     Ok(exit_status(report.ok()))
 }
 

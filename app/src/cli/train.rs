@@ -8,6 +8,7 @@ use dlsys_core::nn::scenarios::Scenario;
 use dlsys_core::nn::settings::RunSettings;
 use dlsys_core::nn::{Activation, EpochStats, Status, TrainConfig, Trainer, data};
 
+use super::CliError;
 use super::choice::name_of;
 use super::output::{Report, emit_line, emit_text};
 
@@ -156,12 +157,12 @@ struct Finished {
     final_test_accuracy: f64,
 }
 
-pub fn run(args: &TrainArgs) -> Result<ExitCode, String> {
+pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
     let (dataset, config) = args.config()?;
     train(&dataset, config, args.json)
 }
 
-fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, String> {
+fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, CliError> {
     let data = data::load(dataset, config.seed).map_err(|e| e.to_string())?;
     let (train_set, test_set) = data.split(data::TEST_FRACTION, config.seed);
     let epochs = config.epochs;
@@ -186,10 +187,10 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Str
         reported = trainer.history.len();
     }
     match &trainer.status {
-        Status::Diverged { epoch, step, loss } => Err(format!(
+        Status::Diverged { epoch, step, loss } => Err(CliError::from(format!(
             "training diverged at step {step} (epoch {}): the loss became {loss}; try a smaller learning rate",
             epoch + 1
-        )),
+        ))),
         _ => {
             let final_test_accuracy = trainer.history.last().map_or(f64::NAN, |s| s.test_accuracy);
             emit_line(

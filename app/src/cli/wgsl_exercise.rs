@@ -8,6 +8,7 @@ use dlsys_shaders::kernel_track::{
     self as kernel_exercises, KernelChecker, KernelRace, KernelVerdict, RaceError,
 };
 
+use super::CliError;
 use super::output::{Report, emit};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -50,7 +51,7 @@ struct Checked {
     race: Option<Result<KernelRace, RaceError>>,
 }
 
-pub fn run(args: &WgslExerciseArgs) -> Result<ExitCode, String> {
+pub fn run(args: &WgslExerciseArgs) -> Result<ExitCode, CliError> {
     let Some(id) = args.id.as_deref() else {
         let listing = kernel_exercises::EXERCISES
             .iter()

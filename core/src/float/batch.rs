@@ -10,8 +10,8 @@ use super::{Exact, Format, FormatError, Rounding, StochasticRounder};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BatchReport {
     pub lines: usize,
-    /// `(line number, message)` for each malformed line (1-based).
-    pub errors: Vec<(usize, String)>,
+    /// Malformed lines (each was answered `invalid` and told to the caller).
+    pub invalid: usize,
 }
 
 /// Parses one line: an fp32 pattern in hex, `0x` optional.
@@ -34,30 +34,27 @@ pub fn parse_f32_pattern(line: &str) -> Result<u32, FormatError> {
 }
 
 /// Converts every line of `input`; a malformed line is answered with
-/// `invalid` (so output lines stay aligned with input lines) and reported.
+/// `invalid` (so output lines stay aligned with input lines) and handed to
+/// `on_error` with its 1-based number at once, so errors stream too.
 pub fn convert_batch(
     input: impl BufRead,
     mut output: impl Write,
     format: &Format,
     rounding: Rounding,
     seed: u64,
+    mut on_error: impl FnMut(usize, &FormatError),
 ) -> std::io::Result<BatchReport> {
     let width = format.bits().div_ceil(4) as usize;
     let mut stochastic = StochasticRounder::new(seed);
     let mut report = BatchReport::default();
     for (index, line) in input.lines().enumerate() {
-        let line = match line {
-            Ok(line) => line,
-            Err(err) if err.kind() == std::io::ErrorKind::InvalidData => {
-                report.lines += 1;
-                report.errors.push((index + 1, "not UTF-8 text".to_owned()));
-                writeln!(output, "invalid")?;
-                continue;
-            }
+        report.lines += 1;
+        let parsed = match line {
+            Ok(line) => parse_f32_pattern(&line),
+            Err(err) if err.kind() == std::io::ErrorKind::InvalidData => Err(FormatError::NotUtf8),
             Err(err) => return Err(err),
         };
-        report.lines += 1;
-        match parse_f32_pattern(&line) {
+        match parsed {
             Ok(bits) => {
                 let exact = Exact::from_f32_bits(bits);
                 let out = if rounding == Rounding::Stochastic {
@@ -67,8 +64,9 @@ pub fn convert_batch(
                 };
                 writeln!(output, "0x{out:0width$x}")?;
             }
-            Err(message) => {
-                report.errors.push((index + 1, message.to_string()));
+            Err(error) => {
+                report.invalid += 1;
+                on_error(index + 1, &error);
                 writeln!(output, "invalid")?;
             }
         }
@@ -81,23 +79,29 @@ pub fn convert_batch(
 mod tests {
     use super::*;
 
-    fn run(input: &[u8], format: &Format) -> (String, BatchReport) {
+    fn run(input: &[u8], format: &Format) -> (String, BatchReport, Vec<usize>) {
         let mut out = Vec::new();
-        let report =
-            convert_batch(input, &mut out, format, Rounding::NearestEven, 0).unwrap_or_default();
-        (String::from_utf8_lossy(&out).into_owned(), report)
+        let mut bad = Vec::new();
+        let report = convert_batch(input, &mut out, format, Rounding::NearestEven, 0, |n, _| {
+            bad.push(n);
+        })
+        .unwrap_or_default();
+        (String::from_utf8_lossy(&out).into_owned(), report, bad)
     }
 
     #[test]
     fn converts_and_reports_bad_lines_by_number() {
-        let (out, report) = run(
-            b"0x3f800000\n3f800000\nzz\n\n0x477fe000\n0x123456789\n",
+        let (out, report, bad) = run(
+            b"0x3f800000\n3f800000\nzz\n\n0x477fe000\n0x123456789\n\xff\n",
             &Format::fp16(),
         );
-        assert_eq!(out, "0x3c00\n0x3c00\ninvalid\ninvalid\n0x7bff\ninvalid\n");
-        assert_eq!(report.lines, 6);
-        let lines: Vec<usize> = report.errors.iter().map(|e| e.0).collect();
-        assert_eq!(lines, vec![3, 4, 6]);
+        assert_eq!(
+            out,
+            "0x3c00\n0x3c00\ninvalid\ninvalid\n0x7bff\ninvalid\ninvalid\n"
+        );
+        assert_eq!(report.lines, 7);
+        assert_eq!(report.invalid, 4);
+        assert_eq!(bad, vec![3, 4, 6, 7]);
     }
 
     #[test]
@@ -112,7 +116,7 @@ mod tests {
                     pool[rng.random_range(0..pool.len())]
                 })
                 .collect();
-            let (out, report) = run(&bytes, &Format::bf16());
+            let (out, report, _) = run(&bytes, &Format::bf16());
             assert_eq!(out.lines().count(), report.lines);
         }
     }

@@ -11,5 +11,6 @@ crate::catalog_error! {
         UnknownRounding { name: String } = "format.unknown_rounding",
         EmptyPattern = "format.empty_pattern",
         NotF32Pattern { text: String } = "format.not_f32_pattern",
+        NotUtf8 = "format.not_utf8",
     }
 }

@@ -6,15 +6,41 @@ use std::cmp::Ordering;
 
 use super::{Exact, Magnitude};
 
+/// Binary exponents are saturated at ±2^20: every format here overflows or
+/// underflows long before, and text of at most [`MAX_TEXT_CHARS`] characters
+/// cannot move the binary point back by more than 4 × that many bits.
+pub(super) const MAX_BINARY_EXPONENT: i64 = 1 << 20;
+
+/// The longest text the readers take (a longer one is refused, not cut).
+pub(super) const MAX_TEXT_CHARS: usize = 10_000;
+
+/// A whole exponent with an optional sign (`-12`, `+3`, `99999999999999999999`),
+/// saturated at ±2^40 instead of overflowing: an exponent that large means
+/// 0 or infinity, and saturating keeps that meaning.
+pub(super) fn parse_exponent(text: &str) -> Option<i64> {
+    const LIMIT: i64 = 1 << 40;
+    let (negative, digits) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let magnitude = digits
+        .bytes()
+        .fold(0i64, |acc, b| (acc * 10 + i64::from(b - b'0')).min(LIMIT));
+    Some(if negative { -magnitude } else { magnitude })
+}
+
 /// `1.8p-3` (after `0x`): exact, with a sticky bit past 60 mantissa bits.
 pub(super) fn parse_hex_float(hex: &str) -> Option<Magnitude> {
     let (mantissa, exponent) = match hex.split_once('p') {
-        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        Some((m, e)) => (m, parse_exponent(e)?),
         None => (hex, 0),
     };
-    if exponent.abs() > 100_000 {
-        return None;
-    }
+    // In range of i32 with room for the digit shifts below (≤ 4 per digit).
+    let exponent = exponent.clamp(-MAX_BINARY_EXPONENT, MAX_BINARY_EXPONENT) as i32;
     let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
     if int_part.is_empty() && frac_part.is_empty() {
         return None;
@@ -60,7 +86,7 @@ pub(super) fn parse_hex_float(hex: &str) -> Option<Magnitude> {
 /// direction of the remainder, encoded as two extra bits below the f64.
 pub(super) fn parse_decimal(body: &str) -> Option<Magnitude> {
     let (mantissa, exp10) = match body.split_once('e') {
-        Some((m, e)) => (m, e.parse::<i64>().ok()?),
+        Some((m, e)) => (m, parse_exponent(e)?),
         None => (body, 0),
     };
     let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
@@ -79,11 +105,12 @@ pub(super) fn parse_decimal(body: &str) -> Option<Magnitude> {
     }
     let trailing = trimmed.len() - trimmed.trim_end_matches('0').len();
     let digits = &trimmed[..trimmed.len() - trailing];
-    let mut scale = exp10.checked_sub(frac_len)?.checked_add(trailing as i64)?;
+    // |exp10| ≤ 2^40 and the text is short, so none of this can overflow.
+    let mut scale = exp10 - frac_len + trailing as i64;
     // Beyond 800 digits only a sticky bit matters (an f64 has at most 767).
     let (digits, sticky) = if digits.len() > 800 {
         let dropped = digits.len() - 800;
-        scale = scale.checked_add(dropped as i64)?;
+        scale += dropped as i64;
         (&digits[..800], true)
     } else {
         (digits, false)

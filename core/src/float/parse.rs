@@ -11,7 +11,9 @@
 //!
 //! [`parse_pattern`] reads a bit pattern of a given width for both.
 
-use super::exact_text::{parse_decimal, parse_hex_float};
+use super::exact_text::{
+    MAX_BINARY_EXPONENT, MAX_TEXT_CHARS, parse_decimal, parse_exponent, parse_hex_float,
+};
 use super::{Exact, Format, FormatError, Magnitude};
 
 /// How the text was read.
@@ -57,8 +59,6 @@ crate::catalog_error! {
         SignedPattern = "parse.signed_pattern",
         /// `2^` not followed by a whole exponent.
         PowerExponent { text: String } = "parse.power_exponent",
-        /// `2^k` with `|k|` beyond 10000.
-        PowerRange { text: String } = "parse.power_range",
         HexFloat { text: String } = "parse.hex_float",
         NotANumber { text: String } = "parse.not_a_number",
         /// Neither `0x…` nor `0b…` (nor, in an answer, bare binary digits).
@@ -81,7 +81,7 @@ pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, Pars
     if trimmed.is_empty() {
         return Err(ParseError::Empty);
     }
-    if trimmed.chars().count() > 10_000 {
+    if trimmed.chars().count() > MAX_TEXT_CHARS {
         return Err(ParseError::TooLong);
     }
     if let Some((prefix, pattern)) = trimmed.split_once(':') {
@@ -98,7 +98,7 @@ pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, Pars
         }
         return parse_bits(body, bits_format);
     }
-    parse_value(trimmed, negative, body, Dialect::Value)
+    parse_value(trimmed, negative, body)
 }
 
 /// Reads a number as an exercise answer: decimal, scientific, `inf`, `nan`,
@@ -108,13 +108,16 @@ pub fn parse_input(text: &str, bits_format: &Format) -> Result<ParsedInput, Pars
 /// the nearest `f64`.
 pub fn parse_number(text: &str) -> Result<f64, ParseError> {
     let trimmed = text.trim();
+    if trimmed.chars().count() > MAX_TEXT_CHARS {
+        return Err(ParseError::TooLong);
+    }
     let lower: String = trimmed
         .chars()
         .filter(|c| !c.is_whitespace() && *c != '_')
         .collect::<String>()
         .to_ascii_lowercase();
     let (negative, body) = split_sign(&lower);
-    parse_value(trimmed, negative, body, Dialect::Answer).map(|parsed| parsed.exact.to_f64())
+    parse_value(trimmed, negative, body).map(|parsed| parsed.exact.to_f64())
 }
 
 /// Reads a bit pattern of at most `width` (≤ 64) bits: `0x3c00` or `0b…`,
@@ -145,6 +148,12 @@ pub fn parse_pattern(text: &str, width: u32, dialect: Dialect) -> Result<u64, Pa
             text: text.to_owned(),
         });
     }
+    // `from_str_radix` would take a sign (`0x+3c00`); a pattern has none.
+    if !digits.chars().all(|c| c.is_digit(radix)) {
+        return Err(ParseError::BadDigits {
+            text: text.to_owned(),
+        });
+    }
     let bits = u64::from_str_radix(digits, radix).map_err(|_| ParseError::BadDigits {
         text: text.to_owned(),
     })?;
@@ -168,12 +177,7 @@ fn split_sign(lower: &str) -> (bool, &str) {
 
 /// A special, a power of two, a hex float or a decimal (lower-case, unsigned
 /// `body`); `text` is what was typed, for the messages.
-fn parse_value(
-    text: &str,
-    negative: bool,
-    body: &str,
-    dialect: Dialect,
-) -> Result<ParsedInput, ParseError> {
+fn parse_value(text: &str, negative: bool, body: &str) -> Result<ParsedInput, ParseError> {
     let special = match body {
         "inf" | "infinity" | "∞" => Some(Exact::infinity(negative)),
         "nan" => Some(Exact {
@@ -190,18 +194,11 @@ fn parse_value(
     }
     if let Some(exp) = body.strip_prefix("2^") {
         let exp = exp.trim_start_matches('(').trim_end_matches(')');
-        let mut k: i32 = exp.parse().map_err(|_| ParseError::PowerExponent {
+        let k = parse_exponent(exp).ok_or_else(|| ParseError::PowerExponent {
             text: text.to_owned(),
         })?;
-        if k.abs() > 10_000 {
-            if dialect == Dialect::Value {
-                return Err(ParseError::PowerRange {
-                    text: text.to_owned(),
-                });
-            }
-            // As an f64 it is 0 or inf either way.
-            k = k.clamp(-10_000, 10_000);
-        }
+        // Saturated far beyond every format's range: the value rounds the same.
+        let k = k.clamp(-MAX_BINARY_EXPONENT, MAX_BINARY_EXPONENT) as i32;
         return Ok(ParsedInput {
             exact: Exact {
                 negative,
@@ -316,6 +313,47 @@ mod tests {
         assert!(value("nan").is_ok_and(f64::is_nan));
         let neg_zero = parse_input("-0", &f).unwrap();
         assert!(neg_zero.exact.negative && neg_zero.exact.magnitude == Magnitude::Zero);
+    }
+
+    /// Exponents beyond any integer type saturate: every valid number keeps
+    /// its value (0 or ±inf here), and none wraps around.
+    #[test]
+    fn huge_exponents_saturate_instead_of_wrapping() {
+        let f = fp32();
+        let bits = |text: &str| {
+            let parsed = parse_input(text, &f).unwrap_or_else(|e| panic!("`{text}`: {e}"));
+            f.encode(&parsed.exact, Rounding::NearestEven)
+        };
+        for (text, want) in [
+            ("1e9223372036854775807", 0x7f80_0000),
+            ("10e9223372036854775807", 0x7f80_0000),
+            ("1e99999999999999999999", 0x7f80_0000),
+            ("-1e99999999999999999999", 0xff80_0000),
+            ("1e-99999999999999999999", 0),
+            ("0x0.1p-2147483648", 0),
+            ("0x1p100001", 0x7f80_0000),
+            ("0x1p-100001", 0),
+            ("0x1p99999999999999999999", 0x7f80_0000),
+            ("2^-2147483647", 0),
+            ("2^-2147483648", 0),
+            ("2^2147483648", 0x7f80_0000),
+            ("2^99999999999999999999", 0x7f80_0000),
+            ("2^-149", 1),
+        ] {
+            assert_eq!(bits(text), want, "`{text}`");
+        }
+        assert_eq!(parse_number("1e99999999999999999999"), Ok(f64::INFINITY));
+        assert_eq!(parse_number("2^-2147483647"), Ok(0.0));
+        assert_eq!(parse_number("0x1p100001"), Ok(f64::INFINITY));
+    }
+
+    #[test]
+    fn a_bit_pattern_has_no_sign_inside() {
+        let f = Format::fp16();
+        assert!(parse_input("0x+3c00", &f).is_err());
+        assert!(parse_input("fp16:0x+3c00", &f).is_err());
+        assert!(parse_pattern("0x+3c00", 16, Dialect::Answer).is_err());
+        assert_eq!(parse_pattern("0x3c00", 16, Dialect::Answer), Ok(0x3c00));
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod plan;
 mod reference;
 
 pub use data::Data;
-pub use plan::plan;
+pub use plan::{largest_accepted, loop_iterations, plan};
 pub use reference::{Comparison, compare, reduce_reference, relative_error, softmax_reference};
 
 crate::catalog_error! {
@@ -21,8 +21,18 @@ crate::catalog_error! {
         TooLarge { elements: u64 } = "plan.too_large",
         CopyNotVec4 = "plan.copy_not_vec4",
         UnknownOp { name: String } = "plan.unknown_op",
+        /// An invocation would loop more often than drivers allow.
+        LoopBudget { kernel: String, rows: u32, cols: u32, iterations: u64, budget: u32, largest: u64 } = "plan.loop_budget",
     }
 }
+
+/// The most loop iterations one invocation of a kernel may run, all its
+/// loops together. The software Vulkan driver (llvmpipe) silently ends an
+/// invocation's loops once 65,535 are spent, one allowance for all loops in
+/// which every iteration and every loop exit costs one (`shaders/tests/
+/// loop_budget.rs` measures it), so a kernel past it returns wrong numbers;
+/// plans refuse such sizes instead, on every device alike.
+pub const LOOP_BUDGET: u32 = 65_000;
 
 /// Invocations per workgroup: WebGPU's default limit, so every browser runs it.
 pub const WG: u32 = 256;
@@ -287,6 +297,17 @@ pub struct DeviceLimits {
     /// The largest subgroup the adapter may use (rows per workgroup of the
     /// row-per-subgroup softmax are planned for it).
     pub subgroup_max: u32,
+    /// The smallest: a subgroup that small loops longest over a row.
+    pub subgroup_min: u32,
+}
+
+impl DeviceLimits {
+    /// What the CPU path and tests assume when there is no adapter to ask.
+    pub const TYPICAL: Self = Self {
+        cache_floats: 4096 - WG,
+        subgroup_max: 32,
+        subgroup_min: 32,
+    };
 }
 
 #[cfg(test)]
@@ -296,6 +317,7 @@ mod tests {
     const DEV: DeviceLimits = DeviceLimits {
         cache_floats: 4096,
         subgroup_max: 32,
+        subgroup_min: 32,
     };
 
     #[test]

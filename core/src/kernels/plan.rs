@@ -2,9 +2,93 @@
 //! the global-memory traffic each one moves.
 
 use super::{
-    Buf, COPY_WORKGROUPS, DeviceLimits, GRID_STRIDE_WORKGROUPS, Kernel, PlanError, Problem,
-    ReduceKind, SoftmaxKind, Step, Traffic, WG,
+    Buf, COPY_WORKGROUPS, DeviceLimits, GRID_STRIDE_WORKGROUPS, Kernel, LOOP_BUDGET, PlanError,
+    Problem, ReduceKind, SoftmaxKind, Step, Traffic, WG,
 };
+
+/// What a kernel's small loops add at most per invocation: two workgroup
+/// tree reductions (log₂ 256 = 8 steps each) and a loop over a workgroup's
+/// subgroups (at most 256).
+const SMALL_LOOPS: u64 = 2 * 8 + WG as u64;
+
+/// The most loop iterations one invocation of `kernel` runs on `problem`:
+/// its loops over a row (or over the data, for grid-stride loops) plus
+/// [`SMALL_LOOPS`]. Held against [`LOOP_BUDGET`] by [`plan`].
+pub fn loop_iterations(kernel: Kernel, problem: Problem, device: DeviceLimits) -> u64 {
+    let cols = u64::from(problem.cols);
+    let n = problem.elements();
+    let wg = u64::from(WG);
+    let main = match kernel {
+        Kernel::Copy => {
+            let quads = n / 4;
+            let workgroups = quads.div_ceil(wg).clamp(1, u64::from(COPY_WORKGROUPS));
+            quads.div_ceil(workgroups * wg)
+        }
+        Kernel::Softmax(kind) => {
+            let (passes, lanes) = match kind {
+                SoftmaxKind::ThreePass => (1, wg),
+                SoftmaxKind::Workgroup => (3, wg),
+                SoftmaxKind::NaiveUnsafe | SoftmaxKind::Online | SoftmaxKind::Subgroup => (2, wg),
+                SoftmaxKind::SubgroupRows => {
+                    let lanes = u64::from(device.subgroup_min.clamp(1, WG));
+                    (
+                        2,
+                        if cols.is_multiple_of(4) {
+                            4 * lanes
+                        } else {
+                            lanes
+                        },
+                    )
+                }
+            };
+            passes * cols.div_ceil(lanes)
+        }
+        Kernel::Reduce(kind, _) => match kind {
+            // Each invocation loads at most two values per level.
+            ReduceKind::InterleavedDivergent
+            | ReduceKind::InterleavedStrided
+            | ReduceKind::Sequential
+            | ReduceKind::FirstAdd
+            | ReduceKind::Unrolled => 0,
+            ReduceKind::GridStride | ReduceKind::Subgroup => {
+                let workgroups = n
+                    .div_ceil(u64::from(kind.elements_per_workgroup()))
+                    .clamp(1, u64::from(GRID_STRIDE_WORKGROUPS));
+                n.div_ceil(workgroups * wg)
+            }
+        },
+    };
+    main + SMALL_LOOPS
+}
+
+/// The largest problem `kernel` accepts on `device` within the loop budget:
+/// columns of a single row for softmax, values for the others (at most
+/// `limit`, what the device's buffers hold).
+pub fn largest_accepted(kernel: Kernel, device: DeviceLimits, limit: u64) -> u64 {
+    let fits = |n: u64| {
+        let cols = u32::try_from(n).unwrap_or(u32::MAX);
+        loop_iterations(kernel, Problem { rows: 1, cols }, device) <= u64::from(LOOP_BUDGET)
+    };
+    let limit = limit.min(u64::from(u32::MAX / 4));
+    if fits(limit) {
+        // The copy's vec4 loads want a multiple of 4.
+        return if kernel == Kernel::Copy {
+            limit / 4 * 4
+        } else {
+            limit
+        };
+    }
+    let (mut lo, mut hi) = (1, limit);
+    while lo + 1 < hi {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
 
 /// A kernel's dispatches for a problem on a device.
 pub fn plan(
@@ -20,6 +104,17 @@ pub fn plan(
     let elements = problem.elements();
     if elements > u64::from(u32::MAX / 4) {
         return Err(PlanError::TooLarge { elements });
+    }
+    let iterations = loop_iterations(kernel, problem, device);
+    if iterations > u64::from(LOOP_BUDGET) {
+        return Err(PlanError::LoopBudget {
+            kernel: kernel.id(),
+            rows,
+            cols,
+            iterations,
+            budget: LOOP_BUDGET,
+            largest: largest_accepted(kernel, device, elements),
+        });
     }
     let n = elements as u32;
     let bytes = |count: u64| 4 * count;

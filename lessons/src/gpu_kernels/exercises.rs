@@ -72,7 +72,7 @@ pub const EXERCISES: [Exercise; 7] = [
 
 const DEVICE: DeviceLimits = DeviceLimits {
     cache_floats: 1 << 20,
-    subgroup_max: 32,
+    ..DeviceLimits::TYPICAL
 };
 
 fn mb_of(kind: SoftmaxKind, problem: Problem) -> f64 {

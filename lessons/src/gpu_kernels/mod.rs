@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
+use dlsys_shaders::ladder::CPU_MAX_ELEMENTS;
 use dlsys_shaders::{KernelRunner, Ladder, LadderSettings, Outcome, TimerKind};
 use egui::RichText;
 use serde::{Deserialize, Serialize};
@@ -102,14 +103,17 @@ impl GpuKernels {
     fn start(&mut self, env: &Env<'_>, all: bool) {
         self.results.clear();
         self.error = None;
-        let ladder = match Ladder::new(&self.settings.ladder(all)) {
+        let max_elements = self
+            .ensure_runner(env.gpu)
+            .map_or(CPU_MAX_ELEMENTS, |runner| runner.max_elements());
+        let ladder = match Ladder::new(&self.settings.ladder(all), max_elements) {
             Ok(ladder) => ladder,
             Err(err) => {
                 self.error = Some(err.message(env.lang));
                 return;
             }
         };
-        if self.ensure_runner(env.gpu).is_none() {
+        if self.runner.is_none() {
             self.results = ladder.run_on_cpu();
             return;
         }

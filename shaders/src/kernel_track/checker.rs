@@ -9,6 +9,7 @@ use std::sync::{Arc, mpsc};
 use wgpu::util::DeviceExt as _;
 
 use super::cases::{KernelCase, UNWRITTEN};
+use super::guard::{GUARD_BINDING, GUARD_LIMIT, guard_loops};
 use super::{Diagnostic, KernelExercise, KernelVerdict, Layout, validate};
 use crate::Gpu;
 use crate::plumbing::{Pending, Scopes};
@@ -83,7 +84,21 @@ impl KernelChecker {
             )));
             return job;
         };
-        let (pipeline, compiled) = compile(&gpu, exercise.layout, source);
+        // Every loop counts its iterations, so an endless one is named.
+        let guarded = guard_loops(source)
+            .ok()
+            .map(|(text, _)| text)
+            .filter(|text| match validate(exercise, text) {
+                Ok(()) => true,
+                Err(err) => {
+                    log::error!("the loop guard broke a valid kernel: {err}");
+                    false
+                }
+            });
+        let (pipeline, compiled) = match &guarded {
+            Some(text) => compile(&gpu, exercise.layout, text, true),
+            None => compile(&gpu, exercise.layout, source, false),
+        };
         job.state = State::Ready {
             gpu,
             pipeline,
@@ -142,9 +157,17 @@ impl KernelChecker {
 pub(super) struct Pipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
+    /// Whether the source carries the loop guard (and binds its buffer).
+    guarded: bool,
 }
 
-pub(super) fn compile(gpu: &Gpu, layout: Layout, source: &str) -> (Arc<Pipeline>, Pending) {
+/// Compiles `source` (with the loop guard's binding when `guarded`).
+pub(super) fn compile(
+    gpu: &Gpu,
+    layout: Layout,
+    source: &str,
+    guarded: bool,
+) -> (Arc<Pipeline>, Pending) {
     let device = &gpu.device;
     let storage = |binding: u32, read_only: bool| wgpu::BindGroupLayoutEntry {
         binding,
@@ -173,6 +196,9 @@ pub(super) fn compile(gpu: &Gpu, layout: Layout, source: &str) -> (Arc<Pipeline>
     if layout == Layout::BiasRelu {
         entries.push(storage(3, true));
     }
+    if guarded {
+        entries.push(storage(GUARD_BINDING, false));
+    }
     let scopes = Scopes::push(device);
     let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: Some("exercise bindings"),
@@ -200,6 +226,7 @@ pub(super) fn compile(gpu: &Gpu, layout: Layout, source: &str) -> (Arc<Pipeline>
         Arc::new(Pipeline {
             pipeline,
             layout: bind_layout,
+            guarded,
         }),
         pending,
     )
@@ -217,6 +244,8 @@ pub(super) fn rejected(error: &str) -> KernelVerdict {
 pub(super) struct Bound {
     group: wgpu::BindGroup,
     y: wgpu::Buffer,
+    /// The loop guard's line (0: no loop ran past the limit).
+    guard: wgpu::Buffer,
     out_len: usize,
     workgroups: (u32, u32, u32),
 }
@@ -285,6 +314,17 @@ impl KernelExercise {
                 resource: bias.as_entire_binding(),
             });
         }
+        let guard = init(
+            "loop guard",
+            bytemuck::cast_slice(&[0u32]),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        );
+        if pipeline.guarded {
+            entries.push(wgpu::BindGroupEntry {
+                binding: GUARD_BINDING,
+                resource: guard.as_entire_binding(),
+            });
+        }
         let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("exercise"),
             layout: &pipeline.layout,
@@ -293,6 +333,7 @@ impl KernelExercise {
         Bound {
             group,
             y,
+            guard,
             out_len,
             workgroups: self.workgroups(case),
         }
@@ -461,7 +502,14 @@ impl CheckJob {
                             let case = &self.cases[self.next];
                             let got = read_f32(&readback);
                             self.next += 1;
-                            match got.and_then(|got| {
+                            match got.and_then(|(got, endless)| {
+                                if endless != 0 {
+                                    return Err(KernelVerdict::EndlessLoop {
+                                        case: case.name.clone(),
+                                        line: endless,
+                                        limit: GUARD_LIMIT,
+                                    });
+                                }
                                 self.exercise
                                     .judge(case, &got)
                                     .map_err(KernelVerdict::Mismatch)
@@ -504,9 +552,11 @@ impl CheckJob {
         let device = &gpu.device;
         let scopes = Scopes::push(device);
         let bound = self.exercise.bind(gpu, pipeline, case);
+        // The output, then the loop guard's word.
+        let y_bytes = (bound.out_len * 4) as u64;
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("y readback"),
-            size: (bound.out_len * 4) as u64,
+            size: y_bytes + 4,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
@@ -514,7 +564,8 @@ impl CheckJob {
             label: Some("your kernel"),
         });
         dispatch(&mut encoder, pipeline, &bound, None);
-        encoder.copy_buffer_to_buffer(&bound.y, 0, &readback, 0, None);
+        encoder.copy_buffer_to_buffer(&bound.y, 0, &readback, 0, Some(y_bytes));
+        encoder.copy_buffer_to_buffer(&bound.guard, 0, &readback, y_bytes, Some(4));
         gpu.queue.submit([encoder.finish()]);
         let (sender, receiver) = mpsc::channel();
         readback.map_async(wgpu::MapMode::Read, .., move |result| {
@@ -527,12 +578,14 @@ impl CheckJob {
 
 type Receiver = mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>;
 
-fn read_f32(buffer: &wgpu::Buffer) -> Result<Vec<f32>, KernelVerdict> {
+/// The output values and, after them, the loop guard's word.
+fn read_f32(buffer: &wgpu::Buffer) -> Result<(Vec<f32>, u32), KernelVerdict> {
     let view = buffer
         .get_mapped_range(..)
         .map_err(|e| KernelVerdict::Failed(e.to_string()))?;
-    let values = bytemuck::cast_slice::<u8, f32>(&view).to_vec();
+    let mut values = bytemuck::cast_slice::<u8, f32>(&view).to_vec();
     drop(view);
     buffer.unmap();
-    Ok(values)
+    let guard = values.pop().map_or(0, f32::to_bits);
+    Ok((values, guard))
 }

@@ -16,12 +16,14 @@
 
 mod cases;
 mod checker;
+mod guard;
 mod race;
 mod validate;
 mod verdict;
 
 pub use cases::{KernelCase, runaway_kernel};
 pub use checker::{CheckJob, KernelChecker};
+pub use guard::{GUARD_LIMIT, guard_loops};
 #[cfg(not(target_arch = "wasm32"))]
 pub use race::race_blocking;
 pub use race::{KernelRace, Lap, RaceError};

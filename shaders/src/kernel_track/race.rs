@@ -125,7 +125,7 @@ pub fn race_blocking(
     use crate::plumbing::{TimerKind, map_read, median, read_mapped, readback_buffer, ticks_to_ns};
 
     let device = &gpu.device;
-    let (pipeline, compiled) = super::checker::compile(gpu, exercise.layout, source);
+    let (pipeline, compiled) = super::checker::compile(gpu, exercise.layout, source, false);
     if let Some(Some(error)) = compiled.get() {
         return Err(RaceError::new(super::checker::rejected(&error).message()));
     }

@@ -36,6 +36,12 @@ pub enum KernelVerdict {
     /// Rejected by naga or by the device's validation.
     Invalid(Diagnostic),
     Mismatch(Mismatch),
+    /// A loop ran past the guard's limit: it does not end.
+    EndlessLoop {
+        case: String,
+        line: u32,
+        limit: u32,
+    },
     /// Did not finish within the budget; the device was abandoned.
     TimedOut {
         case: String,
@@ -68,6 +74,11 @@ impl KernelVerdict {
                 }
                 text
             }
+            Self::EndlessLoop { case, line, limit } => format!(
+                "the loop at line {line} does not end: on \"{case}\" one invocation ran its loops \
+                 more than {limit} times. Check its condition, and that its index changes on \
+                 every iteration."
+            ),
             Self::TimedOut { case, budget_ms } => format!(
                 "did not finish within {budget_ms} ms on \"{case}\" (an endless loop?). {}",
                 if cfg!(target_arch = "wasm32") {

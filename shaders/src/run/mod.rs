@@ -122,6 +122,7 @@ impl KernelRunner {
         DeviceLimits {
             cache_floats: self.cache_floats,
             subgroup_max: self.gpu.adapter_info.subgroup_max_size.max(1),
+            subgroup_min: self.gpu.adapter_info.subgroup_min_size.max(1),
         }
     }
 
@@ -225,19 +226,33 @@ impl KernelRunner {
                 cols: spec.problem.cols,
             });
         }
+        self.check_size(elements)?;
         let planned = plan(spec.kernel, spec.problem, self.device())?;
+        Ok(planned)
+    }
+
+    /// The most f32 values one buffer may hold on this device.
+    pub fn max_elements(&self) -> u64 {
         let limits = self.gpu.limits();
-        let bytes = elements * 4;
-        let limit = limits
+        limits
             .max_storage_buffer_binding_size
-            .min(limits.max_buffer_size);
-        if bytes > limit {
+            .min(limits.max_buffer_size)
+            / 4
+    }
+
+    /// Refuses `elements` values that one of this device's buffers cannot hold.
+    pub fn check_size(&self, elements: u64) -> Result<(), KernelError> {
+        let limit = self.max_elements();
+        if elements > limit {
+            let mib = |values: u64| format!("{:.2}", values as f64 * 4.0 / f64::from(1 << 20));
             return Err(KernelError::TooLarge {
-                mib: bytes.div_ceil(1 << 20),
-                limit_mib: limit >> 20,
+                values: elements,
+                mib: mib(elements),
+                limit,
+                limit_mib: mib(limit),
             });
         }
-        Ok(planned)
+        Ok(())
     }
 
     /// Starts a run; poll the returned job until it is done.
