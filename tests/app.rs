@@ -141,6 +141,95 @@ fn theme_and_zoom_persist_across_restarts() {
     assert!(state.zoom > 1.05, "zoom {}", state.zoom);
 }
 
+/// A setting is written when it changes, not only at exit or by the 30 s
+/// auto-save, so a crash loses at most half a second.
+#[test]
+fn a_changed_setting_is_saved_without_closing_the_app() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("save_on_change", &storage, None);
+    harness.run();
+    harness.get_by_label("Dark").click();
+    let saved_dark = || {
+        storage
+            .map
+            .lock()
+            .unwrap()
+            .get(dlsys_lab::persist::STORAGE_KEY)
+            .is_some_and(|text| text.contains("theme:Dark"))
+    };
+    let start = std::time::Instant::now();
+    while !saved_dark() {
+        harness.step();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(start.elapsed().as_secs() < 5, "not saved after 5 s");
+    }
+    // Nothing was closed, and no auto-save interval passed.
+    assert!(start.elapsed().as_secs() < 2);
+}
+
+/// Storage whose writes fail, the way a read-only disk's do.
+#[derive(Default)]
+struct FailingStore {
+    writes: std::sync::Arc<std::sync::Mutex<u32>>,
+    failed: bool,
+}
+
+impl dlsys_lab::persist::Store for FailingStore {
+    fn get_string(&self, _key: &str) -> Option<String> {
+        None
+    }
+    fn set_string(&mut self, _key: &str, _value: String) {}
+    fn flush(&mut self) {
+        *self.writes.lock().unwrap() += 1;
+        self.failed = true;
+    }
+    fn take_failure(&mut self) -> Option<String> {
+        std::mem::take(&mut self.failed)
+            .then(|| "Could not save your progress (read-only)".to_owned())
+    }
+}
+
+/// A failed save is shown, not swallowed, and the next change tries again.
+#[test]
+fn a_failed_save_is_shown_to_the_learner() {
+    let (builder, _) = common::builder("failed_save");
+    let store = FailingStore::default();
+    let writes = store.writes.clone();
+    let mut harness = builder.build_eframe(move |cc| {
+        dlsys_lab::DlsysApp::new(
+            cc,
+            dlsys_lab::Startup {
+                storage: Some(Box::new(store)),
+                ..Default::default()
+            },
+        )
+    });
+    harness.run();
+    harness.get_by_label("Dark").click();
+    let start = std::time::Instant::now();
+    while harness
+        .query_by_label_contains("Could not save your progress")
+        .is_none()
+    {
+        harness.step();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(start.elapsed().as_secs() < 5, "no notice after 5 s");
+    }
+    harness.get_by_label("Light").click();
+    let before = *writes.lock().unwrap();
+    let start = std::time::Instant::now();
+    while *writes.lock().unwrap() == before {
+        harness.step();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(
+            start.elapsed().as_secs() < 5,
+            "no retry after 5 s: theme {:?}, {} writes",
+            harness.state().saved_state().theme,
+            *writes.lock().unwrap()
+        );
+    }
+}
+
 #[test]
 fn typing_a_value_updates_every_format() {
     let storage = MemoryStorage::default();

@@ -5,7 +5,7 @@ use dlsys_core::text::Lang;
 use dlsys_lessons::exercise_panel::{ExercisePanel, shell_text};
 use dlsys_lessons::{Env, GpuStatus, Lesson};
 
-use crate::persist::{self, STORAGE_KEY, SavedState};
+use crate::persist::{self, STORAGE_KEY, SavedState, Store};
 
 /// How the app was started.
 #[derive(Default)]
@@ -14,8 +14,9 @@ pub struct Startup {
     pub lesson: Option<String>,
     /// Things to tell the user once (e.g. a save file that was moved aside).
     pub notices: Vec<String>,
-    /// Storage to use when eframe provides none (headless runs and tests).
-    pub storage: Option<Box<dyn eframe::Storage>>,
+    /// The app's own storage: the native save file, or the tests' in-memory
+    /// one. Without it the app uses eframe's (the browser's local storage).
+    pub storage: Option<Box<dyn Store>>,
     /// Run the smoke sequence of `?selftest` and report it.
     pub selftest: bool,
 }
@@ -27,7 +28,12 @@ pub struct DlsysApp {
     panel: ExercisePanel,
     notices: Vec<String>,
     show_gpu_window: bool,
-    fallback_storage: Option<Box<dyn eframe::Storage>>,
+    storage: Option<Box<dyn Store>>,
+    /// What was last written, so a save happens only when something changed.
+    last_saved: String,
+    /// When the state first differed from `last_saved` (saves are gathered
+    /// for half a second while the learner drags a slider).
+    changed_since: Option<web_time::Instant>,
     selftest: Option<crate::selftest::SelfTest>,
     /// The route last written to the address bar (web).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
@@ -40,22 +46,23 @@ impl DlsysApp {
         let Startup {
             lesson: route,
             mut notices,
-            storage: fallback_storage,
+            storage,
             selftest,
         } = startup;
-        let storage: Option<&dyn eframe::Storage> = cc.storage.or(fallback_storage.as_deref());
-        let loaded = persist::load(
-            storage.and_then(|s| s.get_string(STORAGE_KEY)).as_deref(),
-            persist::now_secs(),
-        );
+        // The app's own storage first; eframe's (the browser's) otherwise.
+        let get = |key: &str| match &storage {
+            Some(own) => own.get_string(key),
+            None => cc.storage.and_then(|s| s.get_string(key)),
+        };
+        let saved = get(STORAGE_KEY);
+        let loaded = persist::load(saved.as_deref(), persist::now_secs());
         let mut state = loaded.state;
         notices.extend(loaded.notice);
         if let Some((key, text)) = loaded.set_aside {
             state.unreadable.insert(key, text);
         }
-        if let Some(storage) = storage
-            && storage.get_string(STORAGE_KEY).is_none()
-            && let Some(newer) = persist::newer_keys().find(|key| storage.get_string(key).is_some())
+        if saved.is_none()
+            && let Some(newer) = persist::newer_keys().find(|key| get(key).is_some())
         {
             notices.push(format!(
                 "Progress saved by a newer dlsys-lab (`{newer}`) was found; this version cannot \
@@ -69,7 +76,9 @@ impl DlsysApp {
             panel: ExercisePanel::default(),
             notices,
             show_gpu_window: false,
-            fallback_storage,
+            storage,
+            last_saved: saved.unwrap_or_default(),
+            changed_since: None,
             selftest: None,
             route_shown: String::new(),
         };
@@ -197,22 +206,53 @@ impl DlsysApp {
         state
     }
 
-    fn write_state(&self, storage: &mut dyn eframe::Storage) {
+    /// Writes the state now (see [`Self::store`]).
+    fn save_now(&mut self, frame: &mut eframe::Frame) {
         match self.saved_state().to_ron() {
-            Ok(text) => storage.set_string(STORAGE_KEY, text),
+            Ok(text) => self.store(text, frame.storage_mut()),
             Err(err) => log::error!("could not serialise the app state: {err}"),
         }
     }
 
-    /// Writes the state now (not only on the auto-save interval).
-    fn save_now(&mut self, frame: &mut eframe::Frame) {
-        if let Some(storage) = frame.storage_mut() {
-            self.write_state(storage);
+    /// Writes `text` to the app's own storage, else to eframe's; a failed
+    /// write becomes a notice (once), and the state stays in memory.
+    fn store<S: eframe::Storage + ?Sized>(&mut self, text: String, eframe_storage: Option<&mut S>) {
+        if let Some(own) = self.storage.as_mut() {
+            own.set_string(STORAGE_KEY, text.clone());
+            own.flush();
+            if let Some(failure) = own.take_failure() {
+                self.notices.push(failure);
+            }
+        } else if let Some(storage) = eframe_storage {
+            storage.set_string(STORAGE_KEY, text.clone());
             storage.flush();
-        } else if let Some(mut storage) = self.fallback_storage.take() {
-            self.write_state(storage.as_mut());
-            storage.flush();
-            self.fallback_storage = Some(storage);
+        }
+        self.last_saved = text;
+        self.changed_since = None;
+    }
+
+    /// Saves when the state differs from the last save: settings half a
+    /// second after they changed (a dragged slider is one save), so a crash
+    /// loses at most that.
+    fn save_if_changed(&mut self, ctx: &egui::Context, frame: &mut eframe::Frame) {
+        let input = ctx.input(|i| !i.events.is_empty());
+        if !input && self.changed_since.is_none() {
+            return;
+        }
+        let Ok(text) = self.saved_state().to_ron() else {
+            return;
+        };
+        if text == self.last_saved {
+            self.changed_since = None;
+            return;
+        }
+        let now = web_time::Instant::now();
+        let since = *self.changed_since.get_or_insert(now);
+        let wait = web_time::Duration::from_millis(500);
+        if now.duration_since(since) >= wait {
+            self.save_now(frame);
+        } else {
+            ctx.request_repaint_after(wait);
         }
     }
 
@@ -495,10 +535,19 @@ impl eframe::App for DlsysApp {
         let outcome: dlsys_lessons::exercise_panel::PanelOutcome = outcome;
         if outcome.newly_solved {
             self.save_now(frame);
+        } else {
+            // After the frame's widgets, so a click's change is seen at once.
+            let ctx = ui.ctx().clone();
+            self.save_if_changed(&ctx, frame);
         }
     }
 
+    /// eframe's auto-save and exit: the app's own storage when it has one
+    /// (eframe's then keeps only the window's size).
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        self.write_state(storage);
+        match self.saved_state().to_ron() {
+            Ok(text) => self.store(text, Some(storage)),
+            Err(err) => log::error!("could not serialise the app state: {err}"),
+        }
     }
 }

@@ -35,12 +35,21 @@ fn run_app(lesson: Option<String>) -> Result<(), String> {
 
     let mut notices = Vec::new();
     let save_file = persist::save_file_path();
-    if let Some(path) = &save_file {
-        notices.extend(persist::quarantine_unreadable_file(
+    // The app's state goes to its own save file (which never writes over a
+    // file it could not read); eframe's storage keeps only the window.
+    let storage = save_file.as_deref().map(|path| {
+        let opened = persist::save_file::SaveFile::open(
+            Box::new(persist::save_file::RealDisk),
             path,
             persist::now_secs(),
-        ));
-    }
+        );
+        notices.extend(opened.notice);
+        let file: Box<dyn persist::Store> = Box::new(opened.file);
+        file
+    });
+    let window_file = save_file
+        .as_deref()
+        .map(|path| path.with_file_name("window.ron"));
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_app_id(APP_ID)
@@ -48,12 +57,13 @@ fn run_app(lesson: Option<String>) -> Result<(), String> {
             .with_inner_size([1200.0, 780.0])
             .with_min_inner_size([640.0, 420.0]),
         wgpu_options: dlsys_lab::setup::wgpu_configuration(),
-        persistence_path: save_file,
+        persistence_path: window_file,
         ..Default::default()
     };
     let startup = Startup {
         lesson,
         notices,
+        storage,
         ..Default::default()
     };
     eframe::run_native(

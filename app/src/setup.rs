@@ -35,7 +35,12 @@ pub fn gpu_status(render_state: Option<&eframe::egui_wgpu::RenderState>) -> GpuS
         render_state.device.clone(),
         render_state.queue.clone(),
     );
-    if gpu.supports_compute() {
+    if let Some(refusal) = gpu.compute_refusal() {
+        GpuStatus::RenderOnly {
+            info: gpu.info(),
+            reason: refusal.to_string(),
+        }
+    } else if gpu.supports_compute() {
         GpuStatus::Compute(Box::new(gpu))
     } else {
         GpuStatus::RenderOnly {

@@ -209,57 +209,77 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, CliError> {
         .iter()
         .enumerate()
         .find(|(_, e)| !outcomes.get(e.id).is_some_and(|o| o.passed));
-    if json {
-        let rows: Vec<_> = EXERCISES
+    let report = TrackReport {
+        passed,
+        total: EXERCISES.len(),
+        next: next.map(|(_, e)| e.id),
+        crashed,
+        exercises: EXERCISES
             .iter()
             .map(|e| {
                 let outcome = outcomes.get(e.id);
-                serde_json::json!({
-                    "id": e.id,
-                    "file": e.file,
-                    "title": e.title,
-                    "passed": outcome.is_some_and(|o| o.passed),
-                    "message": outcome.and_then(|o| o.message.clone()),
-                })
+                TrackRow {
+                    id: e.id,
+                    file: e.file,
+                    title: e.title,
+                    hint: e.hint,
+                    passed: outcome.is_some_and(|o| o.passed),
+                    message: outcome.and_then(|o| o.message.clone()),
+                }
             })
-            .collect();
-        let value = serde_json::json!({
-            "passed": passed,
-            "total": EXERCISES.len(),
-            "next": next.map(|(_, e)| e.id),
-            "crashed": crashed,
-            "exercises": rows,
-        });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    for (i, e) in EXERCISES.iter().enumerate() {
-        let mark = if outcomes.get(e.id).is_some_and(|o| o.passed) {
-            "pass"
-        } else {
-            "    "
-        };
-        println!("[{mark}] {:02} {:<32} {}", i + 1, e.id, e.title);
-    }
-    println!("{passed}/{} exercises pass", EXERCISES.len());
-    if let Some(note) = &crashed {
-        println!("note: {note}");
-    }
-    match next {
-        None => println!("Every exercise passes. Well done."),
-        Some((i, e)) => {
-            println!();
-            println!("Next: {:02} {} — {}", i + 1, e.title, e.file);
-            if let Some(message) = outcomes.get(e.id).and_then(|o| o.message.as_deref()) {
-                println!("  checker: {message}");
+            .collect(),
+    };
+    crate::cli::output::emit(&report, json).map(|_| ExitCode::SUCCESS)
+}
+
+/// `dlsys-lab exercises`: each exercise of the Rust track, and the next one.
+#[derive(serde::Serialize)]
+struct TrackReport {
+    passed: usize,
+    total: usize,
+    next: Option<&'static str>,
+    crashed: Option<String>,
+    exercises: Vec<TrackRow>,
+}
+
+#[derive(serde::Serialize)]
+struct TrackRow {
+    id: &'static str,
+    file: &'static str,
+    title: &'static str,
+    #[serde(skip)]
+    hint: &'static str,
+    passed: bool,
+    message: Option<String>,
+}
+
+impl crate::cli::output::Report for TrackReport {
+    fn text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        for (i, e) in self.exercises.iter().enumerate() {
+            let mark = if e.passed { "pass" } else { "    " };
+            writeln!(out, "[{mark}] {:02} {:<32} {}", i + 1, e.id, e.title)?;
+        }
+        writeln!(out, "{}/{} exercises pass", self.passed, self.total)?;
+        if let Some(note) = &self.crashed {
+            writeln!(out, "note: {note}")?;
+        }
+        let next = self
+            .exercises
+            .iter()
+            .enumerate()
+            .find(|(_, e)| Some(e.id) == self.next);
+        match next {
+            None => writeln!(out, "Every exercise passes. Well done."),
+            Some((i, e)) => {
+                writeln!(out)?;
+                writeln!(out, "Next: {:02} {} — {}", i + 1, e.title, e.file)?;
+                if let Some(message) = &e.message {
+                    writeln!(out, "  checker: {message}")?;
+                }
+                writeln!(out, "  hint: {}", e.hint)
             }
-            println!("  hint: {}", e.hint);
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

@@ -591,7 +591,101 @@ fn bench_kernels_refuses_absurd_sizes_before_allocating() {
     ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("storage buffer"), "{err}");
+    assert!(err.contains("more than one buffer holds"), "{err}");
     let out = dlsys_lab(&["bench", "kernels", "--trials", "0"]);
     assert!(!out.status.success());
+    // 65536² used to allocate 16 GB for 40 s, then blame a u32 truncation.
+    let started = std::time::Instant::now();
+    let out = dlsys_lab(&["bench", "kernels", "--rows", "65536", "--cols", "65536"]);
+    assert!(!out.status.success());
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("4294967296 values"));
+    if gpu_expected() {
+        // Within the absolute limit but over this adapter's buffers: refused
+        // before the inputs are generated (llvmpipe holds 128 MiB per buffer).
+        let started = std::time::Instant::now();
+        let out = dlsys_lab(&["bench", "kernels", "--rows", "16384", "--cols", "16384"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("at most") && err.contains("values"), "{err}");
+        assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    }
+}
+
+/// `dlsys-lab … | head`: the reader went away; the command stops quietly.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    for args in [
+        &["train", "--dataset", "xor", "--epochs", "3"][..],
+        &["gradcheck"],
+        &["check"],
+        &["lessons"],
+        &["float", "0.1"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dlsys-lab"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read one byte, then close our end, as `head -c 1` does.
+        let mut stdout = child.stdout.take().unwrap();
+        let mut byte = [0u8; 1];
+        let _ = std::io::Read::read(&mut stdout, &mut byte);
+        drop(stdout);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// Options that do not apply are refused, not silently ignored.
+#[test]
+fn options_that_do_not_apply_are_refused() {
+    fails_with_one_line(&[
+        &["float", "--batch", "--to", "fp16", "--json"],
+        &["float", "--batch", "--to", "fp16", "-f", "bf16"],
+        &["float", "0.1", "--to", "fp16"],
+        &["--lesson", "welcome", "lessons"],
+        &["train", "--precision", "fp16", "--loss-scale", "1e300"],
+        &["train", "--precision", "fp16", "--loss-scale", "1e-50"],
+        &["train", "--loss-weight", "1e-50"],
+    ]);
+    let out = dlsys_lab(&["train", "--loss-weight", "1e-50"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("becomes 0 in fp32"), "{err}");
+}
+
+/// Without a Vulkan driver wgpu falls back to OpenGL, whose compute path is
+/// slow and can panic: kernels decline it at once, saying what to install.
+#[test]
+fn without_vulkan_kernels_decline_opengl_with_a_clear_message() {
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dlsys-lab"))
+        .args(["kernel", "softmax", "--variant", "workgroup", "--cols", "7"])
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env_remove("WGPU_BACKEND")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = std::io::Write::write_all(&mut stdin, &f32_bytes(&[1.0; 7]));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_ne!(out.status.code(), Some(101), "panicked: {err}");
+    assert!(
+        err.starts_with("error:") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(err.contains("mesa-vulkan-drivers"), "{err}");
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
 }

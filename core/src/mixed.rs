@@ -407,7 +407,15 @@ impl LossScale {
             "none" => Ok(Self::None),
             "dynamic" => Ok(Self::dynamic()),
             value => match crate::float::parse_number(value) {
-                Ok(v) if v.is_finite() && v > 0.0 => Ok(Self::Static(v as f32)),
+                // The scale is held and applied in fp32: it must be a finite,
+                // non-zero fp32 number, not only a positive one.
+                Ok(v) if v > 0.0 && (v as f32).is_finite() && v as f32 > 0.0 => {
+                    Ok(Self::Static(v as f32))
+                }
+                Ok(v) if v > 0.0 => Err(TrainError::LossScaleRange {
+                    value: value.to_owned(),
+                    becomes: if (v as f32).is_infinite() { "inf" } else { "0" }.to_owned(),
+                }),
                 _ => Err(TrainError::LossScale {
                     value: value.to_owned(),
                 }),

@@ -37,27 +37,16 @@ pub fn device_descriptor(adapter: &wgpu::Adapter) -> wgpu::DeviceDescriptor<'sta
     }
 }
 
-/// Why no GPU could be used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GpuError {
-    NoAdapter(String),
-    NoDevice(String),
-}
-
-impl std::fmt::Display for GpuError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::NoAdapter(why) => write!(
-                f,
-                "no GPU adapter found ({why}); on Debian/Ubuntu without a GPU driver, \
-                 `apt-get install mesa-vulkan-drivers` provides a software Vulkan adapter"
-            ),
-            Self::NoDevice(why) => write!(f, "the GPU adapter refused to create a device: {why}"),
-        }
+dlsys_core::catalog_error! {
+    /// Why no GPU could be used.
+    pub enum GpuError {
+        NoAdapter { why: String } = "gpu.no_adapter",
+        /// Natively only OpenGL was found: its compute path is slow and can
+        /// crash inside wgpu, so kernels take the CPU path instead.
+        OnlyGl { adapter: String } = "gpu.only_gl",
+        NoDevice { why: String } = "gpu.no_device",
     }
 }
-
-impl std::error::Error for GpuError {}
 
 /// A device and queue, shared by the lessons' kernels.
 /// Cloning is cheap: wgpu handles are reference-counted.
@@ -82,18 +71,38 @@ impl Gpu {
 
     /// Finds an adapter and creates the device dlsys-lab wants.
     /// `WGPU_BACKEND` (e.g. `vulkan`, `gl`) and `WGPU_ADAPTER_NAME` select one.
+    ///
+    /// Natively an OpenGL adapter is refused ([`GpuError::OnlyGl`]) unless
+    /// `WGPU_BACKEND` asks for it: wgpu's GL path ran a small kernel bench
+    /// 500× slower than Vulkan here, and its device can panic.
     pub async fn request() -> Result<Self, GpuError> {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle_from_env();
-        if wgpu::Backends::from_env().is_none() {
+        let chosen = wgpu::Backends::from_env().is_some();
+        if !chosen {
             desc.backends = wgpu::Backends::PRIMARY | wgpu::Backends::GL;
         }
         let instance = wgpu::util::new_instance_with_webgpu_detection(desc).await;
         let adapter = pick_adapter(&instance).await?;
+        let info = adapter.get_info();
+        if !chosen && is_native_gl(&info) {
+            return Err(GpuError::OnlyGl { adapter: info.name });
+        }
         let (device, queue) = adapter
             .request_device(&device_descriptor(&adapter))
             .await
-            .map_err(|err| GpuError::NoDevice(err.to_string()))?;
+            .map_err(|err| GpuError::NoDevice {
+                why: err.to_string(),
+            })?;
         Ok(Self::from_parts(&adapter, device, queue))
+    }
+
+    /// Why kernels should not run on this device even though it exists: an
+    /// OpenGL adapter natively (see [`Self::request`]).
+    pub fn compute_refusal(&self) -> Option<GpuError> {
+        let chosen = cfg!(not(target_arch = "wasm32")) && wgpu::Backends::from_env().is_some();
+        (is_native_gl(&self.adapter_info) && !chosen).then(|| GpuError::OnlyGl {
+            adapter: self.adapter_info.name.clone(),
+        })
     }
 
     /// [`Self::request`], blocking (native only: the web has no blocking wait).
@@ -129,6 +138,11 @@ impl Gpu {
     }
 }
 
+/// An OpenGL adapter outside the browser (in the browser, GL is WebGL2).
+fn is_native_gl(info: &wgpu::AdapterInfo) -> bool {
+    cfg!(not(target_arch = "wasm32")) && info.backend == wgpu::Backend::Gl
+}
+
 /// The adapter named by `WGPU_ADAPTER_NAME` (a substring, any case), else
 /// the one wgpu prefers for high performance.
 async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter, GpuError> {
@@ -143,10 +157,8 @@ async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter, GpuErr
         return adapters
             .into_iter()
             .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
-            .ok_or_else(|| {
-                GpuError::NoAdapter(format!(
-                    "WGPU_ADAPTER_NAME={wanted} matches none of {names:?}"
-                ))
+            .ok_or_else(|| GpuError::NoAdapter {
+                why: format!("WGPU_ADAPTER_NAME={wanted} matches none of {names:?}"),
             });
     }
     instance
@@ -156,7 +168,9 @@ async fn pick_adapter(instance: &wgpu::Instance) -> Result<wgpu::Adapter, GpuErr
             ..Default::default()
         })
         .await
-        .map_err(|err| GpuError::NoAdapter(err.to_string()))
+        .map_err(|err| GpuError::NoAdapter {
+            why: err.to_string(),
+        })
 }
 
 /// What "About this GPU" and `dlsys-lab gpu-info` report.

@@ -147,7 +147,10 @@ fn the_loop_budget_stays_below_what_the_driver_allows() {
         // allowance of 65,535 per invocation, spent by every iteration and
         // every loop exit, of all loops together.
         assert_eq!(single, 65_535);
-        assert!((65_534..=65_536).contains(&double), "two loops ran {double}");
+        assert!(
+            (65_534..=65_536).contains(&double),
+            "two loops ran {double}"
+        );
         assert_eq!(
             count(&gpu, "nested", 65_000, 10),
             54_613,

@@ -38,8 +38,9 @@ pub struct FloatArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Read fp32 patterns from stdin, write rounded patterns of `--to`.
-    #[arg(long, requires = "to", conflicts_with = "value")]
+    /// Read fp32 patterns from stdin, write rounded patterns of `--to` (plain
+    /// hex lines: `--json`, `-f` and `--bits-of` do not apply).
+    #[arg(long, requires = "to", conflicts_with_all = ["value", "json", "formats", "bits_of"])]
     pub batch: bool,
     /// The target format of `--batch`.
     #[arg(long, value_name = "F")]
@@ -68,6 +69,11 @@ struct FormatRow {
 }
 
 pub fn run(args: &FloatArgs) -> Result<ExitCode, CliError> {
+    if args.to.is_some() && !args.batch {
+        return Err(CliError::from(
+            "--to names the target of --batch; to show one value in a format, use -f",
+        ));
+    }
     if args.batch {
         let target =
             Format::by_name(args.to.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;

@@ -55,12 +55,20 @@ pub(super) fn kernel_runner() -> Result<dlsys_shaders::KernelRunner, String> {
     Ok(dlsys_shaders::KernelRunner::new(gpu))
 }
 
-fn read_stdin_f32() -> Result<Vec<f32>, String> {
+/// Reads stdin as little-endian f32, refusing more than `max_values`
+/// before holding more than that in memory.
+fn read_stdin_f32(max_values: u64) -> Result<Vec<f32>, String> {
     use std::io::Read as _;
     let mut bytes = Vec::new();
     std::io::stdin()
+        .take(max_values.saturating_mul(4).saturating_add(4))
         .read_to_end(&mut bytes)
         .map_err(|err| format!("reading stdin: {err}"))?;
+    if bytes.len() as u64 > max_values.saturating_mul(4) {
+        return Err(format!(
+            "stdin holds more than {max_values} values, the most one buffer holds on this adapter"
+        ));
+    }
     if bytes.len() % 4 != 0 {
         return Err(format!(
             "stdin has {} bytes, not a whole number of f32 values",
@@ -76,23 +84,27 @@ fn read_stdin_f32() -> Result<Vec<f32>, String> {
 /// Runs the kernel once. Its output is the data itself (softmax: f32 on
 /// stdout; reduce: the number), so there is no report and no `--json`.
 pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
+    if let KernelCommand::Softmax { cols: 0, .. } = which {
+        return Err(CliError::from("--cols must be at least 1"));
+    }
+    // The device first: its buffers bound how much of stdin is read.
+    let mut runner = kernel_runner()?;
+    let max_values = runner.max_elements();
     let (kernel, problem, input) = match *which {
         KernelCommand::Softmax { variant, cols } => {
-            if cols == 0 {
-                return Err(CliError::from("--cols must be at least 1".to_owned()));
-            }
-            let input = read_stdin_f32()?;
+            let input = read_stdin_f32(max_values)?;
             if input.is_empty() || input.len() % cols as usize != 0 {
                 return Err(CliError::from(format!(
                     "{} values on stdin are not whole rows of {cols}",
                     input.len()
                 )));
             }
-            let rows = (input.len() / cols as usize) as u32;
+            let rows = u32::try_from(input.len() / cols as usize)
+                .map_err(|_| "more rows on stdin than a kernel takes".to_owned())?;
             (Kernel::Softmax(variant), Problem { rows, cols }, input)
         }
         KernelCommand::Reduce { variant, op } => {
-            let input = read_stdin_f32()?;
+            let input = read_stdin_f32(max_values)?;
             if input.is_empty() {
                 return Err(CliError::from("no values on stdin".to_owned()));
             }
@@ -105,7 +117,6 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
             )
         }
     };
-    let mut runner = kernel_runner()?;
     let spec = dlsys_shaders::RunSpec {
         kernel,
         problem,
@@ -117,18 +128,16 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
         .start(spec, &input)
         .and_then(dlsys_shaders::Job::wait)
         .map_err(|err| err.to_string())?;
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
     match which {
-        KernelCommand::Softmax { .. } => {
-            use std::io::Write as _;
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(bytemuck::cast_slice(&out.output))
-                .and_then(|()| stdout.flush())
-                .map_err(|err| format!("writing stdout: {err}"))?;
-        }
-        KernelCommand::Reduce { .. } => {
-            println!("{}", out.output.first().copied().unwrap_or(f32::NAN));
-        }
+        KernelCommand::Softmax { .. } => stdout.write_all(bytemuck::cast_slice(&out.output))?,
+        KernelCommand::Reduce { .. } => writeln!(
+            stdout,
+            "{}",
+            out.output.first().copied().unwrap_or(f32::NAN)
+        )?,
     }
+    stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -35,7 +35,8 @@ pub use wgsl_exercise::WgslExerciseArgs;
     name = "dlsys-lab",
     version,
     about = "An interactive workbench for deep-learning-systems topics. \
-             Without a subcommand it opens the app."
+             Without a subcommand it opens the app.",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
     /// Open this lesson (its id, e.g. `welcome`; a leading `#` is allowed).

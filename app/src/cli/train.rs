@@ -187,10 +187,9 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Cli
         reported = trainer.history.len();
     }
     match &trainer.status {
-        Status::Diverged { epoch, step, loss } => Err(CliError::from(format!(
-            "training diverged at step {step} (epoch {}): the loss became {loss}; try a smaller learning rate",
-            epoch + 1
-        ))),
+        Status::Diverged { epoch, step, loss } => Err(CliError::from(
+            trainer.config.divergence(*epoch, *step, *loss).to_string(),
+        )),
         _ => {
             let final_test_accuracy = trainer.history.last().map_or(f64::NAN, |s| s.test_accuracy);
             emit_line(

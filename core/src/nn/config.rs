@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::TrainError;
 use super::layers::Activation;
 use super::optimizers::OptimizerKind;
+use super::{Divergence, TrainError};
 use crate::mixed::Policy;
 
 /// How to train.
@@ -78,5 +78,41 @@ impl TrainConfig {
         }
         self.policy.validate()?;
         Ok(())
+    }
+}
+
+impl TrainConfig {
+    /// Why a run with this configuration diverged at `step` (epoch `epoch`,
+    /// 0-based) with `loss`, naming the setting most likely at fault: a loss
+    /// weight far from 1, then a compute format with a small range, else
+    /// the learning rate.
+    pub fn divergence(&self, epoch: u64, step: u64, loss: f64) -> Divergence {
+        let (epoch, loss) = (epoch + 1, loss.to_string());
+        if !(1e-3..=1e3).contains(&self.loss_weight) {
+            return Divergence::LossWeight {
+                step,
+                epoch,
+                loss,
+                weight: self.loss_weight,
+            };
+        }
+        if let Ok(format) = crate::float::Format::by_name(&self.policy.compute) {
+            let max = format.range().max_finite;
+            if max < 1e5 {
+                return Divergence::Precision {
+                    step,
+                    epoch,
+                    loss,
+                    format: format.name,
+                    max: crate::float::show(max),
+                };
+            }
+        }
+        Divergence::LearningRate {
+            step,
+            epoch,
+            loss,
+            lr: self.lr,
+        }
     }
 }

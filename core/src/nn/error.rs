@@ -18,6 +18,10 @@ crate::catalog_error! {
         UnknownOptimizer { name: String } = "train.unknown_optimizer",
         UnknownScenario { name: String, choices: String } = "train.unknown_scenario",
         LossScale { value: String } = "train.loss_scale",
+        /// A positive scale that fp32, where it is held, turns into 0 or inf.
+        LossScaleRange { value: String, becomes: String } = "train.loss_scale_range",
+        /// A positive loss weight that fp32 turns into 0 or inf.
+        LossWeightRange { value: String, becomes: String } = "train.loss_weight_range",
         MasterWeights { value: String } = "train.master_weights",
         /// One entry of the hidden sizes (trimmed).
         LayerSize { value: String } = "train.layer_size",
@@ -55,5 +59,15 @@ impl From<FormatError> for TrainError {
 impl From<DataError> for TrainError {
     fn from(reason: DataError) -> Self {
         Self::Data { reason }
+    }
+}
+
+crate::catalog_error! {
+    /// Training stopped: the loss became infinite or NaN. Each variant names
+    /// the setting most likely at fault.
+    pub enum Divergence {
+        LearningRate { step: u64, epoch: u64, loss: String, lr: f64 } = "train.diverged.lr",
+        LossWeight { step: u64, epoch: u64, loss: String, weight: f32 } = "train.diverged.loss_weight",
+        Precision { step: u64, epoch: u64, loss: String, format: String, max: String } = "train.diverged.precision",
     }
 }

@@ -21,7 +21,7 @@ pub mod trainer;
 
 pub use config::TrainConfig;
 pub use data::{DataLoader, Dataset, Synthetic};
-pub use error::{DataError, TrainError};
+pub use error::{DataError, Divergence, TrainError};
 pub use layers::{Activation, Linear, Mlp};
 pub use optimizers::{Optimizer, OptimizerKind};
 pub use precision::{LayerGradients, MixedEpoch, MixedReport};

@@ -113,9 +113,22 @@ impl RunSettings {
             accumulation: self.accumulate_in.clone(),
             ..Policy::uniform(&self.precision, loss_scale, master)
         };
-        let loss_weight = parse_number(&self.loss_weight)
-            .map_err(|reason| TrainError::LossWeightText { reason })?
-            as f32;
+        let weight = parse_number(&self.loss_weight)
+            .map_err(|reason| TrainError::LossWeightText { reason })?;
+        let loss_weight = weight as f32;
+        // The loss is computed in fp32: a weight fp32 cannot hold is refused
+        // with what it would become, not as "not positive".
+        if weight > 0.0 && !(loss_weight.is_finite() && loss_weight > 0.0) {
+            return Err(TrainError::LossWeightRange {
+                value: self.loss_weight.trim().to_owned(),
+                becomes: if loss_weight.is_infinite() {
+                    "inf"
+                } else {
+                    "0"
+                }
+                .to_owned(),
+            });
+        }
         let config = TrainConfig {
             hidden: parse_hidden(&self.hidden)?,
             activation: Activation::by_name(&self.activation)?,
@@ -251,5 +264,48 @@ mod tests {
         ] {
             assert!(!bad(settings).to_string().is_empty());
         }
+    }
+
+    /// Values fp32 turns into 0 or inf are refused with what they become.
+    #[test]
+    fn scales_and_weights_must_fit_fp32() {
+        let run = |loss_scale: &str, loss_weight: &str| {
+            RunSettings {
+                loss_scale: loss_scale.to_owned(),
+                loss_weight: loss_weight.to_owned(),
+                precision: "fp16".to_owned(),
+                ..RunSettings::default()
+            }
+            .config()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        };
+        for (scale, weight, becomes) in [
+            ("1e300", "1", "loss scale `1e300` becomes inf in fp32"),
+            ("1e-50", "1", "loss scale `1e-50` becomes 0 in fp32"),
+            ("none", "1e-50", "loss weight `1e-50` becomes 0 in fp32"),
+            ("none", "1e300", "loss weight `1e300` becomes inf in fp32"),
+        ] {
+            let err = run(scale, weight).err().unwrap_or_default();
+            assert!(err.starts_with(becomes), "{scale} / {weight}: {err}");
+        }
+        assert!(run("2^127", "2^-126").is_ok());
+        assert!(run("65536", "1").is_ok());
+    }
+
+    /// A divergence names the setting most likely at fault.
+    #[test]
+    fn a_divergence_blames_the_likely_setting() {
+        let config = |precision: &str, weight: f32| TrainConfig {
+            policy: Policy::uniform(precision, LossScale::None, MasterWeights::Fp32),
+            loss_weight: weight,
+            ..TrainConfig::default()
+        };
+        let why = |c: TrainConfig| c.divergence(0, 7, f64::INFINITY).to_string();
+        assert!(why(config("fp32", 1.0)).contains("smaller learning rate"));
+        assert!(why(config("fp32", 1e30)).contains("loss weight 1000000000000000000000000000000"));
+        let e2m1 = why(config("e2m1", 1.0));
+        assert!(e2m1.contains("e2m1 overflows above 3"), "{e2m1}");
+        assert!(!e2m1.contains("smaller learning rate"), "{e2m1}");
     }
 }

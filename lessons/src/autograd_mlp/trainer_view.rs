@@ -278,14 +278,9 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
     ));
     match &trainer.status {
         Status::Diverged { epoch, step, loss } => {
-            ui.colored_label(
-                theme::bad(&visuals),
-                TEXT.fill(
-                    lang,
-                    "train.diverged",
-                    &[("loss", loss), ("step", step), ("epoch", &(epoch + 1))],
-                ),
-            );
+            // The message names the setting most likely at fault.
+            let why = trainer.config.divergence(*epoch, *step, *loss);
+            ui.colored_label(theme::bad(&visuals), why.message(lang));
         }
         Status::Finished => {
             let acc = trainer.history.last().map_or(f64::NAN, |h| h.test_accuracy);
