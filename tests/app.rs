@@ -91,6 +91,12 @@ fn a_corrupt_save_starts_with_defaults_says_so_once_and_keeps_the_data() {
         kept.values().next().map(String::as_str),
         Some("(lesson: \"we")
     );
+    // The kept copy can be taken out of the app.
+    assert!(
+        harness
+            .query_by_label("Export the unreadable save…")
+            .is_some()
+    );
     harness.get_by_label("Dismiss").click();
     harness.run();
     assert!(
@@ -403,16 +409,42 @@ fn the_browser_selftest_sequence_passes_natively_too() {
     });
     let report = harness.state().selftest_report().cloned().unwrap();
     assert!(report.ok, "{report:?}");
-    assert_eq!(report.checks.len(), 4);
     assert_eq!(report.lessons.len(), dlsys_lessons::all().len());
-    if gpu {
-        assert_ne!(report.backend, "cpu");
-        let wgsl = report
+    // Every lesson's main action ran through its button's path.
+    let names: Vec<&str> = report.checks.iter().map(|c| c.name.as_str()).collect();
+    for lesson in [
+        "autograd_mlp",
+        "mixed_precision",
+        "gpu_kernels",
+        "write_kernels",
+    ] {
+        assert!(
+            names.contains(&format!("lesson:{lesson}").as_str()),
+            "{names:?}"
+        );
+    }
+    let detail = |name: &str| {
+        report
             .checks
             .iter()
-            .find(|c| c.name == "wgsl_exercise")
-            .unwrap();
-        assert!(wgsl.detail.starts_with("passes all"), "{wgsl:?}");
+            .find(|c| c.name == name)
+            .map(|c| c.detail.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        detail("lesson:autograd_mlp").contains("1 epoch(s)"),
+        "{report:?}"
+    );
+    if gpu {
+        assert_ne!(report.backend, "cpu");
+        assert!(
+            detail("lesson:write_kernels").contains("passes all"),
+            "{report:?}"
+        );
+        assert!(
+            detail("lesson:gpu_kernels").contains("rungs ran on the GPU"),
+            "{report:?}"
+        );
     }
 }
 

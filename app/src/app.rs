@@ -35,9 +35,12 @@ pub struct DlsysApp {
     /// for half a second while the learner drags a slider).
     changed_since: Option<web_time::Instant>,
     selftest: Option<crate::selftest::SelfTest>,
-    /// The route last written to the address bar (web).
+    /// The route last written to the address bar, and the one last read
+    /// from it (web): a route is followed once, when it changes.
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     route_shown: String,
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+    route_seen: Option<String>,
 }
 
 impl DlsysApp {
@@ -81,6 +84,7 @@ impl DlsysApp {
             changed_since: None,
             selftest: None,
             route_shown: String::new(),
+            route_seen: route.clone(),
         };
         if selftest {
             let ids = app.lessons.iter().map(|l| l.id().to_owned()).collect();
@@ -139,7 +143,7 @@ impl DlsysApp {
     }
 
     /// The self-test's report, once it has finished.
-    pub fn selftest_report(&self) -> Option<&crate::selftest::Report> {
+    pub fn selftest_report(&self) -> Option<&crate::selftest::SelfTestReport> {
         self.selftest.as_ref().and_then(|s| s.report.as_ref())
     }
 
@@ -151,7 +155,11 @@ impl DlsysApp {
         if selftest.is_done() {
             return;
         }
-        if let Some(id) = selftest.step(&self.gpu) {
+        let env = Env {
+            gpu: &self.gpu,
+            lang: self.state.lang,
+        };
+        if let Some(id) = selftest.step(&mut self.lessons, &env) {
             self.state.lesson = id;
         }
         ctx.request_repaint();
@@ -168,12 +176,16 @@ impl DlsysApp {
     fn route_logic(&mut self) {
         #[cfg(target_arch = "wasm32")]
         {
-            if let Some(hash) = crate::web::hash()
-                && hash != self.route_shown
-                && hash != self.state.lesson
-            {
+            let hash = crate::web::hash();
+            if hash != self.route_seen {
+                self.route_seen.clone_from(&hash);
                 // The address bar changed under us: Back, Forward, or a typed route.
-                self.open_route(&hash);
+                if let Some(hash) = hash
+                    && hash != self.route_shown
+                    && hash != self.state.lesson
+                {
+                    self.open_route(&hash);
+                }
             }
             if self.route_shown != self.state.lesson {
                 crate::web::push_hash(&self.state.lesson);
@@ -328,6 +340,41 @@ impl DlsysApp {
         if let Some(i) = dismissed {
             self.notices.remove(i);
         }
+        // Whatever could not be read is kept; let the learner take it home.
+        if !self.state.unreadable.is_empty()
+            && ui
+                .button(shell_text().get(lang, "app.export_unreadable"))
+                .clicked()
+        {
+            let result = self.export_unreadable();
+            self.notices.push(match result {
+                Ok(done) => done,
+                Err(err) => err,
+            });
+        }
+    }
+
+    /// Writes every unreadable saved text into one file: a download in the
+    /// browser, a file beside the save file natively.
+    fn export_unreadable(&self) -> Result<String, String> {
+        let lang = self.state.lang;
+        let text = ron::ser::to_string_pretty(&self.state.unreadable, Default::default())
+            .map_err(|err| err.to_string())?;
+        let name = format!("dlsys-lab-unreadable-{}.ron", persist::now_secs());
+        #[cfg(target_arch = "wasm32")]
+        {
+            crate::web::download(&name, &text)?;
+            Ok(shell_text().fill(lang, "app.exported", &[("file", &name)]))
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let dir = persist::save_file_path()
+                .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+                .unwrap_or_else(std::env::temp_dir);
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|err| format!("{}: {err}", path.display()))?;
+            Ok(shell_text().fill(lang, "app.exported", &[("file", &path.display())]))
+        }
     }
 
     fn sidebar_ui(&mut self, ui: &mut egui::Ui) {
@@ -407,7 +454,7 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
                 ui.label(value);
                 ui.end_row();
             };
-            row("gpu.adapter", info.adapter.clone());
+            row("gpu.adapter", dlsys_lessons::adapter_label(&info, lang));
             row("gpu.backend", info.backend.clone());
             row("gpu.device_type", info.device_type.clone());
             row(

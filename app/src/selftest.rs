@@ -1,17 +1,20 @@
 //! The smoke sequence behind `index.html?selftest` (and `Startup::selftest`):
-//! open every lesson, convert a float, run one gradient check, the GPU
-//! lesson's whole default race (every rung the adapter supports, through the
-//! same `Ladder` as its "Race them all" button) and one WGSL exercise check (the checker on the reference kernel, a
-//! broken one rejected with its line) on whatever backend is there, and
-//! report the outcome as JSON. It
-//! advances a little every frame, so the page keeps rendering meanwhile.
+//! open every lesson, convert a float, run one gradient check, then every
+//! lesson's main action through the same code as its button
+//! ([`Lesson::self_test_start`]: the GPU lesson's whole default race, a
+//! training epoch on MNIST, a mixed-precision scenario, a learner-kernel
+//! check), on whatever backend is there, and report the outcome as JSON. It
+//! advances a little every frame, so the page keeps rendering meanwhile; a
+//! lesson added to the registry with a main action is tested with no change
+//! here.
 
 use dlsys_core::autograd::{Band, Check};
 use dlsys_core::float::{Format, Rounding};
-use dlsys_lessons::GpuStatus;
-use dlsys_shaders::kernel_track::{CheckJob, KernelChecker, KernelVerdict, exercise, validate};
-use dlsys_shaders::{KernelRunner, Ladder, Outcome};
+use dlsys_lessons::{Env, GpuStatus, Lesson};
 use serde::Serialize;
+
+/// How long one lesson's action may take before the self-test gives up.
+const ACTION_BUDGET: web_time::Duration = web_time::Duration::from_secs(200);
 
 /// One finished check.
 #[derive(Clone, Debug, Serialize)]
@@ -19,13 +22,15 @@ pub struct CheckResult {
     pub name: String,
     pub ok: bool,
     pub detail: String,
+    /// How long it took, start to outcome.
+    pub seconds: f64,
 }
 
 /// What the self-test reports.
 #[derive(Clone, Debug, Serialize)]
-pub struct Report {
+pub struct SelfTestReport {
     pub ok: bool,
-    /// `webgpu`, `vulkan`, … when the kernel ran on a GPU; `cpu` otherwise.
+    /// `webgpu`, `vulkan`, … when the kernels run on a GPU; `cpu` otherwise.
     pub backend: String,
     pub adapter: String,
     pub lessons: Vec<String>,
@@ -33,13 +38,17 @@ pub struct Report {
 }
 
 enum Stage {
-    Lessons { index: usize, frames: u32 },
+    Lessons {
+        index: usize,
+        frames: u32,
+    },
     Float,
     Gradcheck,
-    StartKernel,
-    Race(Box<(KernelRunner, Ladder)>),
-    StartWgsl,
-    Wgsl(Box<(KernelChecker, CheckJob)>),
+    /// The lessons' main actions, one after another.
+    Action {
+        index: usize,
+        started: Option<web_time::Instant>,
+    },
     Done,
 }
 
@@ -47,9 +56,9 @@ pub struct SelfTest {
     stage: Stage,
     checks: Vec<CheckResult>,
     lessons: Vec<String>,
-    backend: String,
-    adapter: String,
-    pub report: Option<Report>,
+    /// Checks the report must hold: float, gradcheck, one per lesson action.
+    expected: usize,
+    pub report: Option<SelfTestReport>,
 }
 
 impl SelfTest {
@@ -61,22 +70,22 @@ impl SelfTest {
             },
             checks: Vec::new(),
             lessons,
-            backend: "cpu".to_owned(),
-            adapter: String::new(),
+            expected: 2,
             report: None,
         }
     }
 
-    fn check(&mut self, name: &str, ok: bool, detail: String) {
+    fn check(&mut self, name: &str, ok: bool, detail: String, took: web_time::Duration) {
         self.checks.push(CheckResult {
             name: name.to_owned(),
             ok,
             detail,
+            seconds: took.as_secs_f64(),
         });
     }
 
     /// Advances one step. Returns the lesson to show this frame, if any.
-    pub fn step(&mut self, gpu: &GpuStatus) -> Option<String> {
+    pub fn step(&mut self, lessons: &mut [Box<dyn Lesson>], env: &Env<'_>) -> Option<String> {
         match &mut self.stage {
             Stage::Lessons { index, frames } => {
                 let Some(id) = self.lessons.get(*index).cloned() else {
@@ -102,102 +111,80 @@ impl SelfTest {
                     "float",
                     ok,
                     format!("fp16(65520) = {overflow:#06x}, fp16(0.1) = {}", tenth.hex),
+                    web_time::Duration::ZERO,
                 );
                 self.stage = Stage::Gradcheck;
             }
             Stage::Gradcheck => {
+                let started = web_time::Instant::now();
                 let report = Check::Mlp.run::<f64>(1, None);
                 self.check(
                     "gradcheck",
                     report.band == Band::Good,
                     format!("MLP max relative error {:e}", report.max_rel_error),
+                    started.elapsed(),
                 );
-                self.stage = Stage::StartKernel;
-            }
-            Stage::StartKernel => {
-                // The lesson's own default race ("Race them all").
-                let settings = dlsys_lessons::gpu_kernels::Settings::default().ladder(true);
-                let ladder = match Ladder::new(&settings, dlsys_shaders::ladder::CPU_MAX_ELEMENTS) {
-                    Ok(ladder) => ladder,
-                    Err(err) => {
-                        self.check("kernel_race", false, err.to_string());
-                        self.stage = Stage::StartWgsl;
-                        return None;
-                    }
+                self.stage = Stage::Action {
+                    index: 0,
+                    started: None,
                 };
-                match gpu {
-                    GpuStatus::Compute(gpu) => {
-                        self.backend = gpu.adapter_info.backend.to_string();
-                        self.adapter = gpu.adapter_info.name.clone();
-                        let runner = KernelRunner::new((**gpu).clone());
-                        self.stage = Stage::Race(Box::new((runner, ladder)));
-                    }
-                    GpuStatus::RenderOnly { reason, .. } | GpuStatus::Unavailable { reason } => {
-                        let outcomes = ladder.run_on_cpu();
-                        let (ok, detail) = judge_race(&outcomes);
-                        self.check(
-                            "kernel_race",
-                            ok,
-                            format!("CPU path (no compute GPU: {reason}): {detail}"),
-                        );
-                        self.stage = Stage::StartWgsl;
-                    }
-                }
             }
-            Stage::Race(boxed) => {
-                let (runner, ladder) = &mut **boxed;
-                if ladder.poll(runner) {
-                    let (ok, detail) = judge_race(ladder.outcomes());
-                    self.check("kernel_race", ok, detail);
-                    self.stage = Stage::StartWgsl;
-                }
-            }
-            Stage::StartWgsl => {
-                let Some(ex) = exercise("sum_reduction") else {
-                    self.check(
-                        "wgsl_exercise",
-                        false,
-                        "no sum_reduction exercise".to_owned(),
-                    );
+            Stage::Action { index, started } => {
+                let Some(lesson) = lessons.get_mut(*index) else {
                     self.stage = Stage::Done;
                     return None;
                 };
-                // naga alone: the reference validates, a type error is found at its line.
-                let broken = ex
-                    .reference()
-                    .replace("var total = 0.0;", "var total = 0u;");
-                let naga_ok = validate(ex, &ex.reference()).is_ok()
-                    && validate(ex, &broken).is_err_and(|d| d.line.is_some());
-                match gpu {
-                    GpuStatus::Compute(gpu) if naga_ok => {
-                        let mut checker = KernelChecker::new((**gpu).clone());
-                        let job = checker.start(ex, &ex.reference());
-                        self.stage = Stage::Wgsl(Box::new((checker, job)));
+                let id = lesson.id().to_owned();
+                let Some(since) = *started else {
+                    if lesson.self_test_start(env) {
+                        *started = Some(web_time::Instant::now());
+                        self.expected += 1;
+                        #[cfg(target_arch = "wasm32")]
+                        crate::web::mark_stage(&format!("lesson:{id}"));
+                    } else {
+                        *index += 1;
                     }
-                    _ => {
-                        self.check(
-                            "wgsl_exercise",
-                            naga_ok,
-                            "naga validation only (no compute GPU to run it)".to_owned(),
-                        );
-                        self.stage = Stage::Done;
-                    }
+                    return Some(id);
+                };
+                let outcome = (!lesson.is_busy())
+                    .then(|| lesson.self_test_outcome())
+                    .flatten();
+                let finished = match outcome {
+                    Some(outcome) => Some(outcome),
+                    None if since.elapsed() > ACTION_BUDGET => Some(Err(format!(
+                        "did not finish within {} s",
+                        ACTION_BUDGET.as_secs()
+                    ))),
+                    None => None,
+                };
+                if let Some(outcome) = finished {
+                    *index += 1;
+                    *started = None;
+                    let (ok, detail) = match outcome {
+                        Ok(detail) => (true, detail),
+                        Err(detail) => (false, detail),
+                    };
+                    self.check(&format!("lesson:{id}"), ok, detail, since.elapsed());
+                    #[cfg(target_arch = "wasm32")]
+                    crate::web::mark_stage("between");
                 }
-            }
-            Stage::Wgsl(boxed) => {
-                let (_, job) = &mut **boxed;
-                if let Some(verdict) = job.poll() {
-                    let ok = matches!(verdict, KernelVerdict::Passed { .. });
-                    self.check("wgsl_exercise", ok, verdict.message());
-                    self.stage = Stage::Done;
-                }
+                return Some(id);
             }
             Stage::Done => {
                 if self.report.is_none() {
-                    self.report = Some(Report {
-                        ok: self.checks.iter().all(|c| c.ok) && self.checks.len() == 4,
-                        backend: self.backend.to_lowercase(),
-                        adapter: self.adapter.clone(),
+                    let (backend, adapter) = match env.gpu {
+                        GpuStatus::Compute(gpu) => (
+                            gpu.adapter_info.backend.to_string().to_lowercase(),
+                            gpu.adapter_info.name.clone(),
+                        ),
+                        GpuStatus::RenderOnly { .. } | GpuStatus::Unavailable { .. } => {
+                            ("cpu".to_owned(), String::new())
+                        }
+                    };
+                    self.report = Some(SelfTestReport {
+                        ok: self.checks.iter().all(|c| c.ok) && self.checks.len() == self.expected,
+                        backend,
+                        adapter,
                         lessons: self.lessons.clone(),
                         checks: self.checks.clone(),
                     });
@@ -210,45 +197,4 @@ impl SelfTest {
     pub fn is_done(&self) -> bool {
         self.report.is_some()
     }
-}
-
-/// Every rung ran (or, on the CPU path, was timed) and every GPU result
-/// matches its reference; rungs the adapter cannot run (no subgroups) are
-/// listed, not failed.
-fn judge_race(outcomes: &[Outcome]) -> (bool, String) {
-    let mut ran = 0;
-    let mut wrong = Vec::new();
-    let mut skipped = Vec::new();
-    for outcome in outcomes {
-        match outcome {
-            Outcome::Ran(r) => {
-                ran += 1;
-                if !r.ok && !r.kernel.expected_to_overflow() {
-                    wrong.push(format!(
-                        "{} (max rel error {:e})",
-                        r.kernel.id(),
-                        r.max_rel_error
-                    ));
-                }
-            }
-            Outcome::Cpu(_) => ran += 1,
-            Outcome::Skipped { kernel, why } => {
-                let unsupported = matches!(why, dlsys_shaders::KernelError::NeedsSubgroups { .. });
-                if unsupported {
-                    skipped.push(kernel.id());
-                } else {
-                    wrong.push(format!("{}: {why}", kernel.id()));
-                }
-            }
-        }
-    }
-    let ok = wrong.is_empty() && ran > 0;
-    let mut detail = format!("{ran} of {} rungs ran", outcomes.len());
-    if !skipped.is_empty() {
-        detail.push_str(&format!("; not offered here: {}", skipped.join(", ")));
-    }
-    if !wrong.is_empty() {
-        detail.push_str(&format!("; failed: {}", wrong.join("; ")));
-    }
-    (ok, detail)
 }

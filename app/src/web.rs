@@ -38,6 +38,18 @@ pub fn selftest_requested() -> bool {
         .is_some_and(|s| s.contains("selftest"))
 }
 
+/// Names the self-test's current stage on the page (`data-stage` of the
+/// `#selftest` element), so a measuring script can tell which frames belong
+/// to which lesson's action.
+pub fn mark_stage(stage: &str) {
+    if let Some(pre) = window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("selftest"))
+    {
+        let _ = pre.set_attribute("data-stage", stage);
+    }
+}
+
 /// Writes the self-test report where a headless browser can read it.
 pub fn write_selftest(json: &str, ok: bool) {
     let Some(document) = window().and_then(|w| w.document()) else {
@@ -51,6 +63,27 @@ pub fn write_selftest(json: &str, ok: bool) {
     } else {
         "selftest: failed"
     });
+}
+
+/// Offers `text` as a file to download (the browser asks where to save it).
+pub fn download(filename: &str, text: &str) -> Result<(), String> {
+    let fail = |what: &str| format!("could not offer the download: {what}");
+    let document = window()
+        .and_then(|w| w.document())
+        .ok_or_else(|| fail("no document"))?;
+    let parts = js_sys::Array::of1(&eframe::wasm_bindgen::JsValue::from_str(text));
+    let blob = web_sys::Blob::new_with_str_sequence(&parts).map_err(|_| fail("no Blob"))?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(|_| fail("no URL"))?;
+    let anchor = document
+        .create_element("a")
+        .ok()
+        .and_then(|e| e.dyn_into::<web_sys::HtmlAnchorElement>().ok())
+        .ok_or_else(|| fail("no link element"))?;
+    anchor.set_href(&url);
+    anchor.set_download(filename);
+    anchor.click();
+    let _ = web_sys::Url::revoke_object_url(&url);
+    Ok(())
 }
 
 /// Starts the app on the page's canvas.

@@ -45,16 +45,38 @@ impl GpuStatus {
     }
 
     /// One line for learners: which path GPU lessons take and why.
-    pub fn summary(&self) -> String {
+    pub fn summary(&self, lang: Lang) -> String {
+        let text = exercise_panel::shell_text();
         match self {
-            Self::Compute(gpu) => format!(
-                "GPU kernels run on {} ({}).",
-                gpu.adapter_info.name, gpu.adapter_info.backend
-            ),
+            Self::Compute(gpu) => {
+                let info = gpu.info();
+                text.fill(
+                    lang,
+                    "app.gpu_summary",
+                    &[
+                        ("adapter", &adapter_label(&info, lang)),
+                        ("backend", &info.backend),
+                    ],
+                )
+            }
             Self::RenderOnly { reason, .. } | Self::Unavailable { reason } => {
-                format!("GPU lessons run on the CPU path: {reason}")
+                text.fill(lang, "app.cpu_summary", &[("reason", reason)])
             }
         }
+    }
+}
+
+/// The adapter's name for learners. Browsers hide it (WebGPU reports an
+/// empty name), so then it says whose adapter it is and what it does report.
+pub fn adapter_label(info: &GpuInfo, lang: Lang) -> String {
+    if info.adapter.trim().is_empty() {
+        exercise_panel::shell_text().fill(
+            lang,
+            "app.browser_adapter",
+            &[("kind", &info.device_type), ("backend", &info.backend)],
+        )
+    } else {
+        info.adapter.clone()
     }
 }
 
@@ -123,6 +145,20 @@ pub trait Lesson {
     /// its defaults and the shell tells the user.
     fn load_state(&mut self, _ron_text: &str) -> Result<(), ron::error::SpannedError> {
         Ok(())
+    }
+
+    /// Starts the lesson's main action for a self-test (`?selftest`, the
+    /// browser runs in CI), through the same code as its button, with
+    /// settings small enough for a smoke test and without touching what the
+    /// learner saved. `false`: the lesson has no long-running action.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        false
+    }
+
+    /// How the self-test's action went, once it has finished (`is_busy`
+    /// false): what it did, or what went wrong.
+    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+        None
     }
 }
 

@@ -195,6 +195,26 @@ impl Outcome {
         }
     }
 
+    /// Its bandwidth and roofline point, for the plots (skipped: none).
+    pub fn measured(&self) -> Option<crate::report::Measured> {
+        use crate::report::{Measured, roofline_point};
+        match self {
+            Self::Ran(r) => Some(Measured {
+                kernel: r.kernel,
+                gb_per_s: r.gb_per_s,
+                roofline: r.roofline_point(),
+                on_cpu: false,
+            }),
+            Self::Cpu(c) => Some(Measured {
+                kernel: c.kernel,
+                gb_per_s: c.bytes as f64 / (c.ms * 1e6),
+                roofline: roofline_point(c.kernel, c.problem, c.bytes, c.ms),
+                on_cpu: true,
+            }),
+            Self::Skipped { .. } => None,
+        }
+    }
+
     pub fn kernel(&self) -> Kernel {
         match self {
             Self::Ran(r) => r.kernel,

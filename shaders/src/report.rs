@@ -49,13 +49,30 @@ impl Row {
     /// (arithmetic intensity in ops/byte, throughput in Gop/s) for the
     /// roofline, from this run's own problem; `None` for the copy kernel.
     pub fn roofline_point(&self) -> Option<(f64, f64)> {
-        let ops = self.kernel.ops_per_element();
-        if ops == 0.0 || self.bytes == 0 {
-            return None;
-        }
-        let work = ops * self.problem.elements() as f64;
-        Some((work / self.bytes as f64, work / (self.median_ms * 1e6)))
+        roofline_point(self.kernel, self.problem, self.bytes, self.median_ms)
     }
+}
+
+/// (ops per byte, Gop/s) of `kernel` on `problem`, moving `bytes` in `ms`;
+/// `None` for the copy kernel (no arithmetic).
+pub fn roofline_point(kernel: Kernel, problem: Problem, bytes: u64, ms: f64) -> Option<(f64, f64)> {
+    let ops = kernel.ops_per_element();
+    if ops == 0.0 || bytes == 0 {
+        return None;
+    }
+    let work = ops * problem.elements() as f64;
+    Some((work / bytes as f64, work / (ms * 1e6)))
+}
+
+/// What the plots need of one measured kernel, timed on the GPU or (the
+/// CPU path) its reference timed on the CPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub kernel: Kernel,
+    pub gb_per_s: f64,
+    pub roofline: Option<(f64, f64)>,
+    /// Timed on the CPU (no compute GPU): the plots say so.
+    pub on_cpu: bool,
 }
 
 /// Softmax: relative error ≤ 1e-5 with the same NaN pattern; sums: ≤ 1e-5; max: exact.

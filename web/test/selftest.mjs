@@ -1,8 +1,10 @@
 // Opens the web bundle's ?selftest in Debian's chromium and checks the result:
 //   node selftest.mjs URL webgpu|cpu SCREENSHOT.png
-// `webgpu`: WebGPU through SwiftShader, the GPU lesson's whole default race
-// must run on WebGPU.
-// `cpu`: --disable-gpu, WebGL2 only, the kernel must take the CPU path.
+// `webgpu`: WebGPU through SwiftShader: the GPU lesson's whole default race
+// and a learner-kernel check must run on WebGPU.
+// `cpu`: --disable-gpu, WebGL2 only: the kernels must take the CPU path.
+// Both: every lesson's main action (through its button's code), no page
+// error and no panic.
 import fs from "node:fs";
 import { chromium } from "playwright-core";
 
@@ -21,7 +23,7 @@ page.on("pageerror", (e) => logs.push(`pageerror: ${e}`));
 let failure = null;
 try {
   await page.goto(`${url}?selftest`);
-  await page.waitForFunction(() => document.title.startsWith("selftest:"), null, { timeout: 240_000 });
+  await page.waitForFunction(() => document.title.startsWith("selftest:"), null, { timeout: 420_000 });
   const report = JSON.parse((await page.$eval("#selftest", (e) => e.textContent)) || "{}");
   await page.screenshot({ path: shot });
   const size = fs.statSync(shot).size;
@@ -29,13 +31,18 @@ try {
   if (!report.ok) failure = "the self-test reported a failure";
   else if (mode === "webgpu" && report.backend !== "webgpu") failure = `expected the kernel on WebGPU, got ${report.backend}`;
   else if (mode === "cpu" && report.backend !== "cpu") failure = `expected the CPU fallback, got ${report.backend}`;
-  // The WGSL exercise checker ran the reference kernel on WebGPU, or only naga without it.
-  else if (!(report.checks || []).some((c) => c.name === "wgsl_exercise" &&
-      (mode === "webgpu" ? c.detail.startsWith("passes all") : c.detail.startsWith("naga validation only"))))
-    failure = `the WGSL exercise check did not run as expected for ${mode}`;
-  // The GPU lesson's whole default race ran (every rung the adapter offers).
-  else if (!(report.checks || []).some((c) => c.name === "kernel_race" && c.ok))
-    failure = "the kernel race did not run";
+  // Every lesson's main action ran through its button's path: the GPU
+  // lesson's whole default race and a learner-kernel check on WebGPU (naga
+  // and the CPU path without it), an MNIST epoch, a mixed-precision scenario.
+  else if ((() => {
+    const check = (name) => (report.checks || []).find((c) => c.name === name);
+    const race = check("lesson:gpu_kernels"), kernel = check("lesson:write_kernels");
+    for (const name of ["lesson:autograd_mlp", "lesson:mixed_precision"]) if (!check(name)?.ok) return true;
+    if (!race?.ok || !kernel?.ok) return true;
+    if (mode === "webgpu") return !race.detail.includes("rungs ran on the GPU") || !kernel.detail.includes("passes all");
+    return !race.detail.startsWith("CPU path") || !kernel.detail.includes("naga validation only");
+  })())
+    failure = `a lesson's main action did not run as expected for ${mode}: ${JSON.stringify(report.checks)}`;
   // No panic and no page error, even if the report came back.
   else if (logs.some((l) => l.startsWith("pageerror") || l.includes("panicked at")))
     failure = "the page logged an error or a panic";

@@ -105,7 +105,7 @@ pub fn load(saved: Option<&str>, now_secs: u64) -> Loaded {
             set_aside: None,
         };
     };
-    let aside_key = format!("{STORAGE_KEY}/unreadable-{now_secs}");
+    let aside_key = format!("unreadable-{now_secs}");
     let (mut state, notice) = match ron::from_str::<SavedState>(text) {
         Ok(state) => (state, None),
         Err(err) => match field_by_field(text) {
@@ -114,8 +114,9 @@ pub fn load(saved: Option<&str>, now_secs: u64) -> Loaded {
                 state,
                 Some(format!(
                     "Some saved settings could not be read ({}: {err}); they start from their \
-                     defaults, everything else was kept, and the whole saved text is kept in \
-                     the save file under `{aside_key}`.",
+                     defaults, everything else was kept, and the whole saved text is kept \
+                     inside your save (as `{aside_key}`; “Export the unreadable save” writes \
+                     it to a file).",
                     failed.join(", ")
                 )),
             ),
@@ -123,8 +124,8 @@ pub fn load(saved: Option<&str>, now_secs: u64) -> Loaded {
                 SavedState::default(),
                 Some(format!(
                     "Your saved progress could not be read ({err}). dlsys-lab started with \
-                     defaults and keeps a copy of the unreadable data in the save file, \
-                     under `{aside_key}`."
+                     defaults and keeps a copy of the unreadable text inside your save (as \
+                     `{aside_key}`; “Export the unreadable save” writes it to a file)."
                 )),
             ),
         },
@@ -211,17 +212,10 @@ mod tests {
     fn corrupt_state_gives_defaults_a_notice_and_keeps_the_text() {
         let loaded = load(Some("(lesson: \"welc"), 42);
         assert_eq!(loaded.state, SavedState::default());
-        assert!(
-            loaded
-                .notice
-                .is_some_and(|n| n.contains("dlsys-lab/v1/unreadable-42"))
-        );
+        assert!(loaded.notice.is_some_and(|n| n.contains("unreadable-42")));
         assert_eq!(
             loaded.set_aside,
-            Some((
-                "dlsys-lab/v1/unreadable-42".to_owned(),
-                "(lesson: \"welc".to_owned()
-            ))
+            Some(("unreadable-42".to_owned(), "(lesson: \"welc".to_owned()))
         );
     }
 

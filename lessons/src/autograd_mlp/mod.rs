@@ -66,6 +66,15 @@ impl Lesson for AutogradMlp {
     }
 
     crate::persist_field!(settings);
+
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        self.run.self_test_start();
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+        self.run.outcome()
+    }
 }
 
 #[cfg(test)]

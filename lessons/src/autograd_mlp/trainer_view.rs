@@ -81,6 +81,42 @@ impl TrainRun {
         self.running || self.waiting.is_some()
     }
 
+    /// The self-test's run: one epoch on MNIST, started as the Train button
+    /// starts a run (the learner's settings stay as they are).
+    pub fn self_test_start(&mut self) {
+        let quick = TrainSettings {
+            dataset: "mnist".to_owned(),
+            hidden: "32".to_owned(),
+            optimizer: "sgd".to_owned(),
+            lr: 0.1,
+            batch: 64,
+            epochs: 1,
+            ..TrainSettings::default()
+        };
+        self.start(&quick);
+    }
+
+    /// How the last run ended, for the self-test.
+    pub fn outcome(&self) -> Option<Result<String, String>> {
+        if let Some(err) = &self.error {
+            return Some(Err(err.to_string()));
+        }
+        let trainer = self.trainer.as_ref()?;
+        match &trainer.status {
+            Status::Running => None,
+            Status::Diverged { .. } => Some(Err("the loss diverged".to_owned())),
+            Status::Finished => {
+                let accuracy = trainer.history.last().map_or(0.0, |h| h.test_accuracy);
+                let detail = format!(
+                    "{} epoch(s) on {} examples, test accuracy {accuracy:.3}",
+                    trainer.epoch,
+                    trainer.train.len()
+                );
+                if accuracy > 0.5 { Ok(detail) } else { Err(detail) }.into()
+            }
+        }
+    }
+
     /// Trains for a slice of the frame budget.
     pub fn logic(&mut self, ctx: &egui::Context) {
         if let Some(settings) = &self.waiting {

@@ -100,13 +100,19 @@ impl GpuKernels {
         self.runner.as_mut()
     }
 
+    /// "Run selected" (`all` false) and "Race them all" (`all` true).
     fn start(&mut self, env: &Env<'_>, all: bool) {
+        let settings = self.settings.ladder(all);
+        self.start_ladder(&settings, env);
+    }
+
+    fn start_ladder(&mut self, settings: &LadderSettings, env: &Env<'_>) {
         self.results.clear();
         self.error = None;
         let max_elements = self
             .ensure_runner(env.gpu)
             .map_or(CPU_MAX_ELEMENTS, |runner| runner.max_elements());
-        let ladder = match Ladder::new(&self.settings.ladder(all), max_elements) {
+        let ladder = match Ladder::new(settings, max_elements) {
             Ok(ladder) => ladder,
             Err(err) => {
                 self.error = Some(err.message(env.lang));
@@ -163,7 +169,7 @@ impl Lesson for GpuKernels {
                     lang,
                     "device",
                     &[
-                        ("adapter", &info.adapter),
+                        ("adapter", &crate::adapter_label(&info, lang)),
                         ("backend", &info.backend),
                         ("timer", &timer),
                     ],
@@ -202,6 +208,70 @@ impl Lesson for GpuKernels {
     }
 
     crate::persist_field!(settings);
+
+    /// "Race them all": every rung, as the button races them, on a problem
+    /// small enough for a software GPU in a browser (not the learner's).
+    fn self_test_start(&mut self, env: &Env<'_>) -> bool {
+        let quick = Settings {
+            rows: 64,
+            cols: 256,
+            trials: 2,
+            ..Settings::default()
+        };
+        self.start_ladder(&quick.ladder(true), env);
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+        if self.ladder.is_some() {
+            return None;
+        }
+        if let Some(err) = &self.error {
+            return Some(Err(err.clone()));
+        }
+        (!self.results.is_empty()).then(|| judge_race(&self.results))
+    }
+}
+
+/// Every rung ran (on the GPU, or timed on the CPU path) and every GPU
+/// result matches its reference; rungs the adapter cannot run (no
+/// subgroups) are listed, not failed.
+fn judge_race(outcomes: &[Outcome]) -> Result<String, String> {
+    let mut ran = 0;
+    let mut cpu = 0;
+    let mut wrong = Vec::new();
+    let mut skipped = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Ran(r) => {
+                ran += 1;
+                if !r.ok && !r.kernel.expected_to_overflow() {
+                    wrong.push(format!("{} (max rel error {:e})", r.kernel.id(), r.max_rel_error));
+                }
+            }
+            Outcome::Cpu(_) => cpu += 1,
+            Outcome::Skipped { kernel, why } => {
+                if matches!(why, dlsys_shaders::KernelError::NeedsSubgroups { .. }) {
+                    skipped.push(kernel.id());
+                } else {
+                    wrong.push(format!("{}: {why}", kernel.id()));
+                }
+            }
+        }
+    }
+    let mut detail = if cpu > 0 {
+        format!("CPU path: {cpu} of {} rungs timed", outcomes.len())
+    } else {
+        format!("{ran} of {} rungs ran on the GPU", outcomes.len())
+    };
+    if !skipped.is_empty() {
+        detail.push_str(&format!("; not offered here: {}", skipped.join(", ")));
+    }
+    if !wrong.is_empty() || ran + cpu == 0 {
+        detail.push_str(&format!("; failed: {}", wrong.join("; ")));
+        return Err(detail);
+    }
+    Ok(detail)
 }
 
 #[cfg(test)]
@@ -279,8 +349,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         let points = |lesson: &GpuKernels| {
-            let ran: Vec<&dlsys_shaders::report::Row> =
-                lesson.results.iter().filter_map(Outcome::ran).collect();
+            let ran: Vec<_> = lesson.results.iter().filter_map(Outcome::measured).collect();
             plots::roofline_points(&ran)
         };
         let before = points(&lesson);

@@ -2,25 +2,27 @@
 //! the roofline, each point at its own run's problem size.
 
 use dlsys_core::text::Lang;
-use dlsys_shaders::report::Row;
+use dlsys_shaders::report::Measured;
 use egui_plot::{Bar, BarChart, HLine, Legend, Line, Plot, PlotPoints, Points};
 
 use super::TEXT;
 use crate::theme;
 
 /// (kernel id, arithmetic intensity, Gop/s) for each run that has a roofline point.
-pub(super) fn roofline_points(ran: &[&Row]) -> Vec<(String, f64, f64)> {
+pub(super) fn roofline_points(ran: &[Measured]) -> Vec<(String, f64, f64)> {
     ran.iter()
-        .filter_map(|r| {
-            r.roofline_point()
-                .map(|(ai, gops)| (r.kernel.id(), ai, gops))
-        })
+        .filter_map(|r| r.roofline.map(|(ai, gops)| (r.kernel.id(), ai, gops)))
         .collect()
 }
 
-pub(super) fn show(ui: &mut egui::Ui, lang: Lang, ran: &[&Row]) {
+/// The bandwidth bars and the roofline of `ran` (GPU runs, or the CPU
+/// path's reference timings, which the plots then label as such).
+pub(super) fn show(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
     let t = |key| TEXT.get(lang, key);
     let visuals = ui.visuals().clone();
+    if ran.iter().any(|r| r.on_cpu) {
+        ui.colored_label(theme::warn(&visuals), t("plot.cpu_note"));
+    }
     let copy = ran
         .iter()
         .find(|r| r.kernel == dlsys_core::kernels::Kernel::Copy)

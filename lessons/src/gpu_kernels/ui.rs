@@ -219,7 +219,8 @@ impl GpuKernels {
         if ran.iter().any(|r| r.kernel.expected_to_overflow() && !r.ok) {
             ui.colored_label(theme::warn(&visuals), t("summary.overflow"));
         }
-        super::plots::show(ui, lang, &ran);
+        let measured: Vec<_> = self.results.iter().filter_map(Outcome::measured).collect();
+        super::plots::show(ui, lang, &measured);
     }
 }
 

@@ -62,6 +62,16 @@ impl Lesson for MixedPrecision {
     }
 
     crate::persist_field!(settings);
+
+    /// The first scenario button, as the learner presses it.
+    fn self_test_start(&mut self, env: &Env<'_>) -> bool {
+        self.run.start_scenario(runs::BUTTONS[0], env.lang);
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+        self.run.outcome()
+    }
 }
 
 /// fp16's and bf16's ranges in one line each, from the emulator.

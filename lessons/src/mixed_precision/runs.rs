@@ -144,6 +144,31 @@ impl PairRun {
         self.running || self.waiting.is_some()
     }
 
+    /// How the last run ended, for the self-test: every side finished (a
+    /// scenario may lose accuracy; that is its point, not a failure).
+    pub fn outcome(&self) -> Option<Result<String, String>> {
+        if let Some(err) = &self.error {
+            return Some(Err(err.to_string()));
+        }
+        if self.sides.is_empty() || self.is_running() {
+            return None;
+        }
+        let sides: Vec<String> = self
+            .sides
+            .iter()
+            .map(|side| {
+                let accuracy = side.trainer.history.last().map_or(0.0, |h| h.test_accuracy);
+                format!("{}: {accuracy:.3}", side.label)
+            })
+            .collect();
+        let finished = self
+            .sides
+            .iter()
+            .all(|side| side.trainer.status != Status::Running);
+        let detail = format!("{} — {}", self.title, sides.join("; "));
+        Some(if finished { Ok(detail) } else { Err(detail) })
+    }
+
     /// Trains both sides for a slice of the frame.
     pub fn logic(&mut self, ctx: &egui::Context) {
         if let Some((title, dataset, run, base)) = &self.waiting {

@@ -44,7 +44,13 @@ impl Lesson for Welcome {
         ui.label(format!("• {}", t("topic.exercises")));
         ui.add_space(8.0);
         ui.strong(t("how"));
-        for key in ["how.sidebar", "how.keys", "how.cli"] {
+        // In the browser there is no `dlsys-lab` to run: say where it is.
+        let cli = if cfg!(target_arch = "wasm32") {
+            "how.cli_web"
+        } else {
+            "how.cli"
+        };
+        for key in ["how.sidebar", "how.keys", cli] {
             ui.label(format!("• {}", t(key)));
         }
         ui.add_space(8.0);
@@ -55,7 +61,7 @@ impl Lesson for Welcome {
                 theme::warn(ui.visuals())
             }
         };
-        ui.colored_label(color, env.gpu.summary());
+        ui.colored_label(color, env.gpu.summary(env.lang));
     }
 }
 

@@ -67,7 +67,8 @@ pub struct WriteKernels {
     /// The last passing kernel timed against the built-in ladder.
     race: Option<(&'static str, RaceState)>,
     /// A check asked for while the device was starting.
-    queued: Option<&'static KernelExercise>,
+    /// A check waiting for the device: the exercise and the code to check.
+    queued: Option<(&'static KernelExercise, String)>,
     shown: Option<(&'static str, Checked)>,
     confirm_reset: bool,
     /// Set when the learner's code changed or an exercise passed; the shell
@@ -149,8 +150,13 @@ impl WriteKernels {
         }
     }
 
+    /// The Check button: the code in the editor.
     fn start_check(&mut self, ex: &'static KernelExercise, env: &Env<'_>) {
         let source = self.code_mut(ex).clone();
+        self.check(ex, source, env);
+    }
+
+    fn check(&mut self, ex: &'static KernelExercise, source: String, env: &Env<'_>) {
         // A new check makes the last race stale.
         self.race = None;
         if let Err(diagnostic) = validate(ex, &source) {
@@ -173,7 +179,7 @@ impl WriteKernels {
                 self.show(ex, Shown::ValidNoGpu(reason), source);
             }
             #[cfg(not(target_arch = "wasm32"))]
-            CheckerState::Starting(_) => self.queued = Some(ex),
+            CheckerState::Starting(_) => self.queued = Some((ex, source)),
             CheckerState::Idle => {}
         }
     }
@@ -428,9 +434,9 @@ impl Lesson for WriteKernels {
                 }
             }
             if !matches!(self.device, CheckerState::Starting(_))
-                && let Some(ex) = self.queued.take()
+                && let Some((ex, source)) = self.queued.take()
             {
-                self.start_check(ex, env);
+                self.check(ex, source, env);
             }
         }
         if let Some((_, RaceState::Running(receiver))) = &self.race {
@@ -587,6 +593,24 @@ impl Lesson for WriteKernels {
     }
 
     crate::persist_field!(saved);
+
+    /// A check of the first exercise's reference kernel, through the Check
+    /// button's path; the learner's code and progress stay as they are.
+    fn self_test_start(&mut self, env: &Env<'_>) -> bool {
+        let ex = &EXERCISES[0];
+        self.check(ex, ex.reference(), env);
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+        let (id, Checked { shown, .. }) = self.shown.as_ref()?;
+        Some(match shown {
+            Shown::KernelVerdict(verdict) if verdict.passed() => Ok(format!("{id}: {}", verdict.message())),
+            Shown::KernelVerdict(verdict) => Err(format!("{id}: {}", verdict.message())),
+            // No compute GPU: naga's validation is all a check can do.
+            Shown::ValidNoGpu(reason) => Ok(format!("{id}: naga validation only ({reason})")),
+        })
+    }
 }
 
 #[cfg(test)]

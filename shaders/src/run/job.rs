@@ -43,6 +43,12 @@ pub(super) struct Submission<'a> {
     pub timer: TimerKind,
 }
 
+/// One submission of a CPU-clock run: a prelude run, or a timed trial.
+struct Piece {
+    buffer: wgpu::CommandBuffer,
+    timed: bool,
+}
+
 /// A run in flight.
 pub struct Job {
     device: wgpu::Device,
@@ -59,7 +65,8 @@ pub struct Job {
     wall_times: Vec<f64>,
     /// CPU-clock trials still to time (the next one last), the one in flight
     /// (web), and the readback after them.
-    trials_left: Vec<wgpu::CommandBuffer>,
+    trials_left: Vec<Piece>,
+    /// Web: when the piece in flight was submitted, if it is timed.
     trial_started: Option<web_time::Instant>,
     readback: Option<wgpu::CommandBuffer>,
     maps: Vec<wgpu::Buffer>,
@@ -82,15 +89,22 @@ impl Job {
                 label: Some("kernel run"),
             })
         };
-        let mut prelude = new_encoder();
+        // The prelude: the instrumented run, then the warm-up runs, each its
+        // own piece (on the CPU clock each is submitted alone, so frames keep
+        // coming between them on a slow software GPU).
+        let mut prelude = Vec::new();
         if let Some((pipelines, groups)) = &s.counted {
-            prelude.clear_buffer(&s.buffers.counters, 0, None);
+            let mut encoder = new_encoder();
+            encoder.clear_buffer(&s.buffers.counters, 0, None);
             s.recorder
-                .record(&mut prelude, &s.steps, pipelines, Some(groups), None);
+                .record(&mut encoder, &s.steps, pipelines, Some(groups), None);
+            prelude.push(encoder);
         }
         for _ in 0..spec.warmup {
+            let mut encoder = new_encoder();
             s.recorder
-                .record(&mut prelude, &s.steps, &s.plain, None, None);
+                .record(&mut encoder, &s.steps, &s.plain, None, None);
+            prelude.push(encoder);
         }
         let reduce = matches!(spec.kernel, Kernel::Reduce(..));
         let out_len = if reduce {
@@ -164,24 +178,34 @@ impl Job {
         };
         match s.timer {
             TimerKind::Timestamps { .. } => {
+                let mut timed = new_encoder();
                 for trial in 0..spec.trials {
                     s.recorder
-                        .record(&mut prelude, &job.steps, &s.plain, None, Some(trial));
+                        .record(&mut timed, &job.steps, &s.plain, None, Some(trial));
                 }
-                queue.submit([prelude.finish(), readback.finish()]);
+                let mut buffers: Vec<_> = prelude.into_iter().map(|e| e.finish()).collect();
+                buffers.extend([timed.finish(), readback.finish()]);
+                queue.submit(buffers);
                 job.map_all(maps);
             }
             TimerKind::WallPerTrial => {
-                let trials: Vec<wgpu::CommandBuffer> = (0..spec.trials)
-                    .map(|_| {
-                        let mut encoder = new_encoder();
-                        s.recorder
-                            .record(&mut encoder, &job.steps, &s.plain, None, None);
-                        encoder.finish()
+                let mut pieces: Vec<Piece> = prelude
+                    .into_iter()
+                    .map(|e| Piece {
+                        buffer: e.finish(),
+                        timed: false,
                     })
                     .collect();
-                queue.submit([prelude.finish()]);
-                job.time_trials(trials, readback.finish(), maps);
+                pieces.extend((0..spec.trials).map(|_| {
+                    let mut encoder = new_encoder();
+                    s.recorder
+                        .record(&mut encoder, &job.steps, &s.plain, None, None);
+                    Piece {
+                        buffer: encoder.finish(),
+                        timed: true,
+                    }
+                }));
+                job.time_trials(pieces, readback.finish(), maps);
             }
         }
         Ok(job)
@@ -197,26 +221,26 @@ impl Job {
         }
     }
 
-    /// Keeps the trials to time them one by one from [`Job::poll`].
+    /// Keeps the pieces to submit (and time) one by one from [`Job::poll`].
     fn time_trials(
         &mut self,
-        mut trials: Vec<wgpu::CommandBuffer>,
+        mut pieces: Vec<Piece>,
         readback: wgpu::CommandBuffer,
         maps: Vec<wgpu::Buffer>,
     ) {
-        trials.reverse();
-        self.trials_left = trials;
+        pieces.reverse();
+        self.trials_left = pieces;
         self.readback = Some(readback);
         self.maps = maps;
         self.pending += 1;
-        // Web: the warm-up is done when this fires; then the first trial goes.
+        // Web: fires at once (nothing is queued yet); then the first piece goes.
         #[cfg(target_arch = "wasm32")]
         self.after_submitted();
     }
 
-    /// Native: waits for everything submitted so far (the warm-up, the
-    /// app's last frame), then times one trial alone, submit to completion.
-    /// After the last trial, submits the readback.
+    /// Native: waits for everything submitted so far (the last piece, the
+    /// app's last frame), then submits the next piece alone and waits for it,
+    /// timing it if it is a trial. After the last one, submits the readback.
     #[cfg(not(target_arch = "wasm32"))]
     fn time_next_trial(&mut self) {
         if self.readback.is_none() {
@@ -228,11 +252,12 @@ impl Job {
                 error: err.to_string(),
             });
         }
-        if let Some(trial) = self.trials_left.pop() {
+        if let Some(piece) = self.trials_left.pop() {
             let start = std::time::Instant::now();
-            self.queue.submit([trial]);
+            self.queue.submit([piece.buffer]);
             match wait(&self.device) {
-                Ok(_) => self.wall_times.push(start.elapsed().as_nanos() as f64),
+                Ok(_) if piece.timed => self.wall_times.push(start.elapsed().as_nanos() as f64),
+                Ok(_) => {}
                 Err(err) => {
                     self.failed.get_or_insert(KernelError::Wait {
                         error: err.to_string(),
@@ -273,9 +298,9 @@ impl Job {
             self.wall_times
                 .push(at.duration_since(started).as_nanos() as f64);
         }
-        if let Some(trial) = self.trials_left.pop() {
-            self.trial_started = Some(web_time::Instant::now());
-            self.queue.submit([trial]);
+        if let Some(piece) = self.trials_left.pop() {
+            self.trial_started = piece.timed.then(web_time::Instant::now);
+            self.queue.submit([piece.buffer]);
             self.after_submitted();
             self.pending += 1;
         } else {
