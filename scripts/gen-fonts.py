@@ -8,7 +8,8 @@
   Greek, sub/superscript and symbol blocks lesson prose uses (Wᵀ, ∂, ←, Σ…),
   a fallback after egui's own fonts.
 - assets/fonts/NotoSansSC-dlsys.otf: Noto Sans CJK SC cut to the characters
-  of every zh text in assets/**/*.ron (run again after editing them; a
+  of every zh text in assets/**/*.ron and the kernel templates'
+  comments (run again after editing them; a
   test fails when a character is missing).
 """
 import glob
@@ -45,6 +46,9 @@ def main():
     for path in sorted(glob.glob("assets/**/*.ron", recursive=True)):
         for match in re.finditer(r'zh:\s*"((?:[^"\\]|\\.)*)"', open(path, encoding="utf-8").read()):
             text += match.group(1)
+    # The kernel templates' Chinese comments are shown in the editor.
+    for path in sorted(glob.glob("shaders/wgsl/exercises/*.wgsl")):
+        text += open(path, encoding="utf-8").read()
     cjk = sorted({ord(c) for c in text if ord(c) > 0x2E7F} | set(range(0x3000, 0x3040)) | set(range(0xFF00, 0xFF66)))
     collection = TTCollection("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
     sc = next(f for f in collection.fonts if "SC" in f["name"].getDebugName(1))

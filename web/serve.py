@@ -10,7 +10,7 @@ import os
 import sys
 
 TYPES = {".wasm": "application/wasm", ".js": "text/javascript", ".html": "text/html",
-         ".dlds": "application/octet-stream"}
+         ".dlds": "application/octet-stream", ".otf": "font/otf"}
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):

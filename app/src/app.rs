@@ -29,6 +29,9 @@ pub struct DlsysApp {
     notices: Vec<String>,
     show_gpu_window: bool,
     storage: Option<Box<dyn Store>>,
+    /// The language the page is drawn in this frame: the chosen one, except
+    /// in the browser while the Chinese font is still downloading (English).
+    shown_lang: Lang,
     /// What was last written, so a save happens only when something changed.
     last_saved: String,
     /// When the state first differed from `last_saved` (saves are gathered
@@ -60,6 +63,10 @@ impl DlsysApp {
         let saved = get(STORAGE_KEY);
         let loaded = persist::load(saved.as_deref(), persist::now_secs());
         let mut state = loaded.state;
+        if saved.is_none() {
+            // First start: follow the system's language.
+            state.lang = crate::system_lang();
+        }
         notices.extend(loaded.notice);
         if let Some((key, text)) = loaded.set_aside {
             state.unreadable.insert(key, text);
@@ -80,6 +87,7 @@ impl DlsysApp {
             notices,
             show_gpu_window: false,
             storage,
+            shown_lang: Lang::En,
             last_saved: saved.unwrap_or_default(),
             changed_since: None,
             selftest: None,
@@ -157,7 +165,7 @@ impl DlsysApp {
         }
         let env = Env {
             gpu: &self.gpu,
-            lang: self.state.lang,
+            lang: self.shown_lang,
         };
         if let Some(id) = selftest.step(&mut self.lessons, &env) {
             self.state.lesson = id;
@@ -269,7 +277,7 @@ impl DlsysApp {
     }
 
     fn top_bar_ui(&mut self, ui: &mut egui::Ui) {
-        let lang = self.state.lang;
+        let lang = self.shown_lang;
         let text = shell_text();
         ui.horizontal(|ui| {
             ui.strong(text.get(lang, "app.title"));
@@ -320,11 +328,30 @@ impl DlsysApp {
             }
             ui.separator();
             ui.toggle_value(&mut self.show_gpu_window, text.get(lang, "app.about_gpu"));
+            ui.separator();
+            // Each language is named in itself, so anyone can find theirs.
+            ui.label(text.get(lang, "app.language"));
+            for (choice, name) in [(Lang::En, "English"), (Lang::Zh, "中文")] {
+                let label = egui::RichText::new(name).family(egui::FontFamily::Proportional);
+                if ui
+                    .selectable_label(self.state.lang == choice, label)
+                    .clicked()
+                {
+                    self.state.lang = choice;
+                }
+            }
+            if self.state.lang != lang {
+                let note = dlsys_lessons::fonts::cjk_failure().map_or_else(
+                    || text.get(lang, "app.loading_font").to_owned(),
+                    |why| text.fill(lang, "app.font_failed", &[("why", &why)]),
+                );
+                ui.weak(note);
+            }
         });
     }
 
     fn notices_ui(&mut self, ui: &mut egui::Ui) {
-        let lang = self.state.lang;
+        let lang = self.shown_lang;
         let mut dismissed = None;
         for (i, notice) in self.notices.iter().enumerate() {
             ui.horizontal_wrapped(|ui| {
@@ -357,7 +384,7 @@ impl DlsysApp {
     /// Writes every unreadable saved text into one file: a download in the
     /// browser, a file beside the save file natively.
     fn export_unreadable(&self) -> Result<String, String> {
-        let lang = self.state.lang;
+        let lang = self.shown_lang;
         let text = ron::ser::to_string_pretty(&self.state.unreadable, Default::default())
             .map_err(|err| err.to_string())?;
         let name = format!("dlsys-lab-unreadable-{}.ron", persist::now_secs());
@@ -378,7 +405,7 @@ impl DlsysApp {
     }
 
     fn sidebar_ui(&mut self, ui: &mut egui::Ui) {
-        let lang = self.state.lang;
+        let lang = self.shown_lang;
         let text = shell_text();
         ui.heading(text.get(lang, "app.lessons"));
         ui.add_space(4.0);
@@ -425,7 +452,7 @@ impl DlsysApp {
     }
 
     fn gpu_window_ui(&mut self, ctx: &egui::Context) {
-        let lang = self.state.lang;
+        let lang = self.shown_lang;
         let text = shell_text();
         let mut open = self.show_gpu_window;
         egui::Window::new(text.get(lang, "app.about_gpu"))
@@ -516,11 +543,16 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
 
 impl eframe::App for DlsysApp {
     fn logic(&mut self, ctx: &egui::Context, frame: &mut eframe::Frame) {
+        self.shown_lang = if self.state.lang == Lang::Zh && !dlsys_lessons::fonts::cjk_ready(ctx) {
+            Lang::En
+        } else {
+            self.state.lang
+        };
         self.selftest_logic(ctx);
         self.route_logic();
         let env = Env {
             gpu: &self.gpu,
-            lang: self.state.lang,
+            lang: self.shown_lang,
         };
         let mut save = false;
         for lesson in &mut self.lessons {
@@ -556,7 +588,7 @@ impl eframe::App for DlsysApp {
                     };
                     let env = Env {
                         gpu: &self.gpu,
-                        lang: self.state.lang,
+                        lang: self.shown_lang,
                     };
                     let lesson = &mut self.lessons[index];
                     lesson.ui(ui, &env);
@@ -569,7 +601,7 @@ impl eframe::App for DlsysApp {
                             lesson.id(),
                             exercises,
                             &mut self.state.progress,
-                            self.state.lang,
+                            self.shown_lang,
                         );
                     }
                 });

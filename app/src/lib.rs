@@ -16,3 +16,18 @@ pub use app::{DlsysApp, Startup};
 
 /// The application id: the window's app id and the name of the data directory.
 pub const APP_ID: &str = "dlsys-lab";
+
+/// The system's language: `LC_ALL`, `LC_MESSAGES`, then `LANG` on the
+/// desktop (the first one set decides, as for every POSIX program);
+/// `navigator.language` in the browser. English when none says otherwise.
+pub fn system_lang() -> dlsys_core::text::Lang {
+    #[cfg(not(target_arch = "wasm32"))]
+    let found = ["LC_ALL", "LC_MESSAGES", "LANG"]
+        .into_iter()
+        .filter_map(|var| std::env::var(var).ok())
+        .find(|value| !value.is_empty())
+        .and_then(|value| dlsys_core::text::Lang::from_locale(&value));
+    #[cfg(target_arch = "wasm32")]
+    let found = web::browser_language().and_then(|l| dlsys_core::text::Lang::from_locale(&l));
+    found.unwrap_or_default()
+}

@@ -71,12 +71,7 @@ fn run_app(lesson: Option<String>) -> Result<(), String> {
         options,
         Box::new(move |cc| Ok(Box::new(DlsysApp::new(cc, startup)))),
     )
-    .map_err(|err| {
-        format!(
-            "could not open the app window: {err}. Without a display run it under `xvfb-run`; \
-             without a GPU driver install a software one (`apt-get install mesa-vulkan-drivers`)."
-        )
-    })
+    .map_err(|err| dlsys_lab::cli::tf("app.no_window", &[("error", &err)]))
 }
 
 #[cfg(target_arch = "wasm32")]

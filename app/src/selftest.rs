@@ -151,10 +151,12 @@ impl SelfTest {
                     .flatten();
                 let finished = match outcome {
                     Some(outcome) => Some(outcome),
-                    None if since.elapsed() > ACTION_BUDGET => Some(Err(format!(
-                        "did not finish within {} s",
-                        ACTION_BUDGET.as_secs()
-                    ))),
+                    None if since.elapsed() > ACTION_BUDGET => {
+                        Some(Err(dlsys_lessons::SelfTestFailure(format!(
+                            "did not finish within {} s",
+                            ACTION_BUDGET.as_secs()
+                        ))))
+                    }
                     None => None,
                 };
                 if let Some(outcome) = finished {
@@ -162,7 +164,7 @@ impl SelfTest {
                     *started = None;
                     let (ok, detail) = match outcome {
                         Ok(detail) => (true, detail),
-                        Err(detail) => (false, detail),
+                        Err(failure) => (false, failure.0),
                     };
                     self.check(&format!("lesson:{id}"), ok, detail, since.elapsed());
                     #[cfg(target_arch = "wasm32")]

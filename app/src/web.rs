@@ -31,6 +31,19 @@ pub fn push_hash(id: &str) {
     }
 }
 
+/// The browser's language (`navigator.language`, e.g. `zh-CN`), or the
+/// page's `?lang=` when it has one.
+pub fn browser_language() -> Option<String> {
+    let window = window()?;
+    let query = window.location().search().ok().unwrap_or_default();
+    let asked = query
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("lang="))
+        .map(str::to_owned);
+    asked.or_else(|| window.navigator().language())
+}
+
 /// Whether the page was opened with `?selftest`.
 pub fn selftest_requested() -> bool {
     window()

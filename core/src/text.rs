@@ -26,6 +26,30 @@ impl Lang {
             Self::Zh => "中文",
         }
     }
+
+    /// The short id (`en`, `zh`) the CLI's `--lang` and `?lang=` use.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::En => "en",
+            Self::Zh => "zh",
+        }
+    }
+
+    /// The language of a locale such as `zh_CN.UTF-8`, `zh-Hans` or
+    /// `en-US` (`None` for `C`, `POSIX` or an empty one): Chinese for any
+    /// `zh`, English for every other language.
+    pub fn from_locale(locale: &str) -> Option<Self> {
+        let language = locale
+            .split(['_', '-', '.', '@'])
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        match language.as_str() {
+            "" | "c" | "posix" => None,
+            "zh" => Some(Self::Zh),
+            _ => Some(Self::En),
+        }
+    }
 }
 
 /// One entry: the English text (always present) and its translations.
@@ -125,6 +149,30 @@ impl Catalog {
     }
 }
 
+/// What is wrong with a catalog's Chinese, one line per entry: no Chinese,
+/// Chinese without a CJK character or equal to the English (unless its key
+/// is in `code_only`: strings such as `dlsys-lab` or `{value} ms` that are
+/// the same in every language), or a term the glossary rules out (内核 for
+/// a GPU kernel: 核函数 or "kernel").
+pub fn chinese_problems(catalog: &Catalog, code_only: &[&str]) -> Vec<String> {
+    let is_cjk = |c: char| matches!(c, '\u{3400}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}');
+    let mut problems = Vec::new();
+    for (key, entry) in &catalog.entries {
+        let exempt = code_only.contains(&key.as_str());
+        if entry.zh.trim().is_empty() {
+            problems.push(format!("{key}: no Chinese"));
+        } else if !exempt && !entry.zh.chars().any(is_cjk) {
+            problems.push(format!("{key}: no Chinese character in `{}`", entry.zh));
+        } else if !exempt && entry.zh == entry.en {
+            problems.push(format!("{key}: Chinese is a copy of the English"));
+        }
+        if entry.zh.contains("内核") {
+            problems.push(format!("{key}: 内核 (write 核函数 or kernel)"));
+        }
+    }
+    problems
+}
+
 /// Replaces `{name}` with the matching argument; unknown names stay visible.
 pub fn fill_placeholders(template: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
     let mut out = String::with_capacity(template.len() + 16);
@@ -158,6 +206,35 @@ pub fn fill_placeholders(template: &str, args: &[(&str, &dyn std::fmt::Display)]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chinese_problems_are_named() {
+        let catalog = Catalog::parse(
+            r#"{"a": (en: "Hi"), "b": (en: "Hi", zh: "Hi"), "c": (en: "x", zh: "内核"), "d": (en: "ok", zh: "好"), "e": (en: "{n} ms", zh: "{n} ms")}"#,
+        )
+        .unwrap();
+        let problems = chinese_problems(&catalog, &["e"]);
+        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert!(problems[0].starts_with("a: no Chinese"));
+        assert!(problems[1].starts_with("b: no Chinese character"));
+        assert!(problems[2].starts_with("c: 内核"));
+    }
+
+    #[test]
+    fn locales_name_their_language() {
+        for (locale, lang) in [
+            ("zh_CN.UTF-8", Some(Lang::Zh)),
+            ("zh-Hans-CN", Some(Lang::Zh)),
+            ("ZH", Some(Lang::Zh)),
+            ("en_US.UTF-8", Some(Lang::En)),
+            ("de-DE", Some(Lang::En)),
+            ("C.UTF-8", None),
+            ("POSIX", None),
+            ("", None),
+        ] {
+            assert_eq!(Lang::from_locale(locale), lang, "{locale}");
+        }
+    }
 
     #[test]
     fn fills_and_falls_back() {

@@ -48,8 +48,9 @@ pub fn fetch_mnist() -> Fetch {
     }
 }
 
+/// The bytes at `url`, next to the page (web build).
 #[cfg(target_arch = "wasm32")]
-async fn download(url: &str) -> Result<Vec<u8>, String> {
+pub(crate) async fn download(url: &str) -> Result<Vec<u8>, String> {
     use wasm_bindgen::JsCast as _;
     use wasm_bindgen_futures::JsFuture;
     let window = web_sys::window().ok_or("no window")?;

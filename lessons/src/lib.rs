@@ -157,10 +157,24 @@ pub trait Lesson {
 
     /// How the self-test's action went, once it has finished (`is_busy`
     /// false): what it did, or what went wrong.
-    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+    fn self_test_outcome(&self) -> Option<SelfTestResult> {
         None
     }
 }
+
+/// What went wrong in a self-test action, in English for the CI log (the
+/// learner never sees it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelfTestFailure(pub String);
+
+impl std::fmt::Display for SelfTestFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How a self-test action ended: what it did, or why it failed.
+pub type SelfTestResult = Result<String, SelfTestFailure>;
 
 /// Declares a lesson's id and its prose catalog `assets/lessons/<id>.ron`,
 /// as `ID` and `TEXT` in the lesson's module: the id, the route, the storage
@@ -303,6 +317,23 @@ mod tests {
         }
     }
 
+    /// Keys whose Chinese is rightly the same as the English.
+    const CODE_ONLY: &[&str] = &["app.title"];
+
+    #[test]
+    fn every_catalog_entry_has_chinese_written_in_chinese() {
+        let mut problems = Vec::new();
+        let errors = ("errors", dlsys_core::errors::catalog());
+        for (name, catalog) in catalogs().into_iter().chain([errors]) {
+            problems.extend(
+                dlsys_core::text::chinese_problems(catalog, CODE_ONLY)
+                    .into_iter()
+                    .map(|p| format!("{name}/{p}")),
+            );
+        }
+        assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+    }
+
     #[test]
     fn every_catalog_text_has_glyphs_in_the_apps_fonts() {
         let ctx = egui::Context::default();
@@ -310,13 +341,23 @@ mod tests {
         let mut output = ctx.run_ui(egui::RawInput::default(), |_| {});
         output.textures_delta.clear();
         let mut missing = Vec::new();
-        for (name, catalog) in catalogs() {
+        let errors = ("errors", dlsys_core::errors::catalog());
+        for (name, catalog) in catalogs().into_iter().chain([errors]) {
             for (key, _lang, text) in catalog.texts() {
                 for c in text.chars() {
                     let has = ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::proportional(14.0), c));
                     if !has {
                         missing.push(format!("{name}/{key}: {c:?}"));
                     }
+                }
+            }
+        }
+        // The kernel templates are shown in the editor, comments and all.
+        for ex in &dlsys_shaders::kernel_track::EXERCISES {
+            for c in ex.template().chars().filter(|c| !c.is_ascii()) {
+                let has = ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::monospace(14.0), c));
+                if !has {
+                    missing.push(format!("template {}: {c:?}", ex.id));
                 }
             }
         }

@@ -30,7 +30,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
             verdict.passed(),
             "{} reference: {}",
             ex.id,
-            verdict.message()
+            verdict.to_string()
         );
         for wrong in ex.wrong {
             let verdict = c.check_blocking(ex, &ex.wrong_source(wrong));
@@ -41,11 +41,11 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
                 wrong.name
             );
             assert!(
-                verdict.message().contains(wrong.expect),
+                verdict.to_string().contains(wrong.expect),
                 "{} / {}: message {:?} does not mention {:?}",
                 ex.id,
                 wrong.name,
-                verdict.message(),
+                verdict.to_string(),
                 wrong.expect
             );
         }
@@ -171,12 +171,15 @@ fn an_endless_loop_is_named_by_its_line() {
         let verdict = c.check_blocking(ex, &source);
         match &verdict {
             KernelVerdict::EndlessLoop { line: got, .. } => {
-                assert_eq!(*got, line, "{what}: {}", verdict.message());
+                assert_eq!(*got, line, "{what}: {verdict}");
                 assert!(
                     verdict
-                        .message()
+                        .to_string()
                         .contains(&format!("the loop at line {line} does not end"))
                 );
+                // The learner's language names the same line.
+                let zh = dlsys_core::errors::Localized::message(&verdict, dlsys_core::text::Lang::Zh);
+                assert!(zh.contains(&format!("第 {line} 行的循环不会结束")), "{zh}");
             }
             KernelVerdict::TimedOut { .. } if !llvmpipe => {}
             other => panic!("{what}: {other:?}"),

@@ -12,6 +12,8 @@ use dlsys_shaders::report::Row;
 use dlsys_shaders::{Ladder, Outcome};
 
 use super::CliError;
+use super::lang::{pad, pad_left};
+use super::{t, tf};
 use super::choice::{choice, list};
 use super::kernel::{REDUCE_OPS, kernel_runner};
 use super::output::{Report, emit};
@@ -109,15 +111,15 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     // before anything is allocated.
     settings
         .check(MAX_ELEMENTS)
-        .map_err(|err| err.to_string())?;
+        .map_err(|e| super::say(&e))?;
     let mut runner = kernel_runner()?;
-    let ladder = Ladder::new(&settings, runner.max_elements()).map_err(|err| err.to_string())?;
+    let ladder = Ladder::new(&settings, runner.max_elements()).map_err(|e| super::say(&e))?;
     if let Some(path) = &args.dump_input {
         std::fs::write(
             path,
             bytemuck::cast_slice::<f32, u8>(&ladder.inputs().softmax),
         )
-        .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+        .map_err(|err| tf("bench.cannot_write", &[("path", &path.display()), ("error", &err)]))?;
     }
     let timer = runner.timer().label();
     let mut results = Vec::new();
@@ -179,20 +181,39 @@ impl Report for BenchReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let (rows, cols) = (self.rows, self.cols);
         let elements = u64::from(rows) * u64::from(cols);
+        let adapter = tf(
+            "bench.adapter",
+            &[
+                ("adapter", &self.adapter),
+                ("backend", &self.backend),
+                ("timer", &self.timer),
+            ],
+        );
+        writeln!(out, "{adapter}")?;
+        let problem = tf(
+            "bench.problem",
+            &[
+                ("rows", &rows),
+                ("cols", &cols),
+                ("elements", &elements),
+                ("trials", &self.trials),
+                ("warmup", &self.warmup),
+            ],
+        );
+        writeln!(out, "{problem}\n")?;
+        let right = |key, width| pad_left(t(key), width);
         writeln!(
             out,
-            "adapter {} ({}), timer: {}",
-            self.adapter, self.backend, self.timer
-        )?;
-        writeln!(
-            out,
-            "softmax {rows}×{cols} f32; reductions and copy over {elements} f32; median of {} trials after {} warm-up runs\n",
-            self.trials, self.warmup
-        )?;
-        writeln!(
-            out,
-            "{:<28} {:>9} {:>9} {:>9} {:>7} {:>8} {:>7} {:>10} ok",
-            "kernel", "median ms", "min", "max", "MB", "GB/s", "× copy", "max rel err"
+            "{} {} {} {} {:>7} {:>8} {} {} {}",
+            pad(t("bench.kernel"), 28),
+            right("bench.median", 9),
+            right("bench.min", 9),
+            right("bench.max", 9),
+            "MB",
+            "GB/s",
+            right("bench.copy", 7),
+            right("bench.error", 10),
+            t("bench.ok")
         )?;
         for r in &self.results {
             writeln!(
@@ -207,39 +228,33 @@ impl Report for BenchReport {
                 r.fraction_of_copy
                     .map_or("—".to_owned(), |f| format!("{f:.2}")),
                 r.max_rel_error,
-                if r.ok {
-                    "yes"
+                t(if r.ok {
+                    "bench.yes"
                 } else if r.kernel.expected_to_overflow() {
-                    "overflows"
+                    "bench.overflows"
                 } else {
-                    "NO"
-                }
+                    "bench.no"
+                })
             )?;
         }
         for s in &self.skipped {
-            writeln!(out, "skipped {s}")?;
+            writeln!(out, "{}", tf("bench.skipped", &[("what", s)]))?;
         }
         writeln!(out)?;
         let s = &self.summary;
         if let Some(best) = &s.best_softmax {
-            writeln!(
-                out,
-                "best softmax: {best} at {:.2}× copy bandwidth",
-                s.best_softmax_fraction_of_copy.unwrap_or(f64::NAN)
-            )?;
+            let fraction = format!("{:.2}", s.best_softmax_fraction_of_copy.unwrap_or(f64::NAN));
+            let line = tf("bench.best_softmax", &[("best", best), ("fraction", &fraction)]);
+            writeln!(out, "{line}")?;
             if let Some(speedup) = s.best_vs_three_pass_speedup {
-                writeln!(
-                    out,
-                    "best softmax vs three-pass safe softmax: {speedup:.2}× faster"
-                )?;
+                let speedup = format!("{speedup:.2}");
+                writeln!(out, "{}", tf("bench.vs_three_pass", &[("speedup", &speedup)]))?;
             }
         }
         if let Some(best) = &s.best_sum {
-            writeln!(
-                out,
-                "best sum reduction: {best} at {:.2}× copy bandwidth",
-                s.best_sum_fraction_of_copy.unwrap_or(f64::NAN)
-            )?;
+            let fraction = format!("{:.2}", s.best_sum_fraction_of_copy.unwrap_or(f64::NAN));
+            let line = tf("bench.best_sum", &[("best", best), ("fraction", &fraction)]);
+            writeln!(out, "{line}")?;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use dlsys_core::exercise::{SelfCheck, self_check};
 use dlsys_shaders::kernel_track::{self as kernel_exercises, KernelChecker};
 
 use super::CliError;
+use super::{t, tf};
 use super::output::{Report, emit};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -64,18 +65,19 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode, CliError> {
 impl Report for CheckReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         for row in &self.results {
-            let status = if row.ok { "ok  " } else { "FAIL" };
+            let status = t(if row.ok { "check.ok" } else { "check.fail" });
+            let seed = tf("check.seed", &[("seed", &row.result.seed)]);
             writeln!(
                 out,
-                "{status} {}/{} seed {}",
-                row.lesson, row.result.exercise_id, row.result.seed
+                "{status} {}/{} {seed}",
+                row.lesson, row.result.exercise_id
             )?;
             for problem in &row.result.problems {
                 writeln!(out, "       {problem}")?;
             }
         }
         for row in &self.code_exercises {
-            let status = if row.ok { "ok  " } else { "FAIL" };
+            let status = t(if row.ok { "check.ok" } else { "check.fail" });
             writeln!(
                 out,
                 "{status} {}/{} {}",
@@ -88,9 +90,13 @@ impl Report for CheckReport {
             }
         }
         if let Some(why) = &self.code_not_checked {
-            writeln!(out, "note: {why}")?;
+            writeln!(out, "{}", tf("check.note", &[("why", why)]))?;
         }
-        writeln!(out, "{} checked, {} failed", self.checked, self.failed)
+        let total = tf(
+            "check.total",
+            &[("checked", &self.checked), ("failed", &self.failed)],
+        );
+        writeln!(out, "{total}")
     }
 
     fn ok(&self) -> bool {
@@ -164,11 +170,11 @@ pub fn code_exercise_checks() -> (Vec<CodeCheck>, Option<String>) {
             solution: "reference",
             expect: None,
             ok: verdict.passed(),
-            message: (!verdict.passed()).then(|| verdict.message()),
+            message: (!verdict.passed()).then(|| super::say(&verdict)),
         });
         for wrong in ex.wrong {
             let verdict = checker.check_blocking(ex, &ex.wrong_source(wrong));
-            let message = verdict.message();
+            let message = super::say(&verdict);
             rows.push(CodeCheck {
                 track: "wgsl",
                 exercise: ex.id,

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use dlsys_core::float::{self, Exact, Format, Rounding, StochasticRounder};
 
 use super::CliError;
+use super::lang::pad;
+use super::{t, tf};
 use super::choice::choice;
 use super::output::{Report, emit, exit_status};
 
@@ -70,19 +72,17 @@ struct FormatRow {
 
 pub fn run(args: &FloatArgs) -> Result<ExitCode, CliError> {
     if args.to.is_some() && !args.batch {
-        return Err(CliError::from(
-            "--to names the target of --batch; to show one value in a format, use -f",
-        ));
+        return Err(CliError::from(super::t("float.to_without_batch")));
     }
     if args.batch {
         let target =
-            Format::by_name(args.to.as_deref().unwrap_or_default()).map_err(|e| e.to_string())?;
+            Format::by_name(args.to.as_deref().unwrap_or_default()).map_err(|e| super::say(&e))?;
         return batch(&target, args.round, args.seed);
     }
     let text = args
         .value
         .as_deref()
-        .ok_or("give a value (e.g. `dlsys-lab float 0.1`) or --batch --to F")?;
+        .ok_or(super::t("float.no_value"))?;
     let formats = if args.formats.is_empty() {
         Format::builtins()
     } else {
@@ -90,9 +90,9 @@ pub fn run(args: &FloatArgs) -> Result<ExitCode, CliError> {
             .iter()
             .map(|f| Format::by_name(f))
             .collect::<Result<_, _>>()
-            .map_err(|e| e.to_string())?
+            .map_err(|e| super::say(&e))?
     };
-    let bits_of = Format::by_name(&args.bits_of).map_err(|e| e.to_string())?;
+    let bits_of = Format::by_name(&args.bits_of).map_err(|e| super::say(&e))?;
     let report = describe(text, &formats, args.round, args.seed, &bits_of)?;
     emit(&report, args.json)
 }
@@ -104,7 +104,7 @@ fn describe(
     seed: u64,
     bits_of: &Format,
 ) -> Result<FloatReport, String> {
-    let parsed = float::parse_input(text, bits_of).map_err(|e| e.to_string())?;
+    let parsed = float::parse_input(text, bits_of).map_err(|e| super::say(&e))?;
     let input = parsed.exact.to_f64();
     let mut stochastic = StochasticRounder::new(seed);
     let mut encode = |format: &Format, exact: &Exact| {
@@ -137,18 +137,22 @@ fn describe(
 
 impl Report for FloatReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let label = |key| pad(t(key), 9);
         writeln!(
             out,
-            "input     {}  →  {}",
+            "{} {}  →  {}",
+            label("float.input"),
             self.input,
             float::show(self.input_value)
         )?;
         writeln!(
             out,
-            "rounding  {} ({})",
+            "{} {} ({})",
+            label("float.rounding"),
             self.rounding,
-            self.rounding_mode.long_name()
+            super::lang::named("round", &self.rounding_mode)
         )?;
+        let field = |key| pad(t(key), 5);
         for FormatRow {
             described: d,
             range: r,
@@ -158,36 +162,43 @@ impl Report for FloatReport {
             writeln!(out, "{:<9} {}  {}", d.format, d.binary, d.hex)?;
             writeln!(
                 out,
-                "          value {}  ({})",
+                "          {} {}  ({})",
+                field("float.value"),
                 float::show(d.value),
-                d.class
+                super::lang::named("class", &d.class)
             )?;
             if d.abs_error.is_finite() {
                 writeln!(
                     out,
-                    "          error {}  (relative {})",
+                    "          {} {}  ({} {})",
+                    field("float.error"),
                     float::show_sig(d.abs_error, 6),
+                    t("float.relative"),
                     float::show_sig(d.rel_error, 4)
                 )?;
             }
             if let Some(ulp) = d.ulp {
-                writeln!(out, "          ulp   {}", float::show(ulp))?;
+                writeln!(out, "          {} {}", field("float.ulp"), float::show(ulp))?;
             }
-            let side = |v: Option<f64>| v.map_or("none".to_owned(), float::show);
+            let side = |v: Option<f64>| v.map_or(t("float.none").to_owned(), float::show);
             writeln!(
                 out,
-                "          below {}   above {}",
+                "          {} {}   {} {}",
+                field("float.below"),
                 side(d.below),
+                t("float.above"),
                 side(d.above)
             )?;
-            writeln!(
-                out,
-                "          range max {}, min normal {}, min subnormal {}, eps {}",
-                float::show(r.max_finite),
-                float::show(r.min_normal),
-                float::show(r.min_subnormal),
-                float::show(r.epsilon)
-            )?;
+            let range = tf(
+                "float.range",
+                &[
+                    ("max", &float::show(r.max_finite)),
+                    ("normal", &float::show(r.min_normal)),
+                    ("subnormal", &float::show(r.min_subnormal)),
+                    ("eps", &float::show(r.epsilon)),
+                ],
+            );
+            writeln!(out, "          {range}")?;
         }
         Ok(())
     }
@@ -199,7 +210,8 @@ fn batch(target: &Format, rounding: Rounding, seed: u64) -> Result<ExitCode, Cli
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let report =
         float::batch::convert_batch(stdin, stdout, target, rounding, seed, |line, err| {
-            eprintln!("line {line}: {err}");
+            let message = super::say(err);
+            eprintln!("{}", tf("float.batch_line", &[("line", &line), ("error", &message)]));
         })?;
     Ok(exit_status(report.invalid == 0))
 }

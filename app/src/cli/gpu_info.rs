@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use dlsys_shaders::{Gpu, GpuInfo};
 
 use super::CliError;
+use super::lang::pad;
+use super::{t, tf};
 use super::output::{Report, emit};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -45,7 +47,7 @@ pub fn run(args: &GpuInfoArgs) -> Result<ExitCode, CliError> {
         }),
         Err(err) => GpuInfoReport::Missing(Missing {
             available: false,
-            reason: err.to_string(),
+            reason: super::say(&err),
             path: "cpu",
         }),
     };
@@ -57,43 +59,40 @@ impl Report for GpuInfoReport {
         let info = match self {
             Self::Available(Available { info, .. }) => info,
             Self::Missing(Missing { reason, .. }) => {
-                writeln!(out, "no GPU: {reason}")?;
-                return writeln!(out, "GPU lessons run on the CPU path.");
+                writeln!(out, "{}", tf("gpu.none", &[("reason", reason)]))?;
+                return writeln!(out, "{}", t("gpu.cpu_path"));
             }
         };
-        writeln!(out, "adapter:      {}", info.adapter)?;
-        writeln!(out, "backend:      {}", info.backend)?;
-        writeln!(out, "device type:  {}", info.device_type)?;
-        writeln!(out, "driver:       {} {}", info.driver, info.driver_info)?;
+        let label = |key| pad(&format!("{}:", t(key)), 17);
+        writeln!(out, "{} {}", label("gpu.adapter"), info.adapter)?;
+        writeln!(out, "{} {}", label("gpu.backend"), info.backend)?;
+        writeln!(out, "{} {}", label("gpu.device_type"), info.device_type)?;
+        let driver = label("gpu.driver");
+        writeln!(out, "{driver} {} {}", info.driver, info.driver_info)?;
+        let compute = t(if info.compute { "gpu.yes" } else { "gpu.no_compute" });
+        writeln!(out, "{} {compute}", label("gpu.compute"))?;
+        let period = info.timestamp_period_ns;
+        writeln!(out, "{} {period} ns", label("gpu.timestamp"))?;
         writeln!(
             out,
-            "compute:      {}",
-            if info.compute {
-                "yes"
-            } else {
-                "no (lessons use the CPU path)"
-            }
+            "{} {}–{}",
+            label("gpu.subgroups"),
+            info.subgroup_min_size,
+            info.subgroup_max_size
         )?;
-        writeln!(out, "timestamp period: {} ns", info.timestamp_period_ns)?;
-        writeln!(
-            out,
-            "subgroup sizes:   {}–{}",
-            info.subgroup_min_size, info.subgroup_max_size
-        )?;
-        writeln!(
-            out,
-            "limits: {} invocations/workgroup, {} B workgroup storage, {} B storage binding",
-            info.max_compute_invocations_per_workgroup,
-            info.max_compute_workgroup_storage_bytes,
-            info.max_storage_buffer_binding_bytes
-        )?;
-        writeln!(out, "optional features:")?;
+        let limits = tf(
+            "gpu.limits",
+            &[
+                ("invocations", &info.max_compute_invocations_per_workgroup),
+                ("shared", &info.max_compute_workgroup_storage_bytes),
+                ("binding", &info.max_storage_buffer_binding_bytes),
+            ],
+        );
+        writeln!(out, "{limits}")?;
+        writeln!(out, "{}", t("gpu.features"))?;
         for (name, enabled) in info.feature_flags() {
-            writeln!(
-                out,
-                "  {name:<32} {}",
-                if enabled { "enabled" } else { "not offered" }
-            )?;
+            let state = t(if enabled { "gpu.enabled" } else { "gpu.not_offered" });
+            writeln!(out, "  {name:<32} {state}")?;
         }
         Ok(())
     }

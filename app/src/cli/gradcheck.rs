@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
 
 use super::CliError;
+use super::lang::pad;
+use super::{t, tf};
 use super::choice::{choice, name_of};
 use super::output::{Report, emit};
 
@@ -69,7 +71,7 @@ pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
         .iter()
         .map(|check| check.run_in(&args.precision, args.seed, args.bug))
         .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| super::say(&e))?;
     let report = GradcheckOut {
         precision: args.precision.clone(),
         planted_bug: args.bug.map(PlantedBug::describe),
@@ -99,13 +101,14 @@ pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
 impl Report for GradcheckOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         if let Some(bug) = self.planted_bug {
-            writeln!(out, "planted bug: {bug}")?;
+            writeln!(out, "{}", tf("grad.planted", &[("bug", &bug)]))?;
         }
         writeln!(
             out,
-            "{:<24} {:>12}  band",
-            format!("check ({})", self.precision),
-            "max rel err"
+            "{} {:>12}  {}",
+            pad(&tf("grad.check", &[("precision", &self.precision)]), 24),
+            t("grad.max_rel"),
+            t("grad.band")
         )?;
         for r in &self.checks {
             writeln!(
@@ -125,12 +128,14 @@ impl Report for GradcheckOut {
                 )?;
             }
         }
-        writeln!(
-            out,
-            "{} checks, {} outside the good band (< 1e-7)",
-            self.checks.len(),
-            self.outside_good_band
-        )
+        let total = tf(
+            "grad.total",
+            &[
+                ("checks", &self.checks.len()),
+                ("outside", &self.outside_good_band),
+            ],
+        );
+        writeln!(out, "{total}")
     }
 
     fn ok(&self) -> bool {

@@ -7,6 +7,7 @@ use dlsys_core::kernels::{Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
 use dlsys_shaders::Gpu;
 
 use super::CliError;
+use super::{t, tf};
 use super::choice::choice;
 
 /// The reduction ops (the core has no list of them yet).
@@ -45,7 +46,7 @@ pub enum KernelCommand {
 }
 
 pub(super) fn kernel_runner() -> Result<dlsys_shaders::KernelRunner, String> {
-    let gpu = Gpu::request_blocking().map_err(|err| err.to_string())?;
+    let gpu = Gpu::request_blocking().map_err(|e| super::say(&e))?;
     if !gpu.supports_compute() {
         return Err(format!(
             "{} cannot run compute shaders",
@@ -63,17 +64,12 @@ fn read_stdin_f32(max_values: u64) -> Result<Vec<f32>, String> {
     std::io::stdin()
         .take(max_values.saturating_mul(4).saturating_add(4))
         .read_to_end(&mut bytes)
-        .map_err(|err| format!("reading stdin: {err}"))?;
+        .map_err(|err| tf("io.stdin", &[("error", &err)]))?;
     if bytes.len() as u64 > max_values.saturating_mul(4) {
-        return Err(format!(
-            "stdin holds more than {max_values} values, the most one buffer holds on this adapter"
-        ));
+        return Err(tf("kernel.too_many", &[("max", &max_values)]));
     }
     if bytes.len() % 4 != 0 {
-        return Err(format!(
-            "stdin has {} bytes, not a whole number of f32 values",
-            bytes.len()
-        ));
+        return Err(tf("kernel.partial", &[("bytes", &bytes.len())]));
     }
     Ok(bytes
         .chunks_exact(4)
@@ -85,7 +81,7 @@ fn read_stdin_f32(max_values: u64) -> Result<Vec<f32>, String> {
 /// stdout; reduce: the number), so there is no report and no `--json`.
 pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
     if let KernelCommand::Softmax { cols: 0, .. } = which {
-        return Err(CliError::from("--cols must be at least 1"));
+        return Err(CliError::from(t("kernel.cols")));
     }
     // The device first: its buffers bound how much of stdin is read.
     let mut runner = kernel_runner()?;
@@ -94,22 +90,22 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
         KernelCommand::Softmax { variant, cols } => {
             let input = read_stdin_f32(max_values)?;
             if input.is_empty() || input.len() % cols as usize != 0 {
-                return Err(CliError::from(format!(
-                    "{} values on stdin are not whole rows of {cols}",
-                    input.len()
+                return Err(CliError::from(tf(
+                    "kernel.rows",
+                    &[("count", &input.len()), ("cols", &cols)],
                 )));
             }
             let rows = u32::try_from(input.len() / cols as usize)
-                .map_err(|_| "more rows on stdin than a kernel takes".to_owned())?;
+                .map_err(|_| t("kernel.too_many_rows"))?;
             (Kernel::Softmax(variant), Problem { rows, cols }, input)
         }
         KernelCommand::Reduce { variant, op } => {
             let input = read_stdin_f32(max_values)?;
             if input.is_empty() {
-                return Err(CliError::from("no values on stdin".to_owned()));
+                return Err(CliError::from(t("kernel.empty")));
             }
             let n =
-                u32::try_from(input.len()).map_err(|_| "too many values on stdin".to_owned())?;
+                u32::try_from(input.len()).map_err(|_| t("kernel.too_many_rows"))?;
             (
                 Kernel::Reduce(variant, op),
                 Problem { rows: 1, cols: n },
@@ -127,7 +123,7 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
     let out = runner
         .start(spec, &input)
         .and_then(dlsys_shaders::Job::wait)
-        .map_err(|err| err.to_string())?;
+        .map_err(|e| super::say(&e))?;
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     match which {

@@ -26,7 +26,7 @@ struct LessonRow {
 }
 
 pub fn run(args: &LessonsArgs) -> Result<ExitCode, CliError> {
-    let lang = dlsys_core::text::Lang::En;
+    let lang = super::lang();
     let report = LessonsReport(
         dlsys_lessons::all()
             .iter()
@@ -43,13 +43,15 @@ pub fn run(args: &LessonsArgs) -> Result<ExitCode, CliError> {
 impl Report for LessonsReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         for lesson in &self.0 {
-            writeln!(
-                out,
-                "{:<16} {} ({} exercises)",
-                lesson.id,
-                lesson.title,
-                lesson.exercises.len()
-            )?;
+            let line = super::tf(
+                "lessons.row",
+                &[
+                    ("id", &super::lang::pad(lesson.id, 16)),
+                    ("title", &lesson.title),
+                    ("count", &lesson.exercises.len()),
+                ],
+            );
+            writeln!(out, "{line}")?;
         }
         Ok(())
     }

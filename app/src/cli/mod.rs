@@ -11,6 +11,7 @@ mod float;
 mod gpu_info;
 mod gradcheck;
 mod kernel;
+mod lang;
 mod lessons;
 pub mod output;
 mod train;
@@ -18,7 +19,8 @@ mod wgsl_exercise;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+use dlsys_core::text::Lang;
 
 pub use bench::{BenchWhat, KernelsArgs};
 pub use check::{CheckArgs, CodeCheck, code_exercise_checks, self_check_all};
@@ -26,6 +28,7 @@ pub use float::FloatArgs;
 pub use gpu_info::GpuInfoArgs;
 pub use gradcheck::GradcheckArgs;
 pub use kernel::KernelCommand;
+pub use lang::{lang, t, tf};
 pub use lessons::LessonsArgs;
 pub use train::TrainArgs;
 pub use wgsl_exercise::WgslExerciseArgs;
@@ -35,13 +38,21 @@ pub use wgsl_exercise::WgslExerciseArgs;
     name = "dlsys-lab",
     version,
     about = "An interactive workbench for deep-learning-systems topics. \
-             Without a subcommand it opens the app.",
-    args_conflicts_with_subcommands = true
+             Without a subcommand it opens the app."
 )]
 pub struct Cli {
     /// Open this lesson (its id, e.g. `welcome`; a leading `#` is allowed).
     #[arg(long, value_name = "ID")]
     pub lesson: Option<String>,
+
+    /// Language of the output: en or zh (default: from LANG).
+    #[arg(
+        long,
+        global = true,
+        value_name = "LANG",
+        value_parser = choice::choice(&Lang::ALL, |l| l.id()),
+    )]
+    pub lang: Option<Lang>,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -139,9 +150,14 @@ impl From<std::io::Error> for CliError {
         if err.kind() == std::io::ErrorKind::BrokenPipe {
             Self::ClosedPipe
         } else {
-            Self::Message(format!("writing the output: {err}"))
+            Self::Message(tf("io.write", &[("error", &err)]))
         }
     }
+}
+
+/// An error's message in this run's language.
+pub fn say(err: &(impl dlsys_core::errors::Localized + ?Sized)) -> String {
+    err.message(lang())
 }
 
 /// Runs a subcommand; an error is one line for stderr.
@@ -166,7 +182,22 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
 /// command line is one line on stderr (and, under `--json`, `{"error": …}`
 /// on stdout), like every other error of the CLI.
 pub fn parse() -> Result<Cli, ExitCode> {
-    Cli::try_parse().map_err(|err| {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let lang = lang::choose(&args);
+    let command = lang::localize(Cli::command(), lang);
+    let parsed = command
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    // `--lesson` opens the app, so it cannot go with a subcommand (clap's
+    // `args_conflicts_with_subcommands` would refuse the global `--lang` too).
+    let parsed = parsed.and_then(|cli| match (&cli.lesson, &cli.command) {
+        (Some(_), Some(_)) => Err(clap::Error::raw(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!("{}\n", t("lesson_with_subcommand")),
+        )),
+        _ => Ok(cli),
+    });
+    parsed.map_err(|err| {
         use clap::error::ErrorKind;
         if !err.use_stderr() || err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
             err.exit();
@@ -200,7 +231,6 @@ fn one_line(err: &clap::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory as _;
 
     #[test]
     fn the_command_line_is_well_formed() {

@@ -41,7 +41,7 @@ fn print(report: &impl Report, json: Option<bool>) -> Result<ExitCode, CliError>
             } else {
                 serde_json::to_string(report)
             }
-            .map_err(|err| format!("could not write JSON: {err}"))?;
+            .map_err(|err| super::tf("io.json", &[("error", &err)]))?;
             writeln!(out, "{text}")
         }
         None => report.text(&mut out),

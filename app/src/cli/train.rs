@@ -9,6 +9,7 @@ use dlsys_core::nn::settings::RunSettings;
 use dlsys_core::nn::{Activation, EpochStats, Status, TrainConfig, Trainer, data};
 
 use super::CliError;
+use super::tf;
 use super::choice::name_of;
 use super::output::{Report, emit_line, emit_text};
 
@@ -125,7 +126,7 @@ impl TrainArgs {
             scenario: self.scenario.clone(),
         }
         .config()
-        .map_err(|err| err.to_string())
+        .map_err(|e| super::say(&e))
     }
 }
 
@@ -163,10 +164,10 @@ pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
 }
 
 fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, CliError> {
-    let data = data::load(dataset, config.seed).map_err(|e| e.to_string())?;
+    let data = data::load(dataset, config.seed).map_err(|e| super::say(&e))?;
     let (train_set, test_set) = data.split(data::TEST_FRACTION, config.seed);
     let epochs = config.epochs;
-    let mut trainer = Trainer::new(config, train_set, test_set).map_err(|e| e.to_string())?;
+    let mut trainer = Trainer::new(config, train_set, test_set).map_err(|e| super::say(&e))?;
     if !json {
         emit_text(&Setup {
             policy: (!trainer.config.policy.is_fp32()).then(|| trainer.config.policy.describe()),
@@ -188,7 +189,7 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Cli
     }
     match &trainer.status {
         Status::Diverged { epoch, step, loss } => Err(CliError::from(
-            trainer.config.divergence(*epoch, *step, *loss).to_string(),
+            super::say(&trainer.config.divergence(*epoch, *step, *loss)),
         )),
         _ => {
             let final_test_accuracy = trainer.history.last().map_or(f64::NAN, |s| s.test_accuracy);
@@ -205,13 +206,20 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Cli
 impl Report for Setup {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         if let Some(policy) = &self.policy {
-            writeln!(out, "precision policy: {policy}")?;
+            writeln!(out, "{}", tf("train.policy", &[("policy", policy)]))?;
         }
-        writeln!(
-            out,
-            "{}: {} train / {} test, {} features, {} classes; MLP {} parameters",
-            self.dataset, self.train, self.test, self.features, self.classes, self.parameters
-        )
+        let setup = tf(
+            "train.setup",
+            &[
+                ("dataset", &self.dataset),
+                ("train", &self.train),
+                ("test", &self.test),
+                ("features", &self.features),
+                ("classes", &self.classes),
+                ("parameters", &self.parameters),
+            ],
+        );
+        writeln!(out, "{setup}")
     }
 }
 
@@ -219,34 +227,35 @@ impl Report for Epoch<'_> {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let stats = self.stats;
         let mixed = stats.mixed.as_ref().map_or(String::new(), |m| {
-            format!(
-                "  scale {}  skipped {}  underflowed {:.2}%  accumulation overflows {}",
-                m.loss_scale,
-                m.skipped_steps,
-                100.0 * m.underflow_fraction,
-                m.accumulation_overflows
+            tf(
+                "train.mixed",
+                &[
+                    ("scale", &m.loss_scale),
+                    ("skipped", &m.skipped_steps),
+                    ("underflowed", &format!("{:.2}", 100.0 * m.underflow_fraction)),
+                    ("overflows", &m.accumulation_overflows),
+                ],
             )
         });
-        writeln!(
-            out,
-            "epoch {:>3}/{}  train loss {:.4}  train acc {:6.2}%  test loss {:.4}  test acc {:6.2}%{mixed}",
-            stats.epoch,
-            self.epochs,
-            stats.train_loss,
-            100.0 * stats.train_accuracy,
-            stats.test_loss,
-            100.0 * stats.test_accuracy
-        )
+        let line = tf(
+            "train.epoch",
+            &[
+                ("epoch", &format!("{:>3}", stats.epoch)),
+                ("epochs", &self.epochs),
+                ("train_loss", &format!("{:.4}", stats.train_loss)),
+                ("train_acc", &format!("{:6.2}", 100.0 * stats.train_accuracy)),
+                ("test_loss", &format!("{:.4}", stats.test_loss)),
+                ("test_acc", &format!("{:6.2}", 100.0 * stats.test_accuracy)),
+            ],
+        );
+        writeln!(out, "{line}{mixed}")
     }
 }
 
 impl Report for Finished {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "final test accuracy {:.2}%",
-            100.0 * self.final_test_accuracy
-        )
+        let accuracy = format!("{:.2}", 100.0 * self.final_test_accuracy);
+        writeln!(out, "{}", tf("train.final", &[("accuracy", &accuracy)]))
     }
 }
 

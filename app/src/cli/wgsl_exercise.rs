@@ -9,6 +9,7 @@ use dlsys_shaders::kernel_track::{
 };
 
 use super::CliError;
+use super::tf;
 use super::output::{Report, emit};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -31,7 +32,7 @@ struct Listing(Vec<Listed>);
 #[derive(serde::Serialize)]
 struct Listed {
     id: &'static str,
-    title: &'static str,
+    title: String,
 }
 
 /// With an id and no file: the template to start from.
@@ -57,14 +58,14 @@ pub fn run(args: &WgslExerciseArgs) -> Result<ExitCode, CliError> {
             .iter()
             .map(|ex| Listed {
                 id: ex.id,
-                title: ex.title,
+                title: dlsys_lessons::write_kernels::title(ex, super::lang()),
             })
             .collect();
         return emit(&Listing(listing), args.json);
     };
     let ex = kernel_exercises::exercise(id).ok_or_else(|| {
         let ids: Vec<&str> = kernel_exercises::EXERCISES.iter().map(|e| e.id).collect();
-        format!("no WGSL exercise `{id}`; there are: {}", ids.join(", "))
+        tf("wgsl.unknown", &[("id", &id), ("ids", &ids.join(", "))])
     })?;
     let Some(file) = args.file.as_deref() else {
         let template = Template {
@@ -76,16 +77,17 @@ pub fn run(args: &WgslExerciseArgs) -> Result<ExitCode, CliError> {
     let source = if file.as_os_str() == "-" {
         let mut text = String::new();
         std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| format!("reading stdin: {e}"))?;
+            .map_err(|e| tf("io.stdin", &[("error", &e)]))?;
         text
     } else {
-        std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?
+        std::fs::read_to_string(file)
+            .map_err(|e| tf("io.file", &[("file", &file.display()), ("error", &e)]))?
     };
     let (verdict, race) = check(ex, &source, !args.no_race)?;
     let report = Checked {
         exercise: ex.id,
         passed: verdict.passed(),
-        message: verdict.message(),
+        message: super::say(&verdict),
         verdict,
         race,
     };
@@ -103,7 +105,7 @@ fn check(
         return Ok((KernelVerdict::Invalid(diagnostic), None));
     }
     let mut checker = KernelChecker::request_blocking()
-        .map_err(|e| format!("running a kernel needs a GPU adapter: {e}"))?;
+        .map_err(|e| tf("wgsl.needs_gpu", &[("error", &super::say(&e))]))?;
     let verdict = checker.check_blocking(ex, source);
     let raced = match checker.gpu() {
         Some(gpu) if race && verdict.passed() => Some(kernel_exercises::race_blocking(
@@ -128,7 +130,7 @@ fn check(
 impl Report for Listing {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         for ex in &self.0 {
-            writeln!(out, "{:<16} {}", ex.id, ex.title)?;
+            writeln!(out, "{} {}", super::lang::pad(ex.id, 16), ex.title)?;
         }
         Ok(())
     }
@@ -145,11 +147,15 @@ impl Report for Checked {
         writeln!(out, "{}: {}", self.exercise, self.message)?;
         match &self.race {
             Some(Ok(race)) => {
-                writeln!(
-                    out,
-                    "against the built-in kernels on {} (median of {} trials; yours timed by {}):",
-                    race.problem, race.trials, race.timer
-                )?;
+                let heading = tf(
+                    "wgsl.race",
+                    &[
+                        ("problem", &race.problem),
+                        ("trials", &race.trials),
+                        ("timer", &race.timer),
+                    ],
+                );
+                writeln!(out, "{heading}")?;
                 for (i, lap) in race.laps.iter().enumerate() {
                     writeln!(
                         out,
@@ -160,9 +166,13 @@ impl Report for Checked {
                         lap.gb_per_s
                     )?;
                 }
-                writeln!(out, "yours ranks {} of {}", race.rank(), race.laps.len())
+                let rank = tf(
+                    "wgsl.rank",
+                    &[("rank", &race.rank()), ("count", &race.laps.len())],
+                );
+                writeln!(out, "{rank}")
             }
-            Some(Err(err)) => writeln!(out, "timing failed: {err}"),
+            Some(Err(err)) => writeln!(out, "{}", tf("wgsl.timing_failed", &[("error", err)])),
             None => Ok(()),
         }
     }

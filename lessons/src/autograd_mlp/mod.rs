@@ -72,7 +72,7 @@ impl Lesson for AutogradMlp {
         true
     }
 
-    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
         self.run.outcome()
     }
 }

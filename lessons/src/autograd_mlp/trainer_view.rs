@@ -97,14 +97,14 @@ impl TrainRun {
     }
 
     /// How the last run ended, for the self-test.
-    pub fn outcome(&self) -> Option<Result<String, String>> {
+    pub fn outcome(&self) -> Option<crate::SelfTestResult> {
         if let Some(err) = &self.error {
-            return Some(Err(err.to_string()));
+            return Some(Err(crate::SelfTestFailure(err.to_string())));
         }
         let trainer = self.trainer.as_ref()?;
         match &trainer.status {
             Status::Running => None,
-            Status::Diverged { .. } => Some(Err("the loss diverged".to_owned())),
+            Status::Diverged { .. } => Some(Err(crate::SelfTestFailure("the loss diverged".to_owned()))),
             Status::Finished => {
                 let accuracy = trainer.history.last().map_or(0.0, |h| h.test_accuracy);
                 let detail = format!(
@@ -112,7 +112,7 @@ impl TrainRun {
                     trainer.epoch,
                     trainer.train.len()
                 );
-                if accuracy > 0.5 { Ok(detail) } else { Err(detail) }.into()
+                if accuracy > 0.5 { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) }.into()
             }
         }
     }

@@ -222,12 +222,12 @@ impl Lesson for GpuKernels {
         true
     }
 
-    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
         if self.ladder.is_some() {
             return None;
         }
         if let Some(err) = &self.error {
-            return Some(Err(err.clone()));
+            return Some(Err(crate::SelfTestFailure(err.clone())));
         }
         (!self.results.is_empty()).then(|| judge_race(&self.results))
     }
@@ -236,7 +236,7 @@ impl Lesson for GpuKernels {
 /// Every rung ran (on the GPU, or timed on the CPU path) and every GPU
 /// result matches its reference; rungs the adapter cannot run (no
 /// subgroups) are listed, not failed.
-fn judge_race(outcomes: &[Outcome]) -> Result<String, String> {
+fn judge_race(outcomes: &[Outcome]) -> crate::SelfTestResult {
     let mut ran = 0;
     let mut cpu = 0;
     let mut wrong = Vec::new();
@@ -269,7 +269,7 @@ fn judge_race(outcomes: &[Outcome]) -> Result<String, String> {
     }
     if !wrong.is_empty() || ran + cpu == 0 {
         detail.push_str(&format!("; failed: {}", wrong.join("; ")));
-        return Err(detail);
+        return Err(crate::SelfTestFailure(detail));
     }
     Ok(detail)
 }

@@ -69,7 +69,7 @@ impl Lesson for MixedPrecision {
         true
     }
 
-    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
         self.run.outcome()
     }
 }

@@ -146,9 +146,9 @@ impl PairRun {
 
     /// How the last run ended, for the self-test: every side finished (a
     /// scenario may lose accuracy; that is its point, not a failure).
-    pub fn outcome(&self) -> Option<Result<String, String>> {
+    pub fn outcome(&self) -> Option<crate::SelfTestResult> {
         if let Some(err) = &self.error {
-            return Some(Err(err.to_string()));
+            return Some(Err(crate::SelfTestFailure(err.to_string())));
         }
         if self.sides.is_empty() || self.is_running() {
             return None;
@@ -166,7 +166,7 @@ impl PairRun {
             .iter()
             .all(|side| side.trainer.status != Status::Running);
         let detail = format!("{} — {}", self.title, sides.join("; "));
-        Some(if finished { Ok(detail) } else { Err(detail) })
+        Some(if finished { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) })
     }
 
     /// Trains both sides for a slice of the frame.

@@ -396,7 +396,7 @@ impl WriteKernels {
                 } else {
                     (theme::bad(ui.visuals()), TEXT.get(lang, "status.failed"))
                 };
-                ui.colored_label(color, format!("{head}: {}", verdict.message()));
+                ui.colored_label(color, format!("{head}: {}", dlsys_core::errors::Localized::message(verdict, lang)));
                 if let KernelVerdict::Invalid(d) = verdict
                     && let Some(line) = d.line
                     && let Some(text) = (line as usize)
@@ -490,7 +490,7 @@ impl Lesson for WriteKernels {
                 };
                 let selected = self.exercise().id == ex.id;
                 if ui
-                    .selectable_label(selected, format!("{mark}{}", ex.title))
+                    .selectable_label(selected, format!("{mark}{}", title(ex, lang)))
                     .clicked()
                 {
                     self.saved.selected = ex.id.to_owned();
@@ -519,7 +519,7 @@ impl Lesson for WriteKernels {
         self.race_ui(ui, lang, ex);
         ui.add_space(4.0);
         let mut code = code;
-        let label = TEXT.fill(lang, "editor.label", &[("exercise", &ex.title)]);
+        let label = TEXT.fill(lang, "editor.label", &[("exercise", &title(ex, lang))]);
         // Mark the diagnostic's line while the code is still what was checked.
         let error_line = match &self.shown {
             Some((
@@ -544,7 +544,7 @@ impl Lesson for WriteKernels {
         }
         if self.confirm_reset {
             let modal = egui::Modal::new(egui::Id::unique("reset-kernel")).show(ui.ctx(), |ui| {
-                ui.label(TEXT.fill(lang, "reset.question", &[("exercise", &ex.title)]));
+                ui.label(TEXT.fill(lang, "reset.question", &[("exercise", &title(ex, lang))]));
                 ui.horizontal(|ui| {
                     if ui.button(t("reset.yes")).clicked() {
                         self.saved.code.insert(ex.id.to_owned(), ex.template());
@@ -602,15 +602,20 @@ impl Lesson for WriteKernels {
         true
     }
 
-    fn self_test_outcome(&self) -> Option<Result<String, String>> {
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
         let (id, Checked { shown, .. }) = self.shown.as_ref()?;
         Some(match shown {
-            Shown::KernelVerdict(verdict) if verdict.passed() => Ok(format!("{id}: {}", verdict.message())),
-            Shown::KernelVerdict(verdict) => Err(format!("{id}: {}", verdict.message())),
+            Shown::KernelVerdict(verdict) if verdict.passed() => Ok(format!("{id}: {}", verdict)),
+            Shown::KernelVerdict(verdict) => Err(crate::SelfTestFailure(format!("{id}: {}", verdict))),
             // No compute GPU: naga's validation is all a check can do.
             Shown::ValidNoGpu(reason) => Ok(format!("{id}: naga validation only ({reason})")),
         })
     }
+}
+
+/// A kernel exercise's title in `lang` (from this lesson's catalog).
+pub fn title(ex: &KernelExercise, lang: Lang) -> String {
+    TEXT.get(lang, &format!("exercise.{}", ex.id)).to_owned()
 }
 
 #[cfg(test)]

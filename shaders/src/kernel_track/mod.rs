@@ -88,8 +88,8 @@ pub struct Wrong {
 /// One kernel to write.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelExercise {
+    /// Its id; its title is `exercise.<id>` in the lesson's catalog.
     pub id: &'static str,
-    pub title: &'static str,
     pub layout: Layout,
     /// The template file as stored: [`KernelExercise::template`] fills in
     /// the harness's declarations.
@@ -108,7 +108,6 @@ macro_rules! wgsl {
 pub const EXERCISES: [KernelExercise; 6] = [
     KernelExercise {
         id: "sum_reduction",
-        title: "Sum reduction",
         layout: Layout::Sum,
         template_file: wgsl!("sum_reduction.wgsl"),
         reference_file: wgsl!("sum_reduction.reference.wgsl"),
@@ -123,7 +122,6 @@ pub const EXERCISES: [KernelExercise; 6] = [
     },
     KernelExercise {
         id: "row_max",
-        title: "Row max",
         layout: Layout::RowMax,
         template_file: wgsl!("row_max.wgsl"),
         reference_file: wgsl!("row_max.reference.wgsl"),
@@ -135,7 +133,6 @@ pub const EXERCISES: [KernelExercise; 6] = [
     },
     KernelExercise {
         id: "safe_softmax",
-        title: "Safe softmax",
         layout: Layout::RowSoftmax,
         template_file: wgsl!("safe_softmax.wgsl"),
         reference_file: wgsl!("safe_softmax.reference.wgsl"),
@@ -147,7 +144,6 @@ pub const EXERCISES: [KernelExercise; 6] = [
     },
     KernelExercise {
         id: "online_softmax",
-        title: "Online softmax",
         layout: Layout::RowSoftmax,
         template_file: wgsl!("online_softmax.wgsl"),
         reference_file: wgsl!("online_softmax.reference.wgsl"),
@@ -162,7 +158,6 @@ pub const EXERCISES: [KernelExercise; 6] = [
     },
     KernelExercise {
         id: "bias_relu",
-        title: "Fused bias + ReLU",
         layout: Layout::BiasRelu,
         template_file: wgsl!("bias_relu.wgsl"),
         reference_file: wgsl!("bias_relu.reference.wgsl"),
@@ -174,7 +169,6 @@ pub const EXERCISES: [KernelExercise; 6] = [
     },
     KernelExercise {
         id: "transpose",
-        title: "Transpose through workgroup memory",
         layout: Layout::Transpose,
         template_file: wgsl!("transpose.wgsl"),
         reference_file: wgsl!("transpose.reference.wgsl"),

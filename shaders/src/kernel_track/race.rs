@@ -127,7 +127,7 @@ pub fn race_blocking(
     let device = &gpu.device;
     let (pipeline, compiled) = super::checker::compile(gpu, exercise.layout, source, false);
     if let Some(Some(error)) = compiled.get() {
-        return Err(RaceError::new(super::checker::rejected(&error).message()));
+        return Err(RaceError::new(super::checker::rejected(&error).to_string()));
     }
     let case = exercise.bench_case();
     let bound = exercise.bind(gpu, &pipeline, &case);

@@ -1,4 +1,8 @@
-//! What a check of a learner's kernel came to, in words for the learner.
+//! What a check of a learner's kernel came to, in words for the learner
+//! (from `assets/errors.ron`, in either language).
+
+use dlsys_core::errors::Localized;
+use dlsys_core::text::Lang;
 
 /// Where a diagnostic points.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -58,37 +62,90 @@ impl KernelVerdict {
     pub fn passed(&self) -> bool {
         matches!(self, Self::Passed { .. })
     }
+}
 
-    /// One paragraph for the learner.
-    pub fn message(&self) -> String {
-        match self {
-            Self::Invalid(d) => format!("does not compile: {d}"),
-            Self::Mismatch(m) => {
-                let mut text = format!(
-                    "wrong on \"{}\": at index {} expected {:e}, got {:e}",
-                    m.case, m.index, m.expected, m.got
-                );
-                if !m.note.is_empty() {
-                    text.push_str(" — ");
-                    text.push_str(&m.note);
-                }
-                text
+/// A catalog entry's text (for the parts of a verdict that are phrases).
+fn phrase(lang: Lang, key: &str) -> String {
+    dlsys_core::errors::catalog().get(lang, key).to_owned()
+}
+
+impl Diagnostic {
+    /// The diagnostic with its position, in `lang` (naga's own words stay English).
+    pub fn localized(&self, lang: Lang) -> String {
+        let text = dlsys_core::errors::catalog();
+        let message: &dyn std::fmt::Display = &self.message;
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => text.fill(
+                lang,
+                "verdict.at_line_column",
+                &[("line", &l), ("column", &c), ("message", message)],
+            ),
+            (Some(l), None) => {
+                text.fill(lang, "verdict.at_line", &[("line", &l), ("message", message)])
             }
-            Self::EndlessLoop { case, line, limit } => format!(
-                "the loop at line {line} does not end: on \"{case}\" one invocation ran its loops \
-                 more than {limit} times. Check its condition, and that its index changes on \
-                 every iteration."
-            ),
-            Self::TimedOut { case, budget_ms } => format!(
-                "did not finish within {budget_ms} ms on \"{case}\" (an endless loop?). {}",
-                if cfg!(target_arch = "wasm32") {
-                    "The kernel was abandoned; reload the page to get a fresh GPU device."
-                } else {
-                    "The kernel was abandoned and a fresh GPU device is used from now on."
-                }
-            ),
-            Self::Failed(why) => format!("could not run: {why}"),
-            Self::Passed { cases } => format!("passes all {cases} cases"),
+            _ => self.message.clone(),
         }
+    }
+}
+
+/// One paragraph for the learner, in their language (`Display`: English).
+impl Localized for KernelVerdict {
+    fn key(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "verdict.invalid",
+            Self::Mismatch(_) => "verdict.mismatch",
+            Self::EndlessLoop { .. } => "verdict.endless_loop",
+            Self::TimedOut { .. } => "verdict.timed_out",
+            Self::Failed(_) => "verdict.failed",
+            Self::Passed { .. } => "verdict.passed",
+        }
+    }
+
+    fn args(&self, lang: Lang) -> Vec<(&'static str, String)> {
+        match self {
+            Self::Invalid(d) => vec![("diagnostic", d.localized(lang))],
+            Self::Mismatch(m) => vec![
+                ("case", m.case.clone()),
+                ("index", m.index.to_string()),
+                ("expected", format!("{:e}", m.expected)),
+                ("got", format!("{:e}", m.got)),
+                (
+                    "note",
+                    if m.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" — {}", m.note)
+                    },
+                ),
+            ],
+            Self::EndlessLoop { case, line, limit } => vec![
+                ("case", case.clone()),
+                ("line", line.to_string()),
+                ("limit", limit.to_string()),
+            ],
+            Self::TimedOut { case, budget_ms } => vec![
+                ("case", case.clone()),
+                ("budget_ms", budget_ms.to_string()),
+                (
+                    "after",
+                    phrase(
+                        lang,
+                        if cfg!(target_arch = "wasm32") {
+                            "verdict.abandoned_web"
+                        } else {
+                            "verdict.abandoned_native"
+                        },
+                    ),
+                ),
+            ],
+            Self::Failed(why) => vec![("why", why.clone())],
+            Self::Passed { cases } => vec![("cases", cases.to_string())],
+        }
+    }
+}
+
+impl std::fmt::Display for KernelVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&Localized::message(self, Lang::En))
     }
 }

@@ -8,6 +8,18 @@
 // It dispatches ceil(n / 256) workgroups of @workgroup_size(256), so the
 // last workgroup may run past the end of the data.
 // Checked on n = 1, 257, cols = 1, 3, 257, more than one workgroup, ±inf.
+//
+// 中文：
+// 练习：融合 bias + ReLU（kernel 融合），y = max(x + bias, 0)，bias 广播到每一行。
+//
+// 测试框架（harness）提供以下声明（请保持原样）：
+//   params.rows, params.cols   x 和 y 都是 rows × cols，按行主序存储
+//   params.n                   rows × cols
+//   x, bias                    输入和偏置（cols 个值）
+//   y                          输出
+// dispatch ceil(n / 256) 个 @workgroup_size(256) 的工作组（相当于 CUDA 的线程块），
+// 所以最后一个工作组可能越过数据末尾。
+// 检查用例：n = 1、257，cols = 1、3、257，多于一个工作组，±inf。
 // @harness-declarations
 
 @compute @workgroup_size(256)

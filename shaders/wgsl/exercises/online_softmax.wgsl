@@ -13,6 +13,24 @@
 // dispatchWorkgroups(rows); workgroup_id.x is the row.
 // Checked on cols = 1, 2, 255, 257, 1000, 4097, logits of ±10000 (exp
 // overflows f32 past 88.7), and rows holding −inf (masked positions).
+//
+// 中文：
+// 练习：online softmax（Milakov & Gimelshein, 2018），每行一个工作组
+// （相当于 CUDA 的线程块）。
+//
+// 每个线程只把自己负责的那部分行读一次，就同时得到它的最大值 m
+// 和 exp(x − m) 的和 s；然后各线程的 (m, s) 对按树形合并，
+// 最后再扫一遍写出结果。
+//
+// 测试框架（harness）提供以下声明（请保持原样）：
+//   params.rows, params.cols   x 和 y 都是 rows × cols，按行主序存储
+//   params.neg_inf             −inf（WGSL 没有无穷大字面量）
+//   x                          logits
+//   y                          对每一行写入 softmax(row)
+// 每行 dispatch 一个工作组：@workgroup_size(256)，
+// dispatchWorkgroups(rows)；workgroup_id.x 就是行号。
+// 检查用例：cols = 1、2、255、257、1000、4097，±10000 的 logits
+// （自变量超过 88.7 时 exp 在 f32 里就会上溢），以及含 −inf 的行（被掩码屏蔽的位置）。
 // @harness-declarations
 
 var<workgroup> part_m: array<f32, 256>;

@@ -9,6 +9,19 @@
 // dispatchWorkgroups(rows); workgroup_id.x is the row.
 // Checked on cols = 1, 2, 255, 257, 1000, 4097, rows of only negative
 // values, rows holding −inf and +inf, and a row that is all −inf.
+//
+// 中文：
+// 练习：求每一行的最大值。
+//
+// 测试框架（harness）提供以下声明（请保持原样）：
+//   params.rows, params.cols   x 是 rows × cols 的矩阵，按行主序存储
+//   params.neg_inf             −inf（WGSL 没有无穷大字面量）
+//   x                          输入
+//   y                          rows 个值：y[r] = 第 r 行的最大值
+// 每行 dispatch 一个工作组（相当于 CUDA 的线程块）：@workgroup_size(256)，
+// dispatchWorkgroups(rows)；workgroup_id.x 就是行号。
+// 检查用例：cols = 1、2、255、257、1000、4097，全是负数的行，
+// 含 −inf 和 +inf 的行，以及全部为 −inf 的行。
 // @harness-declarations
 
 var<workgroup> partial: array<f32, 256>;

@@ -9,6 +9,19 @@
 // dispatchWorkgroups(rows); workgroup_id.x is the row.
 // Checked on cols = 1, 2, 255, 257, 1000, 4097, logits of ±10000 (exp
 // overflows f32 past 88.7), and rows holding −inf (masked positions).
+//
+// 中文：
+// 练习：safe softmax，每行一个工作组（相当于 CUDA 的线程块）。
+//
+// 测试框架（harness）提供以下声明（请保持原样）：
+//   params.rows, params.cols   x 和 y 都是 rows × cols，按行主序存储
+//   params.neg_inf             −inf（WGSL 没有无穷大字面量）
+//   x                          logits
+//   y                          对每一行写入 softmax(row)
+// 每行 dispatch 一个工作组：@workgroup_size(256)，
+// dispatchWorkgroups(rows)；workgroup_id.x 就是行号。
+// 检查用例：cols = 1、2、255、257、1000、4097，±10000 的 logits
+// （自变量超过 88.7 时 exp 在 f32 里就会上溢），以及含 −inf 的行（被掩码屏蔽的位置）。
 // @harness-declarations
 
 var<workgroup> partial: array<f32, 256>;

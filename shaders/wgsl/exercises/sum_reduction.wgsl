@@ -8,6 +8,19 @@
 // It dispatches ONE workgroup: @workgroup_size(256), dispatchWorkgroups(1).
 // So each of the 256 invocations must add up many elements.
 // Checked on n = 1, 2, 255, 256, 257, 1023, 1025, 100000, and with a +inf.
+//
+// 中文：
+// 练习：求和归约（reduction）。
+//
+// 测试框架（harness）提供以下声明（请保持原样）：
+//   params.n       x 中值的个数（1 到 2^20）
+//   params.neg_inf −inf（WGSL 没有无穷大字面量）
+//   x              输入，共 params.n 个值
+//   y              只有一个值：把 x 的和写进 y[0]
+// 只 dispatch 一个工作组（相当于 CUDA 的线程块）：
+// @workgroup_size(256)，dispatchWorkgroups(1)。
+// 所以 256 个线程（invocation）每个都要累加很多个元素。
+// 检查用例：n = 1、2、255、256、257、1023、1025、100000，以及含 +inf 的输入。
 // @harness-declarations
 
 var<workgroup> partial: array<f32, 256>;
