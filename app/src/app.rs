@@ -19,6 +19,12 @@ pub struct Startup {
     pub storage: Option<Box<dyn Store>>,
     /// Run the smoke sequence of `?selftest` and report it.
     pub selftest: bool,
+    /// A language asked for on this start (`--lang`, `?lang=`): it wins
+    /// over the saved one and is saved.
+    pub lang: Option<Lang>,
+    /// The system's language, followed on the first start (no save yet).
+    /// The default, English, keeps tests independent of the machine's locale.
+    pub system_lang: Lang,
 }
 
 pub struct DlsysApp {
@@ -54,6 +60,8 @@ impl DlsysApp {
             mut notices,
             storage,
             selftest,
+            lang,
+            system_lang,
         } = startup;
         // The app's own storage first; eframe's (the browser's) otherwise.
         let get = |key: &str| match &storage {
@@ -65,7 +73,10 @@ impl DlsysApp {
         let mut state = loaded.state;
         if saved.is_none() {
             // First start: follow the system's language.
-            state.lang = crate::system_lang();
+            state.lang = system_lang;
+        }
+        if let Some(lang) = lang {
+            state.lang = lang;
         }
         notices.extend(loaded.notice);
         if let Some((key, text)) = loaded.set_aside {

@@ -14,7 +14,7 @@ fn main() -> std::process::ExitCode {
         .is_some_and(dlsys_lab::cli::Command::json);
     let result = match cli.command {
         Some(command) => dlsys_lab::cli::run(command),
-        None => run_app(cli.lesson)
+        None => run_app(cli.lesson, cli.lang)
             .map(|()| ExitCode::SUCCESS)
             .map_err(dlsys_lab::cli::CliError::Message),
     };
@@ -30,7 +30,7 @@ fn main() -> std::process::ExitCode {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-fn run_app(lesson: Option<String>) -> Result<(), String> {
+fn run_app(lesson: Option<String>, lang: Option<dlsys_core::text::Lang>) -> Result<(), String> {
     use dlsys_lab::{APP_ID, DlsysApp, Startup, persist};
 
     let mut notices = Vec::new();
@@ -64,6 +64,8 @@ fn run_app(lesson: Option<String>) -> Result<(), String> {
         lesson,
         notices,
         storage,
+        lang,
+        system_lang: dlsys_lab::system_lang(),
         ..Default::default()
     };
     eframe::run_native(

@@ -35,6 +35,13 @@ pub struct SelfTestReport {
     pub adapter: String,
     pub lessons: Vec<String>,
     pub checks: Vec<CheckResult>,
+    /// The language the page was drawn in at the end (`zh` only once the
+    /// Chinese font arrived and was installed).
+    pub lang: String,
+    /// What a learner reads in that language: the first lesson's heading
+    /// after the welcome page and its first exercise's prompt (seed 1).
+    pub heading: String,
+    pub prompt: String,
 }
 
 enum Stage {
@@ -183,12 +190,24 @@ impl SelfTest {
                             ("cpu".to_owned(), String::new())
                         }
                     };
+                    let first = lessons.iter().find(|l| !l.exercises().is_empty());
+                    let heading = first.map(|l| l.title(env.lang)).unwrap_or_default();
+                    let prompt = first
+                        .and_then(|l| {
+                            l.exercises()
+                                .first()
+                                .map(|e| (e.generate)(1, env.lang).prompt)
+                        })
+                        .unwrap_or_default();
                     self.report = Some(SelfTestReport {
                         ok: self.checks.iter().all(|c| c.ok) && self.checks.len() == self.expected,
                         backend,
                         adapter,
                         lessons: self.lessons.clone(),
                         checks: self.checks.clone(),
+                        lang: env.lang.id().to_owned(),
+                        heading,
+                        prompt,
                     });
                 }
             }

@@ -31,17 +31,22 @@ pub fn push_hash(id: &str) {
     }
 }
 
-/// The browser's language (`navigator.language`, e.g. `zh-CN`), or the
-/// page's `?lang=` when it has one.
+/// The browser's language (`navigator.language`, e.g. `zh-CN`).
 pub fn browser_language() -> Option<String> {
-    let window = window()?;
-    let query = window.location().search().ok().unwrap_or_default();
+    window()?.navigator().language()
+}
+
+/// The language the page's `?lang=` asks for (`en`, `zh`), if any.
+pub fn asked_language() -> Option<dlsys_core::text::Lang> {
+    let query = window()?.location().search().ok()?;
     let asked = query
         .trim_start_matches('?')
         .split('&')
-        .find_map(|pair| pair.strip_prefix("lang="))
-        .map(str::to_owned);
-    asked.or_else(|| window.navigator().language())
+        .find_map(|pair| pair.strip_prefix("lang="))?
+        .to_owned();
+    dlsys_core::text::Lang::ALL
+        .into_iter()
+        .find(|lang| lang.id().eq_ignore_ascii_case(&asked))
 }
 
 /// Whether the page was opened with `?selftest`.
@@ -120,6 +125,8 @@ pub fn start() {
         let startup = Startup {
             lesson: hash(),
             selftest: selftest_requested(),
+            lang: asked_language(),
+            system_lang: crate::system_lang(),
             ..Default::default()
         };
         let result = eframe::WebRunner::new()

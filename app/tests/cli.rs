@@ -2,37 +2,11 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+mod support;
+
 use std::process::Command;
 
-/// Runs the binary in English whatever this machine's locale is (the tests
-/// of Chinese output ask for it).
-fn dlsys_lab(args: &[&str]) -> std::process::Output {
-    dlsys_lab_in("C.UTF-8", args)
-}
-
-fn dlsys_lab_in(lang: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_dlsys-lab"))
-        .args(args)
-        .env_remove("LC_ALL")
-        .env_remove("LC_MESSAGES")
-        .env("LANG", lang)
-        .output()
-        .expect("the dlsys-lab binary runs")
-}
-
-fn has_cjk(text: &str) -> bool {
-    text.chars().any(|c| ('\u{4E00}'..='\u{9FFF}').contains(&c))
-}
-
-/// The command fails with a one-line `error: …` on stderr.
-fn assert_one_line_error(args: &[&str], out: &std::process::Output) {
-    assert!(!out.status.success(), "{args:?}");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.starts_with("error:") && err.trim().lines().count() == 1,
-        "{args:?}: {err}"
-    );
-}
+use support::{assert_one_line_error, dlsys_lab};
 
 /// Every command line fails with a one-line error.
 fn fails_with_one_line(commands: &[&[&str]]) {
@@ -211,49 +185,6 @@ fn lessons_lists_the_registry() {
         .collect();
     let expected: Vec<&str> = dlsys_lessons::all().iter().map(|l| l.id()).collect();
     assert_eq!(ids, expected);
-}
-
-#[test]
-fn the_cli_speaks_chinese_when_asked_or_when_the_system_does() {
-    // `--lang zh`, and LANG=zh_CN.UTF-8 without `--lang`: the same Chinese.
-    let asked = dlsys_lab(&["--lang", "zh", "lessons"]);
-    let system = dlsys_lab_in("zh_CN.UTF-8", &["lessons"]);
-    let english = dlsys_lab(&["lessons"]);
-    for out in [&asked, &system] {
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success() && text.contains("道练习"), "{text}");
-        assert!(text.contains("浮点格式"), "a lesson title in Chinese: {text}");
-    }
-    assert_eq!(asked.stdout, system.stdout);
-    let text = String::from_utf8_lossy(&english.stdout);
-    assert!(!has_cjk(&text) && text.contains("exercises"), "{text}");
-    // `--lang en` wins over a Chinese system.
-    let out = dlsys_lab_in("zh_CN.UTF-8", &["lessons", "--lang", "en"]);
-    assert_eq!(out.stdout, english.stdout);
-
-    // The float report: labels, the class and the rounding mode in Chinese,
-    // the numbers as in English.
-    let out = dlsys_lab(&["--lang", "zh", "float", "65520"]);
-    let zh = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    for word in ["输入", "舍入", "就近舍入，平局取偶", "无穷大", "最小次正规数", "0x7c00", "65504"] {
-        assert!(zh.contains(word), "`{word}` missing:\n{zh}");
-    }
-    let en = String::from_utf8_lossy(&dlsys_lab(&["float", "65520"]).stdout).into_owned();
-    assert!(!has_cjk(&en) && en.contains("infinite"), "{en}");
-
-    // JSON keys and values stay English in either language.
-    let zh_json = dlsys_lab(&["--lang", "zh", "float", "65520", "--json"]).stdout;
-    let en_json = dlsys_lab(&["float", "65520", "--json"]).stdout;
-    assert_eq!(zh_json, en_json);
-
-    // Errors and help in Chinese; a bad --lang is refused in one line.
-    let out = dlsys_lab(&["--lang", "zh", "float", "1.5", "-f", "fp64"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && has_cjk(&err), "{err}");
-    let help = String::from_utf8_lossy(&dlsys_lab(&["--lang", "zh", "--help"]).stdout).into_owned();
-    assert!(help.contains("用法") && help.contains("列出所有课程"), "{help}");
-    assert_one_line_error(&["--lang", "fr", "lessons"], &dlsys_lab(&["--lang", "fr", "lessons"]));
 }
 
 #[test]

@@ -331,7 +331,12 @@ mod tests {
                     .map(|p| format!("{name}/{p}")),
             );
         }
-        assert!(problems.is_empty(), "{} problems:\n{}", problems.len(), problems.join("\n"));
+        assert!(
+            problems.is_empty(),
+            "{} problems:\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
     }
 
     #[test]

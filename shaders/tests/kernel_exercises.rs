@@ -26,12 +26,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
     };
     for ex in &EXERCISES {
         let verdict = c.check_blocking(ex, &ex.reference());
-        assert!(
-            verdict.passed(),
-            "{} reference: {}",
-            ex.id,
-            verdict.to_string()
-        );
+        assert!(verdict.passed(), "{} reference: {verdict}", ex.id);
         for wrong in ex.wrong {
             let verdict = c.check_blocking(ex, &ex.wrong_source(wrong));
             assert!(
@@ -42,10 +37,9 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
             );
             assert!(
                 verdict.to_string().contains(wrong.expect),
-                "{} / {}: message {:?} does not mention {:?}",
+                "{} / {}: message `{verdict}` does not mention {:?}",
                 ex.id,
                 wrong.name,
-                verdict.to_string(),
                 wrong.expect
             );
         }
@@ -178,7 +172,8 @@ fn an_endless_loop_is_named_by_its_line() {
                         .contains(&format!("the loop at line {line} does not end"))
                 );
                 // The learner's language names the same line.
-                let zh = dlsys_core::errors::Localized::message(&verdict, dlsys_core::text::Lang::Zh);
+                let zh =
+                    dlsys_core::errors::Localized::message(&verdict, dlsys_core::text::Lang::Zh);
                 assert!(zh.contains(&format!("第 {line} 行的循环不会结束")), "{zh}");
             }
             KernelVerdict::TimedOut { .. } if !llvmpipe => {}

@@ -27,12 +27,16 @@ fn an_endless_kernel_times_out_and_the_device_is_replaced() {
         matches!(verdict, KernelVerdict::TimedOut { .. }),
         "{verdict:?}"
     );
-    assert!(verdict.to_string().contains("did not finish within 1000 ms"));
+    assert!(
+        verdict
+            .to_string()
+            .contains("did not finish within 1000 ms")
+    );
     assert!(
         started.elapsed().as_secs() < 30,
         "the check itself must not hang"
     );
     assert!(!c.needs_recovery(), "check_blocking recovers by itself");
     let verdict = c.check_blocking(ex, &ex.reference());
-    assert!(verdict.passed(), "after recovery: {}", verdict.to_string());
+    assert!(verdict.passed(), "after recovery: {verdict}");
 }

@@ -74,6 +74,27 @@ impl eframe::Storage for MemoryStorage {
     }
 }
 
+/// The whole app at `size`, in `lang`, with an empty save.
+pub fn app_harness_in<'a>(
+    test: &str,
+    lang: dlsys_core::text::Lang,
+    size: egui::Vec2,
+) -> (Harness<'a, DlsysApp>, bool) {
+    let (builder, gpu) = builder(test);
+    let storage = MemoryStorage::default();
+    let harness = builder.with_size(size).build_eframe(move |cc| {
+        DlsysApp::new(
+            cc,
+            Startup {
+                storage: Some(Box::new(storage)),
+                lang: Some(lang),
+                ..Default::default()
+            },
+        )
+    });
+    (harness, gpu)
+}
+
 /// Builds the whole app in a harness, with `storage` as its save file.
 pub fn app_harness<'a>(
     test: &str,

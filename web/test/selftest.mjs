@@ -1,14 +1,16 @@
 // Opens the web bundle's ?selftest in Debian's chromium and checks the result:
-//   node selftest.mjs URL webgpu|cpu SCREENSHOT.png
+//   node selftest.mjs URL webgpu|cpu SCREENSHOT.png [zh]
 // `webgpu`: WebGPU through SwiftShader: the GPU lesson's whole default race
 // and a learner-kernel check must run on WebGPU.
 // `cpu`: --disable-gpu, WebGL2 only: the kernels must take the CPU path.
 // Both: every lesson's main action (through its button's code), no page
 // error and no panic.
+// `zh`: the browser's language is zh-CN: the page must end in Chinese (a
+// lesson heading and an exercise prompt), with the Chinese font fetched.
 import fs from "node:fs";
 import { chromium } from "playwright-core";
 
-const [url, mode, shot] = process.argv.slice(2);
+const [url, mode, shot, lang] = process.argv.slice(2);
 const common = [
   "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
   "--disable-component-update", "--disable-sync",
@@ -16,7 +18,9 @@ const common = [
 const webgpu = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader", "--use-angle=vulkan"];
 const args = mode === "webgpu" ? [...common, ...webgpu] : [...common, "--disable-gpu"];
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", args, headless: true });
-const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, locale: lang === "zh" ? "zh-CN" : "en-US" });
+const fonts = [];
+page.on("response", (r) => { if (r.url().endsWith(".otf")) fonts.push(`${r.status()} ${r.url()}`); });
 const logs = [];
 page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
 page.on("pageerror", (e) => logs.push(`pageerror: ${e}`));
@@ -27,8 +31,15 @@ try {
   const report = JSON.parse((await page.$eval("#selftest", (e) => e.textContent)) || "{}");
   await page.screenshot({ path: shot });
   const size = fs.statSync(shot).size;
-  console.log(JSON.stringify({ mode, title: await page.title(), report, screenshot_bytes: size }, null, 2));
+  console.log(JSON.stringify({ mode, lang, title: await page.title(), report, fonts, screenshot_bytes: size }, null, 2));
+  const cjk = (text) => /[\u4e00-\u9fff]/.test(text || "");
   if (!report.ok) failure = "the self-test reported a failure";
+  else if (lang === "zh" && (report.lang !== "zh" || !cjk(report.heading) || !cjk(report.prompt)))
+    failure = `expected the page in Chinese: lang ${report.lang}, heading "${report.heading}", prompt "${report.prompt}"`;
+  else if (lang === "zh" && !fonts.some((f) => f.startsWith("200 ")))
+    failure = `the Chinese font was not fetched: ${JSON.stringify(fonts)}`;
+  else if (lang !== "zh" && (fonts.length > 0 || report.lang !== "en"))
+    failure = `an English page fetched the Chinese font or was not English: ${report.lang} ${JSON.stringify(fonts)}`;
   else if (mode === "webgpu" && report.backend !== "webgpu") failure = `expected the kernel on WebGPU, got ${report.backend}`;
   else if (mode === "cpu" && report.backend !== "cpu") failure = `expected the CPU fallback, got ${report.backend}`;
   // Every lesson's main action ran through its button's path: the GPU

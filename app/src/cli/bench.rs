@@ -12,11 +12,11 @@ use dlsys_shaders::report::Row;
 use dlsys_shaders::{Ladder, Outcome};
 
 use super::CliError;
-use super::lang::{pad, pad_left};
-use super::{t, tf};
 use super::choice::{choice, list};
 use super::kernel::{REDUCE_OPS, kernel_runner};
+use super::lang::{pad, pad_left};
 use super::output::{Report, emit};
+use super::{t, tf};
 
 #[derive(Clone, Debug, Subcommand)]
 pub enum BenchWhat {
@@ -109,9 +109,7 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     let settings = args.ladder();
     // Sizes are checked before a GPU is asked for, then against its buffers,
     // before anything is allocated.
-    settings
-        .check(MAX_ELEMENTS)
-        .map_err(|e| super::say(&e))?;
+    settings.check(MAX_ELEMENTS).map_err(|e| super::say(&e))?;
     let mut runner = kernel_runner()?;
     let ladder = Ladder::new(&settings, runner.max_elements()).map_err(|e| super::say(&e))?;
     if let Some(path) = &args.dump_input {
@@ -119,7 +117,12 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             path,
             bytemuck::cast_slice::<f32, u8>(&ladder.inputs().softmax),
         )
-        .map_err(|err| tf("bench.cannot_write", &[("path", &path.display()), ("error", &err)]))?;
+        .map_err(|err| {
+            tf(
+                "bench.cannot_write",
+                &[("path", &path.display()), ("error", &err)],
+            )
+        })?;
     }
     let timer = runner.timer().label();
     let mut results = Vec::new();
@@ -244,11 +247,18 @@ impl Report for BenchReport {
         let s = &self.summary;
         if let Some(best) = &s.best_softmax {
             let fraction = format!("{:.2}", s.best_softmax_fraction_of_copy.unwrap_or(f64::NAN));
-            let line = tf("bench.best_softmax", &[("best", best), ("fraction", &fraction)]);
+            let line = tf(
+                "bench.best_softmax",
+                &[("best", best), ("fraction", &fraction)],
+            );
             writeln!(out, "{line}")?;
             if let Some(speedup) = s.best_vs_three_pass_speedup {
                 let speedup = format!("{speedup:.2}");
-                writeln!(out, "{}", tf("bench.vs_three_pass", &[("speedup", &speedup)]))?;
+                writeln!(
+                    out,
+                    "{}",
+                    tf("bench.vs_three_pass", &[("speedup", &speedup)])
+                )?;
             }
         }
         if let Some(best) = &s.best_sum {

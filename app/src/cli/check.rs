@@ -9,8 +9,8 @@ use dlsys_core::exercise::{SelfCheck, self_check};
 use dlsys_shaders::kernel_track::{self as kernel_exercises, KernelChecker};
 
 use super::CliError;
-use super::{t, tf};
 use super::output::{Report, emit};
+use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct CheckArgs {

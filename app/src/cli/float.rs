@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use dlsys_core::float::{self, Exact, Format, Rounding, StochasticRounder};
 
 use super::CliError;
-use super::lang::pad;
-use super::{t, tf};
 use super::choice::choice;
+use super::lang::pad;
 use super::output::{Report, emit, exit_status};
+use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct FloatArgs {
@@ -79,10 +79,7 @@ pub fn run(args: &FloatArgs) -> Result<ExitCode, CliError> {
             Format::by_name(args.to.as_deref().unwrap_or_default()).map_err(|e| super::say(&e))?;
         return batch(&target, args.round, args.seed);
     }
-    let text = args
-        .value
-        .as_deref()
-        .ok_or(super::t("float.no_value"))?;
+    let text = args.value.as_deref().ok_or(super::t("float.no_value"))?;
     let formats = if args.formats.is_empty() {
         Format::builtins()
     } else {
@@ -211,7 +208,10 @@ fn batch(target: &Format, rounding: Rounding, seed: u64) -> Result<ExitCode, Cli
     let report =
         float::batch::convert_batch(stdin, stdout, target, rounding, seed, |line, err| {
             let message = super::say(err);
-            eprintln!("{}", tf("float.batch_line", &[("line", &line), ("error", &message)]));
+            eprintln!(
+                "{}",
+                tf("float.batch_line", &[("line", &line), ("error", &message)])
+            );
         })?;
     Ok(exit_status(report.invalid == 0))
 }

@@ -7,8 +7,8 @@ use dlsys_shaders::{Gpu, GpuInfo};
 
 use super::CliError;
 use super::lang::pad;
-use super::{t, tf};
 use super::output::{Report, emit};
+use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct GpuInfoArgs {
@@ -69,7 +69,11 @@ impl Report for GpuInfoReport {
         writeln!(out, "{} {}", label("gpu.device_type"), info.device_type)?;
         let driver = label("gpu.driver");
         writeln!(out, "{driver} {} {}", info.driver, info.driver_info)?;
-        let compute = t(if info.compute { "gpu.yes" } else { "gpu.no_compute" });
+        let compute = t(if info.compute {
+            "gpu.yes"
+        } else {
+            "gpu.no_compute"
+        });
         writeln!(out, "{} {compute}", label("gpu.compute"))?;
         let period = info.timestamp_period_ns;
         writeln!(out, "{} {period} ns", label("gpu.timestamp"))?;
@@ -91,7 +95,11 @@ impl Report for GpuInfoReport {
         writeln!(out, "{limits}")?;
         writeln!(out, "{}", t("gpu.features"))?;
         for (name, enabled) in info.feature_flags() {
-            let state = t(if enabled { "gpu.enabled" } else { "gpu.not_offered" });
+            let state = t(if enabled {
+                "gpu.enabled"
+            } else {
+                "gpu.not_offered"
+            });
             writeln!(out, "  {name:<32} {state}")?;
         }
         Ok(())

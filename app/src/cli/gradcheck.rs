@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
 
 use super::CliError;
-use super::lang::pad;
-use super::{t, tf};
 use super::choice::{choice, name_of};
+use super::lang::pad;
 use super::output::{Report, emit};
+use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct GradcheckArgs {

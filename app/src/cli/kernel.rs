@@ -7,8 +7,8 @@ use dlsys_core::kernels::{Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
 use dlsys_shaders::Gpu;
 
 use super::CliError;
-use super::{t, tf};
 use super::choice::choice;
+use super::{t, tf};
 
 /// The reduction ops (the core has no list of them yet).
 pub(super) const REDUCE_OPS: [ReduceOp; 2] = [ReduceOp::Sum, ReduceOp::Max];
@@ -104,8 +104,7 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
             if input.is_empty() {
                 return Err(CliError::from(t("kernel.empty")));
             }
-            let n =
-                u32::try_from(input.len()).map_err(|_| t("kernel.too_many_rows"))?;
+            let n = u32::try_from(input.len()).map_err(|_| t("kernel.too_many_rows"))?;
             (
                 Kernel::Reduce(variant, op),
                 Problem { rows: 1, cols: n },

@@ -55,7 +55,9 @@ pub fn choose(args: &[std::ffi::OsString]) -> Lang {
             None => None,
         };
         if let Some(value) = value {
-            chosen = Lang::ALL.into_iter().find(|l| l.id().eq_ignore_ascii_case(&value));
+            chosen = Lang::ALL
+                .into_iter()
+                .find(|l| l.id().eq_ignore_ascii_case(&value));
         }
     }
     let lang = chosen.unwrap_or_else(crate::system_lang);
@@ -78,14 +80,17 @@ pub fn localize(mut command: Command, lang: Lang) -> Command {
         let key = format!("help.{name}");
         if TEXT.contains(&key) {
             let about = TEXT.get(lang, &key).to_owned();
-            command = command.mut_subcommand(&name, |s| s.about(about).help_template(template(lang)));
+            command =
+                command.mut_subcommand(&name, |s| s.about(about).help_template(template(lang)));
         }
     }
     command
         .about(TEXT.get(lang, "help.about").to_owned())
         .help_template(template(lang))
         .mut_arg("lang", |a| a.help(TEXT.get(lang, "help.lang").to_owned()))
-        .mut_arg("lesson", |a| a.help(TEXT.get(lang, "help.lesson").to_owned()))
+        .mut_arg("lesson", |a| {
+            a.help(TEXT.get(lang, "help.lesson").to_owned())
+        })
 }
 
 fn template(lang: Lang) -> String {
@@ -124,7 +129,13 @@ mod tests {
     #[test]
     fn every_class_and_rounding_mode_has_words() {
         use dlsys_core::float::{Class, Rounding};
-        let classes = [Class::Zero, Class::Subnormal, Class::Normal, Class::Infinite, Class::Nan];
+        let classes = [
+            Class::Zero,
+            Class::Subnormal,
+            Class::Normal,
+            Class::Infinite,
+            Class::Nan,
+        ];
         let keys = classes
             .iter()
             .map(|c| format!("class.{c:?}"))

@@ -45,7 +45,7 @@ pub struct Cli {
     #[arg(long, value_name = "ID")]
     pub lesson: Option<String>,
 
-    /// Language of the output: en or zh (default: from LANG).
+    /// Language of the output and of the app: en or zh (default: from LANG).
     #[arg(
         long,
         global = true,

@@ -9,9 +9,9 @@ use dlsys_core::nn::settings::RunSettings;
 use dlsys_core::nn::{Activation, EpochStats, Status, TrainConfig, Trainer, data};
 
 use super::CliError;
-use super::tf;
 use super::choice::name_of;
 use super::output::{Report, emit_line, emit_text};
+use super::tf;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct TrainArgs {
@@ -188,9 +188,9 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Cli
         reported = trainer.history.len();
     }
     match &trainer.status {
-        Status::Diverged { epoch, step, loss } => Err(CliError::from(
-            super::say(&trainer.config.divergence(*epoch, *step, *loss)),
-        )),
+        Status::Diverged { epoch, step, loss } => Err(CliError::from(super::say(
+            &trainer.config.divergence(*epoch, *step, *loss),
+        ))),
         _ => {
             let final_test_accuracy = trainer.history.last().map_or(f64::NAN, |s| s.test_accuracy);
             emit_line(
@@ -232,7 +232,10 @@ impl Report for Epoch<'_> {
                 &[
                     ("scale", &m.loss_scale),
                     ("skipped", &m.skipped_steps),
-                    ("underflowed", &format!("{:.2}", 100.0 * m.underflow_fraction)),
+                    (
+                        "underflowed",
+                        &format!("{:.2}", 100.0 * m.underflow_fraction),
+                    ),
                     ("overflows", &m.accumulation_overflows),
                 ],
             )
@@ -243,7 +246,10 @@ impl Report for Epoch<'_> {
                 ("epoch", &format!("{:>3}", stats.epoch)),
                 ("epochs", &self.epochs),
                 ("train_loss", &format!("{:.4}", stats.train_loss)),
-                ("train_acc", &format!("{:6.2}", 100.0 * stats.train_accuracy)),
+                (
+                    "train_acc",
+                    &format!("{:6.2}", 100.0 * stats.train_accuracy),
+                ),
                 ("test_loss", &format!("{:.4}", stats.test_loss)),
                 ("test_acc", &format!("{:6.2}", 100.0 * stats.test_accuracy)),
             ],

@@ -9,8 +9,8 @@ use dlsys_shaders::kernel_track::{
 };
 
 use super::CliError;
-use super::tf;
 use super::output::{Report, emit};
+use super::tf;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct WgslExerciseArgs {

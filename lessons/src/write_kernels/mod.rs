@@ -605,8 +605,8 @@ impl Lesson for WriteKernels {
     fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
         let (id, Checked { shown, .. }) = self.shown.as_ref()?;
         Some(match shown {
-            Shown::KernelVerdict(verdict) if verdict.passed() => Ok(format!("{id}: {}", verdict)),
-            Shown::KernelVerdict(verdict) => Err(crate::SelfTestFailure(format!("{id}: {}", verdict))),
+            Shown::KernelVerdict(verdict) if verdict.passed() => Ok(format!("{id}: {verdict}")),
+            Shown::KernelVerdict(verdict) => Err(crate::SelfTestFailure(format!("{id}: {verdict}"))),
             // No compute GPU: naga's validation is all a check can do.
             Shown::ValidNoGpu(reason) => Ok(format!("{id}: naga validation only ({reason})")),
         })

@@ -80,9 +80,11 @@ impl Diagnostic {
                 "verdict.at_line_column",
                 &[("line", &l), ("column", &c), ("message", message)],
             ),
-            (Some(l), None) => {
-                text.fill(lang, "verdict.at_line", &[("line", &l), ("message", message)])
-            }
+            (Some(l), None) => text.fill(
+                lang,
+                "verdict.at_line",
+                &[("line", &l), ("message", message)],
+            ),
             _ => self.message.clone(),
         }
     }

@@ -1,0 +1,89 @@
+//! The whole app in Chinese under egui_kittest: every lesson at 1400 and
+//! 800 px wide, snapshot-tested, with no text cut off by the window.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use dlsys_core::text::Lang;
+use egui::accesskit::Role;
+use egui_kittest::kittest::Queryable as _;
+
+/// Text and controls drawn past the window's right edge: cut off for a
+/// sighted reader (a screen reader would still read them). egui gives its
+/// panels no bounds in the AccessKit tree, so the window is the clip.
+fn text_past_the_window(
+    harness: &egui_kittest::Harness<'_, dlsys_lab::DlsysApp>,
+    width: f32,
+) -> Vec<String> {
+    use egui_kittest::kittest::NodeT as _;
+    let mut cut = Vec::new();
+    for node in harness.root().children_recursive() {
+        let data = node.accesskit_node();
+        let text_like = matches!(
+            data.role(),
+            Role::Label | Role::Button | Role::CheckBox | Role::RadioButton | Role::ComboBox
+        );
+        if let (true, Some(bounds)) = (text_like, data.bounding_box())
+            && bounds.x1 > f64::from(width) + 1.0
+        {
+            let text = data.label().or_else(|| data.value()).unwrap_or_default();
+            cut.push(format!(
+                "{:?} `{}` spans x = {:.0}..{:.0}",
+                data.role(),
+                text.chars().take(48).collect::<String>(),
+                bounds.x0,
+                bounds.x1
+            ));
+        }
+    }
+    cut
+}
+
+/// Lessons whose page is still wider than an 800 px window (a fixed-width
+/// graph, a nine-column table): the layout issue ("nothing overflows to the
+/// right") fixes them. The test fails if one of them starts to fit, so the
+/// list cannot go stale, and on any cut text in every other lesson.
+const TOO_WIDE_AT_800: &[&str] = &["float_formats", "autograd_mlp"];
+
+#[test]
+fn every_lesson_in_chinese_fits_at_1400_and_800_px() {
+    let mut failures = Vec::new();
+    for width in [1400.0, 800.0] {
+        let (mut harness, gpu) = common::app_harness_in(
+            "every_lesson_in_chinese",
+            Lang::Zh,
+            egui::vec2(width, 900.0),
+        );
+        harness.run();
+        for lesson in dlsys_lessons::all() {
+            let title = lesson.title(Lang::Zh);
+            harness.get_by_role_and_label(Role::Button, &title).click();
+            harness.run();
+            assert_eq!(
+                harness.state().current_lesson(),
+                lesson.id(),
+                "clicking `{title}`"
+            );
+            let cut = text_past_the_window(&harness, width);
+            let known = width < 1000.0 && TOO_WIDE_AT_800.contains(&lesson.id());
+            if known && cut.is_empty() {
+                failures.push(format!(
+                    "{} fits at {width} px now: drop it from TOO_WIDE_AT_800",
+                    lesson.id()
+                ));
+            }
+            if !known {
+                failures.extend(
+                    cut.iter()
+                        .map(|c| format!("{} at {width} px: {c}", lesson.id())),
+                );
+            }
+            let name = format!("zh_{width}_{}", lesson.id());
+            if gpu && let Err(err) = harness.try_snapshot(name) {
+                failures.push(err.to_string());
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
