@@ -349,7 +349,7 @@ mod tests {
         let errors = ("errors", dlsys_core::errors::catalog());
         for (name, catalog) in catalogs().into_iter().chain([errors]) {
             for (key, _lang, text) in catalog.texts() {
-                for c in text.chars() {
+                for c in text.chars().filter(|c| !c.is_control()) {
                     let has = ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::proportional(14.0), c));
                     if !has {
                         missing.push(format!("{name}/{key}: {c:?}"));
