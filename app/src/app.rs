@@ -479,7 +479,7 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
     let text = shell_text();
     let Some(info) = gpu.info() else {
         if let GpuStatus::Unavailable { reason } = gpu {
-            ui.label(text.fill(lang, "gpu.none", &[("reason", reason)]));
+            ui.label(text.fill(lang, "gpu.none", &[("reason", &reason.message(lang))]));
         }
         return;
     };
@@ -547,7 +547,7 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
     if let GpuStatus::RenderOnly { reason, .. } = gpu {
         ui.colored_label(
             dlsys_lessons::theme::warn(ui.visuals()),
-            text.fill(lang, "app.cpu_path", &[("reason", reason)]),
+            text.fill(lang, "app.cpu_path", &[("reason", &reason.message(lang))]),
         );
     }
 }

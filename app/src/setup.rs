@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use dlsys_lessons::GpuStatus;
+use dlsys_lessons::{GpuStatus, NoGpu};
 use dlsys_shaders::Gpu;
 
 /// eframe's wgpu setup, with our device descriptor.
@@ -26,8 +26,7 @@ pub fn wgpu_configuration() -> eframe::egui_wgpu::WgpuConfiguration {
 pub fn gpu_status(render_state: Option<&eframe::egui_wgpu::RenderState>) -> GpuStatus {
     let Some(render_state) = render_state else {
         return GpuStatus::Unavailable {
-            reason: "the app is not rendering through wgpu, so no GPU device is available"
-                .to_owned(),
+            reason: NoGpu::NotWgpu,
         };
     };
     let gpu = Gpu::from_parts(
@@ -38,17 +37,16 @@ pub fn gpu_status(render_state: Option<&eframe::egui_wgpu::RenderState>) -> GpuS
     if let Some(refusal) = gpu.compute_refusal() {
         GpuStatus::RenderOnly {
             info: gpu.info(),
-            reason: refusal.to_string(),
+            reason: NoGpu::Gpu(refusal),
         }
     } else if gpu.supports_compute() {
         GpuStatus::Compute(Box::new(gpu))
     } else {
         GpuStatus::RenderOnly {
             info: gpu.info(),
-            reason: format!(
-                "the {} adapter ({}) cannot run compute shaders",
-                gpu.adapter_info.name, gpu.adapter_info.backend
-            ),
+            reason: NoGpu::Kernel(dlsys_shaders::KernelError::NoCompute {
+                adapter: format!("{} ({})", gpu.adapter_info.name, gpu.adapter_info.backend),
+            }),
         }
     }
 }

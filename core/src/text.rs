@@ -177,7 +177,11 @@ pub fn chinese_problems(catalog: &Catalog, code_only: &[&str]) -> Vec<String> {
                 .split(|c: char| !c.is_ascii_alphabetic())
                 .find(|w| w.len() >= 4 && !KEPT.contains(&w.to_ascii_lowercase().as_str()));
             if let Some(word) = word {
-                let what = if zh == entry.en { "a copy of the English" } else { "English" };
+                let what = if zh == entry.en {
+                    "a copy of the English"
+                } else {
+                    "English"
+                };
                 problems.push(format!("{key}: {what} (`{word}`) in `{zh}`"));
             }
         }
@@ -231,7 +235,10 @@ mod tests {
         let problems = chinese_problems(&catalog, &["e"]);
         assert_eq!(problems.len(), 3, "{problems:?}");
         assert!(problems[0].starts_with("a: no Chinese"));
-        assert!(problems[1].starts_with("b: a copy of the English"), "{problems:?}");
+        assert!(
+            problems[1].starts_with("b: a copy of the English"),
+            "{problems:?}"
+        );
         assert!(problems[2].starts_with("c: 内核"));
         // Formulas, units and the glossary's English words are not prose.
         let catalog = Catalog::parse(

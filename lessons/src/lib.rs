@@ -22,9 +22,33 @@ pub enum GpuStatus {
     /// A device that runs compute shaders.
     Compute(Box<Gpu>),
     /// A device that renders the UI but cannot run compute (WebGL2, old GL).
-    RenderOnly { info: GpuInfo, reason: String },
+    RenderOnly { info: GpuInfo, reason: NoGpu },
     /// No wgpu device at all (or the app runs with another renderer).
-    Unavailable { reason: String },
+    Unavailable { reason: NoGpu },
+}
+
+/// Why the GPU lessons take the CPU path, in either language.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NoGpu {
+    /// The GPU layer refused (e.g. native OpenGL, declined for compute).
+    Gpu(dlsys_shaders::GpuError),
+    /// The adapter cannot run compute shaders (WebGL2).
+    Kernel(dlsys_shaders::KernelError),
+    /// The app renders without wgpu, so there is no device to share.
+    NotWgpu,
+}
+
+impl NoGpu {
+    pub fn message(&self, lang: Lang) -> String {
+        use dlsys_core::errors::Localized as _;
+        match self {
+            Self::Gpu(err) => err.message(lang),
+            Self::Kernel(err) => err.message(lang),
+            Self::NotWgpu => exercise_panel::shell_text()
+                .get(lang, "app.not_wgpu")
+                .to_owned(),
+        }
+    }
 }
 
 impl GpuStatus {
@@ -59,9 +83,11 @@ impl GpuStatus {
                     ],
                 )
             }
-            Self::RenderOnly { reason, .. } | Self::Unavailable { reason } => {
-                text.fill(lang, "app.cpu_summary", &[("reason", reason)])
-            }
+            Self::RenderOnly { reason, .. } | Self::Unavailable { reason } => text.fill(
+                lang,
+                "app.cpu_summary",
+                &[("reason", &reason.message(lang))],
+            ),
         }
     }
 }

@@ -83,21 +83,28 @@ pub fn series(visuals: &Visuals, index: usize) -> Color32 {
 /// The gradient check's bands on a log₁₀ relative-error axis: good (below
 /// 1e-7, down to `floor`), suspicious (1e-4…1e-2), wrong (above 1e-2),
 /// shaded, with a line at each boundary.
-pub fn band_zones(plot: &mut egui_plot::PlotUi<'_>, visuals: &Visuals, floor: f64) {
+pub fn band_zones(
+    plot: &mut egui_plot::PlotUi<'_>,
+    visuals: &Visuals,
+    floor: f64,
+    lang: dlsys_core::text::Lang,
+) {
+    use dlsys_core::autograd::Band;
     use egui_plot::{Axis, HLine, Span};
     let zone = |c: Color32| c.gamma_multiply(0.15);
+    let name = |band| crate::autograd_mlp::band_name(band, lang);
     plot.span(
-        Span::new("good", floor..=-7.0)
+        Span::new(name(Band::Good), floor..=-7.0)
             .axis(Axis::Y)
             .fill(zone(good(visuals))),
     );
     plot.span(
-        Span::new("suspicious", -4.0..=-2.0)
+        Span::new(name(Band::Suspicious), -4.0..=-2.0)
             .axis(Axis::Y)
             .fill(zone(warn(visuals))),
     );
     plot.span(
-        Span::new("wrong", -2.0..=2.0)
+        Span::new(name(Band::Wrong), -2.0..=2.0)
             .axis(Axis::Y)
             .fill(zone(bad(visuals))),
     );
@@ -108,4 +115,19 @@ pub fn band_zones(plot: &mut egui_plot::PlotUi<'_>, visuals: &Visuals, floor: f6
                 .width(0.5),
         );
     }
+}
+
+/// Content that may be wider than the page (a table, a graph) scrolls
+/// sideways inside itself, so the page never grows past the window. Marked
+/// as a scroll view in the accessibility tree: for screen readers, and for
+/// the test that fails on text cut off at the window's edge.
+pub fn sideways<R>(ui: &mut egui::Ui, id: &str, add: impl FnOnce(&mut egui::Ui) -> R) -> R {
+    egui::ScrollArea::horizontal()
+        .id_salt(id)
+        .show(ui, |ui| {
+            let scroll =
+                egui::UiBuilder::new().accessibility_role(egui::accesskit::Role::ScrollView);
+            ui.scope_builder(scroll, add).inner
+        })
+        .inner
 }

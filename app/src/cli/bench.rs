@@ -83,6 +83,8 @@ struct BenchReport {
     adapter: String,
     backend: String,
     timer: String,
+    #[serde(skip)]
+    timer_kind: dlsys_shaders::TimerKind,
     timestamp_period_ns: f32,
     rows: u32,
     cols: u32,
@@ -167,6 +169,7 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         adapter: info.adapter,
         backend: info.backend,
         timer,
+        timer_kind: runner.timer(),
         timestamp_period_ns: info.timestamp_period_ns,
         rows: args.rows,
         cols: args.cols,
@@ -189,7 +192,10 @@ impl Report for BenchReport {
             &[
                 ("adapter", &self.adapter),
                 ("backend", &self.backend),
-                ("timer", &self.timer),
+                (
+                    "timer",
+                    &dlsys_lessons::gpu_kernels::timer_text(self.timer_kind, super::lang(), false),
+                ),
             ],
         );
         writeln!(out, "{adapter}")?;

@@ -147,7 +147,7 @@ impl Report for FloatReport {
             "{} {} ({})",
             label("float.rounding"),
             self.rounding,
-            super::lang::named("round", &self.rounding_mode)
+            dlsys_lessons::float_formats::rounding_name(self.rounding_mode, super::lang())
         )?;
         let field = |key| pad(t(key), 5);
         for FormatRow {
@@ -162,7 +162,7 @@ impl Report for FloatReport {
                 "          {} {}  ({})",
                 field("float.value"),
                 float::show(d.value),
-                super::lang::named("class", &d.class)
+                dlsys_lessons::float_formats::class_name(d.class, super::lang())
             )?;
             if d.abs_error.is_finite() {
                 writeln!(

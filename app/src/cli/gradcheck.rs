@@ -46,6 +46,8 @@ struct GradcheckOut {
     precision: String,
     /// What the planted bug does, if one was planted.
     planted_bug: Option<&'static str>,
+    #[serde(skip)]
+    bug: Option<PlantedBug>,
     checks: Vec<CheckRow>,
     outside_good_band: usize,
 }
@@ -56,6 +58,8 @@ struct CheckRow {
     precision: &'static str,
     max_rel_error: f64,
     band: &'static str,
+    #[serde(skip)]
+    band_kind: Band,
     tensors: Vec<TensorRow>,
 }
 
@@ -75,6 +79,7 @@ pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
     let report = GradcheckOut {
         precision: args.precision.clone(),
         planted_bug: args.bug.map(PlantedBug::describe),
+        bug: args.bug,
         outside_good_band: reports.iter().filter(|r| r.band != Band::Good).count(),
         checks: reports
             .into_iter()
@@ -83,6 +88,7 @@ pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
                 precision: r.precision,
                 max_rel_error: r.max_rel_error,
                 band: r.band.name(),
+                band_kind: r.band,
                 tensors: r
                     .tensors
                     .into_iter()
@@ -100,7 +106,10 @@ pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
 
 impl Report for GradcheckOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        if let Some(bug) = self.planted_bug {
+        if let Some(bug) = self
+            .bug
+            .map(|b| dlsys_lessons::autograd_mlp::bug_text(b, super::lang()))
+        {
             writeln!(out, "{}", tf("grad.planted", &[("bug", &bug)]))?;
         }
         writeln!(
@@ -114,7 +123,9 @@ impl Report for GradcheckOut {
             writeln!(
                 out,
                 "{:<24} {:>12.3e}  {}",
-                r.check, r.max_rel_error, r.band
+                r.check,
+                r.max_rel_error,
+                dlsys_lessons::autograd_mlp::band_name(r.band_kind, super::lang())
             )?;
             for t in r
                 .tensors

@@ -48,10 +48,9 @@ pub enum KernelCommand {
 pub(super) fn kernel_runner() -> Result<dlsys_shaders::KernelRunner, String> {
     let gpu = Gpu::request_blocking().map_err(|e| super::say(&e))?;
     if !gpu.supports_compute() {
-        return Err(format!(
-            "{} cannot run compute shaders",
-            gpu.adapter_info.name
-        ));
+        return Err(super::say(&dlsys_shaders::KernelError::NoCompute {
+            adapter: gpu.adapter_info.name.clone(),
+        }));
     }
     Ok(dlsys_shaders::KernelRunner::new(gpu))
 }

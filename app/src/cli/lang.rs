@@ -32,13 +32,6 @@ pub fn tf(key: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
     TEXT.fill(lang(), key, args)
 }
 
-/// The catalog's name for an enum value: the entry `{prefix}.{Variant}`
-/// (its `Debug` name), so adding a variant without words fails the test
-/// that walks every value.
-pub fn named(prefix: &str, value: &impl std::fmt::Debug) -> String {
-    TEXT.get(lang(), &format!("{prefix}.{value:?}")).to_owned()
-}
-
 /// Fixes the language from the command line (`--lang X` or `--lang=X`,
 /// anywhere, as clap reads a global option) or else the system's. A value
 /// clap will refuse leaves the system's language for the error message.
@@ -124,25 +117,6 @@ mod tests {
         assert_eq!(pad("中文", 6), "中文  ");
         assert_eq!(pad("toolong", 3), "toolong");
         assert_eq!(pad_left("最小", 6), "  最小");
-    }
-
-    #[test]
-    fn every_class_and_rounding_mode_has_words() {
-        use dlsys_core::float::{Class, Rounding};
-        let classes = [
-            Class::Zero,
-            Class::Subnormal,
-            Class::Normal,
-            Class::Infinite,
-            Class::Nan,
-        ];
-        let keys = classes
-            .iter()
-            .map(|c| format!("class.{c:?}"))
-            .chain(Rounding::ALL.iter().map(|r| format!("round.{r:?}")));
-        for key in keys {
-            assert!(catalog().contains(&key), "{key}");
-        }
     }
 
     #[test]

@@ -78,11 +78,11 @@ pub fn check_ui(
         ui.separator();
         let label = ui.label(t("check.bug"));
         egui::ComboBox::from_id_salt("check_bug")
-            .selected_text(settings.bug.map_or(t("check.no_bug"), PlantedBug::describe))
+            .selected_text(settings.bug.map_or(t("check.no_bug").to_owned(), |b| super::bug_text(b, lang)))
             .show_ui(ui, |ui| {
                 ui.selectable_value(&mut settings.bug, None, t("check.no_bug"));
                 for bug in PlantedBug::ALL {
-                    ui.selectable_value(&mut settings.bug, Some(bug), bug.describe());
+                    ui.selectable_value(&mut settings.bug, Some(bug), super::bug_text(bug, lang));
                 }
             })
             .response
@@ -103,7 +103,7 @@ pub fn check_ui(
             TEXT.fill(
                 lang,
                 "check.caught",
-                &[("bug", &bug.describe()), ("count", &outside)],
+                &[("bug", &super::bug_text(bug, lang)), ("count", &outside)],
             ),
         );
     }
@@ -118,7 +118,7 @@ pub fn check_ui(
                 for r in reports {
                     ui.label(&r.name);
                     ui.monospace(show_sig(r.max_rel_error, 3));
-                    ui.colored_label(band_color(&visuals, r.band), r.band.name());
+                    ui.colored_label(band_color(&visuals, r.band), super::band_name(r.band, lang));
                     ui.end_row();
                 }
             });
@@ -146,9 +146,9 @@ pub fn check_ui(
             .include_y(1.0)
             .allow_scroll(false)
             .show(&mut columns[1], |plot| {
-                theme::band_zones(plot, &visuals, floor);
+                theme::band_zones(plot, &visuals, floor, lang);
                 plot.points(
-                    Points::new("max relative error", PlotPoints::from(points))
+                    Points::new(t("plot.max_rel_error"), PlotPoints::from(points))
                         .radius(4.0)
                         .color(theme::exponent(&visuals)),
                 );

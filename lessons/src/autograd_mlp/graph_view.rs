@@ -204,7 +204,7 @@ pub fn graph_ui(ui: &mut egui::Ui, settings: &mut GraphSettings, lang: Lang) {
         ));
     });
     let next = order.iter().rev().nth(settings.steps).copied();
-    draw(ui, &g, &order, &done, next, lang);
+    crate::theme::sideways(ui, "graph_canvas", |ui| draw(ui, &g, &order, &done, next, lang));
 
     let names: Vec<String> = order.iter().rev().map(|v| name(&g, *v)).collect();
     ui.weak(TEXT.fill(lang, "graph.order", &[("order", &names.join(" → "))]));

@@ -14,6 +14,17 @@ pub use exercises::EXERCISES;
 
 crate::lesson_text!("autograd_mlp");
 
+/// A gradient-check band's name in `lang` (`band.<Variant>`; the CLI and
+/// the mixed-precision lesson use it too).
+pub fn band_name(band: dlsys_core::autograd::Band, lang: dlsys_core::text::Lang) -> String {
+    TEXT.get(lang, &format!("band.{band:?}")).to_owned()
+}
+
+/// What a planted bug does, in `lang` (`bug.<Variant>`).
+pub fn bug_text(bug: dlsys_core::autograd::PlantedBug, lang: dlsys_core::text::Lang) -> String {
+    TEXT.get(lang, &format!("bug.{bug:?}")).to_owned()
+}
+
 /// Everything the learner set up; survives restarts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -343,11 +343,11 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
             .collect();
         Plot::new("train_loss")
             .height(200.0)
-            .x_axis_label("step")
+            .x_axis_label(TEXT.get(lang, "plot.step"))
             .allow_scroll(false)
             .show(&mut cols[0], |plot| {
                 plot.line(
-                    Line::new("loss", PlotPoints::from(loss_points))
+                    Line::new(TEXT.get(lang, "plot.loss"), PlotPoints::from(loss_points))
                         .color(theme::series(&visuals, 0)),
                 );
             });
@@ -365,7 +365,7 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
         Plot::new("train_accuracy")
             .height(200.0)
             .legend(Legend::default())
-            .x_axis_label("epoch")
+            .x_axis_label(TEXT.get(lang, "plot.epoch"))
             .include_y(0.0)
             .include_y(1.0)
             .allow_scroll(false)
@@ -473,7 +473,7 @@ fn boundary_ui(
                     })
                     .collect();
                 plot.points(
-                    Points::new(format!("class {class}"), PlotPoints::from(pts))
+                    Points::new(TEXT.fill(lang, "plot.class", &[("class", &class)]), PlotPoints::from(pts))
                         .radius(2.5)
                         .color(if class == 0 { c0 } else { c1 }),
                 );

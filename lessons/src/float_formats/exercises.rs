@@ -329,11 +329,14 @@ fn tf32_rna(seed: u64, lang: Lang) -> Task {
         answer: hex(&fp32, bits),
         feedback: t(lang, "ex.tf32.unmasked"),
     });
-    let direction = if dropped >= 0x1000 {
-        "away from zero"
-    } else {
-        "toward zero"
-    };
+    let direction = t(
+        lang,
+        if dropped >= 0x1000 {
+            "direction.away"
+        } else {
+            "direction.toward"
+        },
+    );
     Task {
         prompt: TEXT.fill(
             lang,

@@ -13,6 +13,17 @@ pub use exercises::EXERCISES;
 
 crate::lesson_text!("float_formats");
 
+/// A rounding mode's name in `lang` (`round.<Variant>` in this lesson's
+/// catalog; the CLI uses it too).
+pub fn rounding_name(mode: Rounding, lang: dlsys_core::text::Lang) -> String {
+    TEXT.get(lang, &format!("round.{mode:?}")).to_owned()
+}
+
+/// What a bit pattern is (zero, subnormal, …) in `lang`.
+pub fn class_name(class: float::Class, lang: dlsys_core::text::Lang) -> String {
+    TEXT.get(lang, &format!("class.{class:?}")).to_owned()
+}
+
 /// What the learner set up; survives restarts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -96,10 +96,10 @@ fn input_ui(ui: &mut egui::Ui, settings: &mut Settings, lang: Lang) {
         .labelled_by(label.id);
         let label = ui.label(t(lang, "input.rounding"));
         egui::ComboBox::from_id_salt("float_rounding")
-            .selected_text(settings.rounding.long_name())
+            .selected_text(super::rounding_name(settings.rounding, lang))
             .show_ui(ui, |ui| {
                 for mode in Rounding::ALL {
-                    ui.selectable_value(&mut settings.rounding, mode, mode.long_name());
+                    ui.selectable_value(&mut settings.rounding, mode, super::rounding_name(mode, lang));
                 }
             })
             .response
@@ -206,9 +206,7 @@ fn table_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
     if computed.rows.is_empty() {
         return;
     }
-    egui::ScrollArea::horizontal()
-        .id_salt("float_table")
-        .show(ui, |ui| {
+    theme::sideways(ui, "float_table", |ui| {
             egui::Grid::new("float_formats_table")
                 .striped(true)
                 .spacing([14.0, 6.0])
@@ -240,7 +238,7 @@ fn table_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                         ui.label(RichText::new(show(row.value)).monospace());
                         ui.colored_label(
                             class_color(ui.visuals(), row.class),
-                            row.class.to_string(),
+                            super::class_name(row.class, lang),
                         );
                         let error = if row.rel_error.is_finite() {
                             show_sig(row.rel_error, 3)
@@ -394,7 +392,7 @@ fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                         );
                     }
                     plot.points(
-                        Points::new("input", PlotPoints::from(vec![[x, 0.0]]))
+                        Points::new(t(lang, "plot.input"), PlotPoints::from(vec![[x, 0.0]]))
                             .radius(5.0)
                             .color(theme::bad(&visuals)),
                     );
@@ -410,8 +408,8 @@ fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
     Plot::new("float_spacing")
         .height(260.0)
         .legend(Legend::default())
-        .x_axis_label("log₂ |value|")
-        .y_axis_label("log₂ spacing")
+        .x_axis_label(t(lang, "plot.log_value"))
+        .y_axis_label(t(lang, "plot.log_spacing"))
         .allow_scroll(false)
         .show(ui, |plot| {
             let zone = |color: Color32| color.gamma_multiply(0.18);
@@ -614,8 +612,8 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
             Plot::new("float_accumulation")
                 .height(200.0)
                 .legend(Legend::default())
-                .x_axis_label("step")
-                .y_axis_label("running sum")
+                .x_axis_label(t(lang, "plot.step"))
+                .y_axis_label(t(lang, "plot.running_sum"))
                 .allow_scroll(false)
                 .show(ui, |plot| {
                     for (i, demo) in computed.accumulation.iter().enumerate() {

@@ -158,7 +158,14 @@ fn roofline(seed: u64, lang: Lang) -> Task {
     let ai: f64 = [0.25, 1.0, 4.0, 30.0, 100.0][rng.random_range(0..5)];
     let memory = bw * ai;
     let answer = memory.min(peak);
-    let bound = if memory < peak { "memory" } else { "compute" };
+    let bound = t(
+        lang,
+        if memory < peak {
+            "bound.memory"
+        } else {
+            "bound.compute"
+        },
+    );
     let mut mistakes = Vec::new();
     if memory < peak {
         mistakes.push(Mistake {

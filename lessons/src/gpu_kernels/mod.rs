@@ -21,6 +21,17 @@ pub use exercises::EXERCISES;
 
 crate::lesson_text!("gpu_kernels");
 
+/// How runs are timed, in `lang`: the long form for reports, `short` for headers.
+pub fn timer_text(timer: TimerKind, lang: dlsys_core::text::Lang, short: bool) -> String {
+    let (key, tick) = match timer {
+        TimerKind::Timestamps { period_ns } if short => ("timer.timestamps_short", period_ns),
+        TimerKind::Timestamps { period_ns } => ("timer.timestamps", period_ns),
+        TimerKind::WallPerTrial if short => ("timer.cpu_short", 0.0),
+        TimerKind::WallPerTrial => ("timer.cpu", 0.0),
+    };
+    TEXT.fill(lang, key, &[("tick", &tick)])
+}
+
 /// What the learner chose (persisted).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -164,7 +175,7 @@ impl Lesson for GpuKernels {
             GpuStatus::Compute(gpu) => {
                 let info = gpu.info();
                 // The timer the runs really use (the CPU clock on a CPU adapter).
-                let timer = TimerKind::for_gpu(gpu).short();
+                let timer = timer_text(TimerKind::for_gpu(gpu), lang, true);
                 ui.weak(TEXT.fill(
                     lang,
                     "device",
@@ -178,7 +189,7 @@ impl Lesson for GpuKernels {
             GpuStatus::RenderOnly { reason, .. } | GpuStatus::Unavailable { reason } => {
                 ui.colored_label(
                     theme::warn(ui.visuals()),
-                    TEXT.fill(lang, "cpu_path", &[("reason", reason)]),
+                    TEXT.fill(lang, "cpu_path", &[("reason", &reason.message(lang))]),
                 );
             }
         }
@@ -299,7 +310,7 @@ mod tests {
         lesson.settings.rows = 64;
         lesson.settings.cols = 64;
         let gpu = GpuStatus::Unavailable {
-            reason: "test".to_owned(),
+            reason: crate::NoGpu::NotWgpu,
         };
         lesson.start(
             &Env {

@@ -53,7 +53,7 @@ pub(super) fn show(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
             .show(&mut cols[0], |plot| {
                 plot.bar_chart(BarChart::new("GB/s", bars));
                 if let Some(c) = copy {
-                    plot.hline(HLine::new("copy", c).color(visuals.weak_text_color()));
+                    plot.hline(HLine::new(t("plot.copy"), c).color(visuals.weak_text_color()));
                 }
             });
         cols[1].label(t("plot.roofline"));
@@ -77,7 +77,7 @@ pub(super) fn show(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
                 if let Some(c) = copy {
                     let line: Vec<[f64; 2]> = vec![[0.0, 0.0], [max_ai * 1.2, c * max_ai * 1.2]];
                     plot.line(
-                        Line::new("memory roof (copy GB/s × ops/byte)", PlotPoints::from(line))
+                        Line::new(t("plot.memory_roof"), PlotPoints::from(line))
                             .color(visuals.weak_text_color()),
                     );
                 }

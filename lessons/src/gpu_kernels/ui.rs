@@ -109,9 +109,7 @@ impl GpuKernels {
         }
         let t = |key| TEXT.get(lang, key);
         let visuals = ui.visuals().clone();
-        egui::ScrollArea::horizontal()
-            .id_salt("gpu_results")
-            .show(ui, |ui| {
+        theme::sideways(ui, "gpu_results", |ui| {
                 egui::Grid::new("gpu_results_grid")
                     .striped(true)
                     .spacing([12.0, 4.0])

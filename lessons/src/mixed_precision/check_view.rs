@@ -132,7 +132,7 @@ pub fn check_ui(ui: &mut egui::Ui, cache: &mut CheckCache, lang: Lang) {
             .include_x(PRECISIONS.len() as f64 - 0.5)
             .allow_scroll(false)
             .show(&mut cols[1], |plot| {
-                theme::band_zones(plot, &visuals, floor);
+                theme::band_zones(plot, &visuals, floor, lang);
                 for (x, s) in spreads.iter().enumerate() {
                     let n = s.errors.len().max(1) as f64;
                     // Spread the points sideways by rank, so the density shows.

@@ -437,7 +437,7 @@ fn bf16_or_fp16(seed: u64, lang: Lang) -> Task {
         checker: AnswerChecker::Choice { correct: at },
         hints: vec![
             t(lang, "ex.bf16.hint1"),
-            TEXT.fill(lang, "ex.bf16.hint2", &[("layouts", &layouts())]),
+            TEXT.fill(lang, "ex.bf16.hint2", &[("layouts", &layouts(lang))]),
         ],
         explanation: TEXT.fill(
             lang,
@@ -454,15 +454,20 @@ fn bf16_or_fp16(seed: u64, lang: Lang) -> Task {
 }
 
 /// "fp16 1-5-10 (largest 65504), …" for the range exercise's options, from the formats.
-fn layouts() -> String {
+fn layouts(lang: Lang) -> String {
     RANGE_OPTIONS
         .iter()
         .filter_map(|name| Format::by_name(name).ok())
         .map(|f| {
-            let largest = show_sig(f.range().max_finite, 5);
-            format!(
-                "{} 1-{}-{} (largest {largest})",
-                f.name, f.exp_bits, f.man_bits
+            TEXT.fill(
+                lang,
+                "ex.bf16.layout",
+                &[
+                    ("format", &f.name),
+                    ("exp", &f.exp_bits),
+                    ("man", &f.man_bits),
+                    ("largest", &show_sig(f.range().max_finite, 5)),
+                ],
             )
         })
         .collect::<Vec<_>>()

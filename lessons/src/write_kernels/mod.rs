@@ -126,7 +126,7 @@ impl WriteKernels {
         let GpuStatus::Compute(gpu) = env.gpu else {
             let reason = match env.gpu {
                 GpuStatus::RenderOnly { reason, .. } | GpuStatus::Unavailable { reason } => {
-                    reason.clone()
+                    reason.message(env.lang)
                 }
                 GpuStatus::Compute(_) => String::new(),
             };
