@@ -41,7 +41,7 @@ fn the_cli_speaks_chinese_when_asked_or_when_the_system_does() {
         "舍入",
         "就近舍入，平局取偶",
         "无穷大",
-        "最小次正规数",
+        "最小非规格化数",
         "0x7c00",
         "65504",
     ] {
