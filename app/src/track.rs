@@ -141,9 +141,10 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, CliError> {
     let root = find_root(root)?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     if !json {
+        let root_shown = root.display();
         eprintln!(
-            "checking your exercises: cargo test -p dlsys-exercises (in {})",
-            root.display()
+            "{}",
+            crate::cli::tf("track.checking", &[("root", &root_shown)])
         );
     }
     let run = run_with_deadline(
@@ -159,7 +160,9 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, CliError> {
             ])
             .args(["--", "--color", "never"])
             .env("CARGO_TERM_COLOR", "never")
-            .env("RUST_BACKTRACE", "0"),
+            .env("RUST_BACKTRACE", "0")
+            // The checkers' messages in the CLI's language.
+            .env("DLSYS_LANG", crate::cli::lang().id()),
         DEADLINE,
     )
     .map_err(|e| format!("could not run cargo ({}): {e}", cargo.to_string_lossy()))?;
@@ -221,8 +224,8 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, CliError> {
                 TrackRow {
                     id: e.id,
                     file: e.file,
-                    title: e.title,
-                    hint: e.hint,
+                    title: e.title(crate::cli::lang()),
+                    hint: e.hint(crate::cli::lang()),
                     passed: outcome.is_some_and(|o| o.passed),
                     message: outcome.and_then(|o| o.message.clone()),
                 }
@@ -246,9 +249,9 @@ struct TrackReport {
 struct TrackRow {
     id: &'static str,
     file: &'static str,
-    title: &'static str,
+    title: String,
     #[serde(skip)]
-    hint: &'static str,
+    hint: String,
     passed: bool,
     message: Option<String>,
 }
@@ -259,9 +262,13 @@ impl crate::cli::output::Report for TrackReport {
             let mark = if e.passed { "pass" } else { "    " };
             writeln!(out, "[{mark}] {:02} {:<32} {}", i + 1, e.id, e.title)?;
         }
-        writeln!(out, "{}/{} exercises pass", self.passed, self.total)?;
+        let total = crate::cli::tf(
+            "track.total",
+            &[("passed", &self.passed), ("total", &self.total)],
+        );
+        writeln!(out, "{total}")?;
         if let Some(note) = &self.crashed {
-            writeln!(out, "note: {note}")?;
+            writeln!(out, "{}", crate::cli::tf("check.note", &[("why", note)]))?;
         }
         let next = self
             .exercises
@@ -269,14 +276,27 @@ impl crate::cli::output::Report for TrackReport {
             .enumerate()
             .find(|(_, e)| Some(e.id) == self.next);
         match next {
-            None => writeln!(out, "Every exercise passes. Well done."),
+            None => writeln!(out, "{}", crate::cli::t("track.done")),
             Some((i, e)) => {
                 writeln!(out)?;
-                writeln!(out, "Next: {:02} {} — {}", i + 1, e.title, e.file)?;
+                let number = format!("{:02}", i + 1);
+                let next = crate::cli::tf(
+                    "track.next",
+                    &[("number", &number), ("title", &e.title), ("file", &e.file)],
+                );
+                writeln!(out, "{next}")?;
                 if let Some(message) = &e.message {
-                    writeln!(out, "  checker: {message}")?;
+                    writeln!(
+                        out,
+                        "{}",
+                        crate::cli::tf("track.checker", &[("message", message)])
+                    )?;
                 }
-                writeln!(out, "  hint: {}", e.hint)
+                writeln!(
+                    out,
+                    "{}",
+                    crate::cli::tf("track.hint", &[("hint", &e.hint)])
+                )
             }
         }
     }

@@ -12,6 +12,7 @@ use dlsys_core::nn::{Optimizer, OptimizerKind};
 use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
 
 use crate::AdamConfig;
+use crate::words::{say, sayf};
 
 pub type Fp16FromBits = fn(u16) -> f32;
 pub type RoundToBf16 = fn(f32) -> u16;
@@ -38,9 +39,9 @@ fn call<R>(f: impl FnOnce() -> R) -> Result<R, String> {
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_default();
         if text.contains("not yet implemented") {
-            "not implemented yet: the todo!() is still there".to_owned()
+            say("c.todo")
         } else {
-            format!("your function panicked: {text}")
+            sayf("c.panicked", &[("text", &text)])
         }
     })
 }
@@ -84,19 +85,23 @@ fn same(got: &[f64], want: &[f64], tol: f64) -> bool {
 /// Lengths first, then the first element out of tolerance, with its band.
 fn compare(name: &str, got: &[f64], want: &[f64], tol: f64) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!(
-            "{name} has {} elements; expected {}",
-            got.len(),
-            want.len()
+        return Err(sayf(
+            "c.len",
+            &[("name", &name), ("got", &got.len()), ("want", &want.len())],
         ));
     }
     match first_mismatch(got, want, tol) {
         None => Ok(()),
-        Some((i, e)) => Err(format!(
-            "{name}[{i}]: expected {}, got {} (relative error {e:.1e}: {})",
-            want[i],
-            got[i],
-            Band::of(e).name()
+        Some((i, e)) => Err(sayf(
+            "c.mismatch",
+            &[
+                ("name", &name),
+                ("i", &i),
+                ("want", &want[i]),
+                ("got", &got[i]),
+                ("err", &format!("{e:.1e}")),
+                ("band", &say(&format!("band.{:?}", Band::of(e)))),
+            ],
         )),
     }
 }
@@ -123,19 +128,22 @@ pub fn fp16_from_bits(f: Fp16FromBits) -> Result<(), String> {
         }
         let class = fp16.classify(u32::from(bits));
         let why = match class {
-            Class::Subnormal => {
-                "exponent field 0 is a subnormal: mantissa × 2^-24, no implicit leading 1"
-            }
-            Class::Zero => {
-                "exponent 0 with mantissa 0 is a signed zero (exponent 0 means zero or subnormal, with no implicit leading 1)"
-            }
-            Class::Infinite => "exponent 31 with mantissa 0 is ±inf",
-            Class::Nan => "exponent 31 with a nonzero mantissa is NaN",
-            Class::Normal if got.to_bits() == (-want).to_bits() => "the sign bit is bit 15",
-            Class::Normal => "a normal number is (1 + mantissa/1024) × 2^(exponent − 15)",
+            Class::Subnormal => "c.fp16.subnormal",
+            Class::Zero => "c.fp16.zero",
+            Class::Infinite => "c.fp16.inf",
+            Class::Nan => "c.fp16.nan",
+            Class::Normal if got.to_bits() == (-want).to_bits() => "c.fp16.sign",
+            Class::Normal => "c.fp16.normal",
         };
-        return Err(format!(
-            "0x{bits:04x} ({class}): expected {want:e}, got {got:e}: {why}"
+        return Err(sayf(
+            "c.fp16",
+            &[
+                ("bits", &format!("0x{bits:04x}")),
+                ("class", &class),
+                ("want", &format!("{want:e}")),
+                ("got", &format!("{got:e}")),
+                ("why", &say(why)),
+            ],
         ));
     }
     Ok(())
@@ -177,16 +185,23 @@ pub fn round_to_bf16_rne(f: RoundToBf16) -> Result<(), String> {
             continue;
         }
         let why = if x.is_nan() {
-            "a NaN must stay a NaN; cutting off the low 16 bits of this one leaves an infinity"
+            "c.bf16.nan"
         } else if got == (bits >> 16) as u16 {
-            "that is truncation; nearest-even adds 0x7fff + the lowest kept bit before shifting"
+            "c.bf16.truncation"
         } else if bits & 0xffff == 0x8000 {
-            "an exact tie goes to the neighbour whose last bit is 0 (even)"
+            "c.bf16.tie"
         } else {
-            "not the nearest bf16 value"
+            "c.bf16.nearest"
         };
-        return Err(format!(
-            "f32 0x{bits:08x} ({x:e}): expected 0x{want:04x}, got 0x{got:04x}: {why}"
+        return Err(sayf(
+            "c.bf16",
+            &[
+                ("bits", &format!("0x{bits:08x}")),
+                ("x", &format!("{x:e}")),
+                ("want", &format!("0x{want:04x}")),
+                ("got", &format!("0x{got:04x}")),
+                ("why", &say(why)),
+            ],
         ));
     }
     Ok(())
@@ -216,19 +231,18 @@ pub fn linear_backward(f: LinearBackward) -> Result<(), String> {
         let grad = |v| g.grad(v).map(|t| t.data.clone()).unwrap_or_default();
         let (want_dx, want_dw, want_db) = (grad(xv), grad(wv), grad(bv));
         let (dx, dw, db) = call(|| f(&x, &w, &dy, n, d_in, d_out))?;
-        let shape = format!(" (n = {n}, d_in = {d_in}, d_out = {d_out})");
+        let shape = sayf(
+            "c.linear.shape",
+            &[("n", &n), ("d_in", &d_in), ("d_out", &d_out)],
+        );
         if db.len() == d_out && n > 1 {
             let first_row = &dy[..d_out];
             let mean: Vec<f64> = want_db.iter().map(|s| s / n as f64).collect();
             if same(&db, first_row, GRAD_TOL) {
-                return Err(format!(
-                    "db equals the first row of dy{shape}: the bias gradient sums dy over every row of the batch"
-                ));
+                return Err(sayf("c.linear.first_row", &[("shape", &shape)]));
             }
             if same(&db, &mean, GRAD_TOL) {
-                return Err(format!(
-                    "db is the mean of dy over the batch{shape}: the bias gradient sums over the batch, it does not average"
-                ));
+                return Err(sayf("c.linear.mean", &[("shape", &shape)]));
             }
         }
         if d_in > 1 && d_out > 1 && dw.len() == d_in * d_out {
@@ -236,9 +250,7 @@ pub fn linear_backward(f: LinearBackward) -> Result<(), String> {
                 .map(|k| dw[(k % d_out) * d_in + k / d_out])
                 .collect();
             if same(&transposed, &want_dw, GRAD_TOL) {
-                return Err(format!(
-                    "dW is laid out d_out×d_in{shape}: it has W's shape, d_in×d_out, row-major (dW = xᵀ·dy)"
-                ));
+                return Err(sayf("c.linear.layout", &[("shape", &shape)]));
             }
         }
         compare("dx", &dx, &want_dx, GRAD_TOL).map_err(|e| format!("{e}{shape}"))?;
@@ -273,17 +285,13 @@ pub fn softmax_backward(f: SoftmaxBackward) -> Result<(), String> {
             .map(|(p, g)| p * (1.0 - p) * g)
             .collect();
         if same(&got, &elementwise, GRAD_TOL) {
-            return Err(
-                "you returned p ⊙ g: the term − Σ_j p_j g_j (one per row) is missing".to_owned(),
-            );
+            return Err(say("c.softmax.elementwise"));
         }
         if c > 1 && same(&got, &diagonal, GRAD_TOL) {
-            return Err(
-                "you used only the Jacobian's diagonal p(1 − p); the off-diagonal entries −p_i p_j matter too"
-                    .to_owned(),
-            );
+            return Err(say("c.softmax.diagonal"));
         }
-        compare("dz", &got, &want, GRAD_TOL).map_err(|e| format!("{e} ({n} rows of {c})"))?;
+        compare("dz", &got, &want, GRAD_TOL)
+            .map_err(|e| format!("{e}{}", sayf("c.rows", &[("n", &n), ("c", &c)])))?;
     }
     Ok(())
 }
@@ -303,18 +311,17 @@ pub fn softmax_cross_entropy_backward(f: SoftmaxCeBackward) -> Result<(), String
         g.backward(loss);
         let want = g.grad(zv).map(|t| t.data.clone()).unwrap_or_default();
         let got = call(|| f(&logits, &labels, c))?;
-        let shape = format!(" ({n} rows of {c}, logits up to ±{})", 2.0 * scale);
+        let shape = sayf(
+            "c.ce.shape",
+            &[("n", &n), ("c", &c), ("max", &(2.0 * scale))],
+        );
         if got.iter().any(|v| !v.is_finite()) {
-            return Err(format!(
-                "the gradient holds inf or NaN{shape}: exp overflowed; subtract each row's max before exp"
-            ));
+            return Err(sayf("c.ce.overflow", &[("shape", &shape)]));
         }
         if n > 1 {
             let summed: Vec<f64> = want.iter().map(|v| v * n as f64).collect();
             if same(&got, &summed, GRAD_TOL) {
-                return Err(format!(
-                    "the gradient is {n}× too large{shape}: the loss is the mean over the batch, so divide by n"
-                ));
+                return Err(sayf("c.ce.summed", &[("n", &n), ("shape", &shape)]));
             }
         }
         let probabilities: Vec<f64> = softmax_rows(&tensor(&logits, &[n, c]))
@@ -323,9 +330,7 @@ pub fn softmax_cross_entropy_backward(f: SoftmaxCeBackward) -> Result<(), String
             .map(|p| p / n as f64)
             .collect();
         if same(&got, &probabilities, GRAD_TOL) {
-            return Err(format!(
-                "you returned p / n{shape}: subtract 1 at each row's label (p − onehot(y))"
-            ));
+            return Err(sayf("c.ce.no_onehot", &[("shape", &shape)]));
         }
         compare("dz", &got, &want, GRAD_TOL).map_err(|e| format!("{e}{shape}"))?;
     }
@@ -359,12 +364,10 @@ pub fn sgd_momentum_step(f: SgdMomentumStep) -> Result<(), String> {
             *p -= lr * g;
         }
         if step > 1 && same(&params, &plain, GRAD_TOL) {
-            return Err(format!(
-                "after step {step} the parameters are plain SGD's: the velocity is not carried from one call to the next"
-            ));
+            return Err(sayf("c.sgd.plain", &[("step", &step)]));
         }
         compare("params", &params, &core_params.data, GRAD_TOL)
-            .map_err(|e| format!("after step {step}: {e}"))?;
+            .map_err(|e| sayf("c.sgd.after", &[("step", &step), ("error", &e)]))?;
     }
     Ok(())
 }
@@ -397,9 +400,7 @@ pub fn adam_step(f: AdamStep) -> Result<(), String> {
         call(|| f(&mut params, &grads, &mut m, &mut v, t, config))?;
         core.step(&mut [&mut core_params], &[tensor(&grads, &[len])]);
         if params.iter().any(|p| !p.is_finite()) {
-            return Err(format!(
-                "step t = {t} made a parameter inf or NaN: t counts from 1, so 1 − β^t is never 0"
-            ));
+            return Err(sayf("c.adam.nan", &[("t", &t)]));
         }
         // The same step without bias correction, from the same state.
         let uncorrected: Vec<f64> = before
@@ -409,12 +410,10 @@ pub fn adam_step(f: AdamStep) -> Result<(), String> {
             .map(|((p, m), v)| p - config.lr * m / (v.sqrt() + config.eps))
             .collect();
         if same(&params, &uncorrected, GRAD_TOL) && !same(&params, &core_params.data, GRAD_TOL) {
-            return Err(format!(
-                "step t = {t} has no bias correction: divide m by (1 − β1^t) and v by (1 − β2^t)"
-            ));
+            return Err(sayf("c.adam.no_correction", &[("t", &t)]));
         }
         compare("params", &params, &core_params.data, GRAD_TOL)
-            .map_err(|e| format!("after step t = {t}: {e}"))?;
+            .map_err(|e| sayf("c.adam.after", &[("t", &t), ("error", &e)]))?;
     }
     Ok(())
 }
@@ -427,33 +426,29 @@ pub fn adam_step(f: AdamStep) -> Result<(), String> {
 pub fn online_softmax(f: OnlineSoftmax) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(8);
     let mut rows: Vec<(String, Vec<f32>)> = vec![
-        ("one element".to_owned(), vec![3.0]),
-        ("two equal".to_owned(), vec![0.5, 0.5]),
+        (say("c.online.one"), vec![3.0]),
+        (say("c.online.equal"), vec![0.5, 0.5]),
         (
-            "increasing (the max comes last)".to_owned(),
+            say("c.online.increasing"),
             (0..9).map(|i| i as f32).collect(),
         ),
+        (say("c.online.huge"), vec![1000.0, 999.0, -1000.0, 998.5]),
         (
-            "huge logits".to_owned(),
-            vec![1000.0, 999.0, -1000.0, 998.5],
-        ),
-        (
-            "with −inf".to_owned(),
+            say("c.online.neg_inf"),
             vec![f32::NEG_INFINITY, 0.0, 1.0, f32::NEG_INFINITY],
         ),
     ];
     for len in [31, 33, 255, 257, 1000] {
         let row = (0..len).map(|_| rng.random_range(-8.0f32..8.0)).collect();
-        rows.push((format!("{len} random logits"), row));
+        rows.push((sayf("c.online.random", &[("len", &len)]), row));
     }
     for (name, row) in rows {
         let want = softmax_reference(&row, 1, row.len());
         let got = call(|| f(&row))?;
         if got.len() != want.len() {
-            return Err(format!(
-                "{name}: {} outputs for {} inputs",
-                got.len(),
-                want.len()
+            return Err(sayf(
+                "c.online.len",
+                &[("name", &name), ("got", &got.len()), ("want", &want.len())],
             ));
         }
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
@@ -462,18 +457,27 @@ pub fn online_softmax(f: OnlineSoftmax) -> Result<(), String> {
                 continue;
             }
             let why = if g.is_nan() {
-                "NaN appeared: skip −inf entries (−inf − (−inf) is NaN) and subtract the running max before exp"
+                "c.online.nan"
             } else if g.is_finite() {
                 let total: f32 = got.iter().sum();
                 if (total - 1.0).abs() > 1e-3 {
-                    "the outputs do not sum to 1; when the max grows, rescale the running sum by exp(old max − new max)"
+                    "c.online.sum"
                 } else {
-                    "not the softmax of this row"
+                    "c.online.other"
                 }
             } else {
-                "exp overflowed or inf − inf appeared; subtract the running max before exp"
+                "c.online.overflow"
             };
-            return Err(format!("{name}: p[{i}] expected {w:e}, got {g:e}: {why}"));
+            return Err(sayf(
+                "c.online.value",
+                &[
+                    ("name", &name),
+                    ("i", &i),
+                    ("want", &format!("{w:e}")),
+                    ("got", &format!("{g:e}")),
+                    ("why", &say(why)),
+                ],
+            ));
         }
     }
     Ok(())
@@ -497,7 +501,7 @@ pub fn dataloader_batches(f: DataloaderBatches) -> Result<(), String> {
         let mut misuse = None;
         let mut below = |n: usize| {
             if n == 0 {
-                misuse = Some("below(0) was called: there is no number below 0".to_owned());
+                misuse = Some(say("c.loader.below0"));
                 return 0;
             }
             rng.random_range(0..n)
@@ -506,26 +510,39 @@ pub fn dataloader_batches(f: DataloaderBatches) -> Result<(), String> {
         if let Some(m) = misuse {
             return Err(m);
         }
-        let what = format!("len {len}, batch size {batch}, drop_last {drop_last}");
+        let what = sayf(
+            "c.loader.what",
+            &[("len", &len), ("batch", &batch), ("drop_last", &drop_last)],
+        );
         let full = len / batch;
         let expected_batches = if drop_last { full } else { len.div_ceil(batch) };
         if batches.len() != expected_batches {
             let why = if drop_last && batches.len() == len.div_ceil(batch) {
-                ": with drop_last the short last batch is dropped"
+                say("c.loader.dropped")
             } else {
-                ""
+                String::new()
             };
-            return Err(format!(
-                "{what}: {} batches, expected {expected_batches}{why}",
-                batches.len()
+            return Err(sayf(
+                "c.loader.count",
+                &[
+                    ("what", &what),
+                    ("got", &batches.len()),
+                    ("want", &expected_batches),
+                    ("why", &why),
+                ],
             ));
         }
         for (i, b) in batches.iter().enumerate() {
             let size = if i < full { batch } else { len % batch };
             if b.len() != size {
-                return Err(format!(
-                    "{what}: batch {i} has {} indices, expected {size}",
-                    b.len()
+                return Err(sayf(
+                    "c.loader.size",
+                    &[
+                        ("what", &what),
+                        ("i", &i),
+                        ("got", &b.len()),
+                        ("want", &size),
+                    ],
                 ));
             }
         }
@@ -534,16 +551,19 @@ pub fn dataloader_batches(f: DataloaderBatches) -> Result<(), String> {
         let unique = seen.len();
         seen.dedup();
         if seen.len() != unique || seen.iter().any(|i| *i >= len) {
-            return Err(format!(
-                "{what}: each index in 0..{len} must appear at most once (got {seen:?})"
+            return Err(sayf(
+                "c.loader.unique",
+                &[
+                    ("what", &what),
+                    ("len", &len),
+                    ("seen", &format!("{seen:?}")),
+                ],
             ));
         }
         let mut again_rng = StdRng::seed_from_u64(9);
         let mut again = |n: usize| again_rng.random_range(0..n.max(1));
         if call(|| f(len, batch, drop_last, &mut again))? != batches {
-            return Err(format!(
-                "{what}: the same random stream gave different batches; draw randomness only from `below`"
-            ));
+            return Err(sayf("c.loader.stream", &[("what", &what)]));
         }
     }
     let trials = 60_000;
@@ -555,9 +575,7 @@ pub fn dataloader_batches(f: DataloaderBatches) -> Result<(), String> {
         *counts.entry(batches.concat()).or_default() += 1;
     }
     if counts.len() == 1 {
-        return Err(
-            "the order is never shuffled: three items always come out in the same order".to_owned(),
-        );
+        return Err(say("c.loader.unshuffled"));
     }
     for order in [
         [0, 1, 2],
@@ -569,11 +587,13 @@ pub fn dataloader_batches(f: DataloaderBatches) -> Result<(), String> {
     ] {
         let share = counts.get(order.as_slice()).copied().unwrap_or(0) as f64 / f64::from(trials);
         if (share - 1.0 / 6.0).abs() > 0.008 {
-            return Err(format!(
-                "the shuffle is biased: order {order:?} came up {:.1}% of {trials} times, not 16.7% \
-                 (swapping with below(len) at every step gives 3^3 = 27 equally likely paths onto 6 orders; \
-                 use below(i + 1))",
-                share * 100.0
+            return Err(sayf(
+                "c.loader.biased",
+                &[
+                    ("order", &format!("{order:?}")),
+                    ("share", &format!("{:.1}", share * 100.0)),
+                    ("trials", &trials),
+                ],
             ));
         }
     }

@@ -21,6 +21,7 @@
 
 pub mod check;
 pub mod reference;
+pub mod words;
 pub mod wrong;
 
 /// Adam's hyper-parameters (exercise 07).
@@ -50,9 +51,22 @@ pub struct Info {
     pub id: &'static str,
     /// Where the learner writes it, relative to the repository root.
     pub file: &'static str,
-    pub title: &'static str,
+}
+
+impl Info {
+    /// Its title in `lang` (`assets/track.ron`).
+    pub fn title(&self, lang: dlsys_core::text::Lang) -> String {
+        words::catalog()
+            .get(lang, &format!("{}.title", self.id))
+            .to_owned()
+    }
+
     /// Shown when the check fails.
-    pub hint: &'static str,
+    pub fn hint(&self, lang: dlsys_core::text::Lang) -> String {
+        words::catalog()
+            .get(lang, &format!("{}.hint", self.id))
+            .to_owned()
+    }
 }
 
 /// The track, in the order to do it.
@@ -60,69 +74,38 @@ pub const EXERCISES: [Info; 9] = [
     Info {
         id: "fp16_from_bits",
         file: "exercises/learn/01_fp16_from_bits.rs",
-        title: "Decode an fp16 bit pattern",
-        hint: "Split the 16 bits into sign (1), exponent (5), mantissa (10). Exponent 31 is inf \
-               (mantissa 0) or NaN; exponent 0 is zero or a subnormal, worth mantissa × 2^-24 \
-               with no implicit 1; otherwise (1 + mantissa/1024) × 2^(exponent − 15).",
     },
     Info {
         id: "round_to_bf16_rne",
         file: "exercises/learn/02_round_to_bf16_rne.rs",
-        title: "Round an f32 to bf16, nearest-even",
-        hint: "bf16 is the top 16 bits of an f32. To round instead of truncate, add 0x7fff plus \
-               the lowest kept bit ((bits >> 16) & 1) before shifting right by 16. Handle NaN \
-               first: a NaN whose payload sits in the low 16 bits must stay a NaN.",
     },
     Info {
         id: "linear_backward",
         file: "exercises/learn/03_linear_backward.rs",
-        title: "Backward of a fully connected layer",
-        hint: "For y = x·W + b: dx = dy·Wᵀ, dW = xᵀ·dy, and db sums dy over the batch \
-               (the bias was added to every row).",
     },
     Info {
         id: "softmax_backward",
         file: "exercises/learn/04_softmax_backward.rs",
-        title: "Backward of softmax",
-        hint: "Per row: dz_k = p_k (g_k − Σ_j p_j g_j). The Jacobian is diag(p) − p pᵀ; do not \
-               build it, use the dot product.",
     },
     Info {
         id: "softmax_cross_entropy_backward",
         file: "exercises/learn/05_softmax_cross_entropy_backward.rs",
-        title: "Gradient of softmax + cross-entropy",
-        hint: "For the mean loss over n rows: dz = (p − onehot(label)) / n, with p the softmax \
-               of the row (subtract the row max before exp).",
     },
     Info {
         id: "sgd_momentum_step",
         file: "exercises/learn/06_sgd_momentum_step.rs",
-        title: "One step of SGD with momentum",
-        hint: "v ← μ·v − lr·g, then θ ← θ + v. The velocity lives between calls, so write it \
-               back into `velocity`.",
     },
     Info {
         id: "adam_step",
         file: "exercises/learn/07_adam_step.rs",
-        title: "One step of Adam",
-        hint: "m ← β1·m + (1−β1)·g; v ← β2·v + (1−β2)·g²; m̂ = m / (1 − β1^t); \
-               v̂ = v / (1 − β2^t); θ ← θ − lr·m̂ / (√v̂ + eps). t counts from 1.",
     },
     Info {
         id: "online_softmax",
         file: "exercises/learn/08_online_softmax.rs",
-        title: "Online softmax (one pass for max and sum)",
-        hint: "Keep a running max m and a running sum s of exp(x − m). When x > m, rescale: \
-               s ← s·exp(m − x) + 1 and m ← x; otherwise s ← s + exp(x − m). Then \
-               p_i = exp(x_i − m) / s.",
     },
     Info {
         id: "dataloader_batches",
         file: "exercises/learn/09_dataloader_batches.rs",
-        title: "A shuffling data loader",
-        hint: "Fisher–Yates: for i from len−1 down to 1, swap order[i] with order[j], \
-               j = below(i + 1). (j = below(len) for every i is the classic biased shuffle.) \
-               Then cut into batches; with drop_last, drop a short last batch.",
     },
 ];
 
@@ -149,8 +132,10 @@ pub struct CaseResult {
 }
 
 impl Case {
+    /// Runs the case in English: the known mistakes' fragments are English.
     pub fn run(&self) -> CaseResult {
-        let outcome = (self.run)();
+        let english = dlsys_core::text::Lang::En;
+        let outcome = words::with_lang(english, self.run);
         match (outcome, self.expect) {
             (Ok(()), None) => CaseResult {
                 message: None,
@@ -161,7 +146,7 @@ impl Case {
                 ok: false,
             },
             (Ok(()), Some(_)) => CaseResult {
-                message: Some("the known-wrong solution passed".to_owned()),
+                message: Some(words::catalog().get(english, "c.wrong_passed").to_owned()),
                 ok: false,
             },
             (Err(message), Some(fragment)) => CaseResult {

@@ -16,7 +16,10 @@ use dlsys_exercises::check;
 /// Fails the test with the checker's message, the file and the hint.
 fn verdict(id: &str, result: Result<(), String>) {
     if let Err(message) = result {
-        let (file, hint) = dlsys_exercises::info(id).map_or(("?", ""), |i| (i.file, i.hint));
+        // `hint:` marks the hint for `dlsys-lab exercises`, in any language.
+        let lang = dlsys_exercises::words::lang();
+        let (file, hint) =
+            dlsys_exercises::info(id).map_or(("?", String::new()), |i| (i.file, i.hint(lang)));
         panic!("\n{id} ({file}):\n  {message}\n  hint: {hint}\n");
     }
 }
