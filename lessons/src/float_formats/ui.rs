@@ -24,10 +24,12 @@ pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
         Ok(parsed) => {
             let value = parsed.exact.to_f64();
             let kind = match &parsed.kind {
-                float::parse::InputKind::Bits { format, bits } => {
-                    format!("{} bits 0x{bits:x}", format.name)
-                }
-                other => format!("{other:?}").to_lowercase(),
+                float::parse::InputKind::Bits { format, bits } => TEXT.fill(
+                    lang,
+                    "kind.Bits",
+                    &[("format", &format.name), ("bits", &format!("0x{bits:x}"))],
+                ),
+                other => TEXT.get(lang, &format!("kind.{other:?}")).to_owned(),
             };
             let exact = parsed.exact == float::Exact::from_f64(value);
             let key = if exact {

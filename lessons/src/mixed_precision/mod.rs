@@ -20,6 +20,33 @@ pub use runs::CustomPolicy;
 
 crate::lesson_text!("mixed_precision");
 
+/// A precision policy in words, in `lang` (the core's `describe` is the
+/// English for logs and JSON).
+pub fn policy_text(policy: &dlsys_core::mixed::Policy, lang: Lang) -> String {
+    use dlsys_core::mixed::{LossScale, MasterWeights};
+    let master = match policy.master_weights {
+        MasterWeights::Fp32 => "fp32".to_owned(),
+        _ => TEXT.get(lang, "policy.same").to_owned(),
+    };
+    let scale = match policy.loss_scale {
+        LossScale::None => TEXT.get(lang, "policy.scale_none").to_owned(),
+        LossScale::Static(s) => TEXT.fill(lang, "policy.scale_static", &[("scale", &s)]),
+        LossScale::Dynamic { .. } => TEXT.get(lang, "policy.scale_dynamic").to_owned(),
+    };
+    TEXT.fill(
+        lang,
+        "policy.describe",
+        &[
+            ("compute", &policy.compute),
+            ("grads", &policy.grads),
+            ("state", &policy.optimizer_state),
+            ("accumulation", &policy.accumulation),
+            ("master", &master),
+            ("scale", &scale),
+        ],
+    )
+}
+
 /// Everything the learner set up; survives restarts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -120,7 +120,7 @@ fn outcome_ui(ui: &mut egui::Ui, side: &Side, index: usize, visuals: &egui::Visu
     };
     ui.horizontal_wrapped(|ui| {
         ui.colored_label(color, format!("{}:", side_name(index, lang)));
-        ui.label(&side.label);
+        ui.label(super::policy_text(&side.trainer.config.policy, lang));
     });
     ui.indent(("outcome", index), |ui| {
         ui.label(TEXT.fill(

@@ -439,7 +439,7 @@ fn custom_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairRun, la
         let title = TEXT.fill(
             lang,
             "custom.title",
-            &[("policy", &policy_run.policy.describe())],
+            &[("policy", &super::policy_text(&policy_run.policy, lang))],
         );
         run.start(title, &custom.dataset, policy_run, base);
     }
