@@ -7,7 +7,6 @@ mod common;
 
 use dlsys_core::text::Lang;
 use egui::accesskit::Role;
-use egui_kittest::kittest::Queryable as _;
 
 /// Text and controls drawn past the window's right edge: cut off for a
 /// sighted reader (a screen reader would still read them). egui gives its
@@ -53,23 +52,14 @@ fn every_lesson_in_chinese_fits_at_1400_and_800_px() {
             egui::vec2(width, 900.0),
         );
         harness.run();
-        for lesson in dlsys_lessons::all() {
-            let title = lesson.title(Lang::Zh);
-            harness.get_by_role_and_label(Role::Button, &title).click();
-            harness.run();
-            assert_eq!(
-                harness.state().current_lesson(),
-                lesson.id(),
-                "clicking `{title}`"
-            );
-            for cut in text_past_the_window(&harness, width) {
-                failures.push(format!("{} at {width} px: {cut}", lesson.id()));
+        common::visit_every_lesson(&mut harness, Lang::Zh, |harness, id| {
+            for cut in text_past_the_window(harness, width) {
+                failures.push(format!("{id} at {width} px: {cut}"));
             }
-            let name = format!("zh_{width}_{}", lesson.id());
-            if gpu && let Err(err) = harness.try_snapshot(name) {
+            if gpu && let Err(err) = harness.try_snapshot(format!("zh_{width}_{id}")) {
                 failures.push(err.to_string());
             }
-        }
+        });
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -342,8 +342,9 @@ impl DlsysApp {
             ui.separator();
             // Each language is named in itself, so anyone can find theirs.
             ui.label(text.get(lang, "app.language"));
-            for (choice, name) in [(Lang::En, "English"), (Lang::Zh, "中文")] {
-                let label = egui::RichText::new(name).family(egui::FontFamily::Proportional);
+            for choice in Lang::ALL {
+                let label = egui::RichText::new(choice.native_name())
+                    .family(egui::FontFamily::Proportional);
                 if ui
                     .selectable_label(self.state.lang == choice, label)
                     .clicked()

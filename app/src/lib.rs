@@ -22,11 +22,7 @@ pub const APP_ID: &str = "dlsys-lab";
 /// `navigator.language` in the browser. English when none says otherwise.
 pub fn system_lang() -> dlsys_core::text::Lang {
     #[cfg(not(target_arch = "wasm32"))]
-    let found = ["LC_ALL", "LC_MESSAGES", "LANG"]
-        .into_iter()
-        .filter_map(|var| std::env::var(var).ok())
-        .find(|value| !value.is_empty())
-        .and_then(|value| dlsys_core::text::Lang::from_locale(&value));
+    let found = dlsys_core::text::Lang::from_env();
     #[cfg(target_arch = "wasm32")]
     let found = web::browser_language().and_then(|l| dlsys_core::text::Lang::from_locale(&l));
     found.unwrap_or_default()

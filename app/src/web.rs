@@ -42,11 +42,8 @@ pub fn asked_language() -> Option<dlsys_core::text::Lang> {
     let asked = query
         .trim_start_matches('?')
         .split('&')
-        .find_map(|pair| pair.strip_prefix("lang="))?
-        .to_owned();
-    dlsys_core::text::Lang::ALL
-        .into_iter()
-        .find(|lang| lang.id().eq_ignore_ascii_case(&asked))
+        .find_map(|pair| pair.strip_prefix("lang="))?;
+    dlsys_core::text::Lang::from_id(asked)
 }
 
 /// Whether the page was opened with `?selftest`.

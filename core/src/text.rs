@@ -35,6 +35,24 @@ impl Lang {
         }
     }
 
+    /// The language named by its short id (`en`, `zh`; any case).
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|l| l.id().eq_ignore_ascii_case(id))
+    }
+
+    /// The process's locale language: the first of `LC_ALL`, `LC_MESSAGES`,
+    /// `LANG` that is set decides, as for every POSIX program (`None` when
+    /// none is, or it is `C`/`POSIX`).
+    pub fn from_env() -> Option<Self> {
+        ["LC_ALL", "LC_MESSAGES", "LANG"]
+            .into_iter()
+            .filter_map(|var| std::env::var(var).ok())
+            .find(|value| !value.is_empty())
+            .and_then(|value| Self::from_locale(&value))
+    }
+
     /// The language of a locale such as `zh_CN.UTF-8`, `zh-Hans` or
     /// `en-US` (`None` for `C`, `POSIX` or an empty one): Chinese for any
     /// `zh`, English for every other language.
@@ -165,8 +183,8 @@ pub fn chinese_problems(catalog: &Catalog, code_only: &[&str]) -> Vec<String> {
         if zh.trim().is_empty() {
             problems.push(format!("{key}: no Chinese"));
         } else if !code_only.contains(&key.as_str()) && !zh.chars().any(is_cjk) {
-            let mut prose = fill_placeholders(zh, &[]);
-            // Unknown placeholders stay visible: drop them by hand.
+            // The placeholders' names are not prose.
+            let mut prose = zh.to_owned();
             while let (Some(open), Some(close)) = (prose.find('{'), prose.find('}')) {
                 if close < open {
                     break;

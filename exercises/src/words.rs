@@ -24,17 +24,10 @@ pub fn lang() -> Lang {
     if let Some(lang) = FORCED.with(Cell::get) {
         return lang;
     }
-    if let Some(lang) = std::env::var("DLSYS_LANG")
+    std::env::var("DLSYS_LANG")
         .ok()
-        .and_then(|id| Lang::ALL.into_iter().find(|l| l.id() == id))
-    {
-        return lang;
-    }
-    ["LC_ALL", "LC_MESSAGES", "LANG"]
-        .into_iter()
-        .filter_map(|var| std::env::var(var).ok())
-        .find(|value| !value.is_empty())
-        .and_then(|value| Lang::from_locale(&value))
+        .and_then(|id| Lang::from_id(&id))
+        .or_else(Lang::from_env)
         .unwrap_or_default()
 }
 

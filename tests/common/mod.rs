@@ -116,3 +116,26 @@ pub fn app_harness<'a>(
     });
     (harness, gpu)
 }
+
+/// Opens every registered lesson from the sidebar, by its title in `lang`,
+/// checks that it opened, and hands each lesson's id to `each`.
+pub fn visit_every_lesson(
+    harness: &mut Harness<'_, DlsysApp>,
+    lang: dlsys_core::text::Lang,
+    mut each: impl FnMut(&mut Harness<'_, DlsysApp>, &'static str),
+) {
+    use egui_kittest::kittest::Queryable as _;
+    for lesson in dlsys_lessons::all() {
+        let title = lesson.title(lang);
+        harness
+            .get_by_role_and_label(egui::accesskit::Role::Button, &title)
+            .click();
+        harness.run();
+        assert_eq!(
+            harness.state().current_lesson(),
+            lesson.id(),
+            "clicking `{title}`"
+        );
+        each(harness, lesson.id());
+    }
+}

@@ -9,17 +9,11 @@
 //   MNIST epoch's time from the report.
 // Numbers for the README, not a test: it prints JSON and always exits 0
 // unless the page fails to load.
-import { chromium } from "playwright-core";
+import { launch } from "./browser.mjs";
 
 const [url, mode = "cpu", size = "1400x900"] = process.argv.slice(2);
 const [width, height] = size.split("x").map(Number);
-const common = [
-  "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync",
-];
-const webgpu = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader", "--use-angle=vulkan"];
-const args = mode === "webgpu" ? [...common, ...webgpu] : [...common, "--disable-gpu"];
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", args, headless: true });
+const browser = await launch(mode);
 const page = await browser.newPage({ viewport: { width, height } });
 
 // Frame timestamps with the self-test stage they fall in.

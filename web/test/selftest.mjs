@@ -8,16 +8,10 @@
 // `zh`: the browser's language is zh-CN: the page must end in Chinese (a
 // lesson heading and an exercise prompt), with the Chinese font fetched.
 import fs from "node:fs";
-import { chromium } from "playwright-core";
+import { launch } from "./browser.mjs";
 
 const [url, mode, shot, lang] = process.argv.slice(2);
-const common = [
-  "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
-  "--disable-component-update", "--disable-sync",
-];
-const webgpu = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-vulkan=swiftshader", "--use-angle=vulkan"];
-const args = mode === "webgpu" ? [...common, ...webgpu] : [...common, "--disable-gpu"];
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium", args, headless: true });
+const browser = await launch(mode);
 const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, locale: lang === "zh" ? "zh-CN" : "en-US" });
 const fonts = [];
 page.on("response", (r) => { if (r.url().endsWith(".otf")) fonts.push(`${r.status()} ${r.url()}`); });

@@ -48,9 +48,7 @@ pub fn choose(args: &[std::ffi::OsString]) -> Lang {
             None => None,
         };
         if let Some(value) = value {
-            chosen = Lang::ALL
-                .into_iter()
-                .find(|l| l.id().eq_ignore_ascii_case(&value));
+            chosen = Lang::from_id(&value);
         }
     }
     let lang = chosen.unwrap_or_else(crate::system_lang);

@@ -13,13 +13,10 @@ pub struct Diagnostic {
     pub message: String,
 }
 
+/// English, from the same catalog entries as [`Diagnostic::localized`].
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.line, self.column) {
-            (Some(l), Some(c)) => write!(f, "line {l}, column {c}: {}", self.message),
-            (Some(l), None) => write!(f, "line {l}: {}", self.message),
-            _ => f.write_str(&self.message),
-        }
+        f.write_str(&self.localized(Lang::En))
     }
 }
 
