@@ -64,6 +64,17 @@ fn the_cli_speaks_chinese_when_asked_or_when_the_system_does() {
         help.contains("用法") && help.contains("列出所有课程"),
         "{help}"
     );
+    let out = dlsys_lab(&["--lang", "zh", "memory", "--transformer", "llama-7b"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("参数量 6.738B") && text.contains("优化器状态"),
+        "{text}"
+    );
+    let out = dlsys_lab(&[
+        "--lang", "zh", "memory", "--layers", "2", "--hidden", "10", "--heads", "3",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("整数倍"), "{err}");
     assert_one_line_error(
         &["--lang", "fr", "lessons"],
         &dlsys_lab(&["--lang", "fr", "lessons"]),

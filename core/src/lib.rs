@@ -9,6 +9,7 @@ pub mod errors;
 pub mod exercise;
 pub mod float;
 pub mod kernels;
+pub mod memory;
 pub mod mixed;
 pub mod nn;
 pub mod text;

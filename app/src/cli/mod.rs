@@ -13,6 +13,7 @@ mod gradcheck;
 mod kernel;
 mod lang;
 mod lessons;
+mod memory;
 pub mod output;
 mod train;
 mod wgsl_exercise;
@@ -30,6 +31,7 @@ pub use gradcheck::GradcheckArgs;
 pub use kernel::KernelCommand;
 pub use lang::{lang, t, tf};
 pub use lessons::LessonsArgs;
+pub use memory::MemoryArgs;
 pub use train::TrainArgs;
 pub use wgsl_exercise::WgslExerciseArgs;
 
@@ -76,6 +78,11 @@ pub enum Command {
     /// under a reduced precision, the loss scale, skipped steps and the
     /// fraction of gradient values that underflowed).
     Train(TrainArgs),
+    /// A training step's memory by component and its FLOPs: for an MLP
+    /// (`--mlp 784,128,10`) estimated and measured on the engine; for a
+    /// transformer (`--transformer llama-7b`, or `--layers --hidden
+    /// --heads`) with ZeRO, the KV cache and training FLOPs.
+    Memory(MemoryArgs),
     /// Benchmarks (they print numbers; they are not tests).
     Bench {
         #[command(subcommand)]
@@ -113,6 +120,7 @@ impl Command {
             Self::Float(args) => args.json,
             Self::Gradcheck(args) => args.json,
             Self::Train(args) => args.json,
+            Self::Memory(args) => args.json,
             Self::Bench {
                 what: BenchWhat::Kernels(args),
             } => args.json,
@@ -168,6 +176,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Float(args) => float::run(&args),
         Command::Gradcheck(args) => gradcheck::run(&args),
         Command::Train(args) => train::run(&args),
+        Command::Memory(args) => memory::run(&args),
         Command::Bench {
             what: BenchWhat::Kernels(args),
         } => bench::kernels(&args),

@@ -92,7 +92,7 @@ pub struct TrainArgs {
 
 /// The optimizers `OptimizerKind::by_name` knows (the core has no list of
 /// them yet; a test holds the two together).
-const OPTIMIZERS: [&str; 4] = ["sgd", "momentum", "nesterov", "adam"];
+pub(super) const OPTIMIZERS: [&str; 4] = ["sgd", "momentum", "nesterov", "adam"];
 
 const MASTER_WEIGHTS: [MasterWeights; 2] = [MasterWeights::Fp32, MasterWeights::Same];
 

@@ -37,6 +37,28 @@ pub struct Graph<T: Real> {
     output_hook: Option<OutputHook<T>>,
     grad_hook: Option<GradHook<T>>,
     planted_bug: Option<PlantedBug>,
+    /// Backward drops each inner node's gradient once it has been passed on
+    /// (only leaves keep theirs), as frameworks do unless asked to retain them.
+    free_inner_grads: bool,
+}
+
+/// What a buffer the graph holds is (see [`Graph::buffers`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buffer {
+    /// A leaf that wants a gradient (a parameter): its value.
+    Parameter,
+    /// A leaf without a gradient (the data).
+    Input,
+    /// An op's output, kept for backward.
+    Saved,
+    /// Softmax-cross-entropy's probabilities, kept for backward unrounded.
+    SavedProbabilities,
+    /// Softmax-cross-entropy's label indices (`usize` each).
+    Labels,
+    /// A parameter's accumulated gradient.
+    ParameterGrad,
+    /// An inner node's (or an input's) accumulated gradient.
+    InnerGrad,
 }
 
 impl<T: Real> Graph<T> {
@@ -46,6 +68,41 @@ impl<T: Real> Graph<T> {
             output_hook: None,
             grad_hook: None,
             planted_bug: None,
+            free_inner_grads: false,
+        }
+    }
+
+    /// Whether backward drops inner nodes' gradients once passed on (see
+    /// [`Buffer::InnerGrad`]); leaves always keep theirs.
+    pub fn set_free_inner_grads(&mut self, free: bool) {
+        self.free_inner_grads = free;
+    }
+
+    /// Every buffer the graph holds, with its node and element count:
+    /// `f(node, kind, elements)`. Values are `size_of::<T>()` bytes each, labels
+    /// `size_of::<usize>()`. This is what byte accounting walks: nodes are
+    /// the graph's only storage.
+    pub fn buffers(&self, mut f: impl FnMut(Var, Buffer, usize)) {
+        for (i, node) in self.nodes.iter().enumerate() {
+            let v = Var(i);
+            let (value, grad) = match &node.op {
+                Op::Leaf {
+                    requires_grad: true,
+                } => (Buffer::Parameter, Buffer::ParameterGrad),
+                Op::Leaf {
+                    requires_grad: false,
+                } => (Buffer::Input, Buffer::InnerGrad),
+                Op::SoftmaxCrossEntropy { labels, probs, .. } => {
+                    f(v, Buffer::SavedProbabilities, probs.numel());
+                    f(v, Buffer::Labels, labels.len());
+                    (Buffer::Saved, Buffer::InnerGrad)
+                }
+                _ => (Buffer::Saved, Buffer::InnerGrad),
+            };
+            f(v, value, node.value.numel());
+            if let Some(g) = &node.grad {
+                f(v, grad, g.numel());
+            }
         }
     }
 
@@ -347,7 +404,36 @@ impl<T: Real> Graph<T> {
     /// [`Self::backward`], stopping after `steps` nodes of the reverse
     /// topological order (for stepping through it). Returns the nodes done, in order.
     pub fn backward_steps(&mut self, loss: Var, steps: usize) -> Vec<Var> {
-        let order = self.topological_order(loss);
+        let seed = Tensor::full(&self.nodes[loss.0].value.shape, T::ONE);
+        self.run_backward(loss, seed, steps, &mut |_, _| {})
+    }
+
+    /// Back-propagates `seed` (the gradient of some loss with respect to
+    /// `root`, shaped like it) — how a checkpointed segment continues the
+    /// backward pass of the segment after it. After each node, `observe`
+    /// sees the graph and the elements of gradient in flight (not yet
+    /// added to a node), for byte accounting.
+    pub fn backward_from(
+        &mut self,
+        root: Var,
+        seed: Tensor<T>,
+        observe: &mut dyn FnMut(&Self, usize),
+    ) -> Vec<Var> {
+        assert_eq!(
+            seed.shape, self.nodes[root.0].value.shape,
+            "backward_from: the seed's shape is not the root's"
+        );
+        self.run_backward(root, seed, usize::MAX, observe)
+    }
+
+    fn run_backward(
+        &mut self,
+        root: Var,
+        seed: Tensor<T>,
+        steps: usize,
+        observe: &mut dyn FnMut(&Self, usize),
+    ) -> Vec<Var> {
+        let order = self.topological_order(root);
         // Which nodes lead to a leaf that wants a gradient.
         let mut needs = vec![false; self.nodes.len()];
         for v in &order {
@@ -357,19 +443,26 @@ impl<T: Real> Graph<T> {
             };
         }
         let mut pending: Vec<Option<Tensor<T>>> = vec![None; self.nodes.len()];
-        let loss_value = &self.nodes[loss.0].value;
-        pending[loss.0] = Some(Tensor::full(&loss_value.shape, T::ONE));
+        // Elements of gradient in flight: the pending ones and the one
+        // being passed on.
+        let mut in_flight = seed.numel();
+        pending[root.0] = Some(seed);
         let mut done = Vec::new();
         for v in order.iter().rev().take(steps) {
             let Some(g) = pending[v.0].take() else {
                 continue;
             };
             if needs[v.0] {
-                self.propagate(*v, &g, &mut pending, &needs);
+                self.propagate(*v, &g, &mut pending, &needs, &mut in_flight);
             }
-            match &mut self.nodes[v.0].grad {
-                Some(acc) => acc.add_assign(&g),
-                None => self.nodes[v.0].grad = Some(g),
+            observe(self, in_flight);
+            in_flight -= g.numel();
+            let keep = !self.free_inner_grads || matches!(self.nodes[v.0].op, Op::Leaf { .. });
+            if keep {
+                match &mut self.nodes[v.0].grad {
+                    Some(acc) => acc.add_assign(&g),
+                    None => self.nodes[v.0].grad = Some(g),
+                }
             }
             done.push(*v);
         }
@@ -377,7 +470,14 @@ impl<T: Real> Graph<T> {
     }
 
     /// Applies one node's local derivative: adds `g`'s contribution to its inputs.
-    fn propagate(&self, v: Var, g: &Tensor<T>, pending: &mut [Option<Tensor<T>>], needs: &[bool]) {
+    fn propagate(
+        &self,
+        v: Var,
+        g: &Tensor<T>,
+        pending: &mut [Option<Tensor<T>>],
+        needs: &[bool],
+        in_flight: &mut usize,
+    ) {
         let node = &self.nodes[v.0];
         let value = |x: Var| &self.nodes[x.0].value;
         let mut give = |to: Var, mut contribution: Tensor<T>| {
@@ -389,7 +489,10 @@ impl<T: Real> Graph<T> {
             }
             match &mut pending[to.0] {
                 Some(acc) => acc.add_assign(&contribution),
-                slot @ None => *slot = Some(contribution),
+                slot @ None => {
+                    *in_flight += contribution.numel();
+                    *slot = Some(contribution);
+                }
             }
         };
         match &node.op {

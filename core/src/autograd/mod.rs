@@ -13,7 +13,7 @@ pub mod tensor;
 
 pub use checks::Check;
 pub use gradcheck::{Band, GradcheckReport, gradcheck, relative_error};
-pub use graph::Graph;
+pub use graph::{Buffer, Graph};
 pub use op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
 pub use tensor::{Real, Tensor, matmul};
 

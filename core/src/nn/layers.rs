@@ -35,7 +35,7 @@ impl Activation {
             })
     }
 
-    fn apply<T: Real>(self, g: &mut Graph<T>, x: Var) -> Var {
+    pub(crate) fn apply<T: Real>(self, g: &mut Graph<T>, x: Var) -> Var {
         match self {
             Self::Relu => g.relu(x),
             Self::Tanh => g.tanh(x),
@@ -76,6 +76,22 @@ impl<T: Real> Linear<T> {
     }
 }
 
+/// One layer recorded: `x·W + b`, then the activation unless it is the last.
+pub(crate) fn layer<T: Real>(
+    g: &mut Graph<T>,
+    x: Var,
+    w: Var,
+    b: Var,
+    activation: Option<Activation>,
+) -> Var {
+    let z = g.matmul(x, w);
+    let h = g.add(z, b);
+    match activation {
+        Some(a) => a.apply(g, h),
+        None => h,
+    }
+}
+
 /// A multi-layer perceptron: linear layers with an activation between them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mlp<T> {
@@ -86,6 +102,18 @@ pub struct Mlp<T> {
 impl<T: Real> Mlp<T> {
     /// `sizes` = input, hidden…, output. Seeded.
     pub fn new(sizes: &[usize], activation: Activation, seed: u64) -> Result<Self, TrainError> {
+        Self::check_sizes(sizes)?;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let layers = sizes
+            .windows(2)
+            .map(|w| Linear::new(w[0], w[1], activation, &mut rng))
+            .collect();
+        Ok(Self { layers, activation })
+    }
+
+    /// Whether `sizes` (input, hidden…, output) make a network here: two or
+    /// more, none zero, none wider than 8,192.
+    pub fn check_sizes(sizes: &[usize]) -> Result<(), TrainError> {
         if sizes.len() < 2 || sizes.contains(&0) {
             return Err(TrainError::MlpShape {
                 sizes: format!("{sizes:?}"),
@@ -94,12 +122,7 @@ impl<T: Real> Mlp<T> {
         if sizes.iter().any(|s| *s > 8192) {
             return Err(TrainError::TooWide);
         }
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let layers = sizes
-            .windows(2)
-            .map(|w| Linear::new(w[0], w[1], activation, &mut rng))
-            .collect();
-        Ok(Self { layers, activation })
+        Ok(())
     }
 
     pub fn parameter_count(&self) -> usize {
@@ -158,11 +181,8 @@ impl<T: Real> Mlp<T> {
             };
             let (w, b) = (g.param(w), g.param(b));
             params.extend([w, b]);
-            let z = g.matmul(h, w);
-            h = g.add(z, b);
-            if i + 1 < self.layers.len() {
-                h = self.activation.apply(g, h);
-            }
+            let last = i + 1 == self.layers.len();
+            h = layer(g, h, w, b, (!last).then_some(self.activation));
         }
         (h, params)
     }

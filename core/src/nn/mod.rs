@@ -14,6 +14,7 @@ pub mod data;
 mod error;
 pub mod layers;
 pub mod optimizers;
+mod pass;
 pub mod precision;
 pub mod scenarios;
 pub mod settings;

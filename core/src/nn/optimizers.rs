@@ -22,6 +22,16 @@ pub enum OptimizerKind {
 }
 
 impl OptimizerKind {
+    /// State tensors per parameter: none for SGD, the velocity for
+    /// momentum, m and v for Adam.
+    pub fn states(self) -> usize {
+        match self {
+            Self::Sgd => 0,
+            Self::Momentum { .. } => 1,
+            Self::Adam { .. } => 2,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Sgd => "sgd",
@@ -68,10 +78,12 @@ pub struct Optimizer<T> {
     pub kind: OptimizerKind,
     pub lr: f64,
     pub weight_decay: f64,
-    /// Momentum's velocity, or Adam's first moment.
+    /// Momentum's velocity, or Adam's first moment (empty for SGD).
     first: Vec<Vec<T>>,
-    /// Adam's second moment.
+    /// Adam's second moment (empty otherwise).
     second: Vec<Vec<T>>,
+    /// Whether the state has been made for the parameters.
+    ready: bool,
     pub steps: u64,
     /// Rounds the optimizer state as it is stored (emulated precision):
     /// applied to each moment right after it is computed, before it is used.
@@ -97,12 +109,47 @@ impl<T: Real> Optimizer<T> {
             weight_decay,
             first: Vec::new(),
             second: Vec::new(),
+            ready: false,
             steps: 0,
             state_hook: None,
         }
     }
 
-    /// The same rules, each state vector rounded by the hook as it is stored.
+    /// Elements of optimizer state held (every tensor, every parameter).
+    pub fn state_elements(&self) -> usize {
+        self.first.iter().chain(&self.second).map(Vec::len).sum()
+    }
+
+    /// Makes the state the rule needs, once: nothing for SGD, one tensor
+    /// per parameter for momentum, two for Adam.
+    fn make_state(&mut self, params: &[&mut Tensor<T>]) {
+        let wanted = |tensors: usize| {
+            if self.kind.states() >= tensors {
+                params.len()
+            } else {
+                0
+            }
+        };
+        if self.ready && self.first.len() == wanted(1) && self.second.len() == wanted(2) {
+            return;
+        }
+        let zeros = || params.iter().map(|p| vec![T::ZERO; p.numel()]).collect();
+        self.first = if self.kind.states() >= 1 {
+            zeros()
+        } else {
+            Vec::new()
+        };
+        self.second = if self.kind.states() >= 2 {
+            zeros()
+        } else {
+            Vec::new()
+        };
+        self.ready = true;
+    }
+
+    /// The same rules, each state value rounded by the hook as it is stored
+    /// (one value at a time: rounding is elementwise, and no scratch buffer
+    /// is made).
     fn step_rounded(
         &mut self,
         params: &mut [&mut Tensor<T>],
@@ -112,31 +159,27 @@ impl<T: Real> Optimizer<T> {
         let lr = T::from_f64(self.lr);
         let wd = T::from_f64(self.weight_decay);
         let t = self.steps as i32;
+        let round = |x: &mut T| hook(std::slice::from_mut(x));
         for (i, (param, grad)) in params.iter_mut().zip(grads).enumerate() {
-            let (first, second) = (&mut self.first[i], &mut self.second[i]);
             let theta = &mut param.data;
-            let g: Vec<T> = grad
-                .data
-                .iter()
-                .zip(theta.iter())
-                .map(|(g, p)| *g + wd * *p)
-                .collect();
             match self.kind {
                 OptimizerKind::Sgd => {
-                    for (p, g) in theta.iter_mut().zip(&g) {
-                        *p -= lr * *g;
+                    for (p, g) in theta.iter_mut().zip(&grad.data) {
+                        *p -= lr * (*g + wd * *p);
                     }
                 }
                 OptimizerKind::Momentum { mu, nesterov } => {
                     let mu = T::from_f64(mu);
-                    let previous = first.clone();
-                    for (v, g) in first.iter_mut().zip(&g) {
-                        *v = mu * *v - lr * *g;
-                    }
-                    hook(first);
-                    for ((p, v), v_prev) in theta.iter_mut().zip(first.iter()).zip(&previous) {
+                    for ((p, v), g) in theta
+                        .iter_mut()
+                        .zip(self.first[i].iter_mut())
+                        .zip(&grad.data)
+                    {
+                        let v_prev = *v;
+                        *v = mu * *v - lr * (*g + wd * *p);
+                        round(v);
                         *p += if nesterov {
-                            -mu * *v_prev + (T::ONE + mu) * *v
+                            -mu * v_prev + (T::ONE + mu) * *v
                         } else {
                             *v
                         };
@@ -146,13 +189,18 @@ impl<T: Real> Optimizer<T> {
                     let (b1, b2, eps) = (T::from_f64(beta1), T::from_f64(beta2), T::from_f64(eps));
                     let c1 = T::ONE / T::from_f64(1.0 - beta1.powi(t));
                     let c2 = T::ONE / T::from_f64(1.0 - beta2.powi(t));
-                    for ((m, v), g) in first.iter_mut().zip(second.iter_mut()).zip(&g) {
-                        *m = b1 * *m + (T::ONE - b1) * *g;
-                        *v = b2 * *v + (T::ONE - b2) * *g * *g;
-                    }
-                    hook(first);
-                    hook(second);
-                    for ((p, m), v) in theta.iter_mut().zip(first.iter()).zip(second.iter()) {
+                    let (first, second) = (&mut self.first[i], &mut self.second[i]);
+                    for (((p, m), v), g) in theta
+                        .iter_mut()
+                        .zip(first.iter_mut())
+                        .zip(second.iter_mut())
+                        .zip(&grad.data)
+                    {
+                        let g = *g + wd * *p;
+                        *m = b1 * *m + (T::ONE - b1) * g;
+                        *v = b2 * *v + (T::ONE - b2) * g * g;
+                        round(m);
+                        round(v);
                         *p -= lr * (*m * c1) / ((*v * c2).sqrt() + eps);
                     }
                 }
@@ -163,10 +211,7 @@ impl<T: Real> Optimizer<T> {
     /// Updates every parameter in place from its gradient. Each rule is one
     /// tight loop over the parameter, so the compiler can vectorise it.
     pub fn step(&mut self, params: &mut [&mut Tensor<T>], grads: &[Tensor<T>]) {
-        if self.first.len() != params.len() {
-            self.first = params.iter().map(|p| vec![T::ZERO; p.numel()]).collect();
-            self.second = self.first.clone();
-        }
+        self.make_state(params);
         self.steps += 1;
         if let Some(hook) = self.state_hook.clone() {
             self.step_rounded(params, grads, &hook);
@@ -176,7 +221,6 @@ impl<T: Real> Optimizer<T> {
         let wd = T::from_f64(self.weight_decay);
         let t = self.steps as i32;
         for (i, (param, grad)) in params.iter_mut().zip(grads).enumerate() {
-            let (first, second) = (&mut self.first[i], &mut self.second[i]);
             let theta = &mut param.data;
             let grad = &grad.data;
             match self.kind {
@@ -191,7 +235,7 @@ impl<T: Real> Optimizer<T> {
                 } => {
                     // v ← μv − ηg; θ ← θ + v
                     let mu = T::from_f64(mu);
-                    for ((p, v), g) in theta.iter_mut().zip(first.iter_mut()).zip(grad) {
+                    for ((p, v), g) in theta.iter_mut().zip(self.first[i].iter_mut()).zip(grad) {
                         *v = mu * *v - lr * (*g + wd * *p);
                         *p += *v;
                     }
@@ -199,7 +243,7 @@ impl<T: Real> Optimizer<T> {
                 OptimizerKind::Momentum { mu, nesterov: true } => {
                     // Look ahead: θ ← θ − μ·v_prev + (1 + μ)·v.
                     let mu = T::from_f64(mu);
-                    for ((p, v), g) in theta.iter_mut().zip(first.iter_mut()).zip(grad) {
+                    for ((p, v), g) in theta.iter_mut().zip(self.first[i].iter_mut()).zip(grad) {
                         let v_prev = *v;
                         *v = mu * v_prev - lr * (*g + wd * *p);
                         *p += -mu * v_prev + (T::ONE + mu) * *v;
@@ -209,6 +253,7 @@ impl<T: Real> Optimizer<T> {
                     let (b1, b2, eps) = (T::from_f64(beta1), T::from_f64(beta2), T::from_f64(eps));
                     let c1 = T::ONE / T::from_f64(1.0 - beta1.powi(t));
                     let c2 = T::ONE / T::from_f64(1.0 - beta2.powi(t));
+                    let (first, second) = (&mut self.first[i], &mut self.second[i]);
                     for (((p, m), v), g) in theta
                         .iter_mut()
                         .zip(first.iter_mut())

@@ -153,14 +153,9 @@ impl MixedState {
         })));
     }
 
-    /// The forward pass over rounded copies of the fp32 master weights,
-    /// written into buffers kept from step to step; the masters stay.
-    pub(super) fn forward_copies(
-        &mut self,
-        model: &Mlp<f32>,
-        g: &mut Graph<f32>,
-        x: Var,
-    ) -> (Var, Vec<Var>) {
+    /// Rounded copies of the fp32 master weights for the forward pass to
+    /// read, written into buffers kept from step to step; the masters stay.
+    pub(super) fn take_copies(&mut self, model: &Mlp<f32>) -> Vec<Tensor<f32>> {
         let masters = model.params();
         if self.copies.len() != masters.len() {
             self.copies = masters.iter().map(|p| (*p).clone()).collect();
@@ -168,12 +163,32 @@ impl MixedState {
         for (copy, master) in self.copies.iter_mut().zip(masters) {
             self.compute.round_into(&master.data, &mut copy.data);
         }
-        model.forward_with(g, x, std::mem::take(&mut self.copies))
+        std::mem::take(&mut self.copies)
     }
 
-    /// Takes the copies back from the graph after backward.
-    pub(super) fn keep_copies(&mut self, g: &mut Graph<f32>, params: &[Var]) {
-        self.copies = params.iter().map(|p| g.take_value(*p)).collect();
+    /// Keeps the copies' buffers for the next step.
+    pub(super) fn keep_copies(&mut self, copies: Vec<Tensor<f32>>) {
+        self.copies = copies;
+    }
+
+    /// The copies' elements (0 while the pass holds them).
+    pub(super) fn copy_elements(&self) -> usize {
+        self.copies.iter().map(Tensor::numel).sum()
+    }
+
+    /// The accumulation buffer's elements.
+    pub(super) fn accumulated_elements(&self) -> usize {
+        self.accum.iter().map(Tensor::numel).sum()
+    }
+
+    /// Which nodes of the graph being differentiated are the parameters, in
+    /// [`Mlp::params`] order (`Var(usize::MAX)` for one not in it): a
+    /// checkpointed segment's graph holds only its own layer's.
+    pub(super) fn track_params(&self, params: &[Var]) {
+        if let Ok(mut t) = self.backward.lock() {
+            t.params.clear();
+            t.params.extend_from_slice(params);
+        }
     }
 
     /// Before backward: picks whether this step is sampled and scales the
@@ -249,6 +264,14 @@ impl MixedState {
             for acc in &mut self.accum {
                 acc.data.fill(0.0);
             }
+        }
+    }
+
+    /// After the step: without accumulation the buffer was this step's
+    /// gradients, which are no longer needed (the next step makes its own).
+    pub(super) fn release_grads(&mut self, config: &TrainConfig) {
+        if config.micro_batches == 1 && self.accumulation.is_identity() {
+            self.accum = Vec::new();
         }
     }
 

@@ -7,8 +7,11 @@ use super::config::TrainConfig;
 use super::data::{DataLoader, Dataset};
 use super::layers::Mlp;
 use super::optimizers::Optimizer;
+use super::pass::{Metering, Outcome, Pass};
 use super::precision::{MixedEpoch, MixedReport, MixedState};
-use crate::autograd::{Graph, Tensor};
+use crate::autograd::Tensor;
+use crate::memory::measure::{Formats, Held, Meter, Phase};
+use crate::memory::precision::Component;
 use crate::mixed::MasterWeights;
 
 /// What the trainer is doing.
@@ -58,6 +61,8 @@ pub struct Trainer {
     epoch_seen: usize,
     /// Reduced-precision state, when the policy is not plain fp32.
     mixed: Option<MixedState>,
+    /// When set, each step counts every buffer it holds here.
+    pub meter: Option<Meter>,
 }
 
 impl Trainer {
@@ -98,6 +103,7 @@ impl Trainer {
             epoch_correct: 0,
             epoch_seen: 0,
             mixed,
+            meter: None,
         };
         // The training inputs enter the network in the compute format: round
         // them once, not every batch.
@@ -142,71 +148,84 @@ impl Trainer {
     /// Under a reduced-precision policy every op output and every gradient
     /// is rounded to the compute format, the loss is scaled, gradients are
     /// accumulated over micro-batches in the accumulation format, and the
-    /// step is skipped when they are not finite (see [`MixedState`]).
+    /// step is skipped when they are not finite (see [`MixedState`]). With a
+    /// [`Self::meter`], every buffer the step holds is counted.
     fn step_batch(&mut self) {
         if self.status != Status::Running {
             return;
         }
         let mut mixed = self.mixed.take();
+        let mut meter = self.meter.take();
         let indices = std::mem::take(&mut self.batches[self.batch]);
         let (x, y) = self.train.gather(&indices);
         self.batches[self.batch] = indices;
         let rows = y.len();
-        let mut g = Graph::new();
-        if let Some(m) = &mixed {
-            m.hook(&mut g);
-        }
-        let xv = g.input(Tensor::new(x, &[rows, self.train.features]));
-        // The weights move into the graph and back, unless fp32 master
-        // weights stay and the graph reads rounded copies of them.
-        let copies = match mixed.as_mut() {
-            Some(m) if self.config.policy.master_weights != MasterWeights::Same => Some(m),
-            _ => None,
+        // The weights leave the model for the pass and come back, unless
+        // fp32 master weights stay and the pass reads rounded copies.
+        let copies = mixed.is_some() && self.config.policy.master_weights != MasterWeights::Same;
+        let mut values = match mixed.as_mut() {
+            Some(m) if copies => m.take_copies(&self.model),
+            _ => self
+                .model
+                .params_mut()
+                .into_iter()
+                .map(|t| std::mem::replace(t, Tensor::zeros(&[0])))
+                .collect(),
         };
-        let moved = copies.is_none();
-        let (logits, params) = match copies {
-            Some(m) => m.forward_copies(&self.model, &mut g, xv),
-            None => self.model.forward_moving(&mut g, xv),
-        };
-        let loss = g.softmax_cross_entropy(logits, &y);
-        let loss_value = f64::from(g.value(loss).item());
         self.step += 1;
-        if !loss_value.is_finite() {
-            // Non-finite parameters show up here too, one step after they appear.
-            if moved {
-                self.model.take_back(&mut g, &params);
+        let formats = Formats::of(&self.config.policy);
+        let outside = self.held_outside(mixed.as_ref(), &formats, &y);
+        let mut pass = Pass {
+            activation: self.config.activation,
+            x: Tensor::new(x, &[rows, self.train.features]),
+            y: &y,
+            mixed: mixed.as_ref(),
+            step: self.step,
+            loss_weight: self.config.loss_weight,
+            metering: meter.as_mut().map(|meter| Metering {
+                meter,
+                outside,
+                formats,
+                reads: formats.compute,
+            }),
+        };
+        let outcome = if self.config.checkpoint {
+            pass.checkpointed(&mut values)
+        } else {
+            pass.whole(&mut values)
+        };
+        drop(pass);
+        match (mixed.as_mut(), copies) {
+            (Some(m), true) => m.keep_copies(values),
+            _ => {
+                for (p, v) in self.model.params_mut().into_iter().zip(values) {
+                    *p = v;
+                }
             }
-            self.status = Status::Diverged {
-                epoch: self.epoch,
-                step: self.step,
-                loss: loss_value,
-            };
-            self.mixed = mixed;
-            return;
         }
-        let predictions = g.value(logits).argmax_rows();
+        let (loss_value, predictions, grads) = match outcome {
+            Outcome::Done {
+                loss,
+                predictions,
+                grads,
+            } => (loss, predictions, grads),
+            Outcome::NotFinite { loss } => {
+                // Non-finite parameters show up here too, one step after they appear.
+                self.status = Status::Diverged {
+                    epoch: self.epoch,
+                    step: self.step,
+                    loss,
+                };
+                self.mixed = mixed;
+                self.meter = meter;
+                return;
+            }
+        };
         self.epoch_correct += predictions.iter().zip(&y).filter(|(p, t)| p == t).count();
         self.epoch_seen += rows;
         self.epoch_loss += loss_value * rows as f64;
         self.losses.push((self.step, loss_value));
-        let loss = match &mixed {
-            Some(m) => m.scale_loss(&mut g, loss, self.step, &params, self.config.loss_weight),
-            // Without policy state the loss weight is 1.
-            None => loss,
-        };
-        g.backward(loss);
-        let grads: Vec<Tensor<f32>> = params
-            .iter()
-            .map(|p| {
-                g.take_grad(*p)
-                    .unwrap_or_else(|| Tensor::zeros(&g.value(*p).shape))
-            })
-            .collect();
-        if moved {
-            self.model.take_back(&mut g, &params);
-        } else if let Some(m) = mixed.as_mut() {
-            m.keep_copies(&mut g, &params);
-        }
+        let grad_elements: usize = grads.iter().map(Tensor::numel).sum();
         match mixed.as_mut() {
             Some(m) => m.apply(
                 grads,
@@ -215,13 +234,58 @@ impl Trainer {
                 &mut self.optimizer,
                 &mut self.model,
             ),
-            None => self.optimizer.step(&mut self.model.params_mut(), &grads),
+            None => {
+                self.optimizer.step(&mut self.model.params_mut(), &grads);
+                if let Some(meter) = meter.as_mut() {
+                    // The gradients are still held while the optimizer steps.
+                    let mut held = self.held_outside(None, &formats, &y);
+                    held.f32s(Component::Gradients, grad_elements, formats.grads);
+                    meter.record(Phase::Optimizer, held);
+                }
+            }
+        }
+        if let Some(m) = mixed.as_mut() {
+            if let Some(meter) = meter.as_mut() {
+                // The accumulation buffer holds the gradients until released.
+                meter.record(Phase::Optimizer, self.held_outside(Some(m), &formats, &y));
+            }
+            m.release_grads(&self.config);
         }
         self.mixed = mixed;
+        self.meter = meter;
         self.batch += 1;
         if self.batch == self.batches.len() {
             self.finish_epoch();
         }
+    }
+
+    /// What the trainer holds outside a pass: the model's parameters (the
+    /// fp32 masters when the pass reads copies), the copies, the optimizer
+    /// state, the accumulation buffer and this batch's labels.
+    fn held_outside(&self, mixed: Option<&MixedState>, f: &Formats, y: &[usize]) -> Held {
+        let mut held = Held::default();
+        let model: usize = self.model.params().iter().map(|p| p.numel()).sum();
+        let masters = mixed.is_some() && self.config.policy.master_weights != MasterWeights::Same;
+        if masters {
+            held.f32s(Component::MasterWeights, model, 4);
+        } else {
+            held.f32s(Component::Parameters, model, f.compute);
+        }
+        if let Some(m) = mixed {
+            held.f32s(Component::Parameters, m.copy_elements(), f.compute);
+            held.f32s(Component::Gradients, m.accumulated_elements(), f.grads);
+        }
+        held.f32s(
+            Component::OptimizerState,
+            self.optimizer.state_elements(),
+            f.state,
+        );
+        held.exact(
+            Component::Inputs,
+            y.len(),
+            std::mem::size_of::<usize>() as u64,
+        );
+        held
     }
 
     fn finish_epoch(&mut self) {

@@ -1,0 +1,430 @@
+//! `dlsys-lab memory`: a training step's memory and FLOPs — for an MLP,
+//! estimated and measured on the engine; for a transformer, from its
+//! configuration (a preset, or sizes given one by one).
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::memory::{
+    Component, Components, FfnKind, Measured, MemoryError, MlpEstimate, MlpShape, Precision,
+    Preset, Quantity, TransformerReport, TransformerRun, Zero, estimate_mlp, measure_step,
+    show_bytes, show_count, show_flops,
+};
+use dlsys_core::nn::OptimizerKind;
+use dlsys_core::nn::settings::parse_hidden;
+
+use super::choice::{choice, name_of};
+use super::lang::{pad, pad_left};
+use super::output::{Report, emit};
+use super::train::OPTIMIZERS;
+use super::{CliError, say, t, tf};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct MemoryArgs {
+    /// An MLP's layer sizes, input to output (e.g. 784,128,10): estimated
+    /// and measured on the engine.
+    #[arg(long, value_name = "SIZES", conflicts_with = "transformer")]
+    mlp: Option<String>,
+    /// A transformer preset; --layers, --hidden … change its fields.
+    #[arg(long, value_name = "MODEL", value_parser = choice(&Preset::ALL, |p| p.name()))]
+    transformer: Option<Preset>,
+    #[arg(long)]
+    layers: Option<u64>,
+    #[arg(long)]
+    hidden: Option<u64>,
+    #[arg(long)]
+    heads: Option<u64>,
+    /// KV heads (fewer than --heads: grouped-query attention).
+    #[arg(long)]
+    kv_heads: Option<u64>,
+    /// The feed-forward block's inner size (default 4 × hidden).
+    #[arg(long)]
+    ffn: Option<u64>,
+    #[arg(long, value_parser = choice(&FFN_KINDS, ffn_id))]
+    ffn_kind: Option<FfnKind>,
+    #[arg(long)]
+    vocab: Option<u64>,
+    /// Untied output matrix (its own vocab × hidden parameters).
+    #[arg(long)]
+    untied: bool,
+    /// Sequences per step (per rank): default 64 for an MLP, 1 for a transformer.
+    #[arg(long)]
+    batch: Option<u64>,
+    /// Tokens per sequence (default: the preset's context, else 1024).
+    #[arg(long)]
+    seq: Option<u64>,
+    #[arg(long, default_value = "adam", ignore_case = true, value_parser = name_of(&OPTIMIZERS, |o| *o))]
+    optimizer: String,
+    #[arg(long, default_value = "mixed-fp16", value_parser = choice(&Precision::ALL, |p| p.name()))]
+    precision: Precision,
+    /// Checkpoint every MLP layer but the last (recomputed in backward).
+    #[arg(long)]
+    checkpoint: bool,
+    /// ZeRO stage, 0 to 3.
+    #[arg(long, default_value_t = 0)]
+    zero: u64,
+    /// Data-parallel ranks.
+    #[arg(long, default_value_t = 1)]
+    dp: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+const FFN_KINDS: [FfnKind; 2] = [FfnKind::Gelu, FfnKind::SwiGlu];
+
+fn ffn_id(kind: &FfnKind) -> &'static str {
+    match kind {
+        FfnKind::Gelu => "gelu",
+        FfnKind::SwiGlu => "swiglu",
+    }
+}
+
+/// An MLP step, estimated and measured.
+#[derive(serde::Serialize)]
+struct MlpOut {
+    shape: MlpShape,
+    estimate: MlpEstimate,
+    measured: Measured,
+}
+
+/// A transformer's costs.
+#[derive(serde::Serialize)]
+struct TransformerOut {
+    model: String,
+    run: TransformerRun,
+    report: TransformerReport,
+}
+
+pub fn run(args: &MemoryArgs) -> Result<ExitCode, CliError> {
+    let optimizer = OptimizerKind::by_name(&args.optimizer).map_err(|e| say(&e))?;
+    if let Some(sizes) = &args.mlp {
+        let shape = MlpShape {
+            sizes: parse_hidden(sizes).map_err(|e| say(&e))?,
+            batch: usize::try_from(args.batch.unwrap_or(64)).unwrap_or(usize::MAX),
+            optimizer,
+            precision: args.precision,
+            checkpoint: args.checkpoint,
+        };
+        let estimate = estimate_mlp(&shape).map_err(|e| say(&e))?;
+        let measured = measure_step(&shape).map_err(|e| say(&e))?;
+        return emit(
+            &MlpOut {
+                shape,
+                estimate,
+                measured,
+            },
+            args.json,
+        );
+    }
+    let (model, run) = transformer_run(args, optimizer).map_err(|e| match e {
+        Some(e) => say(&e),
+        None => t("memory.what").to_owned(),
+    })?;
+    let report = run.report().map_err(|e| say(&e))?;
+    emit(&TransformerOut { model, run, report }, args.json)
+}
+
+/// The transformer the flags describe: a preset with fields changed, or
+/// one given by `--layers`, `--hidden` and `--heads` (GPT-style defaults
+/// for the rest). `Err(None)`: neither was asked for.
+fn transformer_run(
+    args: &MemoryArgs,
+    optimizer: OptimizerKind,
+) -> Result<(String, TransformerRun), Option<MemoryError>> {
+    let mut run = match args.transformer {
+        Some(preset) => TransformerRun::preset(preset),
+        None => {
+            if args.layers.is_none() && args.hidden.is_none() && args.heads.is_none() {
+                return Err(None);
+            }
+            let missing = |v: Option<u64>, what| v.ok_or(MemoryError::Zero { what });
+            let (layers, hidden, heads) = (
+                missing(args.layers, Quantity::Layers)?,
+                missing(args.hidden, Quantity::Hidden)?,
+                missing(args.heads, Quantity::Heads)?,
+            );
+            let mut run = TransformerRun::preset(Preset::Gpt2Small);
+            run.model.layers = layers;
+            run.model.hidden = hidden;
+            run.model.heads = heads;
+            run.model.kv_heads = heads;
+            run.model.ffn = hidden.saturating_mul(4);
+            run.model.dropout = false;
+            run.seq = 1024;
+            run.model.positions = 1024;
+            run
+        }
+    };
+    let m = &mut run.model;
+    m.layers = args.layers.unwrap_or(m.layers);
+    if let Some(h) = args.hidden {
+        if args.ffn.is_none() && m.ffn_kind == FfnKind::Gelu {
+            m.ffn = h.saturating_mul(4);
+        }
+        m.hidden = h;
+    }
+    if let Some(heads) = args.heads {
+        m.kv_heads = if m.kv_heads == m.heads {
+            heads
+        } else {
+            m.kv_heads
+        };
+        m.heads = heads;
+    }
+    m.kv_heads = args.kv_heads.unwrap_or(m.kv_heads);
+    m.ffn = args.ffn.unwrap_or(m.ffn);
+    m.ffn_kind = args.ffn_kind.unwrap_or(m.ffn_kind);
+    m.vocab = args.vocab.unwrap_or(m.vocab);
+    m.tied &= !args.untied;
+    run.batch = args.batch.unwrap_or(1);
+    run.seq = args.seq.unwrap_or(run.seq);
+    if m.positions > 0 {
+        m.positions = m.positions.max(run.seq);
+    }
+    run.precision = args.precision;
+    run.states = optimizer.states() as u64;
+    run.zero = Zero::from_stage(args.zero).map_err(Some)?;
+    run.ranks = args.dp;
+    let name = args
+        .transformer
+        .map_or_else(|| t("memory.custom").to_owned(), |p| p.name().to_owned());
+    Ok((name, run))
+}
+
+/// The component's name in this run's language.
+fn component_name(c: Component) -> String {
+    t(match c {
+        Component::Parameters => "memory.c.parameters",
+        Component::Gradients => "memory.c.gradients",
+        Component::OptimizerState => "memory.c.optimizer_state",
+        Component::MasterWeights => "memory.c.master_weights",
+        Component::Activations => "memory.c.activations",
+        Component::Inputs => "memory.c.inputs",
+        Component::Temporaries => "memory.c.temporaries",
+        Component::EmulationOverhead => "memory.c.emulation_overhead",
+    })
+    .to_owned()
+}
+
+const NAME: usize = 26;
+const COLUMN: usize = 14;
+
+impl Report for MlpOut {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let s = &self.shape;
+        let sizes: Vec<String> = s.sizes.iter().map(ToString::to_string).collect();
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "memory.mlp",
+                &[
+                    ("sizes", &sizes.join("→")),
+                    ("batch", &s.batch),
+                    ("optimizer", &s.optimizer.name()),
+                    ("precision", &s.precision.name()),
+                    ("parameters", &self.estimate.parameters),
+                    (
+                        "checkpoint",
+                        &t(if s.checkpoint {
+                            "memory.ckpt_on"
+                        } else {
+                            "memory.ckpt_off"
+                        }),
+                    ),
+                ],
+            )
+        )?;
+        writeln!(
+            out,
+            "{}{}{}",
+            pad(t("memory.component"), NAME),
+            pad_left(t("memory.estimated"), COLUMN),
+            pad_left(t("memory.measured"), COLUMN)
+        )?;
+        let (e, m) = (&self.estimate.components, &self.measured.components);
+        for c in Component::ALL {
+            let estimated = match c {
+                Component::Temporaries => "—".to_owned(),
+                _ => show_bytes(e.get(c)),
+            };
+            if e.get(c) == 0 && m.get(c) == 0 {
+                continue;
+            }
+            writeln!(
+                out,
+                "{}{}{}",
+                pad(&component_name(c), NAME),
+                pad_left(&estimated, COLUMN),
+                pad_left(&show_bytes(m.get(c)), COLUMN)
+            )?;
+        }
+        writeln!(
+            out,
+            "{}",
+            tf("memory.peak", &[("peak", &show_bytes(self.measured.peak))])
+        )?;
+        for phase in &self.measured.phases {
+            writeln!(
+                out,
+                "  {}",
+                tf(
+                    "memory.phase",
+                    &[
+                        ("phase", &t(phase_key(phase.phase))),
+                        ("peak", &show_bytes(phase.peak)),
+                    ],
+                )
+            )?;
+        }
+        let f = &self.estimate;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "memory.mlp_flops",
+                &[
+                    ("total", &show_flops(f.flops())),
+                    ("forward", &show_flops(f.flops_forward)),
+                    ("backward", &show_flops(f.flops_backward)),
+                    ("recompute", &show_flops(f.flops_recompute)),
+                ],
+            )
+        )?;
+        let seconds = self.measured.step_seconds;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "memory.step_time",
+                &[
+                    ("ms", &format!("{:.3}", seconds * 1e3)),
+                    ("steps", &self.measured.timed_steps),
+                    (
+                        "gflops",
+                        &format!("{:.2}", f.flops() as f64 / seconds.max(1e-12) / 1e9)
+                    ),
+                ],
+            )
+        )
+    }
+}
+
+fn phase_key(phase: dlsys_core::memory::measure::Phase) -> &'static str {
+    use dlsys_core::memory::measure::Phase;
+    match phase {
+        Phase::Forward => "memory.forward",
+        Phase::Backward => "memory.backward",
+        Phase::Optimizer => "memory.optimizer",
+    }
+}
+
+fn state_rows(c: &Components) -> u64 {
+    [
+        Component::Parameters,
+        Component::Gradients,
+        Component::OptimizerState,
+        Component::MasterWeights,
+    ]
+    .iter()
+    .map(|k| c.get(*k))
+    .sum()
+}
+
+impl Report for TransformerOut {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (r, run) = (&self.report, &self.run);
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "memory.transformer",
+                &[
+                    ("model", &self.model),
+                    ("parameters", &show_count(r.parameters)),
+                    ("exact", &r.parameters),
+                    ("embedding", &show_count(r.embedding_parameters)),
+                    ("head_dim", &r.head_dim),
+                ],
+            )
+        )?;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "memory.setup",
+                &[
+                    ("batch", &run.batch),
+                    ("seq", &run.seq),
+                    ("tokens", &r.tokens),
+                    ("precision", &run.precision.name()),
+                    ("states", &run.states),
+                    ("per_param", &run.precision.bytes_per_parameter(run.states)),
+                    ("zero", &run.zero.stage()),
+                    ("ranks", &run.ranks),
+                ],
+            )
+        )?;
+        writeln!(
+            out,
+            "{}{}",
+            pad(t("memory.component"), NAME),
+            pad_left(t("memory.per_rank"), COLUMN)
+        )?;
+        for (c, bytes) in r.per_rank.nonzero() {
+            writeln!(
+                out,
+                "{}{}",
+                pad(&component_name(c), NAME),
+                pad_left(&show_bytes(bytes), COLUMN)
+            )?;
+        }
+        let states = state_rows(&r.per_rank);
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "memory.totals",
+                &[
+                    ("states", &show_bytes(states)),
+                    ("total", &show_bytes(states.saturating_add(r.activations))),
+                    (
+                        "checkpointed",
+                        &show_bytes(states.saturating_add(r.activations_checkpointed)),
+                    ),
+                    ("ckpt_activations", &show_bytes(r.activations_checkpointed)),
+                ],
+            )
+        )?;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "memory.kv",
+                &[
+                    ("per_token", &show_bytes(r.kv_cache_per_token)),
+                    ("context", &show_bytes(r.kv_cache_context)),
+                    ("batch", &run.batch),
+                    ("seq", &run.seq),
+                ],
+            )
+        )?;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "memory.flops",
+                &[
+                    ("dense", &show_flops(r.flops_dense)),
+                    ("attention", &show_flops(r.flops_attention)),
+                    (
+                        "total",
+                        &show_flops(r.flops_dense.saturating_add(r.flops_attention))
+                    ),
+                    ("recompute", &show_flops(r.flops_recompute)),
+                ],
+            )
+        )
+    }
+}

@@ -1,0 +1,278 @@
+//! Byte accounting of a real training step: the trainer reports, at each
+//! point of the step (the end of forward, every node of backward, the
+//! optimizer step), every buffer it and its graph hold, by role; the
+//! [`Meter`] keeps the most each role held and the peak of the total.
+//!
+//! Buffers are f32 (labels `usize`). A value a policy stores in a 2-byte
+//! format counts 2 bytes to its role and 2 to the emulation overhead: the
+//! totals are what this process really holds, the split says what a real
+//! fp16 buffer would.
+//!
+//! Not counted: the data set itself (it stays in memory across steps), and
+//! the scratch one backward rule makes and frees inside itself (a broadcast
+//! copy, a contribution added straight into a pending sum).
+
+use serde::Serialize;
+
+use super::MemoryError;
+use super::mlp::MlpShape;
+use super::precision::{Component, Components};
+use crate::autograd::{Buffer, Graph, Var};
+use crate::mixed::Policy;
+use crate::nn::{Dataset, TrainConfig, Trainer};
+
+/// A phase of a training step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Phase {
+    Forward,
+    Backward,
+    Optimizer,
+}
+
+impl Phase {
+    pub const ALL: [Self; 3] = [Self::Forward, Self::Backward, Self::Optimizer];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Forward => "forward",
+            Self::Backward => "backward",
+            Self::Optimizer => "optimizer",
+        }
+    }
+}
+
+/// Bytes per element of each kind of tensor under a policy (what a real
+/// buffer in its format would take).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Formats {
+    /// Op outputs, the weights the forward pass reads, gradients in flight.
+    pub compute: u64,
+    /// Parameter gradients handed to the optimizer.
+    pub grads: u64,
+    pub state: u64,
+}
+
+/// Storage bytes of one element of the format `name`: 1 up to 8 bits, 2 up
+/// to 16, else 4 (tf32's 19 bits live in a 32-bit word).
+pub fn storage_bytes(name: &str) -> u64 {
+    match crate::float::Format::by_name(name) {
+        Ok(f) if 1 + f.exp_bits + f.man_bits <= 8 => 1,
+        Ok(f) if 1 + f.exp_bits + f.man_bits <= 16 => 2,
+        _ => 4,
+    }
+}
+
+impl Formats {
+    pub fn of(policy: &Policy) -> Self {
+        Self {
+            compute: storage_bytes(&policy.compute),
+            grads: storage_bytes(&policy.grads),
+            state: storage_bytes(&policy.optimizer_state),
+        }
+    }
+}
+
+/// What is held at one moment: bytes in the format, and the emulation's
+/// extra bytes, by role.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    pub format: Components,
+    pub overhead: Components,
+}
+
+impl Held {
+    /// `elements` f32 values of `role`, each `format_bytes` in its format.
+    pub fn f32s(&mut self, role: Component, elements: usize, format_bytes: u64) {
+        let n = elements as u64;
+        self.format.add(role, n * format_bytes);
+        self.overhead
+            .add(role, n * 4u64.saturating_sub(format_bytes));
+    }
+
+    /// `elements` values stored exactly as they are (`bytes` each).
+    pub fn exact(&mut self, role: Component, elements: usize, bytes: u64) {
+        self.format.add(role, elements as u64 * bytes);
+    }
+
+    pub fn total(&self) -> u64 {
+        self.format.total() + self.overhead.total()
+    }
+
+    pub fn plus(mut self, other: &Self) -> Self {
+        for c in Component::ALL {
+            self.format.add(c, other.format.get(c));
+            self.overhead.add(c, other.overhead.get(c));
+        }
+        self
+    }
+
+    /// What a graph holds. `inner` lists leaves that are a checkpointed
+    /// segment's input (an activation, whose gradient is in flight), not
+    /// parameters. `reads` is the format of the weights the graph reads.
+    pub fn graph(g: &Graph<f32>, f: &Formats, reads: u64, inner: &[Var]) -> Self {
+        let mut held = Self::default();
+        let usize_bytes = std::mem::size_of::<usize>() as u64;
+        g.buffers(|v, kind, n| {
+            let (role, bytes) = match kind {
+                Buffer::Parameter if inner.contains(&v) => (Component::Activations, f.compute),
+                Buffer::Parameter => (Component::Parameters, reads),
+                Buffer::Input => (Component::Inputs, f.compute),
+                Buffer::Saved => (Component::Activations, f.compute),
+                Buffer::SavedProbabilities => (Component::Activations, 4),
+                Buffer::Labels => {
+                    held.exact(Component::Inputs, n, usize_bytes);
+                    return;
+                }
+                Buffer::ParameterGrad if !inner.contains(&v) => (Component::Gradients, f.compute),
+                Buffer::ParameterGrad | Buffer::InnerGrad => (Component::Temporaries, f.compute),
+            };
+            held.f32s(role, n, bytes);
+        });
+        held
+    }
+}
+
+/// Records what a step holds at each point.
+#[derive(Clone, Debug, Default)]
+pub struct Meter {
+    /// The most each role held (format bytes and overhead bytes apart).
+    most: Held,
+    /// The largest total, per phase, and what made it up.
+    peaks: Vec<(Phase, u64, Held)>,
+    /// (phase, total bytes) at every point, in order.
+    pub timeline: Vec<(Phase, u64)>,
+}
+
+impl Meter {
+    pub fn record(&mut self, phase: Phase, held: Held) {
+        let total = held.total();
+        self.most = Held {
+            format: self.most.format.max(&held.format),
+            overhead: self.most.overhead.max(&held.overhead),
+        };
+        self.timeline.push((phase, total));
+        match self.peaks.iter_mut().find(|(p, _, _)| *p == phase) {
+            Some(peak) if peak.1 >= total => {}
+            Some(peak) => *peak = (phase, total, held),
+            None => self.peaks.push((phase, total, held)),
+        }
+    }
+}
+
+/// One phase's peak: the total and its components.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseBytes {
+    pub phase: Phase,
+    pub peak: u64,
+    pub components: Components,
+}
+
+/// A measured training step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Measured {
+    /// The most each role held during the step; `emulation_overhead` is the
+    /// sum of each role's most overhead, except the gradients in flight,
+    /// which count whole under `temporaries` (they are not estimated).
+    pub components: Components,
+    /// The largest total the step held (real bytes, overhead included).
+    pub peak: u64,
+    pub phases: Vec<PhaseBytes>,
+    /// (phase, total bytes) at every point of the step.
+    pub timeline: Vec<(Phase, u64)>,
+    /// Median wall time of a step on this machine, over `timed_steps`, seconds.
+    pub step_seconds: f64,
+    pub timed_steps: usize,
+}
+
+impl Measured {
+    fn from_meter(meter: Meter, step_seconds: f64, timed_steps: usize) -> Self {
+        let mut components = meter.most.format;
+        let mut overhead = meter.most.overhead;
+        components.add(Component::Temporaries, overhead.get(Component::Temporaries));
+        overhead.set(Component::Temporaries, 0);
+        components.set(Component::EmulationOverhead, overhead.total());
+        let phases = Phase::ALL
+            .into_iter()
+            .filter_map(|phase| {
+                let (_, peak, held) = meter.peaks.iter().find(|(p, _, _)| *p == phase)?;
+                let mut c = held.format;
+                let mut overhead = held.overhead;
+                c.add(Component::Temporaries, overhead.get(Component::Temporaries));
+                overhead.set(Component::Temporaries, 0);
+                c.set(Component::EmulationOverhead, overhead.total());
+                Some(PhaseBytes {
+                    phase,
+                    peak: *peak,
+                    components: c,
+                })
+            })
+            .collect();
+        Self {
+            components,
+            peak: meter.peaks.iter().map(|p| p.1).max().unwrap_or(0),
+            phases,
+            timeline: meter.timeline,
+            step_seconds,
+            timed_steps,
+        }
+    }
+}
+
+/// Steps timed (after the metered one) for the median step time.
+const TIMED_STEPS: usize = 5;
+
+/// Trains `shape`'s MLP on seeded random data for one warm-up step (so the
+/// optimizer state exists), then one metered step, then times
+/// [`TIMED_STEPS`] more (unmetered) and reports the median.
+pub fn measure_step(shape: &MlpShape) -> Result<Measured, MemoryError> {
+    shape.validate()?;
+    let config = TrainConfig {
+        hidden: shape.sizes[1..shape.sizes.len() - 1].to_vec(),
+        optimizer: shape.optimizer,
+        lr: 1e-3,
+        batch_size: shape.batch,
+        epochs: 1,
+        policy: shape.precision.policy(),
+        checkpoint: shape.checkpoint,
+        ..TrainConfig::default()
+    };
+    let steps = 2 + TIMED_STEPS;
+    let train = random_data(
+        shape.sizes[0],
+        shape.sizes[shape.sizes.len() - 1],
+        shape.batch * steps,
+    );
+    let test = Dataset {
+        x: Vec::new(),
+        y: Vec::new(),
+        ..train.clone()
+    };
+    let mut trainer = Trainer::new(config, train, test)?;
+    trainer.step();
+    trainer.meter = Some(Meter::default());
+    trainer.step();
+    let meter = trainer.meter.take().unwrap_or_default();
+    let mut times = Vec::with_capacity(TIMED_STEPS);
+    for _ in 0..TIMED_STEPS {
+        let start = web_time::Instant::now();
+        trainer.step();
+        times.push(start.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
+    Ok(Measured::from_meter(meter, median, TIMED_STEPS))
+}
+
+/// `rows` seeded examples of `features` values in [0, 1) and labels below `classes`.
+fn random_data(features: usize, classes: usize, rows: usize) -> Dataset {
+    use rand::{RngExt as _, SeedableRng as _};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x6d65_6d6f);
+    Dataset {
+        name: "random".to_owned(),
+        features,
+        classes,
+        x: (0..rows * features).map(|_| rng.random::<f32>()).collect(),
+        y: (0..rows).map(|_| rng.random_range(0..classes)).collect(),
+        image: None,
+    }
+}

@@ -1,0 +1,96 @@
+//! Training memory and compute, estimated and measured.
+//!
+//! - [`precision`]: the precision policies the estimates speak of, and what
+//!   each stores per element;
+//! - [`transformer`]: the decoder-only calculator — parameters, training
+//!   memory by component, ZeRO, the KV cache, FLOPs — from a model's
+//!   published configuration;
+//! - [`mlp`]: the same estimate for the engine's MLP, a pure function of
+//!   shapes, to hold against [`measure`];
+//! - [`measure`]: one real training step of the engine with every buffer it
+//!   holds counted by role, per phase.
+//!
+//! Every count is checked arithmetic on `u64`: a size that overflows is an
+//! error ([`MemoryError::Overflow`]), never a wrapped number.
+
+pub mod measure;
+pub mod mlp;
+pub mod precision;
+pub mod show;
+pub mod transformer;
+
+pub use measure::{Measured, PhaseBytes, measure_step};
+pub use mlp::{MlpEstimate, MlpShape, estimate_mlp};
+pub use precision::{Component, Components, Precision};
+pub use show::{show_bytes, show_count, show_flops};
+pub use transformer::{
+    FfnKind, Norm, Preset, TransformerConfig, TransformerReport, TransformerRun, Zero,
+};
+
+crate::catalog_error! {
+    /// What an estimate counts or a setting it takes, named in errors.
+    #[derive(Copy)]
+    pub enum Quantity {
+        Layers = "memory.q.layers",
+        Hidden = "memory.q.hidden",
+        Heads = "memory.q.heads",
+        KvHeads = "memory.q.kv_heads",
+        Ffn = "memory.q.ffn",
+        Vocab = "memory.q.vocab",
+        Batch = "memory.q.batch",
+        Seq = "memory.q.seq",
+        Ranks = "memory.q.ranks",
+        LayerSize = "memory.q.layer_size",
+        Parameters = "memory.q.parameters",
+        Activations = "memory.q.activations",
+        KvCache = "memory.q.kv_cache",
+        Flops = "memory.q.flops",
+        Tokens = "memory.q.tokens",
+        States = "memory.q.states",
+    }
+}
+
+crate::catalog_error! {
+    /// Why a memory estimate cannot be made.
+    pub enum MemoryError {
+        /// A size that must be at least one is zero.
+        Zero { what: Quantity } = "memory.zero",
+        /// `hidden` is not a multiple of `heads`.
+        HeadsDivide { hidden: u64, heads: u64 } = "memory.heads_divide",
+        /// `heads` is not a multiple of `kv_heads`.
+        KvHeadsDivide { heads: u64, kv_heads: u64 } = "memory.kv_heads_divide",
+        /// A count does not fit in 64 bits.
+        Overflow { what: Quantity } = "memory.overflow",
+        UnknownPreset { name: String, choices: String } = "memory.unknown_preset",
+        UnknownPrecision { name: String, choices: String } = "memory.unknown_precision",
+        /// ZeRO stage outside 0..=3.
+        ZeroStage { stage: u64 } = "memory.zero_stage",
+        /// The MLP cannot be built or trained for a step.
+        Train { reason: crate::nn::TrainError } = "memory.train",
+    }
+}
+
+impl From<crate::nn::TrainError> for MemoryError {
+    fn from(reason: crate::nn::TrainError) -> Self {
+        Self::Train { reason }
+    }
+}
+
+/// `a · b · …`, or [`MemoryError::Overflow`] naming `what`.
+pub(crate) fn product(what: Quantity, factors: &[u64]) -> Result<u64, MemoryError> {
+    factors
+        .iter()
+        .try_fold(1u64, |acc, f| acc.checked_mul(*f))
+        .ok_or(MemoryError::Overflow { what })
+}
+
+/// `a + b + …`, or [`MemoryError::Overflow`] naming `what`.
+pub(crate) fn sum(what: Quantity, terms: &[u64]) -> Result<u64, MemoryError> {
+    terms
+        .iter()
+        .try_fold(0u64, |acc, t| acc.checked_add(*t))
+        .ok_or(MemoryError::Overflow { what })
+}
+
+#[cfg(test)]
+mod tests;

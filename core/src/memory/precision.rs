@@ -1,0 +1,220 @@
+//! The precision policies memory is estimated under, what each stores per
+//! element, and the components a training step's bytes are split into.
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use super::MemoryError;
+use crate::mixed::{LossScale, MasterWeights, Policy};
+
+/// A training precision policy, as memory estimates speak of it.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub enum Precision {
+    /// Everything in fp32.
+    #[default]
+    Fp32,
+    /// fp16 compute (weights, activations, gradients) with fp32 master
+    /// weights and optimizer state, dynamic loss scaling.
+    MixedFp16,
+    /// The same with bf16 (no loss scaling).
+    MixedBf16,
+    /// bf16 everywhere: weights, gradients and optimizer state; no master copy.
+    PureBf16,
+}
+
+impl Precision {
+    pub const ALL: [Self; 4] = [Self::Fp32, Self::MixedFp16, Self::MixedBf16, Self::PureBf16];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fp32 => "fp32",
+            Self::MixedFp16 => "mixed-fp16",
+            Self::MixedBf16 => "mixed-bf16",
+            Self::PureBf16 => "pure-bf16",
+        }
+    }
+
+    pub fn by_name(name: &str) -> Result<Self, MemoryError> {
+        let wanted = name.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name() == wanted)
+            .ok_or_else(|| MemoryError::UnknownPrecision {
+                name: name.to_owned(),
+                choices: Self::ALL.map(Self::name).join(", "),
+            })
+    }
+
+    /// Bytes per element of the weights the forward pass reads, of the
+    /// activations and of the gradients.
+    pub fn compute_bytes(self) -> u64 {
+        if self == Self::Fp32 { 4 } else { 2 }
+    }
+
+    /// Bytes per element of each optimizer-state tensor.
+    pub fn state_bytes(self) -> u64 {
+        if self == Self::PureBf16 { 2 } else { 4 }
+    }
+
+    /// Bytes per element of the fp32 master copy (0: there is none).
+    pub fn master_bytes(self) -> u64 {
+        match self {
+            Self::MixedFp16 | Self::MixedBf16 => 4,
+            Self::Fp32 | Self::PureBf16 => 0,
+        }
+    }
+
+    /// Bytes per parameter of weights, gradients, master weights and
+    /// `states` optimizer-state tensors: 16 for mixed-precision Adam
+    /// (2 + 2 + 4 + 4 + 4).
+    pub fn bytes_per_parameter(self, states: u64) -> u64 {
+        2 * self.compute_bytes() + self.master_bytes() + states * self.state_bytes()
+    }
+
+    /// The engine's policy for this precision (the mixed-precision lesson's
+    /// formats; accumulation stays fp32 so no extra buffer is made).
+    pub fn policy(self) -> Policy {
+        match self {
+            Self::Fp32 => Policy::default(),
+            Self::MixedFp16 => Policy::uniform("fp16", LossScale::dynamic(), MasterWeights::Fp32),
+            Self::MixedBf16 => Policy::uniform("bf16", LossScale::None, MasterWeights::Fp32),
+            Self::PureBf16 => Policy {
+                optimizer_state: "bf16".to_owned(),
+                ..Policy::uniform("bf16", LossScale::None, MasterWeights::Same)
+            },
+        }
+    }
+}
+
+/// What a byte of training memory is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Component {
+    /// The weights the forward pass reads (in the compute format).
+    Parameters,
+    Gradients,
+    /// Momentum, or Adam's m and v.
+    OptimizerState,
+    /// The fp32 copy of the weights under mixed precision.
+    MasterWeights,
+    /// Values saved in forward for backward.
+    Activations,
+    /// The batch (inputs and labels).
+    Inputs,
+    /// Gradients in flight during backward, before they reach a parameter.
+    Temporaries,
+    /// What the emulation holds beyond the format: a 2-byte value kept in a
+    /// 4-byte f32 buffer counts 2 bytes here.
+    EmulationOverhead,
+}
+
+impl Component {
+    pub const ALL: [Self; 8] = [
+        Self::Parameters,
+        Self::Gradients,
+        Self::OptimizerState,
+        Self::MasterWeights,
+        Self::Activations,
+        Self::Inputs,
+        Self::Temporaries,
+        Self::EmulationOverhead,
+    ];
+
+    /// Stable key (JSON, catalogs).
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Parameters => "parameters",
+            Self::Gradients => "gradients",
+            Self::OptimizerState => "optimizer_state",
+            Self::MasterWeights => "master_weights",
+            Self::Activations => "activations",
+            Self::Inputs => "inputs",
+            Self::Temporaries => "temporaries",
+            Self::EmulationOverhead => "emulation_overhead",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Bytes per [`Component`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Components([u64; 8]);
+
+impl Components {
+    pub fn get(&self, c: Component) -> u64 {
+        self.0[c.index()]
+    }
+
+    pub fn set(&mut self, c: Component, bytes: u64) {
+        self.0[c.index()] = bytes;
+    }
+
+    pub fn add(&mut self, c: Component, bytes: u64) {
+        self.0[c.index()] = self.0[c.index()].saturating_add(bytes);
+    }
+
+    /// The sum over components (saturating: inputs are checked upstream).
+    pub fn total(&self) -> u64 {
+        self.0.iter().fold(0u64, |a, b| a.saturating_add(*b))
+    }
+
+    /// Each component's larger value.
+    pub fn max(&self, other: &Self) -> Self {
+        let mut out = *self;
+        for (o, b) in out.0.iter_mut().zip(other.0) {
+            *o = (*o).max(b);
+        }
+        out
+    }
+
+    /// The components with a non-zero byte count, in [`Component::ALL`] order.
+    pub fn nonzero(&self) -> impl Iterator<Item = (Component, u64)> + '_ {
+        Component::ALL
+            .into_iter()
+            .map(|c| (c, self.get(c)))
+            .filter(|(_, b)| *b > 0)
+    }
+}
+
+impl Serialize for Components {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(Component::ALL.len()))?;
+        for c in Component::ALL {
+            map.serialize_entry(c.key(), &self.get(c))?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_precision_adam_is_sixteen_bytes_per_parameter() {
+        assert_eq!(
+            Precision::MixedFp16.bytes_per_parameter(2),
+            2 + 2 + 4 + 4 + 4
+        );
+        assert_eq!(Precision::MixedBf16.bytes_per_parameter(2), 16);
+        // fp32 Adam is 16 too: mixed precision does not halve it.
+        assert_eq!(Precision::Fp32.bytes_per_parameter(2), 4 + 4 + 4 + 4);
+        assert_eq!(Precision::PureBf16.bytes_per_parameter(2), 8);
+        assert_eq!(Precision::Fp32.bytes_per_parameter(0), 8);
+    }
+
+    #[test]
+    fn names_round_trip_and_policies_validate() {
+        for p in Precision::ALL {
+            assert_eq!(Precision::by_name(p.name()), Ok(p));
+            assert!(p.policy().validate().is_ok(), "{p:?}");
+        }
+        assert!(matches!(
+            Precision::by_name("fp64"),
+            Err(MemoryError::UnknownPrecision { .. })
+        ));
+    }
+}

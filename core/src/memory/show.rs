@@ -1,0 +1,85 @@
+//! Sizes as people read them: bytes in binary units, counts and FLOPs in
+//! decimal ones (the units are the same in every language).
+
+/// `12.6 GiB`, `512 KiB`, `96 B`: three significant digits.
+pub fn show_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", three_digits(value), UNITS[unit])
+}
+
+/// `124.4M`, `6.738B`, `950`: four significant digits.
+pub fn show_count(count: u64) -> String {
+    const UNITS: [(f64, &str); 4] = [(1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")];
+    let x = count as f64;
+    for (scale, unit) in UNITS {
+        if x >= scale {
+            let v = x / scale;
+            let decimals = 4usize.saturating_sub(digits_before_point(v));
+            return format!("{v:.decimals$}{unit}");
+        }
+    }
+    count.to_string()
+}
+
+/// `5.87 TFLOP`: three significant digits.
+pub fn show_flops(flops: u64) -> String {
+    const UNITS: [(f64, &str); 6] = [
+        (1e18, "EFLOP"),
+        (1e15, "PFLOP"),
+        (1e12, "TFLOP"),
+        (1e9, "GFLOP"),
+        (1e6, "MFLOP"),
+        (1e3, "kFLOP"),
+    ];
+    let x = flops as f64;
+    for (scale, unit) in UNITS {
+        if x >= scale {
+            return format!("{} {unit}", three_digits(x / scale));
+        }
+    }
+    format!("{flops} FLOP")
+}
+
+fn digits_before_point(v: f64) -> usize {
+    if v >= 100.0 {
+        3
+    } else if v >= 10.0 {
+        2
+    } else {
+        1
+    }
+}
+
+fn three_digits(v: f64) -> String {
+    let decimals = 3usize.saturating_sub(digits_before_point(v));
+    format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_write_them() {
+        assert_eq!(show_bytes(96), "96 B");
+        assert_eq!(show_bytes(512 * 1024), "512 KiB");
+        assert_eq!(show_bytes(1 << 30), "1.00 GiB");
+        assert_eq!(show_bytes(13_476_831_232), "12.6 GiB");
+        assert_eq!(show_count(124_439_808), "124.4M");
+        assert_eq!(show_count(6_738_415_616), "6.738B");
+        assert_eq!(show_count(174_604_259_328), "174.6B");
+        assert_eq!(show_count(950), "950");
+        assert_eq!(show_flops(5_870_000_000_000), "5.87 TFLOP");
+        assert_eq!(show_flops(12), "12 FLOP");
+        assert_eq!(show_bytes(u64::MAX), "16.0 EiB");
+    }
+}

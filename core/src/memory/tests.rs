@@ -1,0 +1,251 @@
+//! The estimate held against the engine's measured bytes, and
+//! checkpointing against normal training.
+
+use super::*;
+use crate::nn::{Dataset, OptimizerKind, TrainConfig, Trainer};
+
+fn optimizers() -> [OptimizerKind; 3] {
+    [
+        OptimizerKind::Sgd,
+        OptimizerKind::Momentum {
+            mu: 0.9,
+            nesterov: false,
+        },
+        OptimizerKind::adam(),
+    ]
+}
+
+fn shape(
+    sizes: &[usize],
+    batch: usize,
+    optimizer: OptimizerKind,
+    precision: Precision,
+    checkpoint: bool,
+) -> MlpShape {
+    MlpShape {
+        sizes: sizes.to_vec(),
+        batch,
+        optimizer,
+        precision,
+        checkpoint,
+    }
+}
+
+#[test]
+fn estimated_bytes_equal_the_measured_under_every_optimizer_and_precision() {
+    for sizes in [&[20usize, 32, 16, 5][..], &[64, 48, 10]] {
+        for optimizer in optimizers() {
+            for precision in Precision::ALL {
+                for checkpoint in [false, true] {
+                    let s = shape(sizes, 12, optimizer, precision, checkpoint);
+                    let est = estimate_mlp(&s).expect("valid shape");
+                    let got = measure_step(&s).expect("trains");
+                    let what = format!("{s:?}");
+                    for c in [
+                        Component::Parameters,
+                        Component::Gradients,
+                        Component::OptimizerState,
+                        Component::MasterWeights,
+                        Component::Inputs,
+                        Component::EmulationOverhead,
+                    ] {
+                        assert_eq!(
+                            est.components.get(c),
+                            got.components.get(c),
+                            "{c:?} of {what}"
+                        );
+                    }
+                    // The activations are modelled node by node: they agree
+                    // exactly too (the 5 % the lesson allows is not needed).
+                    assert_eq!(
+                        est.components.get(Component::Activations),
+                        got.components.get(Component::Activations),
+                        "activations of {what}"
+                    );
+                    assert_eq!(
+                        got.components.get(Component::EmulationOverhead) == 0,
+                        precision == Precision::Fp32,
+                        "overhead of {what}"
+                    );
+                    assert!(got.peak >= got.phases.iter().map(|p| p.peak).max().unwrap_or(0));
+                    assert!(got.components.get(Component::Temporaries) > 0, "{what}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn checkpointing_lowers_the_measured_peak_of_activations() {
+    let sizes = [784, 512, 512, 512, 10];
+    let plain = measure_step(&shape(
+        &sizes,
+        64,
+        OptimizerKind::adam(),
+        Precision::Fp32,
+        false,
+    ))
+    .expect("trains");
+    let ckpt = measure_step(&shape(
+        &sizes,
+        64,
+        OptimizerKind::adam(),
+        Precision::Fp32,
+        true,
+    ))
+    .expect("trains");
+    let (a, b) = (
+        plain.components.get(Component::Activations),
+        ckpt.components.get(Component::Activations),
+    );
+    // Three saved values per hidden layer (3 × 3 × 64 × 512 floats) shrink
+    // to the segment outputs and one recomputed layer.
+    let saved = |x: u64| x as f64 / a as f64;
+    assert!(
+        saved(b) < 0.6,
+        "checkpointed activations {b} B vs {a} B ({:.0} %)",
+        100.0 * saved(b)
+    );
+    assert!(ckpt.peak < plain.peak, "{} vs {}", ckpt.peak, plain.peak);
+}
+
+#[test]
+fn mixed_precision_does_not_halve_adam_memory() {
+    let sizes = [256, 256, 10];
+    let c = |p| {
+        let e = estimate_mlp(&shape(&sizes, 1, OptimizerKind::adam(), p, false)).expect("valid");
+        [
+            Component::Parameters,
+            Component::Gradients,
+            Component::OptimizerState,
+            Component::MasterWeights,
+        ]
+        .iter()
+        .map(|k| e.components.get(*k))
+        .sum::<u64>()
+    };
+    let n = estimate_mlp(&shape(
+        &sizes,
+        1,
+        OptimizerKind::adam(),
+        Precision::Fp32,
+        false,
+    ))
+    .expect("valid")
+    .parameters;
+    assert_eq!(c(Precision::Fp32), 16 * n);
+    assert_eq!(c(Precision::MixedFp16), 16 * n);
+    assert_eq!(c(Precision::PureBf16), 8 * n);
+}
+
+#[test]
+fn flops_count_the_first_layer_without_its_input_gradient() {
+    let e = estimate_mlp(&shape(
+        &[784, 128, 10],
+        64,
+        OptimizerKind::Sgd,
+        Precision::Fp32,
+        false,
+    ))
+    .expect("valid");
+    let (l1, l2) = (2 * 64 * 784 * 128u64, 2 * 64 * 128 * 10u64);
+    assert_eq!(e.flops_forward, l1 + l2);
+    assert_eq!(e.flops_backward, l1 + 2 * l2);
+    assert_eq!(e.flops_recompute, 0);
+    let c = estimate_mlp(&shape(
+        &[784, 128, 10],
+        64,
+        OptimizerKind::Sgd,
+        Precision::Fp32,
+        true,
+    ))
+    .expect("valid");
+    assert_eq!(c.flops_recompute, l1);
+}
+
+fn data(features: usize, classes: usize, rows: usize) -> Dataset {
+    let mut state = 0x2545_f491_u32;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        state
+    };
+    Dataset {
+        name: "test".to_owned(),
+        features,
+        classes,
+        x: (0..rows * features)
+            .map(|_| (next() % 1000) as f32 / 1000.0)
+            .collect(),
+        y: (0..rows).map(|_| next() as usize % classes).collect(),
+        image: None,
+    }
+}
+
+#[test]
+fn checkpointed_training_gives_bit_identical_weights() {
+    for precision in Precision::ALL {
+        for optimizer in optimizers() {
+            let run = |checkpoint: bool| {
+                let config = TrainConfig {
+                    hidden: vec![24, 16],
+                    optimizer,
+                    lr: 0.01,
+                    batch_size: 16,
+                    epochs: 2,
+                    policy: precision.policy(),
+                    checkpoint,
+                    ..TrainConfig::default()
+                };
+                let mut t = Trainer::new(config, data(30, 4, 96), data(30, 4, 20)).expect("valid");
+                t.run();
+                let bits: Vec<u32> = t
+                    .model
+                    .params()
+                    .iter()
+                    .flat_map(|p| p.data.iter().map(|x| x.to_bits()))
+                    .collect();
+                (bits, t.losses.clone(), t.mixed_report())
+            };
+            let (plain, ckpt) = (run(false), run(true));
+            assert_eq!(
+                plain.0, ckpt.0,
+                "weights under {precision:?}, {optimizer:?}"
+            );
+            assert_eq!(plain.1, ckpt.1, "losses under {precision:?}, {optimizer:?}");
+            assert_eq!(
+                plain.2, ckpt.2,
+                "policy tallies under {precision:?}, {optimizer:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_mlp_shapes_are_errors() {
+    let bad = |sizes: &[usize], batch| {
+        estimate_mlp(&shape(
+            sizes,
+            batch,
+            OptimizerKind::Sgd,
+            Precision::Fp32,
+            false,
+        ))
+        .is_err()
+    };
+    assert!(bad(&[10], 4));
+    assert!(bad(&[10, 0, 2], 4));
+    assert!(bad(&[10, 2], 0));
+    assert!(bad(&[10, 9000, 2], 4));
+    assert!(
+        measure_step(&shape(
+            &[10, 2],
+            0,
+            OptimizerKind::Sgd,
+            Precision::Fp32,
+            false
+        ))
+        .is_err()
+    );
+}
