@@ -358,6 +358,25 @@ fn training_runs_between_frames_and_finishes() {
 }
 
 #[test]
+fn the_memory_lesson_measures_on_the_engine_beside_the_estimate() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("memory", &storage, Some("memory_compute"));
+    harness.run();
+    assert!(harness.query_by_label("measured").is_none());
+    click_visible(&mut harness, "Measure on the engine");
+    run_while(&mut harness, 2, 120, "the measurement", |h| {
+        h.query_by_label_contains("Measured peak").is_none()
+    });
+    // The bar and the table's column.
+    assert_eq!(harness.query_all_by_label("measured").count(), 2);
+    assert!(
+        harness
+            .query_by_label_contains("\"Checkpointing is free\"")
+            .is_some()
+    );
+}
+
+#[test]
 fn the_kernel_race_runs_every_variant_without_blocking_frames() {
     let storage = MemoryStorage::default();
     let (mut harness, gpu) = app_harness("kernel_race", &storage, Some("gpu_kernels"));
@@ -407,6 +426,7 @@ fn the_browser_selftest_sequence_passes_natively_too() {
     for lesson in [
         "autograd_mlp",
         "mixed_precision",
+        "memory_compute",
         "gpu_kernels",
         "write_kernels",
     ] {
@@ -425,6 +445,10 @@ fn the_browser_selftest_sequence_passes_natively_too() {
     };
     assert!(
         detail("lesson:autograd_mlp").contains("1 epoch(s)"),
+        "{report:?}"
+    );
+    assert!(
+        detail("lesson:memory_compute").contains("estimate matched"),
         "{report:?}"
     );
     if gpu {

@@ -6,6 +6,7 @@
 //! self-check and font-coverage tests without new test code. A lesson never
 //! talks to another lesson.
 
+pub mod background;
 pub mod datasets;
 pub mod exercise_panel;
 pub mod fonts;
@@ -288,6 +289,7 @@ registry! {
     float_formats::FloatFormats,
     autograd_mlp::AutogradMlp,
     mixed_precision::MixedPrecision,
+    memory_compute::MemoryCompute,
     gpu_kernels::GpuKernels,
     write_kernels::WriteKernels,
 }

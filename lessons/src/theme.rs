@@ -60,21 +60,25 @@ pub fn bad(visuals: &Visuals) -> Color32 {
 
 /// A series colour for plots, stable per index.
 pub fn series(visuals: &Visuals, index: usize) -> Color32 {
-    const LIGHT: [Color32; 6] = [
+    const LIGHT: [Color32; 8] = [
         Color32::from_rgb(0x1f, 0x5f, 0xb0),
         Color32::from_rgb(0xc2, 0x4e, 0x00),
         Color32::from_rgb(0x2e, 0x7d, 0x32),
         Color32::from_rgb(0x8e, 0x24, 0xaa),
         Color32::from_rgb(0xb0, 0x30, 0x60),
         Color32::from_rgb(0x00, 0x79, 0x7a),
+        Color32::from_rgb(0x79, 0x55, 0x48),
+        Color32::from_rgb(0x54, 0x6e, 0x7a),
     ];
-    const DARK: [Color32; 6] = [
+    const DARK: [Color32; 8] = [
         Color32::from_rgb(0x7c, 0xb4, 0xf5),
         Color32::from_rgb(0xff, 0xa6, 0x57),
         Color32::from_rgb(0x8b, 0xd6, 0x8f),
         Color32::from_rgb(0xd2, 0x9b, 0xf0),
         Color32::from_rgb(0xf0, 0x7c, 0xa8),
         Color32::from_rgb(0x5f, 0xd4, 0xd4),
+        Color32::from_rgb(0xd7, 0xb5, 0x8c),
+        Color32::from_rgb(0xb0, 0xbe, 0xc5),
     ];
     let palette = if visuals.dark_mode { &DARK } else { &LIGHT };
     palette[index % palette.len()]

@@ -192,19 +192,9 @@ fn transformer_run(
     Ok((name, run))
 }
 
-/// The component's name in this run's language.
+/// The component's name in this run's language (the lesson's words).
 fn component_name(c: Component) -> String {
-    t(match c {
-        Component::Parameters => "memory.c.parameters",
-        Component::Gradients => "memory.c.gradients",
-        Component::OptimizerState => "memory.c.optimizer_state",
-        Component::MasterWeights => "memory.c.master_weights",
-        Component::Activations => "memory.c.activations",
-        Component::Inputs => "memory.c.inputs",
-        Component::Temporaries => "memory.c.temporaries",
-        Component::EmulationOverhead => "memory.c.emulation_overhead",
-    })
-    .to_owned()
+    dlsys_lessons::memory_compute::component_name(c, super::lang())
 }
 
 const NAME: usize = 26;
@@ -272,7 +262,10 @@ impl Report for MlpOut {
                 tf(
                     "memory.phase",
                     &[
-                        ("phase", &t(phase_key(phase.phase))),
+                        (
+                            "phase",
+                            &dlsys_lessons::memory_compute::phase_name(phase.phase, super::lang()),
+                        ),
                         ("peak", &show_bytes(phase.peak)),
                     ],
                 )
@@ -308,15 +301,6 @@ impl Report for MlpOut {
                 ],
             )
         )
-    }
-}
-
-fn phase_key(phase: dlsys_core::memory::measure::Phase) -> &'static str {
-    use dlsys_core::memory::measure::Phase;
-    match phase {
-        Phase::Forward => "memory.forward",
-        Phase::Backward => "memory.backward",
-        Phase::Optimizer => "memory.optimizer",
     }
 }
 

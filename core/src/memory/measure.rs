@@ -221,9 +221,14 @@ impl Measured {
 /// Steps timed (after the metered one) for the median step time.
 const TIMED_STEPS: usize = 5;
 
-/// Trains `shape`'s MLP on seeded random data for one warm-up step (so the
-/// optimizer state exists), then one metered step, then times
-/// [`TIMED_STEPS`] more (unmetered) and reports the median.
+/// Warm-up steps allowed before the optimizer has stepped once (under
+/// dynamic loss scaling the first steps overflow and are skipped).
+const MAX_WARM_UP: usize = 40;
+
+/// Trains `shape`'s MLP on seeded random data until the optimizer has
+/// stepped once (so its state exists, as in any later step), then one
+/// metered step, then times [`TIMED_STEPS`] more (unmetered) and reports
+/// the median.
 pub fn measure_step(shape: &MlpShape) -> Result<Measured, MemoryError> {
     shape.validate()?;
     let config = TrainConfig {
@@ -231,16 +236,16 @@ pub fn measure_step(shape: &MlpShape) -> Result<Measured, MemoryError> {
         optimizer: shape.optimizer,
         lr: 1e-3,
         batch_size: shape.batch,
-        epochs: 1,
+        // Four batches, cycled: the data stays small whatever the steps.
+        epochs: 10_000,
         policy: shape.precision.policy(),
         checkpoint: shape.checkpoint,
         ..TrainConfig::default()
     };
-    let steps = 2 + TIMED_STEPS;
     let train = random_data(
         shape.sizes[0],
         shape.sizes[shape.sizes.len() - 1],
-        shape.batch * steps,
+        shape.batch * 4,
     );
     let test = Dataset {
         x: Vec::new(),
@@ -248,10 +253,19 @@ pub fn measure_step(shape: &MlpShape) -> Result<Measured, MemoryError> {
         ..train.clone()
     };
     let mut trainer = Trainer::new(config, train, test)?;
-    trainer.step();
+    for _ in 0..MAX_WARM_UP {
+        trainer.step();
+        if trainer.optimizer.steps > 0 {
+            break;
+        }
+    }
     trainer.meter = Some(Meter::default());
     trainer.step();
     let meter = trainer.meter.take().unwrap_or_default();
+    if meter.timeline.is_empty() {
+        // The step did not run: training stopped (a non-finite loss).
+        return Err(MemoryError::Diverged);
+    }
     let mut times = Vec::with_capacity(TIMED_STEPS);
     for _ in 0..TIMED_STEPS {
         let start = web_time::Instant::now();

@@ -65,6 +65,8 @@ crate::catalog_error! {
         UnknownPrecision { name: String, choices: String } = "memory.unknown_precision",
         /// ZeRO stage outside 0..=3.
         ZeroStage { stage: u64 } = "memory.zero_stage",
+        /// Training stopped before the metered step (a non-finite loss).
+        Diverged = "memory.diverged",
         /// The MLP cannot be built or trained for a step.
         Train { reason: crate::nn::TrainError } = "memory.train",
     }

@@ -101,6 +101,12 @@ fn checkpointing_lowers_the_measured_peak_of_activations() {
     // Three saved values per hidden layer (3 × 3 × 64 × 512 floats) shrink
     // to the segment outputs and one recomputed layer.
     let saved = |x: u64| x as f64 / a as f64;
+    eprintln!(
+        "checkpointing: saved activations {a} B -> {b} B ({:+.1} %), peak {} B -> {} B",
+        100.0 * (saved(b) - 1.0),
+        plain.peak,
+        ckpt.peak
+    );
     assert!(
         saved(b) < 0.6,
         "checkpointed activations {b} B vs {a} B ({:.0} %)",

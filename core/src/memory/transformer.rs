@@ -184,7 +184,7 @@ pub struct TransformerRun {
 }
 
 /// What a [`TransformerRun`] costs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct TransformerReport {
     pub parameters: u64,
     /// Of those, the token (and position) embeddings and an untied output matrix.
@@ -194,6 +194,8 @@ pub struct TransformerReport {
     pub per_rank: Components,
     /// Saved activations of one layer, bytes.
     pub activations_per_layer: u64,
+    /// One layer's input, bytes: what checkpointing keeps per layer.
+    pub layer_input: u64,
     /// Saved activations of the whole model (layers, embedding and output), bytes.
     pub activations: u64,
     /// With every layer checkpointed: each layer's input, plus one layer's
@@ -423,10 +425,8 @@ impl TransformerRun {
             Q::Activations,
             &[product(Q::Activations, &[m.layers, per_layer])?, outer],
         )?;
-        let inputs = product(
-            Q::Activations,
-            &[m.layers, act, self.seq, self.batch, m.hidden],
-        )?;
+        let layer_input = product(Q::Activations, &[act, self.seq, self.batch, m.hidden])?;
+        let inputs = product(Q::Activations, &[m.layers, layer_input])?;
         let activations_checkpointed = sum(Q::Activations, &[inputs, per_layer, outer])?;
         // Which parts are sharded across ranks under the ZeRO stage.
         let stage = self.zero.stage();
@@ -470,6 +470,7 @@ impl TransformerRun {
             head_dim: m.head_dim(),
             per_rank,
             activations_per_layer: per_layer,
+            layer_input,
             activations,
             activations_checkpointed,
             kv_cache_per_token,

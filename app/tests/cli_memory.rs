@@ -1,0 +1,93 @@
+//! `dlsys-lab memory`, run as a user runs it: the built binary.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod support;
+
+use support::{assert_one_line_error, dlsys_lab};
+
+#[test]
+fn memory_estimates_an_mlp_and_measures_the_same_bytes() {
+    let out = dlsys_lab(&[
+        "memory",
+        "--mlp",
+        "784,128,10",
+        "--batch",
+        "64",
+        "--optimizer",
+        "adam",
+        "--precision",
+        "mixed-fp16",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let n = 784 * 128 + 128 + 128 * 10 + 10;
+    assert_eq!(json["estimate"]["parameters"], n);
+    for (key, bytes) in [
+        ("parameters", 2 * n),
+        ("gradients", 2 * n),
+        ("master_weights", 4 * n),
+        ("optimizer_state", 8 * n),
+    ] {
+        assert_eq!(json["estimate"]["components"][key], bytes, "{key}");
+        assert_eq!(json["measured"]["components"][key], bytes, "{key}");
+    }
+    assert!(json["measured"]["peak"].as_u64().unwrap_or(0) > 16 * n);
+    let text = dlsys_lab(&["memory", "--mlp", "20,8,3", "--checkpoint"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("estimated") && text.contains("measured peak"),
+        "{text}"
+    );
+}
+
+#[test]
+fn memory_of_a_transformer_preset_and_its_errors() {
+    let out = dlsys_lab(&["memory", "--transformer", "llama-7b", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(json["report"]["parameters"], 6_738_415_616_u64);
+    assert_eq!(json["report"]["kv_cache_per_token"], 512 * 1024);
+    let out = dlsys_lab(&[
+        "memory",
+        "--transformer",
+        "llama2-70b",
+        "--zero",
+        "3",
+        "--dp",
+        "8",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("68.98B") && text.contains("320 KiB"),
+        "{text}"
+    );
+    for args in [
+        &["memory"][..],
+        &["memory", "--layers", "0", "--hidden", "64", "--heads", "4"],
+        &["memory", "--layers", "2", "--hidden", "10", "--heads", "3"],
+        &[
+            "memory",
+            "--transformer",
+            "gpt3-175b",
+            "--batch",
+            "18446744073709551615",
+        ],
+        &["memory", "--transformer", "gpt-9"],
+        &["memory", "--transformer", "llama-7b", "--zero", "4"],
+        &["memory", "--mlp", "784,x,10"],
+        &["memory", "--mlp", "784"],
+        &["memory", "--mlp", "10,2", "--transformer", "llama-7b"][..],
+    ] {
+        assert_one_line_error(args, &dlsys_lab(args));
+    }
+}

@@ -1,0 +1,72 @@
+//! Work that takes longer than a frame: on a thread natively, so the window
+//! keeps drawing; on the web, where there are no threads, run at once when
+//! started (callers keep such work small there).
+
+/// One piece of background work and, when it is done, its result.
+pub struct Background<T> {
+    #[cfg(not(target_arch = "wasm32"))]
+    receiver: Option<std::sync::mpsc::Receiver<T>>,
+    done: Option<T>,
+}
+
+impl<T> Default for Background<T> {
+    fn default() -> Self {
+        Self {
+            #[cfg(not(target_arch = "wasm32"))]
+            receiver: None,
+            done: None,
+        }
+    }
+}
+
+impl<T: Send + 'static> Background<T> {
+    /// Starts `work`, dropping any result not yet taken (and forgetting work
+    /// still running: its result is discarded when it arrives).
+    pub fn start(&mut self, work: impl FnOnce() -> T + Send + 'static) {
+        self.done = None;
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = sender.send(work());
+            });
+            self.receiver = Some(receiver);
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            self.done = Some(work());
+        }
+    }
+
+    /// Whether work is running.
+    pub fn is_running(&self) -> bool {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.receiver.is_some()
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            false
+        }
+    }
+
+    /// The result, once, when the work has finished; while it runs, asks
+    /// for a repaint soon so the result is picked up.
+    pub fn take(&mut self, ctx: &egui::Context) -> Option<T> {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(receiver) = &self.receiver {
+            match receiver.try_recv() {
+                Ok(value) => {
+                    self.receiver = None;
+                    return Some(value);
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    ctx.request_repaint_after(web_time::Duration::from_millis(50));
+                }
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => self.receiver = None,
+            }
+        }
+        let _ = ctx;
+        self.done.take()
+    }
+}

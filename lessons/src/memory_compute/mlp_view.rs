@@ -1,0 +1,507 @@
+//! The MLP part: choose a network and a policy, see each component's bytes
+//! estimated beside measured on the engine, the step's memory over time,
+//! its FLOPs and time, and the misconceptions the numbers settle.
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::memory::measure::Phase;
+use dlsys_core::memory::{
+    Component, Measured, MemoryError, MlpEstimate, MlpShape, Precision, estimate_mlp, measure_step,
+    show_bytes, show_flops,
+};
+use dlsys_core::nn::OptimizerKind;
+use dlsys_core::nn::settings::parse_hidden;
+use dlsys_core::text::Lang;
+use serde::{Deserialize, Serialize};
+
+use super::bars::{self, Bar};
+use super::{TEXT, phase_name};
+use crate::background::Background;
+use crate::theme;
+
+/// The optimizers, as `OptimizerKind::by_name` reads them.
+const OPTIMIZERS: [&str; 4] = ["sgd", "momentum", "nesterov", "adam"];
+
+/// Work a measurement may take here (FLOPs over all the steps it runs):
+/// a few seconds on a thread natively, well under a second on the web,
+/// where it runs between frames.
+#[cfg(not(target_arch = "wasm32"))]
+const MEASURE_BUDGET: u64 = 40_000_000_000;
+#[cfg(target_arch = "wasm32")]
+const MEASURE_BUDGET: u64 = 2_000_000_000;
+
+/// Steps one measurement trains: a warm-up, the metered one, five timed;
+/// twice (without and with checkpointing).
+const STEPS_PER_MEASUREMENT: u64 = 14;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MlpSettings {
+    /// Layer sizes, input to output.
+    pub sizes: String,
+    pub batch: usize,
+    pub optimizer: String,
+    pub precision: Precision,
+    pub checkpoint: bool,
+}
+
+impl Default for MlpSettings {
+    fn default() -> Self {
+        Self {
+            sizes: "784,256,256,10".to_owned(),
+            batch: 64,
+            optimizer: "adam".to_owned(),
+            precision: Precision::MixedFp16,
+            checkpoint: false,
+        }
+    }
+}
+
+impl MlpSettings {
+    /// The shape these settings describe, or why they describe none.
+    fn shape(&self, lang: Lang) -> Result<MlpShape, String> {
+        let sizes = parse_hidden(&self.sizes).map_err(|e| e.message(lang))?;
+        let optimizer = OptimizerKind::by_name(&self.optimizer).map_err(|e| e.message(lang))?;
+        let shape = MlpShape {
+            sizes,
+            batch: self.batch,
+            optimizer,
+            precision: self.precision,
+            checkpoint: self.checkpoint,
+        };
+        shape.validate().map_err(|e| e.message(lang))?;
+        Ok(shape)
+    }
+}
+
+/// Measured without and with checkpointing, from the same shape.
+#[derive(Clone, Debug)]
+pub struct Pair {
+    plain: Measured,
+    checkpointed: Measured,
+}
+
+type Outcome = (MlpShape, Result<Pair, MemoryError>);
+
+/// The measurement in flight and the last one made.
+#[derive(Default)]
+pub struct Measuring {
+    job: Background<Outcome>,
+    last: Option<Outcome>,
+    /// The learner asked to measure: from then on every change is measured.
+    armed: bool,
+    /// Set by the self-test: the next result is checked against the estimate.
+    self_test: bool,
+}
+
+/// The shape measured for `shape`: checkpointing off (both are measured).
+fn key(shape: &MlpShape) -> MlpShape {
+    MlpShape {
+        checkpoint: false,
+        ..shape.clone()
+    }
+}
+
+fn measure_both(shape: &MlpShape) -> Outcome {
+    let plain = measure_step(&key(shape));
+    let checkpointed = measure_step(&MlpShape {
+        checkpoint: true,
+        ..shape.clone()
+    });
+    let result = match (plain, checkpointed) {
+        (Ok(plain), Ok(checkpointed)) => Ok(Pair {
+            plain,
+            checkpointed,
+        }),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    };
+    (key(shape), result)
+}
+
+/// Work one measurement of `shape` takes, in FLOPs.
+fn cost(estimate: &MlpEstimate) -> u64 {
+    estimate.flops().saturating_mul(STEPS_PER_MEASUREMENT)
+}
+
+impl Measuring {
+    /// Picks up a finished measurement, and, once the learner has asked
+    /// for measurements, starts one when the settings describe a shape not
+    /// measured yet.
+    pub fn logic(&mut self, ctx: &egui::Context, settings: &MlpSettings) {
+        if let Some(outcome) = self.job.take(ctx) {
+            self.last = Some(outcome);
+        }
+        if self.job.is_running() || !self.armed {
+            return;
+        }
+        let Ok(shape) = settings.shape(Lang::En) else {
+            return;
+        };
+        let fresh = self.last.as_ref().is_none_or(|(s, _)| *s != key(&shape));
+        let affordable = estimate_mlp(&shape).is_ok_and(|e| cost(&e) <= MEASURE_BUDGET);
+        if fresh && affordable {
+            self.job.start(move || measure_both(&shape));
+            ctx.request_repaint();
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.job.is_running()
+    }
+
+    /// The measurement of `shape`, if it is the last one made.
+    fn of(&self, shape: &MlpShape) -> Option<&Result<Pair, MemoryError>> {
+        self.last
+            .as_ref()
+            .filter(|(s, _)| *s == key(shape))
+            .map(|(_, r)| r)
+    }
+
+    pub fn start_self_test(&mut self) {
+        let shape = MlpSettings::default().shape(Lang::En);
+        if let Ok(shape) = shape {
+            self.self_test = true;
+            self.last = None;
+            self.job.start(move || measure_both(&shape));
+        }
+    }
+
+    /// Whether the default MLP measured what the estimate says.
+    pub fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        if !self.self_test || self.job.is_running() {
+            return None;
+        }
+        let Some((shape, result)) = &self.last else {
+            return Some(Err(crate::SelfTestFailure(
+                "the measurement stopped without a result".to_owned(),
+            )));
+        };
+        let pair = match result {
+            Ok(pair) => pair,
+            Err(e) => return Some(Err(crate::SelfTestFailure(e.to_string()))),
+        };
+        let estimate = match estimate_mlp(shape) {
+            Ok(e) => e,
+            Err(e) => return Some(Err(crate::SelfTestFailure(e.to_string()))),
+        };
+        for c in [
+            Component::Parameters,
+            Component::Gradients,
+            Component::OptimizerState,
+            Component::MasterWeights,
+            Component::Activations,
+        ] {
+            let (e, m) = (estimate.components.get(c), pair.plain.components.get(c));
+            if e != m {
+                return Some(Err(crate::SelfTestFailure(format!(
+                    "{}: estimated {e} B, measured {m} B",
+                    c.key()
+                ))));
+            }
+        }
+        Some(Ok(format!(
+            "measured peak {} (checkpointed {}), estimate matched",
+            show_bytes(pair.plain.peak),
+            show_bytes(pair.checkpointed.peak)
+        )))
+    }
+}
+
+fn t(lang: Lang, key: &'static str) -> &'static str {
+    TEXT.get(lang, key)
+}
+
+pub fn mlp_ui(ui: &mut egui::Ui, s: &mut MlpSettings, measuring: &mut Measuring, lang: Lang) {
+    ui.label(t(lang, "mlp.explain"));
+    controls(ui, s, lang);
+    let shape = match s.shape(lang) {
+        Ok(shape) => shape,
+        Err(message) => {
+            ui.colored_label(theme::bad(ui.visuals()), message);
+            return;
+        }
+    };
+    let estimate = match estimate_mlp(&shape) {
+        Ok(e) => e,
+        Err(e) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            return;
+        }
+    };
+    ui.label(TEXT.fill(
+        lang,
+        "mlp.parameters",
+        &[("parameters", &estimate.parameters)],
+    ));
+    let measured = match measuring.of(&shape) {
+        Some(Ok(pair)) => Some(pair),
+        Some(Err(e)) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            None
+        }
+        None if measuring.is_running() => {
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(t(lang, "mlp.measuring"));
+            });
+            None
+        }
+        None if !measuring.armed => {
+            ui.horizontal_wrapped(|ui| {
+                if ui.button(t(lang, "mlp.measure")).clicked() {
+                    measuring.armed = true;
+                    ui.ctx().request_repaint();
+                }
+                ui.weak(t(lang, "mlp.measure.note"));
+            });
+            None
+        }
+        None => {
+            ui.weak(TEXT.fill(
+                lang,
+                "mlp.too_big",
+                &[("flops", &show_flops(cost(&estimate)))],
+            ));
+            None
+        }
+    };
+    let chosen = measured.map(|p| if s.checkpoint { &p.checkpointed } else { &p.plain });
+    let mut rows = vec![Bar {
+        label: t(lang, "mlp.estimated").to_owned(),
+        parts: estimate.components,
+        unknown: &[Component::Temporaries],
+    }];
+    if let Some(m) = chosen {
+        rows.push(Bar {
+            label: t(lang, "mlp.measured").to_owned(),
+            parts: m.components,
+            unknown: &[],
+        });
+    }
+    ui.add_space(4.0);
+    ui.weak(t(lang, "mlp.bars_note"));
+    bars::stacked(ui, "memory_mlp_bars", &rows, lang);
+    if let Some(m) = chosen {
+        peak_line(ui, m, lang);
+        timeline(ui, m, lang);
+        ui.label(TEXT.fill(
+            lang,
+            "mlp.flops",
+            &[
+                ("total", &show_flops(estimate.flops())),
+                ("forward", &show_flops(estimate.flops_forward)),
+                ("backward", &show_flops(estimate.flops_backward)),
+                ("recompute", &show_flops(estimate.flops_recompute)),
+                ("ms", &format!("{:.2}", m.step_seconds * 1e3)),
+                ("steps", &m.timed_steps),
+            ],
+        ));
+    }
+    ui.add_space(6.0);
+    misconceptions(ui, &shape, &estimate, measured, lang);
+}
+
+fn controls(ui: &mut egui::Ui, s: &mut MlpSettings, lang: Lang) {
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label(t(lang, "mlp.sizes"));
+        ui.add(egui::TextEdit::singleline(&mut s.sizes).desired_width(150.0))
+            .labelled_by(label.id)
+            .on_hover_text(t(lang, "mlp.sizes.tip"));
+        let label = ui.label(t(lang, "mlp.batch"));
+        ui.add(egui::DragValue::new(&mut s.batch).range(1..=4096))
+            .labelled_by(label.id);
+        names_combo(ui, "memory_optimizer", t(lang, "mlp.optimizer"), &mut s.optimizer, &OPTIMIZERS);
+    });
+    ui.horizontal_wrapped(|ui| {
+        precision_combo(ui, "memory_mlp_precision", &mut s.precision, lang);
+        ui.checkbox(&mut s.checkpoint, t(lang, "mlp.checkpoint"))
+            .on_hover_text(t(lang, "mlp.checkpoint.tip"));
+    });
+}
+
+/// A picker of one of `names`, labelled.
+pub fn names_combo(ui: &mut egui::Ui, id: &str, label: &str, value: &mut String, names: &[&str]) {
+    let label = ui.label(label);
+    egui::ComboBox::from_id_salt(id)
+        .selected_text(value.clone())
+        .show_ui(ui, |ui| {
+            for name in names {
+                ui.selectable_value(value, (*name).to_owned(), *name);
+            }
+        })
+        .response
+        .labelled_by(label.id);
+}
+
+/// The precision picker, each policy described in its tooltip.
+pub fn precision_combo(ui: &mut egui::Ui, id: &str, precision: &mut Precision, lang: Lang) {
+    let label = ui.label(t(lang, "precision.label"));
+    egui::ComboBox::from_id_salt(id)
+        .selected_text(precision.name())
+        .show_ui(ui, |ui| {
+            for p in Precision::ALL {
+                ui.selectable_value(precision, p, p.name())
+                    .on_hover_text(TEXT.get(lang, &format!("precision.{}", p.name())));
+            }
+        })
+        .response
+        .labelled_by(label.id)
+        .on_hover_text(TEXT.get(lang, &format!("precision.{}", precision.name())));
+}
+
+fn peak_line(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
+    let phases: Vec<String> = m
+        .phases
+        .iter()
+        .map(|p| format!("{} {}", phase_name(p.phase, lang), show_bytes(p.peak)))
+        .collect();
+    let at = m
+        .phases
+        .iter()
+        .max_by_key(|p| p.peak)
+        .map(|p| phase_name(p.phase, lang))
+        .unwrap_or_default();
+    ui.label(TEXT.fill(
+        lang,
+        "mlp.peak",
+        &[
+            ("peak", &show_bytes(m.peak)),
+            ("at", &at),
+            ("phases", &phases.join(t(lang, "list.sep"))),
+        ],
+    ));
+}
+
+/// Total bytes held at each point of the step, coloured by phase.
+fn timeline(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
+    use egui_plot::{Line, Plot, PlotPoints, Points};
+    let visuals = ui.visuals().clone();
+    let color = |i: usize| theme::series(&visuals, i);
+    ui.horizontal_wrapped(|ui| {
+        ui.label(t(lang, "timeline.title"));
+        for (i, phase) in Phase::ALL.iter().enumerate() {
+            ui.colored_label(color(i), format!("■ {}", phase_name(*phase, lang)));
+        }
+    });
+    let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+    Plot::new("memory_timeline")
+        .height(160.0)
+        .x_axis_label(t(lang, "timeline.x"))
+        .y_axis_label(t(lang, "timeline.y"))
+        .include_y(0.0)
+        .allow_scroll(false)
+        .allow_zoom(false)
+        .allow_drag(false)
+        .show(ui, |plot| {
+            let all: Vec<[f64; 2]> = m
+                .timeline
+                .iter()
+                .enumerate()
+                .map(|(x, (_, bytes))| [x as f64, mib(*bytes)])
+                .collect();
+            plot.line(
+                Line::new(t(lang, "timeline.y"), PlotPoints::from(all))
+                    .color(visuals.weak_text_color())
+                    .width(1.0),
+            );
+            for (i, phase) in Phase::ALL.iter().enumerate() {
+                let points: Vec<[f64; 2]> = m
+                    .timeline
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (p, _))| p == phase)
+                    .map(|(x, (_, bytes))| [x as f64, mib(*bytes)])
+                    .collect();
+                plot.points(
+                    Points::new(phase_name(*phase, lang), PlotPoints::from(points))
+                        .color(color(i))
+                        .radius(3.0),
+                );
+            }
+        });
+}
+
+/// The classic beliefs, each held against this network's numbers.
+fn misconceptions(
+    ui: &mut egui::Ui,
+    shape: &MlpShape,
+    estimate: &MlpEstimate,
+    measured: Option<&Pair>,
+    lang: Lang,
+) {
+    ui.strong(t(lang, "myth.heading"));
+    let with = |precision: Precision, batch: usize| {
+        estimate_mlp(&MlpShape {
+            precision,
+            batch,
+            ..shape.clone()
+        })
+        .ok()
+    };
+    let states = |e: &MlpEstimate| {
+        [
+            Component::Parameters,
+            Component::Gradients,
+            Component::OptimizerState,
+            Component::MasterWeights,
+        ]
+        .iter()
+        .map(|c| e.components.get(*c))
+        .sum::<u64>()
+    };
+    let c = &estimate.components;
+    if let (Some(fp32), Some(mixed)) = (
+        with(Precision::Fp32, shape.batch),
+        with(Precision::MixedFp16, shape.batch),
+    ) {
+        ui.label(TEXT.fill(
+            lang,
+            "myth.halves",
+            &[
+                ("fp32", &show_bytes(states(&fp32))),
+                ("mixed", &show_bytes(states(&mixed))),
+                ("act32", &show_bytes(fp32.components.get(Component::Activations))),
+                ("act16", &show_bytes(mixed.components.get(Component::Activations))),
+            ],
+        ));
+    }
+    ui.label(TEXT.fill(
+        lang,
+        "myth.grads",
+        &[
+            ("grads", &show_bytes(c.get(Component::Gradients))),
+            ("params", &show_bytes(c.get(Component::Parameters))),
+        ],
+    ));
+    if let Some(doubled) = with(shape.precision, shape.batch * 2) {
+        ui.label(TEXT.fill(
+            lang,
+            "myth.batch",
+            &[
+                ("batch", &shape.batch),
+                ("act", &show_bytes(c.get(Component::Activations))),
+                ("double", &(shape.batch * 2)),
+                ("act2", &show_bytes(doubled.components.get(Component::Activations))),
+            ],
+        ));
+    }
+    if let Some(pair) = measured {
+        let (a, b) = (
+            pair.plain.components.get(Component::Activations),
+            pair.checkpointed.components.get(Component::Activations),
+        );
+        let (t0, t1) = (pair.plain.step_seconds, pair.checkpointed.step_seconds);
+        let percent = |x: f64| format!("{:+.0}", 100.0 * x);
+        ui.label(TEXT.fill(
+            lang,
+            "myth.checkpoint",
+            &[
+                ("act", &show_bytes(a)),
+                ("act_ckpt", &show_bytes(b)),
+                ("saved", &percent(b as f64 / a.max(1) as f64 - 1.0)),
+                ("ms", &format!("{:.2}", t0 * 1e3)),
+                ("ms_ckpt", &format!("{:.2}", t1 * 1e3)),
+                ("slower", &percent(t1 / t0.max(1e-12) - 1.0)),
+            ],
+        ));
+    }
+}

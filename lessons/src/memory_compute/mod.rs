@@ -1,0 +1,115 @@
+//! "Memory & compute": a training step's memory by component and its FLOPs
+//! — for the engine's MLP estimated beside measured (the engine counts every
+//! buffer it holds), and for decoder-only transformers from their
+//! configuration, with ZeRO, the KV cache and checkpointing.
+
+mod bars;
+mod exercises;
+mod mlp_view;
+mod transformer_view;
+
+use dlsys_core::memory::Component;
+use dlsys_core::memory::measure::Phase;
+use dlsys_core::text::Lang;
+use serde::{Deserialize, Serialize};
+
+use crate::{Env, Lesson};
+
+pub use exercises::EXERCISES;
+
+crate::lesson_text!("memory_compute");
+
+/// A memory component's name in `lang` (the CLI uses it too).
+pub fn component_name(c: Component, lang: Lang) -> String {
+    TEXT.get(lang, &format!("component.{}", c.key())).to_owned()
+}
+
+/// A step phase's name in `lang`.
+pub fn phase_name(phase: Phase, lang: Lang) -> String {
+    TEXT.get(lang, &format!("phase.{}", phase.key())).to_owned()
+}
+
+/// Everything the learner set up; survives restarts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub mlp: mlp_view::MlpSettings,
+    pub transformer: transformer_view::TransformerSettings,
+}
+
+#[derive(Default)]
+pub struct MemoryCompute {
+    settings: Settings,
+    measuring: mlp_view::Measuring,
+}
+
+impl Lesson for MemoryCompute {
+    crate::lesson_identity!(exercises: EXERCISES);
+
+    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+        self.measuring.logic(ctx, &self.settings.mlp);
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        crate::header_ui(ui, &TEXT, lang);
+        ui.add_space(8.0);
+        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "mlp.heading")).strong())
+            .default_open(true)
+            .show(ui, |ui| {
+                mlp_view::mlp_ui(ui, &mut self.settings.mlp, &mut self.measuring, lang);
+            });
+        egui::CollapsingHeader::new(
+            egui::RichText::new(TEXT.get(lang, "tf.heading")).strong(),
+        )
+        .default_open(true)
+        .show(ui, |ui| {
+            transformer_view::transformer_ui(ui, &mut self.settings.transformer, lang);
+        });
+    }
+
+    fn is_busy(&self) -> bool {
+        self.measuring.is_running()
+    }
+
+    crate::persist_field!(settings);
+
+    /// Measures the default MLP, as the page does when it opens.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        self.measuring.start_self_test();
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        self.measuring.self_test_outcome()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_and_garbage_is_an_error() {
+        let mut lesson = MemoryCompute::default();
+        lesson.settings.mlp.batch = 7;
+        lesson.settings.transformer.ranks = 16;
+        let saved = lesson.save_state().unwrap_or_default();
+        let mut other = MemoryCompute::default();
+        assert!(other.load_state(&saved).is_ok());
+        assert_eq!(other.settings, lesson.settings);
+        assert!(other.load_state("(mlp: (batch: \"x\"))").is_err());
+    }
+
+    #[test]
+    fn every_component_and_phase_has_a_name_in_both_languages() {
+        for lang in Lang::ALL {
+            for c in Component::ALL {
+                assert!(!component_name(c, lang).starts_with("component."), "{c:?}");
+            }
+            for p in Phase::ALL {
+                assert!(!phase_name(p, lang).starts_with("phase."), "{p:?}");
+            }
+        }
+    }
+}

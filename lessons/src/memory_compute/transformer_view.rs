@@ -1,0 +1,232 @@
+//! The transformer calculator: a preset's published configuration, your
+//! batch, sequence, precision, optimizer, ZeRO stage and data-parallel
+//! size, and what a rank holds — with and without checkpointing — what the
+//! KV cache takes and what a step costs in FLOPs.
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::memory::{
+    Component, Components, FfnKind, Precision, Preset, TransformerRun, Zero, show_bytes,
+    show_count, show_flops,
+};
+use dlsys_core::nn::OptimizerKind;
+use dlsys_core::text::Lang;
+use serde::{Deserialize, Serialize};
+
+use super::TEXT;
+use super::bars::{self, Bar};
+use super::mlp_view::{names_combo, precision_combo};
+use crate::theme;
+
+/// The optimizers the calculator knows, by their state tensors.
+const OPTIMIZERS: [&str; 3] = ["sgd", "momentum", "adam"];
+
+/// A data-centre GPU's memory, to say whether a rank's share fits.
+const GPU_BYTES: u64 = 80 << 30;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TransformerSettings {
+    pub preset: Preset,
+    pub batch: u64,
+    pub seq: u64,
+    pub precision: Precision,
+    pub optimizer: String,
+    pub zero: Zero,
+    pub ranks: u64,
+}
+
+impl Default for TransformerSettings {
+    fn default() -> Self {
+        Self {
+            preset: Preset::Llama7b,
+            batch: 1,
+            seq: Preset::Llama7b.context(),
+            precision: Precision::MixedFp16,
+            optimizer: "adam".to_owned(),
+            zero: Zero::Off,
+            ranks: 1,
+        }
+    }
+}
+
+impl TransformerSettings {
+    fn run(&self) -> TransformerRun {
+        TransformerRun {
+            batch: self.batch,
+            seq: self.seq,
+            precision: self.precision,
+            states: OptimizerKind::by_name(&self.optimizer).map_or(2, |o| o.states() as u64),
+            zero: self.zero,
+            ranks: self.ranks,
+            ..TransformerRun::preset(self.preset)
+        }
+    }
+}
+
+fn t(lang: Lang, key: &'static str) -> &'static str {
+    TEXT.get(lang, key)
+}
+
+pub fn transformer_ui(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang) {
+    ui.label(t(lang, "tf.explain"));
+    controls(ui, s, lang);
+    let run = s.run();
+    let r = match run.report() {
+        Ok(r) => r,
+        Err(e) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            return;
+        }
+    };
+    let m = &run.model;
+    let ffn = match m.ffn_kind {
+        FfnKind::Gelu => "GELU",
+        FfnKind::SwiGlu => "SwiGLU",
+    };
+    ui.weak(TEXT.fill(
+        lang,
+        "tf.config",
+        &[
+            ("layers", &m.layers),
+            ("hidden", &m.hidden),
+            ("heads", &m.heads),
+            ("kv", &m.kv_heads),
+            ("ffn", &m.ffn),
+            ("kind", &ffn),
+            ("vocab", &m.vocab),
+            ("tied", &t(lang, if m.tied { "tf.tied" } else { "tf.untied" })),
+        ],
+    ));
+    ui.label(TEXT.fill(
+        lang,
+        "tf.parameters",
+        &[
+            ("parameters", &show_count(r.parameters)),
+            ("exact", &r.parameters),
+            ("embedding", &show_count(r.embedding_parameters)),
+        ],
+    ));
+    let p = run.precision;
+    ui.label(TEXT.fill(
+        lang,
+        "tf.per_parameter",
+        &[
+            ("per", &p.bytes_per_parameter(run.states)),
+            ("weights", &p.compute_bytes()),
+            ("grads", &p.compute_bytes()),
+            ("master", &p.master_bytes()),
+            ("states", &run.states),
+            ("state", &p.state_bytes()),
+        ],
+    ));
+    let with_activations = |activations: u64| {
+        let mut c: Components = r.per_rank;
+        c.set(Component::Activations, activations);
+        c
+    };
+    let plain = with_activations(r.activations);
+    let checkpointed = with_activations(r.activations_checkpointed);
+    bars::stacked(
+        ui,
+        "memory_tf_bars",
+        &[
+            Bar {
+                label: t(lang, "tf.bar.plain").to_owned(),
+                parts: plain,
+                unknown: &[],
+            },
+            Bar {
+                label: t(lang, "tf.bar.checkpointed").to_owned(),
+                parts: checkpointed,
+                unknown: &[],
+            },
+        ],
+        lang,
+    );
+    let fits = |c: &Components| {
+        let key = if c.total() <= GPU_BYTES { "tf.fits" } else { "tf.does_not_fit" };
+        TEXT.fill(
+            lang,
+            key,
+            &[("total", &show_bytes(c.total())), ("gpu", &show_bytes(GPU_BYTES))],
+        )
+    };
+    ui.label(TEXT.fill(
+        lang,
+        "tf.fit_line",
+        &[("plain", &fits(&plain)), ("checkpointed", &fits(&checkpointed))],
+    ));
+    ui.label(TEXT.fill(
+        lang,
+        "tf.zero",
+        &[
+            ("stage", &run.zero.stage()),
+            ("ranks", &run.ranks),
+            ("what", &TEXT.get(lang, &format!("tf.zero.{}", run.zero.stage()))),
+        ],
+    ));
+    ui.label(TEXT.fill(
+        lang,
+        "tf.kv",
+        &[
+            ("per_token", &show_bytes(r.kv_cache_per_token)),
+            ("layers", &m.layers),
+            ("kv", &m.kv_heads),
+            ("head_dim", &r.head_dim),
+            ("context", &show_bytes(r.kv_cache_context)),
+            ("batch", &run.batch),
+            ("seq", &run.seq),
+        ],
+    ));
+    ui.label(TEXT.fill(
+        lang,
+        "tf.flops",
+        &[
+            ("tokens", &r.tokens),
+            ("dense", &show_flops(r.flops_dense)),
+            ("attention", &show_flops(r.flops_attention)),
+            ("recompute", &show_flops(r.flops_recompute)),
+        ],
+    ));
+}
+
+/// A labelled whole number from 1 to `max`, dragged or typed.
+fn number(ui: &mut egui::Ui, label: &str, value: &mut u64, max: u64) {
+    let label = ui.label(label);
+    let speed = (*value as f64 / 50.0).max(0.2);
+    ui.add(egui::DragValue::new(value).range(1..=max).speed(speed))
+        .labelled_by(label.id);
+}
+
+fn controls(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang) {
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label(t(lang, "tf.model"));
+        let before = s.preset;
+        egui::ComboBox::from_id_salt("memory_preset")
+            .selected_text(s.preset.name())
+            .show_ui(ui, |ui| {
+                for p in Preset::ALL {
+                    ui.selectable_value(&mut s.preset, p, p.name());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        if s.preset != before {
+            s.seq = s.preset.context();
+        }
+        number(ui, t(lang, "tf.batch"), &mut s.batch, 4096);
+        number(ui, t(lang, "tf.seq"), &mut s.seq, 1 << 20);
+    });
+    ui.horizontal_wrapped(|ui| {
+        precision_combo(ui, "memory_tf_precision", &mut s.precision, lang);
+        names_combo(ui, "memory_tf_optimizer", t(lang, "tf.optimizer"), &mut s.optimizer, &OPTIMIZERS);
+    });
+    ui.horizontal_wrapped(|ui| {
+        ui.label(t(lang, "tf.zero_label"));
+        for zero in Zero::ALL {
+            ui.radio_value(&mut s.zero, zero, format!("ZeRO-{}", zero.stage()))
+                .on_hover_text(TEXT.get(lang, &format!("tf.zero.{}", zero.stage())));
+        }
+        number(ui, t(lang, "tf.ranks"), &mut s.ranks, 65_536);
+    });
+}
