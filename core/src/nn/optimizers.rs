@@ -147,9 +147,11 @@ impl<T: Real> Optimizer<T> {
         self.ready = true;
     }
 
-    /// The same rules, each state value rounded by the hook as it is stored
-    /// (one value at a time: rounding is elementwise, and no scratch buffer
-    /// is made).
+    /// The same rules, each state tensor rounded by the hook as it is
+    /// stored, before it is used. No scratch buffer is made: the state is
+    /// updated in one pass, rounded as a whole, then applied in a second
+    /// (Nesterov, which needs the velocity before and after, rounds value by
+    /// value instead: rounding is elementwise, so the result is the same).
     fn step_rounded(
         &mut self,
         params: &mut [&mut Tensor<T>],
@@ -159,7 +161,6 @@ impl<T: Real> Optimizer<T> {
         let lr = T::from_f64(self.lr);
         let wd = T::from_f64(self.weight_decay);
         let t = self.steps as i32;
-        let round = |x: &mut T| hook(std::slice::from_mut(x));
         for (i, (param, grad)) in params.iter_mut().zip(grads).enumerate() {
             let theta = &mut param.data;
             match self.kind {
@@ -168,7 +169,20 @@ impl<T: Real> Optimizer<T> {
                         *p -= lr * (*g + wd * *p);
                     }
                 }
-                OptimizerKind::Momentum { mu, nesterov } => {
+                OptimizerKind::Momentum {
+                    mu,
+                    nesterov: false,
+                } => {
+                    let (mu, v) = (T::from_f64(mu), &mut self.first[i]);
+                    for ((v, p), g) in v.iter_mut().zip(theta.iter()).zip(&grad.data) {
+                        *v = mu * *v - lr * (*g + wd * *p);
+                    }
+                    hook(v);
+                    for (p, v) in theta.iter_mut().zip(v.iter()) {
+                        *p += *v;
+                    }
+                }
+                OptimizerKind::Momentum { mu, nesterov: true } => {
                     let mu = T::from_f64(mu);
                     for ((p, v), g) in theta
                         .iter_mut()
@@ -177,12 +191,8 @@ impl<T: Real> Optimizer<T> {
                     {
                         let v_prev = *v;
                         *v = mu * *v - lr * (*g + wd * *p);
-                        round(v);
-                        *p += if nesterov {
-                            -mu * v_prev + (T::ONE + mu) * *v
-                        } else {
-                            *v
-                        };
+                        hook(std::slice::from_mut(v));
+                        *p += -mu * v_prev + (T::ONE + mu) * *v;
                     }
                 }
                 OptimizerKind::Adam { beta1, beta2, eps } => {
@@ -190,17 +200,19 @@ impl<T: Real> Optimizer<T> {
                     let c1 = T::ONE / T::from_f64(1.0 - beta1.powi(t));
                     let c2 = T::ONE / T::from_f64(1.0 - beta2.powi(t));
                     let (first, second) = (&mut self.first[i], &mut self.second[i]);
-                    for (((p, m), v), g) in theta
+                    for (((m, v), p), g) in first
                         .iter_mut()
-                        .zip(first.iter_mut())
                         .zip(second.iter_mut())
+                        .zip(theta.iter())
                         .zip(&grad.data)
                     {
                         let g = *g + wd * *p;
                         *m = b1 * *m + (T::ONE - b1) * g;
                         *v = b2 * *v + (T::ONE - b2) * g * g;
-                        round(m);
-                        round(v);
+                    }
+                    hook(first);
+                    hook(second);
+                    for ((p, m), v) in theta.iter_mut().zip(first.iter()).zip(second.iter()) {
                         *p -= lr * (*m * c1) / ((*v * c2).sqrt() + eps);
                     }
                 }
