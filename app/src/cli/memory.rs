@@ -6,9 +6,9 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::memory::{
-    Component, Components, FfnKind, Measured, MemoryError, MlpEstimate, MlpShape, Precision,
-    Preset, Quantity, TransformerReport, TransformerRun, Zero, estimate_mlp, measure_step,
-    show_bytes, show_count, show_flops,
+    Component, FfnKind, Measured, MemoryError, MlpEstimate, MlpShape, Precision, Preset, Quantity,
+    TransformerReport, TransformerRun, Zero, estimate_mlp, measure_step, show_bytes, show_count,
+    show_flops,
 };
 use dlsys_core::nn::OptimizerKind;
 use dlsys_core::nn::settings::parse_hidden;
@@ -304,18 +304,6 @@ impl Report for MlpOut {
     }
 }
 
-fn state_rows(c: &Components) -> u64 {
-    [
-        Component::Parameters,
-        Component::Gradients,
-        Component::OptimizerState,
-        Component::MasterWeights,
-    ]
-    .iter()
-    .map(|k| c.get(*k))
-    .sum()
-}
-
 impl Report for TransformerOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let (r, run) = (&self.report, &self.run);
@@ -364,7 +352,7 @@ impl Report for TransformerOut {
                 pad_left(&show_bytes(bytes), COLUMN)
             )?;
         }
-        let states = state_rows(&r.per_rank);
+        let states = r.per_rank.training_state();
         writeln!(
             out,
             "{}",

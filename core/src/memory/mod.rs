@@ -78,6 +78,14 @@ impl From<crate::nn::TrainError> for MemoryError {
     }
 }
 
+/// The one of `all` whose `name` is `wanted` (trimmed, any ASCII case).
+fn named<T: Copy>(all: &[T], name: fn(T) -> &'static str, wanted: &str) -> Option<T> {
+    let wanted = wanted.trim();
+    all.iter()
+        .copied()
+        .find(|x| name(*x).eq_ignore_ascii_case(wanted))
+}
+
 /// `a · b · …`, or [`MemoryError::Overflow`] naming `what`.
 pub(crate) fn product(what: Quantity, factors: &[u64]) -> Result<u64, MemoryError> {
     factors

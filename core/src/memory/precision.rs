@@ -36,14 +36,10 @@ impl Precision {
     }
 
     pub fn by_name(name: &str) -> Result<Self, MemoryError> {
-        let wanted = name.trim().to_ascii_lowercase();
-        Self::ALL
-            .into_iter()
-            .find(|p| p.name() == wanted)
-            .ok_or_else(|| MemoryError::UnknownPrecision {
-                name: name.to_owned(),
-                choices: Self::ALL.map(Self::name).join(", "),
-            })
+        super::named(&Self::ALL, Self::name, name).ok_or_else(|| MemoryError::UnknownPrecision {
+            name: name.to_owned(),
+            choices: Self::ALL.map(Self::name).join(", "),
+        })
     }
 
     /// Bytes per element of the weights the forward pass reads, of the
@@ -168,6 +164,19 @@ impl Components {
             *o = (*o).max(b);
         }
         out
+    }
+
+    /// What training keeps whatever the batch: weights, gradients,
+    /// optimizer state and master weights.
+    pub fn training_state(&self) -> u64 {
+        [
+            Component::Parameters,
+            Component::Gradients,
+            Component::OptimizerState,
+            Component::MasterWeights,
+        ]
+        .iter()
+        .fold(0u64, |sum, c| sum.saturating_add(self.get(*c)))
     }
 
     /// The components with a non-zero byte count, in [`Component::ALL`] order.

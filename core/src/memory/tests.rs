@@ -120,15 +120,7 @@ fn mixed_precision_does_not_halve_adam_memory() {
     let sizes = [256, 256, 10];
     let c = |p| {
         let e = estimate_mlp(&shape(&sizes, 1, OptimizerKind::adam(), p, false)).expect("valid");
-        [
-            Component::Parameters,
-            Component::Gradients,
-            Component::OptimizerState,
-            Component::MasterWeights,
-        ]
-        .iter()
-        .map(|k| e.components.get(*k))
-        .sum::<u64>()
+        e.components.training_state()
     };
     let n = estimate_mlp(&shape(
         &sizes,

@@ -77,14 +77,10 @@ impl Preset {
     }
 
     pub fn by_name(name: &str) -> Result<Self, MemoryError> {
-        let wanted = name.trim().to_ascii_lowercase();
-        Self::ALL
-            .into_iter()
-            .find(|p| p.name() == wanted)
-            .ok_or_else(|| MemoryError::UnknownPreset {
-                name: name.to_owned(),
-                choices: Self::ALL.map(Self::name).join(", "),
-            })
+        super::named(&Self::ALL, Self::name, name).ok_or_else(|| MemoryError::UnknownPreset {
+            name: name.to_owned(),
+            choices: Self::ALL.map(Self::name).join(", "),
+        })
     }
 
     /// The context length the model was trained with.
@@ -528,11 +524,7 @@ mod tests {
         let mut run = TransformerRun::preset(Preset::Llama7b);
         let n = params(Preset::Llama7b);
         let full = run.report().expect("valid").per_rank;
-        let states = full.get(Component::Parameters)
-            + full.get(Component::Gradients)
-            + full.get(Component::OptimizerState)
-            + full.get(Component::MasterWeights);
-        assert_eq!(states, 16 * n);
+        assert_eq!(full.training_state(), 16 * n);
         run.ranks = 8;
         for zero in Zero::ALL {
             run.zero = zero;

@@ -5,7 +5,7 @@
 use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
 use dlsys_core::float::show_sig;
 use dlsys_core::memory::{
-    Component, FfnKind, MlpShape, Norm, Precision, Preset, TransformerRun, Zero, estimate_mlp,
+    FfnKind, MlpShape, Norm, Precision, Preset, TransformerRun, Zero, estimate_mlp,
 };
 use dlsys_core::nn::OptimizerKind;
 use dlsys_core::text::Lang;
@@ -73,19 +73,6 @@ fn report(
     run.seq = seq;
     tweak(&mut run);
     run.report().unwrap_or_default()
-}
-
-/// Weights, gradients, optimizer state and master weights, in bytes.
-fn state_bytes(c: &dlsys_core::memory::Components) -> u64 {
-    [
-        Component::Parameters,
-        Component::Gradients,
-        Component::OptimizerState,
-        Component::MasterWeights,
-    ]
-    .iter()
-    .map(|k| c.get(*k))
-    .sum()
 }
 
 pub const EXERCISES: [Exercise; 9] = [
@@ -425,7 +412,7 @@ fn zero2(seed: u64, lang: Lang) -> Task {
             run.zero = zero;
             run.ranks = ranks;
         });
-        state_bytes(&r.per_rank) as f64 / GB
+        r.per_rank.training_state() as f64 / GB
     };
     let answer = per_rank(Zero::Stage2);
     let n = preset.config().parameters().unwrap_or(0);

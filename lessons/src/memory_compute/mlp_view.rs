@@ -437,17 +437,7 @@ fn misconceptions(
         })
         .ok()
     };
-    let states = |e: &MlpEstimate| {
-        [
-            Component::Parameters,
-            Component::Gradients,
-            Component::OptimizerState,
-            Component::MasterWeights,
-        ]
-        .iter()
-        .map(|c| e.components.get(*c))
-        .sum::<u64>()
-    };
+    let states = |e: &MlpEstimate| e.components.training_state();
     let c = &estimate.components;
     if let (Some(fp32), Some(mixed)) = (
         with(Precision::Fp32, shape.batch),
