@@ -87,7 +87,33 @@ fn memory_of_a_transformer_preset_and_its_errors() {
         &["memory", "--mlp", "784,x,10"],
         &["memory", "--mlp", "784"],
         &["memory", "--mlp", "10,2", "--transformer", "llama-7b"][..],
+        &["memory", "--layers", "2", "--hidden", "64"],
+        &["memory", "--transformer", "gpt2-small", "--seq", "2048"],
+        &["memory", "--mlp", "8192,8192,8192,8192", "--batch", "65536"],
     ] {
         assert_one_line_error(args, &dlsys_lab(args));
     }
+}
+
+#[test]
+fn memory_estimates_what_it_will_not_measure() {
+    let out = dlsys_lab(&[
+        "memory",
+        "--mlp",
+        "8192,8192,8192,8192",
+        "--batch",
+        "65536",
+        "--estimate-only",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert!(json["measured"].is_null());
+    assert_eq!(json["estimate"]["parameters"], 3 * (8192 * 8192 + 8192));
+    let out = dlsys_lab(&["memory", "--layers", "2", "--hidden", "64"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--heads"));
 }

@@ -6,9 +6,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::memory::{
-    Component, FfnKind, Measured, MemoryError, MlpEstimate, MlpShape, Precision, Preset, Quantity,
-    TransformerReport, TransformerRun, Zero, estimate_mlp, measure_step, show_bytes, show_count,
-    show_flops,
+    Component, FfnKind, Measured, MlpEstimate, MlpShape, Precision, Preset, TransformerReport,
+    TransformerRun, Zero, estimate_mlp, measure_step, show_bytes, show_count, show_flops,
 };
 use dlsys_core::nn::OptimizerKind;
 use dlsys_core::nn::settings::parse_hidden;
@@ -37,7 +36,8 @@ pub struct MemoryArgs {
     /// KV heads (fewer than --heads: grouped-query attention).
     #[arg(long)]
     kv_heads: Option<u64>,
-    /// The feed-forward block's inner size (default 4 × hidden).
+    /// The feed-forward block's inner size (default: the preset's; 4 ×
+    /// hidden for a GELU model whose --hidden is given).
     #[arg(long)]
     ffn: Option<u64>,
     #[arg(long, value_parser = choice(&FFN_KINDS, ffn_id))]
@@ -60,6 +60,10 @@ pub struct MemoryArgs {
     /// Checkpoint every MLP layer but the last (recomputed in backward).
     #[arg(long)]
     checkpoint: bool,
+    /// The MLP's estimate alone, without training a step (for networks
+    /// too large to measure here).
+    #[arg(long)]
+    estimate_only: bool,
     /// ZeRO stage, 0 to 3.
     #[arg(long, default_value_t = 0)]
     zero: u64,
@@ -80,12 +84,12 @@ fn ffn_id(kind: &FfnKind) -> &'static str {
     }
 }
 
-/// An MLP step, estimated and measured.
+/// An MLP step, estimated and (unless `--estimate-only`) measured.
 #[derive(serde::Serialize)]
 struct MlpOut {
     shape: MlpShape,
     estimate: MlpEstimate,
-    measured: Measured,
+    measured: Option<Measured>,
 }
 
 /// A transformer's costs.
@@ -107,7 +111,11 @@ pub fn run(args: &MemoryArgs) -> Result<ExitCode, CliError> {
             checkpoint: args.checkpoint,
         };
         let estimate = estimate_mlp(&shape).map_err(|e| say(&e))?;
-        let measured = measure_step(&shape).map_err(|e| say(&e))?;
+        let measured = if args.estimate_only {
+            None
+        } else {
+            Some(measure_step(&shape).map_err(|e| say(&e))?)
+        };
         return emit(
             &MlpOut {
                 shape,
@@ -117,32 +125,31 @@ pub fn run(args: &MemoryArgs) -> Result<ExitCode, CliError> {
             args.json,
         );
     }
-    let (model, run) = transformer_run(args, optimizer).map_err(|e| match e {
-        Some(e) => say(&e),
-        None => t("memory.what").to_owned(),
-    })?;
+    let (model, run) = transformer_run(args, optimizer)?;
     let report = run.report().map_err(|e| say(&e))?;
     emit(&TransformerOut { model, run, report }, args.json)
 }
 
 /// The transformer the flags describe: a preset with fields changed, or
 /// one given by `--layers`, `--hidden` and `--heads` (GPT-style defaults
-/// for the rest). `Err(None)`: neither was asked for.
+/// for the rest, its learned positions as many as `--seq`).
 fn transformer_run(
     args: &MemoryArgs,
     optimizer: OptimizerKind,
-) -> Result<(String, TransformerRun), Option<MemoryError>> {
+) -> Result<(String, TransformerRun), CliError> {
     let mut run = match args.transformer {
         Some(preset) => TransformerRun::preset(preset),
         None => {
             if args.layers.is_none() && args.hidden.is_none() && args.heads.is_none() {
-                return Err(None);
+                return Err(t("memory.what").into());
             }
-            let missing = |v: Option<u64>, what| v.ok_or(MemoryError::Zero { what });
+            let missing = |v: Option<u64>, flag: &str| {
+                v.ok_or_else(|| CliError::from(tf("memory.missing", &[("flag", &flag)])))
+            };
             let (layers, hidden, heads) = (
-                missing(args.layers, Quantity::Layers)?,
-                missing(args.hidden, Quantity::Hidden)?,
-                missing(args.heads, Quantity::Heads)?,
+                missing(args.layers, "--layers")?,
+                missing(args.hidden, "--hidden")?,
+                missing(args.heads, "--heads")?,
             );
             let mut run = TransformerRun::preset(Preset::Gpt2Small);
             run.model.layers = layers;
@@ -151,8 +158,8 @@ fn transformer_run(
             run.model.kv_heads = heads;
             run.model.ffn = hidden.saturating_mul(4);
             run.model.dropout = false;
-            run.seq = 1024;
-            run.model.positions = 1024;
+            run.seq = args.seq.unwrap_or(1024);
+            run.model.positions = run.seq;
             run
         }
     };
@@ -179,12 +186,9 @@ fn transformer_run(
     m.tied &= !args.untied;
     run.batch = args.batch.unwrap_or(1);
     run.seq = args.seq.unwrap_or(run.seq);
-    if m.positions > 0 {
-        m.positions = m.positions.max(run.seq);
-    }
     run.precision = args.precision;
     run.states = optimizer.states() as u64;
-    run.zero = Zero::from_stage(args.zero).map_err(Some)?;
+    run.zero = Zero::from_stage(args.zero).map_err(|e| say(&e))?;
     run.ranks = args.dp;
     let name = args
         .transformer
@@ -233,13 +237,16 @@ impl Report for MlpOut {
             pad_left(t("memory.estimated"), COLUMN),
             pad_left(t("memory.measured"), COLUMN)
         )?;
-        let (e, m) = (&self.estimate.components, &self.measured.components);
+        let e = &self.estimate.components;
+        let m = self.measured.as_ref();
+        let measured =
+            |c: Component| m.map_or_else(|| "—".to_owned(), |m| show_bytes(m.components.get(c)));
         for c in Component::ALL {
             let estimated = match c {
                 Component::Temporaries => "—".to_owned(),
                 _ => show_bytes(e.get(c)),
             };
-            if e.get(c) == 0 && m.get(c) == 0 {
+            if e.get(c) == 0 && m.is_none_or(|m| m.components.get(c) == 0) {
                 continue;
             }
             writeln!(
@@ -247,29 +254,26 @@ impl Report for MlpOut {
                 "{}{}{}",
                 pad(&component_name(c), NAME),
                 pad_left(&estimated, COLUMN),
-                pad_left(&show_bytes(m.get(c)), COLUMN)
+                pad_left(&measured(c), COLUMN)
             )?;
         }
-        writeln!(
-            out,
-            "{}",
-            tf("memory.peak", &[("peak", &show_bytes(self.measured.peak))])
-        )?;
-        for phase in &self.measured.phases {
+        if let Some(m) = m {
             writeln!(
                 out,
-                "  {}",
-                tf(
-                    "memory.phase",
-                    &[
-                        (
-                            "phase",
-                            &dlsys_lessons::memory_compute::phase_name(phase.phase, super::lang()),
-                        ),
-                        ("peak", &show_bytes(phase.peak)),
-                    ],
-                )
+                "{}",
+                tf("memory.peak", &[("peak", &show_bytes(m.peak))])
             )?;
+            for phase in &m.phases {
+                let name = dlsys_lessons::memory_compute::phase_name(phase.phase, super::lang());
+                writeln!(
+                    out,
+                    "  {}",
+                    tf(
+                        "memory.phase",
+                        &[("phase", &name), ("peak", &show_bytes(phase.peak))]
+                    )
+                )?;
+            }
         }
         let f = &self.estimate;
         writeln!(
@@ -285,7 +289,10 @@ impl Report for MlpOut {
                 ],
             )
         )?;
-        let seconds = self.measured.step_seconds;
+        let Some(m) = m else {
+            return Ok(());
+        };
+        let seconds = m.step_seconds;
         writeln!(
             out,
             "{}",
@@ -293,10 +300,10 @@ impl Report for MlpOut {
                 "memory.step_time",
                 &[
                     ("ms", &format!("{:.3}", seconds * 1e3)),
-                    ("steps", &self.measured.timed_steps),
+                    ("steps", &m.timed_steps),
                     (
                         "gflops",
-                        &format!("{:.2}", f.flops() as f64 / seconds.max(1e-12) / 1e9)
+                        &format!("{:.2}", f.flops() as f64 / seconds.max(1e-12) / 1e9),
                     ),
                 ],
             )

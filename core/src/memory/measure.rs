@@ -19,7 +19,7 @@ use super::mlp::MlpShape;
 use super::precision::{Component, Components};
 use crate::autograd::{Buffer, Graph, Var};
 use crate::mixed::Policy;
-use crate::nn::{Dataset, TrainConfig, Trainer};
+use crate::nn::{Dataset, Status, TrainConfig, Trainer};
 
 /// A phase of a training step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -225,12 +225,60 @@ const TIMED_STEPS: usize = 5;
 /// dynamic loss scaling the first steps overflow and are skipped).
 const MAX_WARM_UP: usize = 40;
 
+/// The most layers a measurement takes: it walks the whole graph after
+/// every node of backward, so its cost grows with the square of the depth.
+pub const MAX_MEASURED_LAYERS: usize = 64;
+
+/// The most bytes a measurement may hold (the step, its four batches of
+/// data and its gradients in flight, as estimated).
+pub const MAX_MEASURED_BYTES: u64 = 2 << 30;
+
+/// The most FLOPs a measurement may compute, counting every warm-up step
+/// it may need (about two minutes on a 2-core machine).
+pub const MAX_MEASURED_FLOPS: u64 = 2_000_000_000_000;
+
+/// Steps a measurement trains at most: warm-up, the metered one, the timed.
+pub const MAX_MEASURED_STEPS: u64 = (MAX_WARM_UP + 1 + TIMED_STEPS) as u64;
+
+/// Whether [`measure_step`] takes `shape`: not too deep, not too large, not
+/// too long (the estimate says how much it would hold and compute).
+pub fn check_measurable(shape: &MlpShape) -> Result<(), MemoryError> {
+    let estimate = super::estimate_mlp(shape)?;
+    let layers = shape.sizes.len() - 1;
+    if layers > MAX_MEASURED_LAYERS {
+        return Err(MemoryError::TooDeepToMeasure {
+            layers: layers as u64,
+            max: MAX_MEASURED_LAYERS as u64,
+        });
+    }
+    // The step with its overhead, the data (four batches of inputs in f32
+    // and their labels), and gradients in flight (at most one layer's
+    // input, output and weight gradient at once: bounded by the weights
+    // and twice the activations).
+    let step = estimate.components.total();
+    let data = 16 * shape.batch as u64 * shape.sizes[0] as u64;
+    let in_flight = 2 * (step - estimate.components.get(Component::OptimizerState));
+    let bytes = step.saturating_add(data).saturating_add(in_flight);
+    let flops = estimate.flops().saturating_mul(MAX_MEASURED_STEPS);
+    if bytes > MAX_MEASURED_BYTES || flops > MAX_MEASURED_FLOPS {
+        return Err(MemoryError::TooLargeToMeasure {
+            bytes: super::show_bytes(bytes),
+            limit: format!(
+                "{} / {}",
+                super::show_bytes(MAX_MEASURED_BYTES),
+                super::show_flops(MAX_MEASURED_FLOPS)
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Trains `shape`'s MLP on seeded random data until the optimizer has
 /// stepped once (so its state exists, as in any later step), then one
 /// metered step, then times [`TIMED_STEPS`] more (unmetered) and reports
 /// the median.
 pub fn measure_step(shape: &MlpShape) -> Result<Measured, MemoryError> {
-    shape.validate()?;
+    check_measurable(shape)?;
     let config = TrainConfig {
         hidden: shape.sizes[1..shape.sizes.len() - 1].to_vec(),
         optimizer: shape.optimizer,
@@ -259,11 +307,19 @@ pub fn measure_step(shape: &MlpShape) -> Result<Measured, MemoryError> {
             break;
         }
     }
+    if trainer.optimizer.steps == 0 {
+        return Err(match trainer.status {
+            Status::Diverged { .. } => MemoryError::Diverged,
+            _ => MemoryError::NeverStepped {
+                steps: MAX_WARM_UP as u64,
+            },
+        });
+    }
     trainer.meter = Some(Meter::default());
     trainer.step();
     let meter = trainer.meter.take().unwrap_or_default();
-    if meter.timeline.is_empty() {
-        // The step did not run: training stopped (a non-finite loss).
+    if meter.timeline.is_empty() || matches!(trainer.status, Status::Diverged { .. }) {
+        // The step did not run, or stopped after forward: a non-finite loss.
         return Err(MemoryError::Diverged);
     }
     let mut times = Vec::with_capacity(TIMED_STEPS);

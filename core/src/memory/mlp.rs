@@ -19,6 +19,9 @@ use super::precision::{Component, Components, Precision};
 use super::{MemoryError, Quantity, product, sum};
 use crate::nn::OptimizerKind;
 
+/// The deepest MLP estimated here.
+pub const MAX_LAYERS: usize = 10_000;
+
 /// An MLP training step to estimate (and to measure).
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct MlpShape {
@@ -69,6 +72,12 @@ impl MlpShape {
         if self.batch == 0 {
             return Err(MemoryError::Zero {
                 what: Quantity::Batch,
+            });
+        }
+        if self.sizes.len() - 1 > MAX_LAYERS {
+            return Err(MemoryError::TooManyLayers {
+                layers: (self.sizes.len() - 1) as u64,
+                max: MAX_LAYERS as u64,
             });
         }
         // The engine's own limits (layer width, batch size), said once there.
@@ -147,11 +156,15 @@ pub fn estimate_mlp(shape: &MlpShape) -> Result<MlpEstimate, MemoryError> {
         // recomputing segment i (i < layers − 1): the outputs before it
         // (its input among them) and its three values.
         let boundaries: u64 = (1..layers).map(hidden).sum();
-        std::iter::once((boundaries + last, probs))
-            .chain(
-                (0..layers - 1).map(|i| ((1..=i).map(hidden).sum::<u64>() + 3 * hidden(i + 1), 0)),
-            )
-            .collect()
+        let mut before = 0;
+        let mut moments = vec![(boundaries + last, probs)];
+        for i in 0..layers - 1 {
+            if i > 0 {
+                before += hidden(i);
+            }
+            moments.push((before + 3 * hidden(i + 1), 0));
+        }
+        moments
     } else {
         vec![(
             (1..layers).map(|i| 3 * hidden(i)).sum::<u64>() + last,

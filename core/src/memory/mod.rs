@@ -19,7 +19,7 @@ pub mod precision;
 pub mod show;
 pub mod transformer;
 
-pub use measure::{Measured, PhaseBytes, measure_step};
+pub use measure::{Measured, PhaseBytes, check_measurable, measure_step};
 pub use mlp::{MlpEstimate, MlpShape, estimate_mlp};
 pub use precision::{Component, Components, Precision};
 pub use show::{show_bytes, show_count, show_flops};
@@ -67,6 +67,18 @@ crate::catalog_error! {
         ZeroStage { stage: u64 } = "memory.zero_stage",
         /// Training stopped before the metered step (a non-finite loss).
         Diverged = "memory.diverged",
+        /// Every warm-up step was skipped (gradients overflowed): the
+        /// optimizer state never came to exist.
+        NeverStepped { steps: u64 } = "memory.never_stepped",
+        /// More layers than an MLP estimate takes.
+        TooManyLayers { layers: u64, max: u64 } = "memory.too_many_layers",
+        /// More layers than a measurement walks in reasonable time.
+        TooDeepToMeasure { layers: u64, max: u64 } = "memory.too_deep_to_measure",
+        /// A measurement would hold or compute more than this machine is
+        /// asked to here.
+        TooLargeToMeasure { bytes: String, limit: String } = "memory.too_large",
+        /// A model with learned positions cannot see more tokens than it has positions.
+        SeqBeyondPositions { seq: u64, positions: u64 } = "memory.seq_beyond_positions",
         /// The MLP cannot be built or trained for a step.
         Train { reason: crate::nn::TrainError } = "memory.train",
     }

@@ -67,12 +67,80 @@ fn estimated_bytes_equal_the_measured_under_every_optimizer_and_precision() {
                         precision == Precision::Fp32,
                         "overhead of {what}"
                     );
-                    assert!(got.peak >= got.phases.iter().map(|p| p.peak).max().unwrap_or(0));
                     assert!(got.components.get(Component::Temporaries) > 0, "{what}");
                 }
             }
         }
     }
+}
+
+#[test]
+fn a_tiny_network_holds_what_a_hand_count_says() {
+    // 2 → 3 → 2, batch 1, SGD in fp32: no optimizer state. Counted by hand:
+    // x 2; W1 6, b1 3; x·W1, + b1, relu 3 each; W2 6, b2 2; x·W2, logits 2
+    // each; loss 1; probabilities 2: 35 floats, and the labels twice.
+    let u = std::mem::size_of::<usize>() as u64;
+    let plain = measure_step(&shape(
+        &[2, 3, 2],
+        1,
+        OptimizerKind::Sgd,
+        Precision::Fp32,
+        false,
+    ))
+    .expect("trains");
+    let forward = |m: &Measured| {
+        m.phases
+            .iter()
+            .find(|p| p.phase == measure::Phase::Forward)
+            .map(|p| p.peak)
+    };
+    assert_eq!(forward(&plain), Some(35 * 4 + 2 * u));
+    // Checkpointed, the last segment's forward is the most: its input (the
+    // relu's 3), W2 6, b2 2, x·W2 2, logits 2, loss 1, probabilities 2; the
+    // data kept (2) and the first layer's weights waiting (9): 29 floats.
+    let ckpt = measure_step(&shape(
+        &[2, 3, 2],
+        1,
+        OptimizerKind::Sgd,
+        Precision::Fp32,
+        true,
+    ))
+    .expect("trains");
+    assert_eq!(forward(&ckpt), Some(29 * 4 + 2 * u));
+}
+
+#[test]
+fn too_large_or_too_deep_measurements_are_refused_and_estimates_still_made() {
+    let wide = shape(
+        &[8192, 8192, 8192, 8192],
+        65_536,
+        OptimizerKind::adam(),
+        Precision::Fp32,
+        false,
+    );
+    assert!(estimate_mlp(&wide).is_ok());
+    assert!(matches!(
+        measure_step(&wide),
+        Err(MemoryError::TooLargeToMeasure { .. })
+    ));
+    let deep: Vec<usize> = std::iter::repeat_n(4, 100).collect();
+    let deep = shape(&deep, 2, OptimizerKind::Sgd, Precision::Fp32, true);
+    assert!(estimate_mlp(&deep).is_ok());
+    assert!(matches!(
+        measure_step(&deep),
+        Err(MemoryError::TooDeepToMeasure { .. })
+    ));
+    let deeper: Vec<usize> = std::iter::repeat_n(4, mlp::MAX_LAYERS + 2).collect();
+    assert!(matches!(
+        estimate_mlp(&shape(
+            &deeper,
+            2,
+            OptimizerKind::Sgd,
+            Precision::Fp32,
+            true
+        )),
+        Err(MemoryError::TooManyLayers { .. })
+    ));
 }
 
 #[test]
@@ -183,39 +251,53 @@ fn data(features: usize, classes: usize, rows: usize) -> Dataset {
 
 #[test]
 fn checkpointed_training_gives_bit_identical_weights() {
-    for precision in Precision::ALL {
-        for optimizer in optimizers() {
-            let run = |checkpoint: bool| {
-                let config = TrainConfig {
-                    hidden: vec![24, 16],
-                    optimizer,
-                    lr: 0.01,
-                    batch_size: 16,
-                    epochs: 2,
-                    policy: precision.policy(),
-                    checkpoint,
-                    ..TrainConfig::default()
+    let nesterov = OptimizerKind::Momentum {
+        mu: 0.9,
+        nesterov: true,
+    };
+    // (hidden, micro-batches, loss weight): one layer, two, accumulation,
+    // a weighted loss (which gives fp32 a policy state and a scale node).
+    let setups: [(&[usize], u32, f32); 4] = [
+        (&[], 1, 1.0),
+        (&[24, 16], 1, 1.0),
+        (&[12], 2, 1.0),
+        (&[12], 1, 0.5),
+    ];
+    for (hidden, micro_batches, loss_weight) in setups {
+        for precision in Precision::ALL {
+            for optimizer in optimizers().into_iter().chain([nesterov]) {
+                let run = |checkpoint: bool| {
+                    let config = TrainConfig {
+                        hidden: hidden.to_vec(),
+                        optimizer,
+                        lr: 0.01,
+                        batch_size: 16,
+                        epochs: 2,
+                        policy: precision.policy(),
+                        micro_batches,
+                        loss_weight,
+                        checkpoint,
+                        ..TrainConfig::default()
+                    };
+                    let mut t =
+                        Trainer::new(config, data(30, 4, 96), data(30, 4, 20)).expect("valid");
+                    t.run();
+                    let bits: Vec<u32> = t
+                        .model
+                        .params()
+                        .iter()
+                        .flat_map(|p| p.data.iter().map(|x| x.to_bits()))
+                        .collect();
+                    (bits, t.losses.clone(), t.mixed_report())
                 };
-                let mut t = Trainer::new(config, data(30, 4, 96), data(30, 4, 20)).expect("valid");
-                t.run();
-                let bits: Vec<u32> = t
-                    .model
-                    .params()
-                    .iter()
-                    .flat_map(|p| p.data.iter().map(|x| x.to_bits()))
-                    .collect();
-                (bits, t.losses.clone(), t.mixed_report())
-            };
-            let (plain, ckpt) = (run(false), run(true));
-            assert_eq!(
-                plain.0, ckpt.0,
-                "weights under {precision:?}, {optimizer:?}"
-            );
-            assert_eq!(plain.1, ckpt.1, "losses under {precision:?}, {optimizer:?}");
-            assert_eq!(
-                plain.2, ckpt.2,
-                "policy tallies under {precision:?}, {optimizer:?}"
-            );
+                let (plain, ckpt) = (run(false), run(true));
+                let what = format!(
+                    "{hidden:?}, {micro_batches} micro-batches, weight {loss_weight}, {precision:?}, {optimizer:?}"
+                );
+                assert_eq!(plain.0, ckpt.0, "weights: {what}");
+                assert_eq!(plain.1, ckpt.1, "losses: {what}");
+                assert_eq!(plain.2, ckpt.2, "policy tallies: {what}");
+            }
         }
     }
 }

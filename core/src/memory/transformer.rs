@@ -194,8 +194,8 @@ pub struct TransformerReport {
     pub layer_input: u64,
     /// Saved activations of the whole model (layers, embedding and output), bytes.
     pub activations: u64,
-    /// With every layer checkpointed: each layer's input, plus one layer's
-    /// activations recomputed during backward, plus the output's.
+    /// With every layer checkpointed: each layer's input, plus the rest of
+    /// one layer's activations recomputed during backward, plus the output's.
     pub activations_checkpointed: u64,
     /// fp16 K and V of every layer for one token: `2 · layers · kv_heads · head_dim · 2` B.
     pub kv_cache_per_token: u64,
@@ -251,11 +251,12 @@ impl TransformerConfig {
         self.kv_heads * self.head_dim()
     }
 
-    fn norm_parameters(&self) -> u64 {
-        match self.norm {
-            Norm::LayerNorm => 2 * self.hidden,
-            Norm::RmsNorm => self.hidden,
-        }
+    fn norm_parameters(&self) -> Result<u64, MemoryError> {
+        let per_unit = match self.norm {
+            Norm::LayerNorm => 2,
+            Norm::RmsNorm => 1,
+        };
+        product(Q::Parameters, &[per_unit, self.hidden])
     }
 
     /// Parameters of one layer: attention, feed-forward and two norms.
@@ -266,7 +267,7 @@ impl TransformerConfig {
         let q_o = product(what, &[2, h, h])?;
         let k_v = product(what, &[2, h, kv])?;
         let attn_bias = if self.biases {
-            sum(what, &[h, 2 * kv, h])?
+            sum(what, &[h, product(what, &[2, kv])?, h])?
         } else {
             0
         };
@@ -275,7 +276,7 @@ impl TransformerConfig {
             FfnKind::SwiGlu => (
                 3,
                 if self.biases {
-                    sum(what, &[2 * f, h])?
+                    sum(what, &[product(what, &[2, f])?, h])?
                 } else {
                     0
                 },
@@ -290,7 +291,7 @@ impl TransformerConfig {
                 attn_bias,
                 ffn,
                 ffn_bias,
-                2 * self.norm_parameters(),
+                product(what, &[2, self.norm_parameters()?])?,
             ],
         )
     }
@@ -309,7 +310,11 @@ impl TransformerConfig {
         let layers = product(Q::Parameters, &[self.layers, self.layer_parameters()?])?;
         sum(
             Q::Parameters,
-            &[layers, self.embedding_parameters()?, self.norm_parameters()],
+            &[
+                layers,
+                self.embedding_parameters()?,
+                self.norm_parameters()?,
+            ],
         )
     }
 
@@ -412,6 +417,12 @@ impl TransformerRun {
                 return Err(MemoryError::Zero { what });
             }
         }
+        if m.positions > 0 && self.seq > m.positions {
+            return Err(MemoryError::SeqBeyondPositions {
+                seq: self.seq,
+                positions: m.positions,
+            });
+        }
         let p = self.precision;
         let n = m.parameters()?;
         let act = p.compute_bytes();
@@ -423,7 +434,10 @@ impl TransformerRun {
         )?;
         let layer_input = product(Q::Activations, &[act, self.seq, self.batch, m.hidden])?;
         let inputs = product(Q::Activations, &[m.layers, layer_input])?;
-        let activations_checkpointed = sum(Q::Activations, &[inputs, per_layer, outer])?;
+        // Every layer's input, and the recomputed layer's other values (its
+        // input is among the kept ones: it is its first norm's input).
+        let recomputed = per_layer.saturating_sub(layer_input);
+        let activations_checkpointed = sum(Q::Activations, &[inputs, recomputed, outer])?;
         // Which parts are sharded across ranks under the ZeRO stage.
         let stage = self.zero.stage();
         let elements = |sharded: bool| if sharded { shard(n, self.ranks) } else { n };
@@ -598,6 +612,16 @@ mod tests {
         run.batch = u64::MAX;
         assert!(matches!(run.report(), Err(MemoryError::Overflow { .. })));
         assert!(Zero::from_stage(4).is_err());
+        let mut run = TransformerRun::preset(Preset::Gpt2Small);
+        run.seq = 2048;
+        assert!(matches!(
+            run.report(),
+            Err(MemoryError::SeqBeyondPositions { .. })
+        ));
+        let mut m = Preset::Gpt2Small.config();
+        m.ffn_kind = FfnKind::SwiGlu;
+        m.ffn = u64::MAX;
+        assert!(matches!(m.parameters(), Err(MemoryError::Overflow { .. })));
         assert!(Preset::by_name("gpt-5").is_err());
     }
 }

@@ -169,7 +169,7 @@ impl Pass<'_> {
             let mut g = self.graph();
             let input = acts[i].take().unwrap_or_else(|| Tensor::zeros(&[0]));
             let [input, w, b, out] = self.segment(&mut g, i, input, &mut vals);
-            let extra = self.outside_of_graph(&acts, &vals, &grads, None);
+            let extra = self.outside_of_graph(&acts, &vals, &grads);
             self.record(Phase::Forward, &g, &[input], &extra);
             acts[i] = Some(g.take_value(input));
             acts[i + 1] = Some(g.take_value(out));
@@ -182,7 +182,7 @@ impl Pass<'_> {
         let input = acts[i].take().unwrap_or_else(|| Tensor::zeros(&[0]));
         let [input, w, b, logits] = self.segment(&mut g, i, input, &mut vals);
         let loss = g.softmax_cross_entropy(logits, self.y);
-        let extra = self.outside_of_graph(&acts, &vals, &grads, None);
+        let extra = self.outside_of_graph(&acts, &vals, &grads);
         self.record(Phase::Forward, &g, &[input], &extra);
         let value = f64::from(g.value(loss).item());
         let give_back = |g: &mut Graph<f32>, vals: &mut [Option<Tensor<f32>>], w: Var, b: Var| {
@@ -219,7 +219,8 @@ impl Pass<'_> {
             let upstream = seed
                 .take()
                 .unwrap_or_else(|| Tensor::zeros(&g.value(out).shape));
-            let extra = self.outside_of_graph(&acts, &vals, &grads, Some(&upstream));
+            // The upstream gradient is the seed: backward counts it in flight.
+            let extra = self.outside_of_graph(&acts, &vals, &grads);
             self.backward(&mut g, out, upstream, &[input], &extra);
             grads[2 * i] = Some(grad_of(&mut g, w));
             grads[2 * i + 1] = Some(grad_of(&mut g, b));
@@ -237,13 +238,13 @@ impl Pass<'_> {
 
     /// What the checkpointed pass holds outside its current graph: the data
     /// and kept segment outputs, parameters not in the graph, gradients
-    /// collected so far, the gradient handed to this segment.
+    /// collected so far (the gradient handed to a segment is its backward's
+    /// seed, counted in flight there).
     fn outside_of_graph(
         &self,
         acts: &[Option<Tensor<f32>>],
         vals: &[Option<Tensor<f32>>],
         grads: &[Option<Tensor<f32>>],
-        upstream: Option<&Tensor<f32>>,
     ) -> Held {
         let mut held = Held::default();
         let Some(m) = &self.metering else {
@@ -263,9 +264,6 @@ impl Pass<'_> {
         }
         for g in grads.iter().flatten() {
             held.f32s(Component::Gradients, g.numel(), c);
-        }
-        if let Some(u) = upstream {
-            held.f32s(Component::Temporaries, u.numel(), c);
         }
         held
     }

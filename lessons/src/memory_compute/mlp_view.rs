@@ -29,8 +29,9 @@ const MEASURE_BUDGET: u64 = 40_000_000_000;
 #[cfg(target_arch = "wasm32")]
 const MEASURE_BUDGET: u64 = 2_000_000_000;
 
-/// Steps one measurement trains: a warm-up, the metered one, five timed;
-/// twice (without and with checkpointing).
+/// Steps one measurement usually trains: a warm-up, the metered one, five
+/// timed; twice (without and with checkpointing). Under fp16's dynamic loss
+/// scaling the first few steps may be skipped and a few more are trained.
 const STEPS_PER_MEASUREMENT: u64 = 14;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,6 +90,10 @@ pub struct Measuring {
     last: Option<Outcome>,
     /// The learner asked to measure: from then on every change is measured.
     armed: bool,
+    /// The shape last seen unmeasured, and since when: a measurement
+    /// starts once the settings have stayed still a moment (not on every
+    /// keystroke; on the web it runs between two frames).
+    settled: Option<(MlpShape, web_time::Instant)>,
     /// Set by the self-test: the next result is checked against the estimate.
     self_test: bool,
 }
@@ -117,9 +122,19 @@ fn measure_both(shape: &MlpShape) -> Outcome {
     (key(shape), result)
 }
 
+/// How long the settings stay still before a measurement starts.
+const SETTLE: web_time::Duration = web_time::Duration::from_millis(400);
+
 /// Work one measurement of `shape` takes, in FLOPs.
 fn cost(estimate: &MlpEstimate) -> u64 {
     estimate.flops().saturating_mul(STEPS_PER_MEASUREMENT)
+}
+
+/// Whether `shape` is measured here: what the core takes, within this
+/// page's budget of work.
+fn measurable(shape: &MlpShape) -> bool {
+    dlsys_core::memory::check_measurable(shape).is_ok()
+        && estimate_mlp(shape).is_ok_and(|e| cost(&e) <= MEASURE_BUDGET)
 }
 
 impl Measuring {
@@ -136,12 +151,25 @@ impl Measuring {
         let Ok(shape) = settings.shape(Lang::En) else {
             return;
         };
-        let fresh = self.last.as_ref().is_none_or(|(s, _)| *s != key(&shape));
-        let affordable = estimate_mlp(&shape).is_ok_and(|e| cost(&e) <= MEASURE_BUDGET);
-        if fresh && affordable {
-            self.job.start(move || measure_both(&shape));
-            ctx.request_repaint();
+        let shape = key(&shape);
+        let fresh = self.last.as_ref().is_none_or(|(s, _)| *s != shape);
+        if !fresh || !measurable(&shape) {
+            return;
         }
+        let since = match &self.settled {
+            Some((s, since)) if *s == shape => *since,
+            _ => {
+                let now = web_time::Instant::now();
+                self.settled = Some((shape.clone(), now));
+                now
+            }
+        };
+        let waited = since.elapsed();
+        if waited >= SETTLE {
+            self.settled = None;
+            self.job.start(move || measure_both(&shape));
+        }
+        ctx.request_repaint_after(SETTLE.saturating_sub(waited));
     }
 
     pub fn is_running(&self) -> bool {
@@ -255,12 +283,20 @@ pub fn mlp_ui(ui: &mut egui::Ui, s: &mut MlpSettings, measuring: &mut Measuring,
             });
             None
         }
+        None if measurable(&shape) => {
+            // Settling, or about to start.
+            ui.horizontal(|ui| {
+                ui.spinner();
+                ui.label(t(lang, "mlp.measuring"));
+            });
+            None
+        }
         None => {
-            ui.weak(TEXT.fill(
-                lang,
-                "mlp.too_big",
-                &[("flops", &show_flops(cost(&estimate)))],
-            ));
+            let why = match dlsys_core::memory::check_measurable(&shape) {
+                Err(e) => e.message(lang),
+                Ok(()) => TEXT.fill(lang, "mlp.too_big", &[("flops", &show_flops(cost(&estimate)))]),
+            };
+            ui.weak(why);
             None
         }
     };
@@ -437,12 +473,18 @@ fn misconceptions(
         })
         .ok()
     };
+    // The belief is about Adam: its moments are what stay in fp32.
+    let adam = |precision: Precision| {
+        estimate_mlp(&MlpShape {
+            precision,
+            optimizer: OptimizerKind::adam(),
+            ..shape.clone()
+        })
+        .ok()
+    };
     let states = |e: &MlpEstimate| e.components.training_state();
     let c = &estimate.components;
-    if let (Some(fp32), Some(mixed)) = (
-        with(Precision::Fp32, shape.batch),
-        with(Precision::MixedFp16, shape.batch),
-    ) {
+    if let (Some(fp32), Some(mixed)) = (adam(Precision::Fp32), adam(Precision::MixedFp16)) {
         ui.label(TEXT.fill(
             lang,
             "myth.halves",
