@@ -94,6 +94,36 @@ impl Exact {
         }
     }
 
+    /// The same value with the mantissa's trailing zero bits moved into the
+    /// exponent: one representation per value (1 from fp16's bits and 1 from
+    /// an f64 then compare equal). NaNs keep their payload.
+    pub fn normalized(&self) -> Self {
+        let magnitude = match self.magnitude {
+            Magnitude::Finite { mant: 0, .. } => Magnitude::Zero,
+            Magnitude::Finite { mant, exp } => {
+                let shift = mant.trailing_zeros();
+                Magnitude::Finite {
+                    mant: mant >> shift,
+                    exp: exp.saturating_add(shift as i32),
+                }
+            }
+            other => other,
+        };
+        Self {
+            negative: self.negative,
+            magnitude,
+        }
+    }
+
+    /// Whether this value is an f64 exactly (the nearest f64 is itself).
+    /// Any NaN counts as one.
+    pub fn is_f64(&self) -> bool {
+        if matches!(self.magnitude, Magnitude::Nan { .. }) {
+            return true;
+        }
+        Self::from_f64(self.to_f64()).normalized() == self.normalized()
+    }
+
     /// The nearest f64 (exact for everything narrower than f64).
     pub fn to_f64(&self) -> f64 {
         let sign = if self.negative { -1.0 } else { 1.0 };
@@ -134,6 +164,22 @@ impl crate::float::Format {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_is_an_f64_whatever_its_representation() {
+        // 1 from fp16's bits is 1024 × 2^-10, from an f64 2^52 × 2^-52.
+        let fp16 = crate::float::Format::fp16();
+        let one = fp16.to_exact(0x3c00);
+        assert_ne!(one, Exact::from_f64(1.0), "the representations differ");
+        assert!(one.is_f64());
+        assert!(fp16.to_exact(0x0001).is_f64(), "a subnormal");
+        assert!(Exact::from_f32_bits(0x3dcc_cccd).is_f64(), "f32 0.1");
+        let tenth = crate::float::parse::parse_input("0.1", &fp16).expect("a number");
+        assert!(!tenth.exact.is_f64(), "decimal 0.1 is no binary value");
+        let pattern = crate::float::parse::parse_input("fp16:0x3c00", &fp16).expect("a pattern");
+        assert!(pattern.exact.is_f64(), "a typed pattern is exact");
+        assert!(Exact::zero(true).is_f64() && Exact::infinity(false).is_f64());
+    }
 
     #[test]
     fn f64_round_trips() {

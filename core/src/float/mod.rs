@@ -576,6 +576,7 @@ impl Format {
             abs_error.abs() / input.abs()
         };
         let (sign, exp, man) = self.fields(bits);
+        let (below, above) = self.neighbours(bits, input);
         Described {
             format: self.name.clone(),
             bits,
@@ -597,9 +598,27 @@ impl Format {
             },
             rel_error,
             ulp: self.ulp(bits),
-            below: self.next_down(bits).map(|b| self.decode(b)),
-            above: self.next_up(bits).map(|b| self.decode(b)),
+            below,
+            above,
         }
+    }
+
+    /// The values on either side of `bits`, for the input it came from: a
+    /// number that overflowed to NaN (formats without infinities) still sits
+    /// just past the largest finite value, so that is its neighbour inward.
+    fn neighbours(&self, bits: u32, input: f64) -> (Option<f64>, Option<f64>) {
+        if self.classify(bits) == Class::Nan && !input.is_nan() {
+            let largest = self.decode(self.max_finite_magnitude());
+            return if input > 0.0 {
+                (Some(largest), None)
+            } else {
+                (None, Some(-largest))
+            };
+        }
+        (
+            self.next_down(bits).map(|b| self.decode(b)),
+            self.next_up(bits).map(|b| self.decode(b)),
+        )
     }
 
     /// `s eeeee mmmmmmmmmm`, fields separated by spaces.

@@ -292,3 +292,27 @@ fn describe_reports_error_ulp_and_neighbours() {
     assert_eq!(d.below, Some(0.0999755859375 - 2f64.powi(-14)));
     assert_eq!(d.class, Class::Normal);
 }
+
+#[test]
+fn an_overflow_to_nan_has_the_largest_finite_as_its_neighbour() {
+    // E4M3 has no infinity: 1e6 becomes NaN, just past 448.
+    let e4m3 = Format::fp8_e4m3();
+    let big = e4m3.describe(&Exact::from_f64(1e6), Rounding::NearestEven);
+    assert_eq!(big.class, Class::Nan);
+    assert_eq!((big.below, big.above), (Some(448.0), None));
+    let small = e4m3.describe(&Exact::from_f64(-1e6), Rounding::NearestEven);
+    assert_eq!((small.below, small.above), (None, Some(-448.0)));
+    // A NaN typed as NaN has none; fp16's overflow to inf steps in to 65504.
+    let nan = e4m3.describe(&Exact::nan(), Rounding::NearestEven);
+    assert_eq!((nan.below, nan.above), (None, None));
+    let inf = Format::fp16().describe(&Exact::from_f64(1e6), Rounding::NearestEven);
+    assert_eq!((inf.below, inf.above), (Some(65504.0), None));
+}
+
+#[test]
+fn the_hair_above_half_epsilon_is_a_different_number_and_leaves_one() {
+    let e = epsilon_demo(&Format::fp16());
+    assert_ne!(show(e.smallest_visible_addend), show(e.epsilon / 2.0));
+    assert_eq!(e.one_plus_half_eps, 1.0);
+    assert!(e.one_plus_smallest_visible > 1.0);
+}

@@ -31,7 +31,7 @@ pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
                 ),
                 other => TEXT.get(lang, &format!("kind.{other:?}")).to_owned(),
             };
-            let exact = parsed.exact == float::Exact::from_f64(value);
+            let exact = parsed.exact.is_f64();
             let key = if exact {
                 "input.reads_as"
             } else {
@@ -668,7 +668,8 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                 ("eps", &show(e.epsilon)),
                 ("half", &show(e.epsilon / 2.0)),
                 ("half_to", &show(e.one_plus_half_eps)),
-                ("hair", &show_sig(e.smallest_visible_addend, 8)),
+                // All its digits: eight would print eps/2 again.
+                ("hair", &show(e.smallest_visible_addend)),
                 ("hair_to", &show(e.one_plus_smallest_visible)),
             ],
         ));
