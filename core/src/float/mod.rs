@@ -711,6 +711,19 @@ pub fn show(x: f64) -> String {
     }
 }
 
+/// [`show`] for an f32, with the f32's own shortest text (0.1, not
+/// 0.10000000149011612).
+pub fn show_f32(x: f32) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return show(f64::from(x));
+    }
+    if (1e-4..1e7).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// [`show`] rounded to `digits` significant digits (for errors and ratios,
 /// where more digits would only show the noise of the f64 they were computed in).
 pub fn show_sig(x: f64, digits: usize) -> String {

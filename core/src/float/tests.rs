@@ -316,3 +316,14 @@ fn the_hair_above_half_epsilon_is_a_different_number_and_leaves_one() {
     assert_eq!(e.one_plus_half_eps, 1.0);
     assert!(e.one_plus_smallest_visible > 1.0);
 }
+
+#[test]
+fn an_f32_reads_as_its_own_shortest_text() {
+    assert_eq!(show_f32(1.0), "1");
+    assert_eq!(show_f32(0.0), "0");
+    assert_eq!(show_f32(-0.0), "-0");
+    assert_eq!(show_f32(0.1), "0.1");
+    assert_eq!(show_f32(1e-6), "1e-6");
+    assert_eq!(show_f32(f32::INFINITY), "+inf");
+    assert_eq!(show_f32(f32::NAN), "NaN");
+}

@@ -106,8 +106,9 @@ impl Localized for KernelVerdict {
             Self::Mismatch(m) => vec![
                 ("case", m.case.clone()),
                 ("index", m.index.to_string()),
-                ("expected", format!("{:e}", m.expected)),
-                ("got", format!("{:e}", m.got)),
+                // Decimals where they read well (1, not 1e0), scientific beyond.
+                ("expected", dlsys_core::float::show_f32(m.expected)),
+                ("got", dlsys_core::float::show_f32(m.got)),
                 (
                     "note",
                     if m.note.is_empty() {
