@@ -15,7 +15,6 @@ use dlsys_core::nn::settings::parse_hidden;
 use super::choice::{choice, name_of};
 use super::lang::{pad, pad_left};
 use super::output::{Report, emit};
-use super::train::OPTIMIZERS;
 use super::{CliError, say, t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -53,7 +52,7 @@ pub struct MemoryArgs {
     /// Tokens per sequence (default: the preset's context, else 1024).
     #[arg(long)]
     seq: Option<u64>,
-    #[arg(long, default_value = "adam", ignore_case = true, value_parser = name_of(&OPTIMIZERS, |o| *o))]
+    #[arg(long, default_value = "adam", ignore_case = true, value_parser = name_of(&OptimizerKind::NAMES, |o| *o))]
     optimizer: String,
     #[arg(long, default_value = "mixed-fp16", value_parser = choice(&Precision::ALL, |p| p.name()))]
     precision: Precision,

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use dlsys_core::mixed::MasterWeights;
 use dlsys_core::nn::scenarios::Scenario;
 use dlsys_core::nn::settings::RunSettings;
-use dlsys_core::nn::{Activation, EpochStats, Status, TrainConfig, Trainer, data};
+use dlsys_core::nn::{Activation, EpochStats, OptimizerKind, Status, TrainConfig, Trainer, data};
 
 use super::CliError;
 use super::choice::name_of;
@@ -36,7 +36,7 @@ pub struct TrainArgs {
         long,
         default_value = "momentum",
         ignore_case = true,
-        value_parser = name_of(&OPTIMIZERS, |o| *o),
+        value_parser = name_of(&OptimizerKind::NAMES, |o| *o),
     )]
     optimizer: String,
     #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
@@ -89,10 +89,6 @@ pub struct TrainArgs {
     #[arg(long)]
     pub json: bool,
 }
-
-/// The optimizers `OptimizerKind::by_name` knows (the core has no list of
-/// them yet; a test holds the two together).
-pub(super) const OPTIMIZERS: [&str; 4] = ["sgd", "momentum", "nesterov", "adam"];
 
 const MASTER_WEIGHTS: [MasterWeights; 2] = [MasterWeights::Fp32, MasterWeights::Same];
 
@@ -262,21 +258,5 @@ impl Report for Finished {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let accuracy = format!("{:.2}", 100.0 * self.final_test_accuracy);
         writeln!(out, "{}", tf("train.final", &[("accuracy", &accuracy)]))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use dlsys_core::nn::OptimizerKind;
-
-    #[test]
-    fn the_optimizer_list_is_what_the_core_reads() {
-        for name in OPTIMIZERS {
-            assert_eq!(
-                OptimizerKind::by_name(name).map(OptimizerKind::name),
-                Ok(name)
-            );
-        }
     }
 }

@@ -13,7 +13,8 @@
 //!
 //! Over 700 lines: `Format` and `Rounding` with their encode/decode and
 //! rounding core are one job (the bit layout and the one rounding step read
-//! each other line by line); parsing, demos and errors live beside it.
+//! each other line by line); parsing, demos, errors and numbers as text
+//! live beside it.
 
 pub mod batch;
 mod demo;
@@ -21,6 +22,7 @@ mod error;
 mod exact;
 mod exact_text;
 pub mod parse;
+mod show;
 
 use std::fmt;
 
@@ -30,6 +32,7 @@ pub use demo::*;
 pub use error::FormatError;
 pub use exact::{Exact, Magnitude};
 pub use parse::{ParseError, ParsedInput, parse_input, parse_number};
+pub use show::{show, show_f32, show_sig};
 
 /// How the all-ones exponent is used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -689,51 +692,6 @@ impl Fraction {
             },
         )
     }
-}
-
-/// A number as learners read it: plain decimal in a comfortable range,
-/// otherwise scientific (always the shortest text that reads back exactly).
-pub fn show(x: f64) -> String {
-    if x.is_nan() {
-        return "NaN".to_owned();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "+inf" } else { "-inf" }.to_owned();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0" } else { "0" }.to_owned();
-    }
-    let magnitude = x.abs();
-    if (1e-4..1e7).contains(&magnitude) {
-        x.to_string()
-    } else {
-        format!("{x:e}")
-    }
-}
-
-/// [`show`] for an f32, with the f32's own shortest text (0.1, not
-/// 0.10000000149011612).
-pub fn show_f32(x: f32) -> String {
-    if !x.is_finite() || x == 0.0 {
-        return show(f64::from(x));
-    }
-    if (1e-4..1e7).contains(&x.abs()) {
-        x.to_string()
-    } else {
-        format!("{x:e}")
-    }
-}
-
-/// [`show`] rounded to `digits` significant digits (for errors and ratios,
-/// where more digits would only show the noise of the f64 they were computed in).
-pub fn show_sig(x: f64, digits: usize) -> String {
-    if !x.is_finite() || x == 0.0 {
-        return show(x);
-    }
-    let rounded: f64 = format!("{:.*e}", digits.saturating_sub(1), x)
-        .parse()
-        .unwrap_or(x);
-    show(rounded)
 }
 
 /// 2^e as f64, exact for the exponents used here (−1074 ..= 1023).

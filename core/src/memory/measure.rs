@@ -72,6 +72,16 @@ impl Formats {
     }
 }
 
+/// `elements` values kept in f32 buffers, each `format_bytes` in its
+/// format: (bytes in the format, the emulation's extra bytes). The estimate
+/// and the measurement count by this one rule.
+pub(crate) fn f32s(elements: u64, format_bytes: u64) -> (u64, u64) {
+    (
+        elements.saturating_mul(format_bytes),
+        elements.saturating_mul(4u64.saturating_sub(format_bytes)),
+    )
+}
+
 /// What is held at one moment: bytes in the format, and the emulation's
 /// extra bytes, by role.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -83,10 +93,9 @@ pub struct Held {
 impl Held {
     /// `elements` f32 values of `role`, each `format_bytes` in its format.
     pub fn f32s(&mut self, role: Component, elements: usize, format_bytes: u64) {
-        let n = elements as u64;
-        self.format.add(role, n * format_bytes);
-        self.overhead
-            .add(role, n * 4u64.saturating_sub(format_bytes));
+        let (bytes, overhead) = f32s(elements as u64, format_bytes);
+        self.format.add(role, bytes);
+        self.overhead.add(role, overhead);
     }
 
     /// `elements` values stored exactly as they are (`bytes` each).
@@ -96,6 +105,18 @@ impl Held {
 
     pub fn total(&self) -> u64 {
         self.format.total() + self.overhead.total()
+    }
+
+    /// As reported: each role's format bytes, the gradients in flight whole
+    /// (they are not estimated, so their overhead is not split off), and the
+    /// rest of the overhead as its own component.
+    pub fn as_reported(&self) -> Components {
+        let mut c = self.format;
+        let mut overhead = self.overhead;
+        c.add(Component::Temporaries, overhead.get(Component::Temporaries));
+        overhead.set(Component::Temporaries, 0);
+        c.set(Component::EmulationOverhead, overhead.total());
+        c
     }
 
     pub fn plus(mut self, other: &Self) -> Self {
@@ -186,27 +207,18 @@ pub struct Measured {
 
 impl Measured {
     fn from_meter(meter: Meter, step_seconds: f64, timed_steps: usize) -> Self {
-        let mut components = meter.most.format;
-        let mut overhead = meter.most.overhead;
-        components.add(Component::Temporaries, overhead.get(Component::Temporaries));
-        overhead.set(Component::Temporaries, 0);
-        components.set(Component::EmulationOverhead, overhead.total());
         let phases = Phase::ALL
             .into_iter()
             .filter_map(|phase| {
                 let (_, peak, held) = meter.peaks.iter().find(|(p, _, _)| *p == phase)?;
-                let mut c = held.format;
-                let mut overhead = held.overhead;
-                c.add(Component::Temporaries, overhead.get(Component::Temporaries));
-                overhead.set(Component::Temporaries, 0);
-                c.set(Component::EmulationOverhead, overhead.total());
                 Some(PhaseBytes {
                     phase,
                     peak: *peak,
-                    components: c,
+                    components: held.as_reported(),
                 })
             })
             .collect();
+        let components = meter.most.as_reported();
         Self {
             components,
             peak: meter.peaks.iter().map(|p| p.1).max().unwrap_or(0),

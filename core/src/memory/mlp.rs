@@ -14,7 +14,7 @@
 
 use serde::Serialize;
 
-use super::measure::Formats;
+use super::measure::{Formats, f32s};
 use super::precision::{Component, Components, Precision};
 use super::{MemoryError, Quantity, product, sum};
 use crate::nn::OptimizerKind;
@@ -89,14 +89,6 @@ impl MlpShape {
         .validate()?;
         Ok(())
     }
-}
-
-/// `elements` f32 values of one role: (format bytes, overhead bytes).
-fn f32s(elements: u64, format_bytes: u64) -> (u64, u64) {
-    (
-        elements * format_bytes,
-        elements * (4 - format_bytes.min(4)),
-    )
 }
 
 /// The estimate of one step of `shape`.

@@ -22,6 +22,9 @@ pub enum OptimizerKind {
 }
 
 impl OptimizerKind {
+    /// Every name [`Self::by_name`] reads, as [`Self::name`] writes them.
+    pub const NAMES: [&'static str; 4] = ["sgd", "momentum", "nesterov", "adam"];
+
     /// State tensors per parameter: none for SGD, the velocity for
     /// momentum, m and v for Adam.
     pub fn states(self) -> usize {

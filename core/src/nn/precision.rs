@@ -203,9 +203,8 @@ impl MixedState {
     ) -> Var {
         if let Ok(mut t) = self.backward.lock() {
             t.sampling = step % 10 == 1;
-            t.params.clear();
-            t.params.extend_from_slice(params);
         }
+        self.track_params(params);
         g.scale(loss, self.scaler.scale * loss_weight)
     }
 

@@ -201,3 +201,13 @@ fn training_is_reproducible_for_a_seed() {
     };
     assert_eq!(run(), run());
 }
+
+#[test]
+fn every_optimizer_name_reads_back_as_itself() {
+    for name in OptimizerKind::NAMES {
+        assert_eq!(
+            OptimizerKind::by_name(name).map(OptimizerKind::name),
+            Ok(name)
+        );
+    }
+}

@@ -174,7 +174,10 @@ impl Trainer {
         };
         self.step += 1;
         let formats = Formats::of(&self.config.policy);
-        let outside = self.held_outside(mixed.as_ref(), &formats, &y);
+        // What the trainer holds outside the pass, walked only when metering.
+        let outside = meter
+            .is_some()
+            .then(|| self.held_outside(mixed.as_ref(), &formats, &y));
         let mut pass = Pass {
             activation: self.config.activation,
             x: Tensor::new(x, &[rows, self.train.features]),
@@ -182,12 +185,15 @@ impl Trainer {
             mixed: mixed.as_ref(),
             step: self.step,
             loss_weight: self.config.loss_weight,
-            metering: meter.as_mut().map(|meter| Metering {
-                meter,
-                outside,
-                formats,
-                reads: formats.compute,
-            }),
+            metering: meter
+                .as_mut()
+                .zip(outside)
+                .map(|(meter, outside)| Metering {
+                    meter,
+                    outside,
+                    formats,
+                    reads: formats.compute,
+                }),
         };
         let outcome = if self.config.checkpoint {
             pass.checkpointed(&mut values)
@@ -225,7 +231,6 @@ impl Trainer {
         self.epoch_seen += rows;
         self.epoch_loss += loss_value * rows as f64;
         self.losses.push((self.step, loss_value));
-        let grad_elements: usize = grads.iter().map(Tensor::numel).sum();
         match mixed.as_mut() {
             Some(m) => m.apply(
                 grads,
@@ -239,7 +244,8 @@ impl Trainer {
                 if let Some(meter) = meter.as_mut() {
                     // The gradients are still held while the optimizer steps.
                     let mut held = self.held_outside(None, &formats, &y);
-                    held.f32s(Component::Gradients, grad_elements, formats.grads);
+                    let elements = grads.iter().map(Tensor::numel).sum();
+                    held.f32s(Component::Gradients, elements, formats.grads);
                     meter.record(Phase::Optimizer, held);
                 }
             }

@@ -206,7 +206,7 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
             egui::ComboBox::from_id_salt("train_optimizer")
                 .selected_text(settings.optimizer.as_str())
                 .show_ui(ui, |ui| {
-                    for name in ["sgd", "momentum", "nesterov", "adam"] {
+                    for name in dlsys_core::nn::OptimizerKind::NAMES {
                         ui.selectable_value(&mut settings.optimizer, name.to_owned(), name);
                     }
                 })

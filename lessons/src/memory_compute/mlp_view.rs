@@ -18,9 +18,6 @@ use super::{TEXT, phase_name};
 use crate::background::Background;
 use crate::theme;
 
-/// The optimizers, as `OptimizerKind::by_name` reads them.
-const OPTIMIZERS: [&str; 4] = ["sgd", "momentum", "nesterov", "adam"];
-
 /// Work a measurement may take here (FLOPs over all the steps it runs):
 /// a few seconds on a thread natively, well under a second on the web,
 /// where it runs between frames.
@@ -345,7 +342,7 @@ fn controls(ui: &mut egui::Ui, s: &mut MlpSettings, lang: Lang) {
         let label = ui.label(t(lang, "mlp.batch"));
         ui.add(egui::DragValue::new(&mut s.batch).range(1..=4096))
             .labelled_by(label.id);
-        names_combo(ui, "memory_optimizer", t(lang, "mlp.optimizer"), &mut s.optimizer, &OPTIMIZERS);
+        names_combo(ui, "memory_optimizer", t(lang, "mlp.optimizer"), &mut s.optimizer, &OptimizerKind::NAMES);
     });
     ui.horizontal_wrapped(|ui| {
         precision_combo(ui, "memory_mlp_precision", &mut s.precision, lang);

@@ -17,9 +17,6 @@ use super::bars::{self, Bar};
 use super::mlp_view::{names_combo, precision_combo};
 use crate::theme;
 
-/// The optimizers the calculator knows, by their state tensors.
-const OPTIMIZERS: [&str; 3] = ["sgd", "momentum", "adam"];
-
 /// A data-centre GPU's memory, to say whether a rank's share fits.
 const GPU_BYTES: u64 = 80 << 30;
 
@@ -219,7 +216,7 @@ fn controls(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang) {
     });
     ui.horizontal_wrapped(|ui| {
         precision_combo(ui, "memory_tf_precision", &mut s.precision, lang);
-        names_combo(ui, "memory_tf_optimizer", t(lang, "tf.optimizer"), &mut s.optimizer, &OPTIMIZERS);
+        names_combo(ui, "memory_tf_optimizer", t(lang, "tf.optimizer"), &mut s.optimizer, &OptimizerKind::NAMES);
     });
     ui.horizontal_wrapped(|ui| {
         ui.label(t(lang, "tf.zero_label"));
