@@ -56,9 +56,11 @@ pub struct MemoryArgs {
     optimizer: String,
     #[arg(long, default_value = "mixed-fp16", value_parser = choice(&Precision::ALL, |p| p.name()))]
     precision: Precision,
-    /// Checkpoint every MLP layer but the last (recomputed in backward).
-    #[arg(long)]
-    checkpoint: bool,
+    /// Activation checkpointing of the MLP in segments of K layers (K = 1
+    /// without a value: every layer but the last is recomputed in backward).
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    checkpoint: Option<u64>,
     /// The MLP's estimate alone, without training a step (for networks
     /// too large to measure here).
     #[arg(long)]
@@ -107,7 +109,9 @@ pub fn run(args: &MemoryArgs) -> Result<ExitCode, CliError> {
             batch: usize::try_from(args.batch.unwrap_or(64)).unwrap_or(usize::MAX),
             optimizer,
             precision: args.precision,
-            checkpoint: args.checkpoint,
+            checkpoint: args
+                .checkpoint
+                .map_or(0, |k| usize::try_from(k).unwrap_or(usize::MAX)),
         };
         let estimate = estimate_mlp(&shape).map_err(|e| say(&e))?;
         let measured = if args.estimate_only {
@@ -220,11 +224,11 @@ impl Report for MlpOut {
                     ("parameters", &self.estimate.parameters),
                     (
                         "checkpoint",
-                        &t(if s.checkpoint {
-                            "memory.ckpt_on"
+                        &if s.checkpoint > 0 {
+                            tf("memory.ckpt_on", &[("k", &s.checkpoint)])
                         } else {
-                            "memory.ckpt_off"
-                        }),
+                            t("memory.ckpt_off").to_owned()
+                        },
                     ),
                 ],
             )

@@ -110,7 +110,9 @@ pub fn gradcheck<T: Real>(
         graph.backward(loss);
         (
             value,
-            vars.iter().map(|v| graph.grad(*v).cloned()).collect(),
+            vars.iter()
+                .map(|v| graph.grad(*v).map(std::borrow::Cow::into_owned))
+                .collect(),
         )
     };
     let base: Vec<Tensor<T>> = inputs.iter().map(|(_, t)| t.clone()).collect();

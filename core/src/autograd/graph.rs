@@ -2,7 +2,12 @@
 //! `backward` walks the graph in reverse topological order and applies each
 //! op's local derivative, accumulating into its inputs' gradients.
 
+use std::borrow::Cow;
+
+mod backward;
+
 use super::op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
+use super::stored::{Half, Stored};
 use super::tensor::{Real, Tensor, matmul};
 
 /// How two operands of an elementwise op line up.
@@ -40,6 +45,9 @@ pub struct Graph<T: Real> {
     /// Backward drops each inner node's gradient once it has been passed on
     /// (only leaves keep theirs), as frameworks do unless asked to retain them.
     free_inner_grads: bool,
+    /// The format values and gradients are packed in when they are exactly
+    /// in it (a reduced-precision policy's rounded values).
+    pack: Option<Half>,
 }
 
 /// What a buffer the graph holds is (see [`Graph::buffers`]).
@@ -69,7 +77,14 @@ impl<T: Real> Graph<T> {
             grad_hook: None,
             planted_bug: None,
             free_inner_grads: false,
+            pack: None,
         }
+    }
+
+    /// Keeps every value and gradient that is exactly in `half` packed in
+    /// it, two bytes an element (see [`Stored`]); reads decode them.
+    pub fn set_packing(&mut self, half: Option<Half>) {
+        self.pack = half;
     }
 
     /// Whether backward drops inner nodes' gradients once passed on (see
@@ -78,11 +93,11 @@ impl<T: Real> Graph<T> {
         self.free_inner_grads = free;
     }
 
-    /// Every buffer the graph holds, with its node and element count:
-    /// `f(node, kind, elements)`. Values are `size_of::<T>()` bytes each, labels
-    /// `size_of::<usize>()`. This is what byte accounting walks: nodes are
-    /// the graph's only storage.
-    pub fn buffers(&self, mut f: impl FnMut(Var, Buffer, usize)) {
+    /// Every buffer the graph holds, with its node, element count and
+    /// whether it is packed: `f(node, kind, elements, packed)`. Values are
+    /// `size_of::<T>()` bytes each, or 2 packed; labels `size_of::<usize>()`.
+    /// This is what byte accounting walks: nodes are the graph's only storage.
+    pub fn buffers(&self, mut f: impl FnMut(Var, Buffer, usize, bool)) {
         for (i, node) in self.nodes.iter().enumerate() {
             let v = Var(i);
             let (value, grad) = match &node.op {
@@ -93,15 +108,15 @@ impl<T: Real> Graph<T> {
                     requires_grad: false,
                 } => (Buffer::Input, Buffer::InnerGrad),
                 Op::SoftmaxCrossEntropy { labels, probs, .. } => {
-                    f(v, Buffer::SavedProbabilities, probs.numel());
-                    f(v, Buffer::Labels, labels.len());
+                    f(v, Buffer::SavedProbabilities, probs.numel(), false);
+                    f(v, Buffer::Labels, labels.len(), false);
                     (Buffer::Saved, Buffer::InnerGrad)
                 }
                 _ => (Buffer::Saved, Buffer::InnerGrad),
             };
-            f(v, value, node.value.numel());
+            f(v, value, node.value.numel(), node.value.is_packed());
             if let Some(g) = &node.grad {
-                f(v, grad, g.numel());
+                f(v, grad, g.numel(), g.is_packed());
             }
         }
     }
@@ -134,28 +149,38 @@ impl<T: Real> Graph<T> {
         &self.nodes[v.0]
     }
 
-    pub fn value(&self, v: Var) -> &Tensor<T> {
-        &self.nodes[v.0].value
+    /// A node's value: borrowed, or decoded when packed.
+    pub fn value(&self, v: Var) -> Cow<'_, Tensor<T>> {
+        self.nodes[v.0].value.get()
     }
 
-    pub fn grad(&self, v: Var) -> Option<&Tensor<T>> {
-        self.nodes[v.0].grad.as_ref()
+    /// A node's shape (without decoding its value).
+    pub fn shape(&self, v: Var) -> &[usize] {
+        self.nodes[v.0].value.shape()
+    }
+
+    pub fn grad(&self, v: Var) -> Option<Cow<'_, Tensor<T>>> {
+        self.nodes[v.0].grad()
     }
 
     /// Moves a node's value out (leaving an empty tensor): for taking
     /// parameters back after a step without copying them.
     pub fn take_value(&mut self, v: Var) -> Tensor<T> {
-        std::mem::replace(
-            &mut self.nodes[v.0].value,
-            Tensor {
-                data: Vec::new(),
-                shape: vec![0],
-            },
-        )
+        std::mem::take(&mut self.nodes[v.0].value).into_tensor()
+    }
+
+    /// Moves a node's value out as it is kept (packed or not).
+    pub fn take_stored(&mut self, v: Var) -> Stored<T> {
+        std::mem::take(&mut self.nodes[v.0].value)
     }
 
     /// Moves a node's accumulated gradient out.
     pub fn take_grad(&mut self, v: Var) -> Option<Tensor<T>> {
+        self.nodes[v.0].grad.take().map(Stored::into_tensor)
+    }
+
+    /// Moves a node's accumulated gradient out as it is kept.
+    pub fn take_stored_grad(&mut self, v: Var) -> Option<Stored<T>> {
         self.nodes[v.0].grad.take()
     }
 
@@ -166,6 +191,16 @@ impl<T: Real> Graph<T> {
     /// A leaf that gradients flow to (a parameter or an input under test).
     pub fn param(&mut self, value: Tensor<T>) -> Var {
         self.push(
+            value,
+            Op::Leaf {
+                requires_grad: true,
+            },
+        )
+    }
+
+    /// [`Self::param`] from a value as kept elsewhere (packed stays packed).
+    pub fn param_stored(&mut self, value: Stored<T>) -> Var {
+        self.push_stored(
             value,
             Op::Leaf {
                 requires_grad: true,
@@ -189,6 +224,15 @@ impl<T: Real> Graph<T> {
         {
             hook(&mut value.data);
         }
+        self.push_stored(Stored::keep(value, self.pack), op)
+    }
+
+    /// Records a value already kept (leaves only: no output hook).
+    fn push_stored(&mut self, value: Stored<T>, op: Op<T>) -> Var {
+        let value = match (value, self.pack) {
+            (Stored::Whole(t), Some(half)) => Stored::keep(t, Some(half)),
+            (kept, _) => kept,
+        };
         self.nodes.push(Node {
             value,
             grad: None,
@@ -199,7 +243,7 @@ impl<T: Real> Graph<T> {
     }
 
     fn elementwise(&mut self, a: Var, b: Var, name: &str, f: impl Fn(T, T) -> T) -> Tensor<T> {
-        let (av, bv) = (&self.nodes[a.0].value, &self.nodes[b.0].value);
+        let (av, bv) = (self.value(a), self.value(b));
         let kind = broadcast(&av.shape, &bv.shape, name);
         let (_, cols) = av.rows_cols();
         let data = av
@@ -240,12 +284,12 @@ impl<T: Real> Graph<T> {
 
     /// Matrix product `a · b` (`[m, k] · [k, n] → [m, n]`).
     pub fn matmul(&mut self, a: Var, b: Var) -> Var {
-        let value = matmul(&self.nodes[a.0].value, false, &self.nodes[b.0].value, false);
+        let value = matmul(&self.value(a), false, &self.value(b), false);
         self.push(value, Op::MatMul(a, b))
     }
 
     fn unary(&mut self, a: Var, f: impl Fn(T) -> T, op: Op<T>) -> Var {
-        let value = self.nodes[a.0].value.map(f);
+        let value = self.value(a).map(f);
         self.push(value, op)
     }
 
@@ -276,25 +320,25 @@ impl<T: Real> Graph<T> {
 
     /// The sum of every element (a scalar).
     pub fn sum(&mut self, a: Var) -> Var {
-        let value = Tensor::scalar(self.nodes[a.0].value.sum());
+        let value = Tensor::scalar(self.value(a).sum());
         self.push(value, Op::Sum(a))
     }
 
     pub fn mean(&mut self, a: Var) -> Var {
-        let v = &self.nodes[a.0].value;
+        let v = self.value(a);
         let value = Tensor::scalar(v.sum() / T::from_f64(v.numel() as f64));
         self.push(value, Op::Mean(a))
     }
 
     /// Row-wise softmax, numerically stable: the row max is subtracted first.
     pub fn softmax(&mut self, a: Var) -> Var {
-        let value = softmax_rows(&self.nodes[a.0].value);
+        let value = softmax_rows(&self.value(a));
         self.push(value, Op::Softmax(a))
     }
 
     /// Row-wise log-softmax: `z − max − log Σ exp(z − max)`.
     pub fn log_softmax(&mut self, a: Var) -> Var {
-        let v = &self.nodes[a.0].value;
+        let v = self.value(a);
         let (rows, cols) = v.rows_cols();
         let mut out = v.data.clone();
         for r in 0..rows {
@@ -318,7 +362,7 @@ impl<T: Real> Graph<T> {
     /// # Panics
     /// If the labels do not match the rows or a label is out of range.
     pub fn softmax_cross_entropy(&mut self, logits: Var, labels: &[usize]) -> Var {
-        let z = &self.nodes[logits.0].value;
+        let z = self.value(logits);
         let (rows, cols) = z.rows_cols();
         assert_eq!(
             rows,
@@ -330,7 +374,7 @@ impl<T: Real> Graph<T> {
             labels.iter().all(|l| *l < cols),
             "softmax_cross_entropy: a label is ≥ {cols} classes"
         );
-        let probs = softmax_rows(z);
+        let probs = softmax_rows(&z);
         let mut loss = T::ZERO;
         for (r, label) in labels.iter().enumerate() {
             let row = z.row(r);
@@ -351,7 +395,7 @@ impl<T: Real> Graph<T> {
 
     /// Mean squared error `mean((a − b)²)`.
     pub fn mse(&mut self, a: Var, b: Var) -> Var {
-        let (av, bv) = (&self.nodes[a.0].value, &self.nodes[b.0].value);
+        let (av, bv) = (self.value(a), self.value(b));
         assert_eq!(av.shape, bv.shape, "mse: shapes differ");
         let sum = av
             .data
@@ -404,7 +448,7 @@ impl<T: Real> Graph<T> {
     /// [`Self::backward`], stopping after `steps` nodes of the reverse
     /// topological order (for stepping through it). Returns the nodes done, in order.
     pub fn backward_steps(&mut self, loss: Var, steps: usize) -> Vec<Var> {
-        let seed = Tensor::full(&self.nodes[loss.0].value.shape, T::ONE);
+        let seed = Tensor::full(self.shape(loss), T::ONE);
         self.run_backward(loss, seed, steps, &mut |_, _| {})
     }
 
@@ -420,7 +464,8 @@ impl<T: Real> Graph<T> {
         observe: &mut dyn FnMut(&Self, usize),
     ) -> Vec<Var> {
         assert_eq!(
-            seed.shape, self.nodes[root.0].value.shape,
+            seed.shape,
+            self.shape(root),
             "backward_from: the seed's shape is not the root's"
         );
         self.run_backward(root, seed, usize::MAX, observe)
@@ -459,209 +504,18 @@ impl<T: Real> Graph<T> {
             in_flight -= g.numel();
             let keep = !self.free_inner_grads || matches!(self.nodes[v.0].op, Op::Leaf { .. });
             if keep {
-                match &mut self.nodes[v.0].grad {
-                    Some(acc) => acc.add_assign(&g),
-                    None => self.nodes[v.0].grad = Some(g),
-                }
+                let sum = match self.nodes[v.0].grad.take() {
+                    Some(acc) => {
+                        let mut acc = acc.into_tensor();
+                        acc.add_assign(&g);
+                        acc
+                    }
+                    None => g,
+                };
+                self.nodes[v.0].grad = Some(Stored::keep(sum, self.pack));
             }
             done.push(*v);
         }
         done
-    }
-
-    /// Applies one node's local derivative: adds `g`'s contribution to its inputs.
-    fn propagate(
-        &self,
-        v: Var,
-        g: &Tensor<T>,
-        pending: &mut [Option<Tensor<T>>],
-        needs: &[bool],
-        in_flight: &mut usize,
-    ) {
-        let node = &self.nodes[v.0];
-        let value = |x: Var| &self.nodes[x.0].value;
-        let mut give = |to: Var, mut contribution: Tensor<T>| {
-            if !needs[to.0] {
-                return;
-            }
-            if let Some(hook) = &self.grad_hook {
-                hook(to, &mut contribution.data);
-            }
-            match &mut pending[to.0] {
-                Some(acc) => acc.add_assign(&contribution),
-                slot @ None => {
-                    *in_flight += contribution.numel();
-                    *slot = Some(contribution);
-                }
-            }
-        };
-        match &node.op {
-            Op::Leaf { .. } => {}
-            Op::Add(a, b) => {
-                give(*a, g.clone());
-                give(*b, self.reduce_to(g.clone(), &value(*b).shape));
-            }
-            Op::Sub(a, b) => {
-                give(*a, g.clone());
-                give(*b, self.reduce_to(g.map(|x| -x), &value(*b).shape));
-            }
-            Op::Mul(a, b) => {
-                // d(a⊙b) = g⊙b for a, and g⊙a summed back to b's shape for b.
-                let b_full = self.expand_like(value(*b), value(*a));
-                give(*a, g.zip_map(&b_full, |x, y| x * y));
-                give(
-                    *b,
-                    self.reduce_to(g.zip_map(value(*a), |x, y| x * y), &value(*b).shape),
-                );
-            }
-            Op::MatMul(a, b) => {
-                // Y = A·B: dA = G·Bᵀ, dB = Aᵀ·G.
-                if needs[a.0] {
-                    give(*a, matmul(g, false, value(*b), true));
-                }
-                if needs[b.0] {
-                    give(*b, matmul(value(*a), true, g, false));
-                }
-            }
-            Op::Relu(a) => give(
-                *a,
-                g.zip_map(value(*a), |g, x| if x > T::ZERO { g } else { T::ZERO }),
-            ),
-            Op::Tanh(a) => give(*a, g.zip_map(&node.value, |g, y| g * (T::ONE - y * y))),
-            Op::Sigmoid(a) => give(*a, g.zip_map(&node.value, |g, y| g * y * (T::ONE - y))),
-            Op::Exp(a) => give(*a, g.zip_map(&node.value, |g, y| g * y)),
-            Op::Log(a) => give(*a, g.zip_map(value(*a), |g, x| g / x)),
-            Op::Scale(a, s) => give(*a, g.map(|g| g * *s)),
-            Op::Sum(a) => give(*a, Tensor::full(&value(*a).shape, g.item())),
-            Op::Mean(a) => {
-                let n = T::from_f64(value(*a).numel() as f64);
-                give(*a, Tensor::full(&value(*a).shape, g.item() / n));
-            }
-            Op::Softmax(a) => {
-                // dz_k = p_k (g_k − Σ_j p_j g_j), row by row.
-                let p = &node.value;
-                let (rows, cols) = p.rows_cols();
-                let mut out = vec![T::ZERO; p.numel()];
-                for r in 0..rows {
-                    let (pr, gr) = (p.row(r), g.row(r));
-                    let dot = if self.planted_bug == Some(PlantedBug::SoftmaxMissingCoupling) {
-                        T::ZERO
-                    } else {
-                        pr.iter().zip(gr).fold(T::ZERO, |s, (p, g)| s + *p * *g)
-                    };
-                    for c in 0..cols {
-                        out[r * cols + c] = pr[c] * (gr[c] - dot);
-                    }
-                }
-                give(
-                    *a,
-                    Tensor {
-                        data: out,
-                        shape: p.shape.clone(),
-                    },
-                );
-            }
-            Op::LogSoftmax(a) => {
-                // y = log p: dz_k = g_k − p_k Σ_j g_j.
-                let y = &node.value;
-                let (rows, cols) = y.rows_cols();
-                let mut out = vec![T::ZERO; y.numel()];
-                for r in 0..rows {
-                    let sum_g = g.row(r).iter().fold(T::ZERO, |s, x| s + *x);
-                    for c in 0..cols {
-                        out[r * cols + c] = g.row(r)[c] - y.row(r)[c].exp() * sum_g;
-                    }
-                }
-                give(
-                    *a,
-                    Tensor {
-                        data: out,
-                        shape: y.shape.clone(),
-                    },
-                );
-            }
-            Op::SoftmaxCrossEntropy {
-                logits,
-                labels,
-                probs,
-            } => {
-                // ∂L/∂z = (p − y)/batch: the Jacobian's coupling cancels against the one-hot.
-                let (rows, cols) = probs.rows_cols();
-                let divisor = if self.planted_bug == Some(PlantedBug::CrossEntropyNotAveraged) {
-                    T::ONE
-                } else {
-                    T::from_f64(rows as f64)
-                };
-                let scale = g.item() / divisor;
-                let mut out = probs.data.clone();
-                for (r, label) in labels.iter().enumerate() {
-                    out[r * cols + label] -= T::ONE;
-                }
-                for x in &mut out {
-                    *x *= scale;
-                }
-                give(
-                    *logits,
-                    Tensor {
-                        data: out,
-                        shape: probs.shape.clone(),
-                    },
-                );
-            }
-            Op::Mse(a, b) => {
-                let n = T::from_f64(value(*a).numel() as f64);
-                let two = T::from_f64(2.0);
-                let d = value(*a).zip_map(value(*b), |x, y| two * (x - y) * g.item() / n);
-                give(*b, d.map(|x| -x));
-                give(*a, d);
-            }
-        }
-    }
-
-    /// Sums a gradient back down to a broadcast operand's shape.
-    fn reduce_to(&self, g: Tensor<T>, shape: &[usize]) -> Tensor<T> {
-        if g.shape == shape {
-            return g;
-        }
-        let numel: usize = shape.iter().product();
-        if numel == 1 {
-            return Tensor {
-                data: vec![g.sum()],
-                shape: shape.to_vec(),
-            };
-        }
-        // A row broadcast over the batch: its gradient is the sum over rows.
-        let mut summed = if self.planted_bug == Some(PlantedBug::BiasNotSummedOverBatch) {
-            let (_, cols) = g.rows_cols();
-            Tensor {
-                data: g.data[..cols].to_vec(),
-                shape: vec![cols],
-            }
-        } else {
-            g.sum_rows()
-        };
-        summed.shape = shape.to_vec();
-        summed
-    }
-
-    /// `b` repeated to `a`'s shape (for the other side of a broadcast product).
-    fn expand_like(&self, b: &Tensor<T>, a: &Tensor<T>) -> Tensor<T> {
-        if b.shape == a.shape {
-            return b.clone();
-        }
-        let (_, cols) = a.rows_cols();
-        let data = (0..a.numel())
-            .map(|i| {
-                if b.numel() == 1 {
-                    b.data[0]
-                } else {
-                    b.data[i % cols]
-                }
-            })
-            .collect();
-        Tensor {
-            data,
-            shape: a.shape.clone(),
-        }
     }
 }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::stored::Stored;
 use super::tensor::{Real, Tensor};
 
 /// A handle to a node of a [`Graph`].
@@ -118,11 +119,23 @@ impl<T> Op<T> {
 /// One recorded value.
 #[derive(Clone, Debug)]
 pub struct Node<T> {
-    pub value: Tensor<T>,
+    pub(super) value: Stored<T>,
     /// Accumulated over `backward` calls until [`Graph::zero_grad`].
-    pub grad: Option<Tensor<T>>,
+    pub(super) grad: Option<Stored<T>>,
     pub op: Op<T>,
     pub label: String,
+}
+
+impl<T: Real> Node<T> {
+    /// The value (decoded if the graph packs it).
+    pub fn value(&self) -> std::borrow::Cow<'_, Tensor<T>> {
+        self.value.get()
+    }
+
+    /// The accumulated gradient (decoded if packed).
+    pub fn grad(&self) -> Option<std::borrow::Cow<'_, Tensor<T>>> {
+        self.grad.as_ref().map(Stored::get)
+    }
 }
 
 /// A hook applied to every op's output as it is computed (e.g. rounding it

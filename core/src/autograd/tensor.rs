@@ -35,6 +35,17 @@ pub trait Real:
     fn max(self, other: Self) -> Self {
         if self >= other { self } else { other }
     }
+    /// `xs` as f32 values when `Self` is f32 (for packing's fast path).
+    fn as_f32s(xs: &[Self]) -> Option<&[f32]> {
+        let _ = xs;
+        None
+    }
+    /// f32 values as `Self`.
+    fn from_f32s(xs: Vec<f32>) -> Vec<Self> {
+        xs.into_iter()
+            .map(|x| Self::from_f64(f64::from(x)))
+            .collect()
+    }
     /// `c ← a·b + beta·c` where `a` is m×k read with strides (`rsa`, `csa`),
     /// `b` is k×n read with (`rsb`, `csb`), and `c` is m×n, row-major, `n` wide.
     #[allow(clippy::too_many_arguments)]
@@ -52,8 +63,9 @@ pub trait Real:
 }
 
 macro_rules! impl_real {
-    ($t:ty, $name:literal, $gemm:path) => {
+    ($t:ty, $name:literal, $gemm:path $(, $extra:item)*) => {
         impl Real for $t {
+            $($extra)*
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const NAME: &'static str = $name;
@@ -126,7 +138,17 @@ macro_rules! impl_real {
     };
 }
 
-impl_real!(f32, "f32", matrixmultiply::sgemm);
+impl_real!(
+    f32,
+    "f32",
+    matrixmultiply::sgemm,
+    fn as_f32s(xs: &[f32]) -> Option<&[f32]> {
+        Some(xs)
+    },
+    fn from_f32s(xs: Vec<f32>) -> Vec<f32> {
+        xs
+    }
+);
 impl_real!(f64, "f64", matrixmultiply::dgemm);
 
 /// A tensor of rank 0 (a scalar, shape `[]`), 1 (`[n]`) or 2 (`[rows, cols]`).

@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::MemoryError;
 use super::mlp::MlpShape;
 use super::precision::{Component, Components};
-use crate::autograd::{Buffer, Graph, Var};
+use crate::autograd::{Buffer, Graph, Stored, Var};
 use crate::mixed::Policy;
 use crate::nn::{Dataset, Status, TrainConfig, Trainer};
 
@@ -47,8 +47,13 @@ impl Phase {
 pub struct Formats {
     /// Op outputs, the weights the forward pass reads, gradients in flight.
     pub compute: u64,
+    /// Whether the graph packs values in the compute format (2 bytes each,
+    /// no overhead): fp16 and bf16 (see [`crate::autograd::Half`]).
+    pub packs: bool,
     /// Parameter gradients handed to the optimizer.
     pub grads: u64,
+    /// The buffer those gradients are summed into, which the optimizer reads.
+    pub accumulation: u64,
     pub state: u64,
 }
 
@@ -66,8 +71,20 @@ impl Formats {
     pub fn of(policy: &Policy) -> Self {
         Self {
             compute: storage_bytes(&policy.compute),
+            packs: crate::autograd::Half::by_name(&policy.compute).is_some(),
             grads: storage_bytes(&policy.grads),
+            accumulation: storage_bytes(&policy.accumulation),
             state: storage_bytes(&policy.optimizer_state),
+        }
+    }
+
+    /// `elements` values in the compute format as the graph keeps them:
+    /// (bytes in the format, the emulation's extra bytes).
+    pub(crate) fn kept(&self, elements: u64) -> (u64, u64) {
+        if self.packs {
+            (elements.saturating_mul(2), 0)
+        } else {
+            f32s(elements, self.compute)
         }
     }
 }
@@ -96,6 +113,16 @@ impl Held {
         let (bytes, overhead) = f32s(elements as u64, format_bytes);
         self.format.add(role, bytes);
         self.overhead.add(role, overhead);
+    }
+
+    /// A tensor as the engine keeps it: packed, 2 bytes an element; else
+    /// f32 values each `format_bytes` in their format.
+    pub fn stored(&mut self, role: Component, t: &Stored<f32>, format_bytes: u64) {
+        if t.is_packed() {
+            self.exact(role, t.numel(), 2);
+        } else {
+            self.f32s(role, t.numel(), format_bytes);
+        }
     }
 
     /// `elements` values stored exactly as they are (`bytes` each).
@@ -133,7 +160,7 @@ impl Held {
     pub fn graph(g: &Graph<f32>, f: &Formats, reads: u64, inner: &[Var]) -> Self {
         let mut held = Self::default();
         let usize_bytes = std::mem::size_of::<usize>() as u64;
-        g.buffers(|v, kind, n| {
+        g.buffers(|v, kind, n, packed| {
             let (role, bytes) = match kind {
                 Buffer::Parameter if inner.contains(&v) => (Component::Activations, f.compute),
                 Buffer::Parameter => (Component::Parameters, reads),
@@ -147,7 +174,11 @@ impl Held {
                 Buffer::ParameterGrad if !inner.contains(&v) => (Component::Gradients, f.compute),
                 Buffer::ParameterGrad | Buffer::InnerGrad => (Component::Temporaries, f.compute),
             };
-            held.f32s(role, n, bytes);
+            if packed {
+                held.exact(role, n, 2);
+            } else {
+                held.f32s(role, n, bytes);
+            }
         });
         held
     }

@@ -9,8 +9,13 @@
 //!   scaled loss under a reduced-precision policy);
 //! - the batch: the inputs in the compute format, the labels twice (the
 //!   loss's copy and the trainer's), `usize` each;
-//! - with checkpointing every layer but the last is a segment: forward keeps
-//!   only each segment's output, backward recomputes one segment at a time.
+//! - values and gradients in the graph in fp16 or bf16 are packed, 2 bytes
+//!   each; under fp32 masters the rounded copies exist only for the pass;
+//!   the gradients the optimizer reads are f32 buffers (they are unscaled
+//!   there) holding values in the accumulation format;
+//! - with checkpointing the layers are cut into segments of `checkpoint`
+//!   layers from the input: forward keeps only each segment's input but the
+//!   last segment's whole graph, backward recomputes one segment at a time.
 
 use serde::Serialize;
 
@@ -30,7 +35,8 @@ pub struct MlpShape {
     pub batch: usize,
     pub optimizer: OptimizerKind,
     pub precision: Precision,
-    pub checkpoint: bool,
+    /// Layers per checkpointed segment (0: no checkpointing).
+    pub checkpoint: usize,
 }
 
 /// The estimate.
@@ -45,7 +51,7 @@ pub struct MlpEstimate {
     /// Backward matmul FLOPs: `4·B·in·out` per layer (dX and dW), except the
     /// first, whose input needs no gradient: `2·B·in·out` (dW only).
     pub flops_backward: u64,
-    /// The forward recomputed by checkpointing (every layer but the last).
+    /// The forward recomputed by checkpointing (every segment but the last).
     pub flops_recompute: u64,
 }
 
@@ -104,12 +110,17 @@ pub fn estimate_mlp(shape: &MlpShape) -> Result<MlpEstimate, MemoryError> {
     let what = Quantity::Parameters;
     let mut params = 0u64;
     let (mut fwd, mut bwd, mut recompute) = (0u64, 0u64, 0u64);
+    // Segments of k layers; all but the last (`recomputed` layers) are
+    // recomputed in backward.
+    let k = shape.checkpoint.max(1);
+    let segments = layers.div_ceil(k);
+    let recomputed = (segments - 1) * k;
     for (i, w) in sizes.windows(2).enumerate() {
         params = sum(what, &[params, product(what, &[w[0], w[1]])?, w[1]])?;
         let flops = product(what, &[2, b, w[0], w[1]])?;
         fwd = sum(what, &[fwd, flops])?;
         bwd = sum(what, &[bwd, flops, if i == 0 { 0 } else { flops }])?;
-        if shape.checkpoint && i + 1 < layers {
+        if shape.checkpoint > 0 && i < recomputed {
             recompute = sum(what, &[recompute, flops])?;
         }
     }
@@ -120,15 +131,21 @@ pub fn estimate_mlp(shape: &MlpShape) -> Result<MlpEstimate, MemoryError> {
         c.add(role, bytes);
         overhead += extra;
     };
-    // The weights the forward pass reads, and the fp32 masters.
-    put(&mut c, Component::Parameters, f32s(params, f.compute));
+    // The weights the forward pass reads: rounded copies of the fp32
+    // masters, made for the pass (kept as the graph keeps values), or the
+    // model's own weights (f32 buffers between steps).
     if master {
+        put(&mut c, Component::Parameters, f.kept(params));
         put(&mut c, Component::MasterWeights, f32s(params, 4));
+    } else {
+        put(&mut c, Component::Parameters, f32s(params, f.compute));
     }
+    // Gradients: in the graph, then in the buffer the optimizer reads.
+    let (in_graph, buffer) = (f.kept(params), f32s(params, f.accumulation));
     put(
         &mut c,
         Component::Gradients,
-        f32s(params, f.grads.max(f.compute)),
+        (in_graph.0.max(buffer.0), in_graph.1.max(buffer.1)),
     );
     let states = shape.optimizer.states() as u64;
     put(
@@ -143,18 +160,20 @@ pub fn estimate_mlp(shape: &MlpShape) -> Result<MlpEstimate, MemoryError> {
     let hidden = |i: usize| b * sizes[i]; // layer i's output (1-based) per batch
     let scalars = if reduced { 2 } else { 1 };
     let (last, probs) = (2 * b * classes + scalars, b * classes);
-    let moments: Vec<(u64, u64)> = if shape.checkpoint {
-        // Forward's end: every segment output and the last segment; then
-        // recomputing segment i (i < layers − 1): the outputs before it
-        // (its input among them) and its three values.
-        let boundaries: u64 = (1..layers).map(hidden).sum();
+    let moments: Vec<(u64, u64)> = if shape.checkpoint > 0 {
+        // Forward's end: every segment's input after the data, and the last
+        // segment's values (its input among the former); then recomputing
+        // segment c: the inputs kept before it (its own among them) and the
+        // three values of each of its layers.
+        let boundaries: u64 = (1..segments).map(|c| hidden(c * k)).sum();
+        let saved = |from: usize, to: usize| -> u64 { (from..to).map(|j| 3 * hidden(j + 1)).sum() };
+        let mut moments = vec![(boundaries + saved(recomputed, layers - 1) + last, probs)];
         let mut before = 0;
-        let mut moments = vec![(boundaries + last, probs)];
-        for i in 0..layers - 1 {
-            if i > 0 {
-                before += hidden(i);
+        for c in 0..segments - 1 {
+            if c > 0 {
+                before += hidden(c * k);
             }
-            moments.push((before + 3 * hidden(i + 1), 0));
+            moments.push((before + saved(c * k, (c + 1) * k), 0));
         }
         moments
     } else {
@@ -163,16 +182,12 @@ pub fn estimate_mlp(shape: &MlpShape) -> Result<MlpEstimate, MemoryError> {
             probs,
         )]
     };
-    let bytes = |(values, fp32): (u64, u64)| f32s(values, f.compute).0 + fp32 * 4;
+    let bytes = |(values, fp32): (u64, u64)| f.kept(values).0 + fp32 * 4;
     let most = moments.iter().map(|m| bytes(*m)).max().unwrap_or(0);
-    let most_overhead = moments
-        .iter()
-        .map(|m| f32s(m.0, f.compute).1)
-        .max()
-        .unwrap_or(0);
+    let most_overhead = moments.iter().map(|m| f.kept(m.0).1).max().unwrap_or(0);
     put(&mut c, Component::Activations, (most, most_overhead));
     // The batch: inputs in the compute format, labels twice.
-    put(&mut c, Component::Inputs, f32s(b * sizes[0], f.compute));
+    put(&mut c, Component::Inputs, f.kept(b * sizes[0]));
     let usize_bytes = std::mem::size_of::<usize>() as u64;
     c.add(Component::Inputs, 2 * b * usize_bytes);
     c.set(Component::EmulationOverhead, overhead);

@@ -69,15 +69,21 @@ impl Precision {
     }
 
     /// The engine's policy for this precision (the mixed-precision lesson's
-    /// formats; accumulation stays fp32 so no extra buffer is made).
+    /// formats). The gradients the optimizer reads stay in the compute
+    /// format, 2 bytes a parameter as in the ZeRO paper's count: one
+    /// batch's gradients need no accumulation buffer of their own.
     pub fn policy(self) -> Policy {
+        let reduced = |format: &str, scale, masters| Policy {
+            accumulation: format.to_owned(),
+            ..Policy::uniform(format, scale, masters)
+        };
         match self {
             Self::Fp32 => Policy::default(),
-            Self::MixedFp16 => Policy::uniform("fp16", LossScale::dynamic(), MasterWeights::Fp32),
-            Self::MixedBf16 => Policy::uniform("bf16", LossScale::None, MasterWeights::Fp32),
+            Self::MixedFp16 => reduced("fp16", LossScale::dynamic(), MasterWeights::Fp32),
+            Self::MixedBf16 => reduced("bf16", LossScale::None, MasterWeights::Fp32),
             Self::PureBf16 => Policy {
                 optimizer_state: "bf16".to_owned(),
-                ..Policy::uniform("bf16", LossScale::None, MasterWeights::Same)
+                ..reduced("bf16", LossScale::None, MasterWeights::Same)
             },
         }
     }

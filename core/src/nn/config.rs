@@ -27,9 +27,11 @@ pub struct TrainConfig {
     /// Multiplies the loss before backward (e.g. 2^-16 for a loss averaged
     /// over many more elements), which shrinks every gradient alike.
     pub loss_weight: f32,
-    /// Activation checkpointing: every layer but the last is recomputed in
-    /// backward from its input instead of keeping its values.
-    pub checkpoint: bool,
+    /// Activation checkpointing: the layers per recomputed segment (0:
+    /// none). Every segment but the last is recomputed in backward from its
+    /// input instead of keeping its values; 1 recomputes every layer but
+    /// the last.
+    pub checkpoint: usize,
 }
 
 impl Default for TrainConfig {
@@ -49,7 +51,7 @@ impl Default for TrainConfig {
             policy: Policy::default(),
             micro_batches: 1,
             loss_weight: 1.0,
-            checkpoint: false,
+            checkpoint: 0,
         }
     }
 }

@@ -1,13 +1,16 @@
 //! The forward and backward pass of one training step, over the whole
-//! network at once or checkpointed: every layer but the last is a segment
-//! whose graph is dropped after forward, keeping only its output, and is
-//! recomputed from that output during backward. Both give bit-identical
+//! network at once or checkpointed: the layers are cut into segments of a
+//! chosen length; every segment but the last has its graph dropped after
+//! forward, keeping only its input, and is recomputed from that input
+//! during backward. Both give bit-identical
 //! gradients (the same ops in the same order, the same rounding hooks), and
 //! both report to a [`Meter`] what they hold at each point when metering.
 
+use std::ops::Range;
+
 use super::layers::{Activation, layer};
 use super::precision::MixedState;
-use crate::autograd::{Graph, Tensor, Var};
+use crate::autograd::{Graph, Stored, Tensor, Var};
 use crate::memory::measure::{Formats, Held, Meter, Phase};
 use crate::memory::precision::Component;
 
@@ -37,8 +40,9 @@ pub(super) enum Outcome {
     Done {
         loss: f64,
         predictions: Vec<usize>,
-        /// Weight and bias gradients per layer, in [`super::Mlp::params`] order.
-        grads: Vec<Tensor<f32>>,
+        /// Weight and bias gradients per layer, in [`super::Mlp::params`]
+        /// order, as the graph kept them (packed under a 2-byte policy).
+        grads: Vec<Stored<f32>>,
     },
     /// The loss was not finite: no backward pass was made.
     NotFinite { loss: f64 },
@@ -99,7 +103,7 @@ impl Pass<'_> {
     }
 
     /// The whole network in one graph.
-    pub(super) fn whole(&mut self, values: &mut Vec<Tensor<f32>>) -> Outcome {
+    pub(super) fn whole(&mut self, values: &mut Vec<Stored<f32>>) -> Outcome {
         let mut g = self.graph();
         let mut h = g.input(std::mem::replace(&mut self.x, Tensor::zeros(&[0])));
         let layers = values.len() / 2;
@@ -109,7 +113,7 @@ impl Pass<'_> {
             let (Some(w), Some(b)) = (taken.next(), taken.next()) else {
                 break;
             };
-            let (w, b) = (g.param(w), g.param(b));
+            let (w, b) = (g.param_stored(w), g.param_stored(b));
             params.extend([w, b]);
             h = layer(&mut g, h, w, b, (i + 1 < layers).then_some(self.activation));
         }
@@ -117,14 +121,14 @@ impl Pass<'_> {
         self.record(Phase::Forward, &g, &[], &Held::default());
         let value = f64::from(g.value(loss).item());
         if !value.is_finite() {
-            *values = params.iter().map(|p| g.take_value(*p)).collect();
+            *values = params.iter().map(|p| g.take_stored(*p)).collect();
             return Outcome::NotFinite { loss: value };
         }
         let predictions = g.value(h).argmax_rows();
         let root = self.root(&mut g, loss, &params);
         self.backward(&mut g, root, Tensor::scalar(1.0), &[], &Held::default());
         let grads = params.iter().map(|p| grad_of(&mut g, *p)).collect();
-        *values = params.iter().map(|p| g.take_value(*p)).collect();
+        *values = params.iter().map(|p| g.take_stored(*p)).collect();
         Outcome::Done {
             loss: value,
             predictions,
@@ -132,101 +136,108 @@ impl Pass<'_> {
         }
     }
 
-    /// Records segment `i`: its input (the data for the first, else the
-    /// previous segment's output, as a leaf that collects its gradient),
-    /// its layer. Returns (input, weight, bias, output).
+    /// Records the segment of `layers` (a range of the network's layers):
+    /// its input (the data for the first, else the previous segment's
+    /// output, as a leaf that collects its gradient), then its layers.
     fn segment(
         &self,
         g: &mut Graph<f32>,
-        i: usize,
-        input: Tensor<f32>,
-        values: &mut [Option<Tensor<f32>>],
-    ) -> [Var; 4] {
-        let layers = values.len() / 2;
-        let input = if i == 0 {
-            g.input(input)
+        layers: Range<usize>,
+        input: Stored<f32>,
+        values: &mut [Option<Stored<f32>>],
+    ) -> Segment {
+        let all = values.len() / 2;
+        let first = layers.start;
+        let input = if first == 0 {
+            g.input(input.into_tensor())
         } else {
-            g.param(input)
+            g.param_stored(input)
         };
-        let mut take = |k: usize| values[k].take().unwrap_or_else(|| Tensor::zeros(&[0]));
-        let (w, b) = (g.param(take(2 * i)), g.param(take(2 * i + 1)));
-        let last = i + 1 == layers;
-        let out = layer(g, input, w, b, (!last).then_some(self.activation));
-        [input, w, b, out]
+        let mut take = |k: usize| values[k].take().unwrap_or_default();
+        let mut h = input;
+        let mut params = Vec::with_capacity(2 * layers.len());
+        for i in layers {
+            let (w, b) = (g.param_stored(take(2 * i)), g.param_stored(take(2 * i + 1)));
+            params.extend([w, b]);
+            h = layer(g, h, w, b, (i + 1 < all).then_some(self.activation));
+        }
+        Segment {
+            input,
+            first,
+            params,
+            out: h,
+        }
     }
 
-    /// Every layer but the last checkpointed.
-    pub(super) fn checkpointed(&mut self, values: &mut Vec<Tensor<f32>>) -> Outcome {
+    /// Checkpointed in segments of `per_segment` layers from the input:
+    /// every segment but the last (which holds the output layer) keeps only
+    /// its input through forward and is recomputed from it in backward.
+    pub(super) fn checkpointed(
+        &mut self,
+        values: &mut Vec<Stored<f32>>,
+        per_segment: usize,
+    ) -> Outcome {
         let layers = values.len() / 2;
-        let mut vals: Vec<Option<Tensor<f32>>> =
+        let k = per_segment.max(1);
+        let segments = layers.div_ceil(k);
+        let span = |c: usize| c * k..((c + 1) * k).min(layers);
+        let mut vals: Vec<Option<Stored<f32>>> =
             std::mem::take(values).into_iter().map(Some).collect();
-        // acts[0] is the data; acts[i] segment i − 1's output.
-        let mut acts: Vec<Option<Tensor<f32>>> = vec![None; layers];
-        acts[0] = Some(std::mem::replace(&mut self.x, Tensor::zeros(&[0])));
-        let mut grads: Vec<Option<Tensor<f32>>> = vec![None; 2 * layers];
+        // acts[0] is the data; acts[c] segment c's input (segment c − 1's
+        // output), each kept as the graph kept it.
+        let mut acts: Vec<Option<Stored<f32>>> = vec![None; segments];
+        let x = std::mem::replace(&mut self.x, Tensor::zeros(&[0]));
+        acts[0] = Some(Stored::keep(x, self.mixed.and_then(MixedState::packing)));
+        let mut grads: Vec<Option<Stored<f32>>> = vec![None; 2 * layers];
         // Forward: each segment's graph dropped, its output kept.
-        for i in 0..layers - 1 {
+        for c in 0..segments - 1 {
             let mut g = self.graph();
-            let input = acts[i].take().unwrap_or_else(|| Tensor::zeros(&[0]));
-            let [input, w, b, out] = self.segment(&mut g, i, input, &mut vals);
+            let input = acts[c].take().unwrap_or_default();
+            let seg = self.segment(&mut g, span(c), input, &mut vals);
             let extra = self.outside_of_graph(&acts, &vals, &grads);
-            self.record(Phase::Forward, &g, &[input], &extra);
-            acts[i] = Some(g.take_value(input));
-            acts[i + 1] = Some(g.take_value(out));
-            vals[2 * i] = Some(g.take_value(w));
-            vals[2 * i + 1] = Some(g.take_value(b));
+            self.record(Phase::Forward, &g, &[seg.input], &extra);
+            acts[c] = Some(g.take_stored(seg.input));
+            acts[c + 1] = Some(g.take_stored(seg.out));
+            seg.give_back(&mut g, &mut vals);
         }
         // The last segment, kept for its backward.
-        let i = layers - 1;
+        let c = segments - 1;
         let mut g = self.graph();
-        let input = acts[i].take().unwrap_or_else(|| Tensor::zeros(&[0]));
-        let [input, w, b, logits] = self.segment(&mut g, i, input, &mut vals);
-        let loss = g.softmax_cross_entropy(logits, self.y);
+        let input = acts[c].take().unwrap_or_default();
+        let seg = self.segment(&mut g, span(c), input, &mut vals);
+        let loss = g.softmax_cross_entropy(seg.out, self.y);
         let extra = self.outside_of_graph(&acts, &vals, &grads);
-        self.record(Phase::Forward, &g, &[input], &extra);
+        self.record(Phase::Forward, &g, &[seg.input], &extra);
         let value = f64::from(g.value(loss).item());
-        let give_back = |g: &mut Graph<f32>, vals: &mut [Option<Tensor<f32>>], w: Var, b: Var| {
-            vals[2 * i] = Some(g.take_value(w));
-            vals[2 * i + 1] = Some(g.take_value(b));
-        };
         if !value.is_finite() {
-            give_back(&mut g, &mut vals, w, b);
+            seg.give_back(&mut g, &mut vals);
             *values = vals.into_iter().map(or_empty).collect();
             return Outcome::NotFinite { loss: value };
         }
-        let predictions = g.value(logits).argmax_rows();
-        let mut tracked = vec![NO_PARAM; 2 * layers];
-        tracked[2 * i] = w;
-        tracked[2 * i + 1] = b;
-        let root = self.root(&mut g, loss, &tracked);
-        self.backward(&mut g, root, Tensor::scalar(1.0), &[input], &extra);
-        grads[2 * i] = Some(grad_of(&mut g, w));
-        grads[2 * i + 1] = Some(grad_of(&mut g, b));
-        let mut seed = (i > 0).then(|| grad_of(&mut g, input));
-        give_back(&mut g, &mut vals, w, b);
+        let predictions = g.value(seg.out).argmax_rows();
+        let root = self.root(&mut g, loss, &seg.tracked(layers));
+        self.backward(&mut g, root, Tensor::scalar(1.0), &[seg.input], &extra);
+        seg.take_grads(&mut g, &mut grads);
+        let mut seed = (c > 0).then(|| grad_of(&mut g, seg.input).into_tensor());
+        seg.give_back(&mut g, &mut vals);
         drop(g);
         // Backward through the segments, each recomputed from its input.
-        for i in (0..layers - 1).rev() {
+        for c in (0..segments - 1).rev() {
             let mut g = self.graph();
-            let input = acts[i].take().unwrap_or_else(|| Tensor::zeros(&[0]));
-            let [input, w, b, out] = self.segment(&mut g, i, input, &mut vals);
+            let input = acts[c].take().unwrap_or_default();
+            let seg = self.segment(&mut g, span(c), input, &mut vals);
             if let Some(m) = self.mixed {
-                let mut tracked = vec![NO_PARAM; 2 * layers];
-                tracked[2 * i] = w;
-                tracked[2 * i + 1] = b;
-                m.track_params(&tracked);
+                m.track_params(&seg.tracked(layers));
             }
             let upstream = seed
                 .take()
-                .unwrap_or_else(|| Tensor::zeros(&g.value(out).shape));
+                .unwrap_or_else(|| Tensor::zeros(g.shape(seg.out)));
             // The upstream gradient is the seed: backward counts it in flight.
             let extra = self.outside_of_graph(&acts, &vals, &grads);
-            self.backward(&mut g, out, upstream, &[input], &extra);
-            grads[2 * i] = Some(grad_of(&mut g, w));
-            grads[2 * i + 1] = Some(grad_of(&mut g, b));
-            seed = (i > 0).then(|| grad_of(&mut g, input));
-            vals[2 * i] = Some(g.take_value(w));
-            vals[2 * i + 1] = Some(g.take_value(b));
+            self.backward(&mut g, seg.out, upstream, &[seg.input], &extra);
+            seg.take_grads(&mut g, &mut grads);
+            seed = (c > 0).then(|| grad_of(&mut g, seg.input).into_tensor());
+            seg.give_back(&mut g, &mut vals);
         }
         *values = vals.into_iter().map(or_empty).collect();
         Outcome::Done {
@@ -242,9 +253,9 @@ impl Pass<'_> {
     /// seed, counted in flight there).
     fn outside_of_graph(
         &self,
-        acts: &[Option<Tensor<f32>>],
-        vals: &[Option<Tensor<f32>>],
-        grads: &[Option<Tensor<f32>>],
+        acts: &[Option<Stored<f32>>],
+        vals: &[Option<Stored<f32>>],
+        grads: &[Option<Stored<f32>>],
     ) -> Held {
         let mut held = Held::default();
         let Some(m) = &self.metering else {
@@ -257,24 +268,59 @@ impl Pass<'_> {
             } else {
                 Component::Activations
             };
-            held.f32s(role, a.as_ref().map_or(0, Tensor::numel), c);
+            if let Some(a) = a {
+                held.stored(role, a, c);
+            }
         }
         for v in vals.iter().flatten() {
-            held.f32s(Component::Parameters, v.numel(), m.reads);
+            held.stored(Component::Parameters, v, m.reads);
         }
         for g in grads.iter().flatten() {
-            held.f32s(Component::Gradients, g.numel(), c);
+            held.stored(Component::Gradients, g, c);
         }
         held
     }
 }
 
-fn or_empty(t: Option<Tensor<f32>>) -> Tensor<f32> {
-    t.unwrap_or_else(|| Tensor::zeros(&[0]))
+/// One recorded segment: its input leaf, its first layer, its weight and
+/// bias nodes in order, its output.
+struct Segment {
+    input: Var,
+    first: usize,
+    params: Vec<Var>,
+    out: Var,
 }
 
-/// A node's gradient moved out, or zeros shaped like it when none reached it.
-fn grad_of(g: &mut Graph<f32>, v: Var) -> Tensor<f32> {
-    g.take_grad(v)
-        .unwrap_or_else(|| Tensor::zeros(&g.value(v).shape))
+impl Segment {
+    /// The parameter nodes in [`super::Mlp::params`] order over all
+    /// `layers`, [`NO_PARAM`] where not in this segment.
+    fn tracked(&self, layers: usize) -> Vec<Var> {
+        let mut tracked = vec![NO_PARAM; 2 * layers];
+        tracked[2 * self.first..2 * self.first + self.params.len()].copy_from_slice(&self.params);
+        tracked
+    }
+
+    fn take_grads(&self, g: &mut Graph<f32>, grads: &mut [Option<Stored<f32>>]) {
+        for (k, p) in self.params.iter().enumerate() {
+            grads[2 * self.first + k] = Some(grad_of(g, *p));
+        }
+    }
+
+    /// The parameter values back out of the graph.
+    fn give_back(&self, g: &mut Graph<f32>, vals: &mut [Option<Stored<f32>>]) {
+        for (k, p) in self.params.iter().enumerate() {
+            vals[2 * self.first + k] = Some(g.take_stored(*p));
+        }
+    }
+}
+
+fn or_empty(t: Option<Stored<f32>>) -> Stored<f32> {
+    t.unwrap_or_default()
+}
+
+/// A node's gradient moved out as kept, or zeros shaped like it when none
+/// reached it.
+fn grad_of(g: &mut Graph<f32>, v: Var) -> Stored<f32> {
+    g.take_stored_grad(v)
+        .unwrap_or_else(|| Stored::Whole(Tensor::zeros(g.shape(v))))
 }

@@ -11,7 +11,7 @@ use super::TrainError;
 use super::config::TrainConfig;
 use super::layers::Mlp;
 use super::optimizers::Optimizer;
-use crate::autograd::{Graph, Tensor, Var};
+use crate::autograd::{Graph, Half, Stored, Tensor, Var};
 use crate::mixed::{Histogram, MasterWeights, RoundStats, Rounder, ScaleEvent, Scaler};
 
 /// One epoch under a precision policy.
@@ -61,8 +61,6 @@ pub(super) struct MixedState {
     accumulation_overflows: u64,
     skipped_at_epoch_start: u64,
     accum: Vec<Tensor<f32>>,
-    /// The rounded copies of fp32 master weights the forward pass reads.
-    copies: Vec<Tensor<f32>>,
     micro: u32,
 }
 
@@ -113,7 +111,6 @@ impl MixedState {
             accumulation_overflows: 0,
             skipped_at_epoch_start: 0,
             accum: Vec::new(),
-            copies: Vec::new(),
             micro: 0,
         }))
     }
@@ -123,10 +120,16 @@ impl MixedState {
         self.compute.round_slice(data);
     }
 
+    /// The 2-byte packing of the compute format, if it has one.
+    pub(super) fn packing(&self) -> Option<Half> {
+        Half::by_name(&self.compute.format_name())
+    }
+
     /// Hooks a fresh graph: every op output and every gradient rounded to
     /// the compute format, the gradients tallied (and sampled for the
-    /// histograms) as they are rounded.
+    /// histograms) as they are rounded, and kept packed in it.
     pub(super) fn hook(&self, g: &mut Graph<f32>) {
+        g.set_packing(self.packing());
         if !self.compute.is_identity() {
             let c = self.compute.clone();
             g.set_output_hook(Some(Arc::new(move |d: &mut [f32]| c.round_slice(d))));
@@ -153,27 +156,21 @@ impl MixedState {
         })));
     }
 
-    /// Rounded copies of the fp32 master weights for the forward pass to
-    /// read, written into buffers kept from step to step; the masters stay.
-    pub(super) fn take_copies(&mut self, model: &Mlp<f32>) -> Vec<Tensor<f32>> {
-        let masters = model.params();
-        if self.copies.len() != masters.len() {
-            self.copies = masters.iter().map(|p| (*p).clone()).collect();
-        }
-        for (copy, master) in self.copies.iter_mut().zip(masters) {
-            self.compute.round_into(&master.data, &mut copy.data);
-        }
-        std::mem::take(&mut self.copies)
-    }
-
-    /// Keeps the copies' buffers for the next step.
-    pub(super) fn keep_copies(&mut self, copies: Vec<Tensor<f32>>) {
-        self.copies = copies;
-    }
-
-    /// The copies' elements (0 while the pass holds them).
-    pub(super) fn copy_elements(&self) -> usize {
-        self.copies.iter().map(Tensor::numel).sum()
+    /// Rounded copies of the fp32 master weights for this step's pass to
+    /// read, packed in the compute format when it has a packing (one
+    /// tensor at a time goes through an f32 buffer); the masters stay. The
+    /// pass drops them: the next step rounds the updated masters afresh.
+    pub(super) fn copies(&self, model: &Mlp<f32>) -> Vec<Stored<f32>> {
+        let half = self.packing();
+        model
+            .params()
+            .into_iter()
+            .map(|master| {
+                let mut copy = Tensor::zeros(&master.shape);
+                self.compute.round_into(&master.data, &mut copy.data);
+                Stored::keep(copy, half)
+            })
+            .collect()
     }
 
     /// The accumulation buffer's elements.
@@ -227,10 +224,7 @@ impl MixedState {
                 self.grads.round_slice(&mut grad.data);
             }
         }
-        if config.micro_batches == 1 && self.accumulation.is_identity() {
-            // Nothing to accumulate: the batch's gradients are the sum.
-            self.accum = grads;
-        } else {
+        if self.accumulates(config) {
             if self.accum.is_empty() {
                 self.accum = grads.iter().map(|t| Tensor::zeros(&t.shape)).collect();
             }
@@ -238,6 +232,9 @@ impl MixedState {
                 self.accumulation_overflows +=
                     accumulate(&mut acc.data, &grad.data, &self.accumulation);
             }
+        } else {
+            // Nothing to accumulate: the batch's gradients are the sum.
+            self.accum = grads;
         }
         self.micro += 1;
         if self.micro < config.micro_batches {
@@ -259,17 +256,27 @@ impl MixedState {
                 }
             }
         }
-        if config.micro_batches > 1 || !self.accumulation.is_identity() {
+        if self.accumulates(config) {
             for acc in &mut self.accum {
                 acc.data.fill(0.0);
             }
         }
     }
 
+    /// Whether gradients are summed into a buffer of their own: over
+    /// micro-batches, or one batch's rounded to a format they are not in
+    /// already (one batch's sum in fp32, or in their own format, is
+    /// themselves).
+    fn accumulates(&self, config: &TrainConfig) -> bool {
+        config.micro_batches > 1
+            || !(self.accumulation.is_identity()
+                || self.accumulation.format_name() == self.grads.format_name())
+    }
+
     /// After the step: without accumulation the buffer was this step's
     /// gradients, which are no longer needed (the next step makes its own).
     pub(super) fn release_grads(&mut self, config: &TrainConfig) {
-        if config.micro_batches == 1 && self.accumulation.is_identity() {
+        if !self.accumulates(config) {
             self.accum = Vec::new();
         }
     }

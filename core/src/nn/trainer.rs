@@ -9,7 +9,7 @@ use super::layers::Mlp;
 use super::optimizers::Optimizer;
 use super::pass::{Metering, Outcome, Pass};
 use super::precision::{MixedEpoch, MixedReport, MixedState};
-use crate::autograd::Tensor;
+use crate::autograd::{Stored, Tensor};
 use crate::memory::measure::{Formats, Held, Meter, Phase};
 use crate::memory::precision::Component;
 use crate::mixed::MasterWeights;
@@ -163,13 +163,13 @@ impl Trainer {
         // The weights leave the model for the pass and come back, unless
         // fp32 master weights stay and the pass reads rounded copies.
         let copies = mixed.is_some() && self.config.policy.master_weights != MasterWeights::Same;
-        let mut values = match mixed.as_mut() {
-            Some(m) if copies => m.take_copies(&self.model),
+        let mut values: Vec<Stored<f32>> = match mixed.as_ref() {
+            Some(m) if copies => m.copies(&self.model),
             _ => self
                 .model
                 .params_mut()
                 .into_iter()
-                .map(|t| std::mem::replace(t, Tensor::zeros(&[0])))
+                .map(|t| Stored::Whole(std::mem::replace(t, Tensor::zeros(&[0]))))
                 .collect(),
         };
         self.step += 1;
@@ -195,18 +195,18 @@ impl Trainer {
                     reads: formats.compute,
                 }),
         };
-        let outcome = if self.config.checkpoint {
-            pass.checkpointed(&mut values)
+        let outcome = if self.config.checkpoint > 0 {
+            pass.checkpointed(&mut values, self.config.checkpoint)
         } else {
             pass.whole(&mut values)
         };
         drop(pass);
-        match (mixed.as_mut(), copies) {
-            (Some(m), true) => m.keep_copies(values),
-            _ => {
-                for (p, v) in self.model.params_mut().into_iter().zip(values) {
-                    *p = v;
-                }
+        if copies {
+            // This step's copies are done with.
+            drop(values);
+        } else {
+            for (p, v) in self.model.params_mut().into_iter().zip(values) {
+                *p = v.into_tensor();
             }
         }
         let (loss_value, predictions, grads) = match outcome {
@@ -214,7 +214,12 @@ impl Trainer {
                 loss,
                 predictions,
                 grads,
-            } => (loss, predictions, grads),
+            } => {
+                // Into the buffers the optimizer reads (the accumulation
+                // format's), one tensor at a time.
+                let grads: Vec<Tensor<f32>> = grads.into_iter().map(Stored::into_tensor).collect();
+                (loss, predictions, grads)
+            }
             Outcome::NotFinite { loss } => {
                 // Non-finite parameters show up here too, one step after they appear.
                 self.status = Status::Diverged {
@@ -245,7 +250,7 @@ impl Trainer {
                     // The gradients are still held while the optimizer steps.
                     let mut held = self.held_outside(None, &formats, &y);
                     let elements = grads.iter().map(Tensor::numel).sum();
-                    held.f32s(Component::Gradients, elements, formats.grads);
+                    held.f32s(Component::Gradients, elements, formats.accumulation);
                     meter.record(Phase::Optimizer, held);
                 }
             }
@@ -266,8 +271,8 @@ impl Trainer {
     }
 
     /// What the trainer holds outside a pass: the model's parameters (the
-    /// fp32 masters when the pass reads copies), the copies, the optimizer
-    /// state, the accumulation buffer and this batch's labels.
+    /// fp32 masters when the pass reads copies), the optimizer state, the
+    /// gradient (accumulation) buffer and this batch's labels.
     fn held_outside(&self, mixed: Option<&MixedState>, f: &Formats, y: &[usize]) -> Held {
         let mut held = Held::default();
         let model: usize = self.model.params().iter().map(|p| p.numel()).sum();
@@ -278,8 +283,11 @@ impl Trainer {
             held.f32s(Component::Parameters, model, f.compute);
         }
         if let Some(m) = mixed {
-            held.f32s(Component::Parameters, m.copy_elements(), f.compute);
-            held.f32s(Component::Gradients, m.accumulated_elements(), f.grads);
+            held.f32s(
+                Component::Gradients,
+                m.accumulated_elements(),
+                f.accumulation,
+            );
         }
         held.f32s(
             Component::OptimizerState,

@@ -315,11 +315,11 @@ fn draw(
         painter.text(
             r.left_top() + Vec2::new(6.0, 22.0),
             Align2::LEFT_TOP,
-            format!("{} {}", TEXT.get(lang, "graph.value"), compact(&node.value)),
+            format!("{} {}", TEXT.get(lang, "graph.value"), compact(&node.value())),
             font.clone(),
             theme::exponent(&visuals),
         );
-        let (grad_text, grad_color): (String, Color32) = match &node.grad {
+        let (grad_text, grad_color): (String, Color32) = match &node.grad() {
             Some(grad) => (
                 format!("{} {}", TEXT.get(lang, "graph.grad"), compact(grad)),
                 theme::bad(&visuals),
@@ -352,7 +352,7 @@ mod tests {
         assert!((g.value(out).item() - std::f64::consts::FRAC_1_SQRT_2).abs() < 1e-6);
         let order = g.topological_order(out);
         let n = order[order.len() - 2];
-        assert!((g.grad(n).map_or(0.0, Tensor::item) - 0.5).abs() < 1e-6);
+        assert!((g.grad(n).as_deref().map_or(0.0, Tensor::item) - 0.5).abs() < 1e-6);
     }
 
     #[test]
@@ -364,6 +364,6 @@ mod tests {
         let (mut g, out) = build(&settings);
         g.backward(out);
         let x = g.topological_order(out)[0];
-        assert_eq!(g.grad(x).map(Tensor::item), Some(2.0 * 3.0 + 1.0));
+        assert_eq!(g.grad(x).as_deref().map(Tensor::item), Some(2.0 * 3.0 + 1.0));
     }
 }

@@ -519,7 +519,7 @@ fn first_layer_flops(seed: u64, lang: Lang) -> Task {
         batch,
         optimizer: OptimizerKind::Sgd,
         precision: Precision::Fp32,
-        checkpoint: false,
+        checkpoint: 0,
     };
     let (forward, backward) = estimate_mlp(&shape)
         .map(|e| (e.flops_forward as f64, e.flops_backward as f64))

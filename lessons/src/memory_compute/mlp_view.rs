@@ -40,6 +40,8 @@ pub struct MlpSettings {
     pub optimizer: String,
     pub precision: Precision,
     pub checkpoint: bool,
+    /// Layers per checkpointed segment.
+    pub segment: usize,
 }
 
 impl Default for MlpSettings {
@@ -50,6 +52,7 @@ impl Default for MlpSettings {
             optimizer: "adam".to_owned(),
             precision: Precision::MixedFp16,
             checkpoint: false,
+            segment: 1,
         }
     }
 }
@@ -64,7 +67,7 @@ impl MlpSettings {
             batch: self.batch,
             optimizer,
             precision: self.precision,
-            checkpoint: self.checkpoint,
+            checkpoint: if self.checkpoint { self.segment.max(1) } else { 0 },
         };
         shape.validate().map_err(|e| e.message(lang))?;
         Ok(shape)
@@ -95,20 +98,22 @@ pub struct Measuring {
     self_test: bool,
 }
 
-/// The shape measured for `shape`: checkpointing off (both are measured).
-fn key(shape: &MlpShape) -> MlpShape {
+/// What is measured for `shape`: without checkpointing, and with
+/// segments of `segment` layers (both are measured, whichever is shown).
+fn key(shape: &MlpShape, segment: usize) -> MlpShape {
     MlpShape {
-        checkpoint: false,
+        checkpoint: segment.max(1),
         ..shape.clone()
     }
 }
 
-fn measure_both(shape: &MlpShape) -> Outcome {
-    let plain = measure_step(&key(shape));
-    let checkpointed = measure_step(&MlpShape {
-        checkpoint: true,
-        ..shape.clone()
+/// Measures `key` (see [`key`]) without and with checkpointing.
+fn measure_both(key: MlpShape) -> Outcome {
+    let plain = measure_step(&MlpShape {
+        checkpoint: 0,
+        ..key.clone()
     });
+    let checkpointed = measure_step(&key);
     let result = match (plain, checkpointed) {
         (Ok(plain), Ok(checkpointed)) => Ok(Pair {
             plain,
@@ -116,7 +121,7 @@ fn measure_both(shape: &MlpShape) -> Outcome {
         }),
         (Err(e), _) | (_, Err(e)) => Err(e),
     };
-    (key(shape), result)
+    (key, result)
 }
 
 /// How long the settings stay still before a measurement starts.
@@ -148,7 +153,7 @@ impl Measuring {
         let Ok(shape) = settings.shape(Lang::En) else {
             return;
         };
-        let shape = key(&shape);
+        let shape = key(&shape, settings.segment);
         let fresh = self.last.as_ref().is_none_or(|(s, _)| *s != shape);
         if !fresh || !measurable(&shape) {
             return;
@@ -164,7 +169,7 @@ impl Measuring {
         let waited = since.elapsed();
         if waited >= SETTLE {
             self.settled = None;
-            self.job.start(move || measure_both(&shape));
+            self.job.start(move || measure_both(shape));
         }
         ctx.request_repaint_after(SETTLE.saturating_sub(waited));
     }
@@ -173,20 +178,22 @@ impl Measuring {
         self.job.is_running()
     }
 
-    /// The measurement of `shape`, if it is the last one made.
-    fn of(&self, shape: &MlpShape) -> Option<&Result<Pair, MemoryError>> {
+    /// The measurement of `shape` (segments of `segment` layers), if it is
+    /// the last one made.
+    fn of(&self, shape: &MlpShape, segment: usize) -> Option<&Result<Pair, MemoryError>> {
         self.last
             .as_ref()
-            .filter(|(s, _)| *s == key(shape))
+            .filter(|(s, _)| *s == key(shape, segment))
             .map(|(_, r)| r)
     }
 
     pub fn start_self_test(&mut self) {
-        let shape = MlpSettings::default().shape(Lang::En);
-        if let Ok(shape) = shape {
+        let settings = MlpSettings::default();
+        if let Ok(shape) = settings.shape(Lang::En) {
             self.self_test = true;
             self.last = None;
-            self.job.start(move || measure_both(&shape));
+            let key = key(&shape, settings.segment);
+            self.job.start(move || measure_both(key));
         }
     }
 
@@ -204,23 +211,30 @@ impl Measuring {
             Ok(pair) => pair,
             Err(e) => return Some(Err(crate::SelfTestFailure(e.to_string()))),
         };
-        let estimate = match estimate_mlp(shape) {
-            Ok(e) => e,
-            Err(e) => return Some(Err(crate::SelfTestFailure(e.to_string()))),
+        let plain = MlpShape {
+            checkpoint: 0,
+            ..shape.clone()
         };
-        for c in [
-            Component::Parameters,
-            Component::Gradients,
-            Component::OptimizerState,
-            Component::MasterWeights,
-            Component::Activations,
-        ] {
-            let (e, m) = (estimate.components.get(c), pair.plain.components.get(c));
-            if e != m {
-                return Some(Err(crate::SelfTestFailure(format!(
-                    "{}: estimated {e} B, measured {m} B",
-                    c.key()
-                ))));
+        for (shape, measured) in [(&plain, &pair.plain), (shape, &pair.checkpointed)] {
+            let estimate = match estimate_mlp(shape) {
+                Ok(e) => e,
+                Err(e) => return Some(Err(crate::SelfTestFailure(e.to_string()))),
+            };
+            for c in [
+                Component::Parameters,
+                Component::Gradients,
+                Component::OptimizerState,
+                Component::MasterWeights,
+                Component::Activations,
+            ] {
+                let (e, m) = (estimate.components.get(c), measured.components.get(c));
+                if e != m {
+                    return Some(Err(crate::SelfTestFailure(format!(
+                        "{} (checkpoint {}): estimated {e} B, measured {m} B",
+                        c.key(),
+                        shape.checkpoint
+                    ))));
+                }
             }
         }
         Some(Ok(format!(
@@ -257,7 +271,7 @@ pub fn mlp_ui(ui: &mut egui::Ui, s: &mut MlpSettings, measuring: &mut Measuring,
         "mlp.parameters",
         &[("parameters", &estimate.parameters)],
     ));
-    let measured = match measuring.of(&shape) {
+    let measured = match measuring.of(&shape, s.segment) {
         Some(Ok(pair)) => Some(pair),
         Some(Err(e)) => {
             ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
@@ -348,6 +362,14 @@ fn controls(ui: &mut egui::Ui, s: &mut MlpSettings, lang: Lang) {
         precision_combo(ui, "memory_mlp_precision", &mut s.precision, lang);
         ui.checkbox(&mut s.checkpoint, t(lang, "mlp.checkpoint"))
             .on_hover_text(t(lang, "mlp.checkpoint.tip"));
+        if s.checkpoint {
+            // A segment as long as the network recomputes nothing.
+            let layers = parse_hidden(&s.sizes).map_or(2, |sizes| sizes.len().saturating_sub(1));
+            let label = ui.label(t(lang, "mlp.segment"));
+            ui.add(egui::DragValue::new(&mut s.segment).range(1..=layers.max(2) - 1))
+                .labelled_by(label.id)
+                .on_hover_text(t(lang, "mlp.segment.tip"));
+        }
     });
 }
 
