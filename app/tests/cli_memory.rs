@@ -44,6 +44,32 @@ fn memory_estimates_an_mlp_and_measures_the_same_bytes() {
         text.contains("estimated") && text.contains("measured peak"),
         "{text}"
     );
+    // Segments of two layers: the first two of three are recomputed.
+    let k2 = |k: &str| {
+        let out = dlsys_lab(&["memory", "--mlp", "20,8,8,3", "--checkpoint", k, "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON on stdout")
+    };
+    let (one, two) = (k2("1"), k2("2"));
+    let recomputed = |j: &serde_json::Value| j["estimate"]["flops_recompute"].as_u64().unwrap_or(0);
+    // Batch 64: layer 1 is 2·64·20·8 FLOPs, layer 2 2·64·8·8.
+    // Both recompute the first two layers; one layer a segment keeps both
+    // their inputs, two layers a segment recomputes both at once.
+    assert_eq!(recomputed(&two), 2 * 64 * (20 * 8 + 8 * 8));
+    assert_eq!(recomputed(&one), recomputed(&two));
+    let activations = |j: &serde_json::Value| {
+        j["measured"]["components"]["activations"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    assert!(activations(&one) != activations(&two), "{one} {two}");
+    assert_eq!(recomputed(&k2("3")), 0, "one segment: nothing recomputed");
+    let args = ["memory", "--mlp", "20,8,3", "--checkpoint", "0"];
+    assert_one_line_error(&args, &dlsys_lab(&args));
 }
 
 #[test]

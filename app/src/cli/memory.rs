@@ -59,7 +59,7 @@ pub struct MemoryArgs {
     /// Activation checkpointing of the MLP in segments of K layers (K = 1
     /// without a value: every layer but the last is recomputed in backward).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = clap::value_parser!(u64).range(1..=dlsys_core::memory::mlp::MAX_LAYERS as u64))]
     checkpoint: Option<u64>,
     /// The MLP's estimate alone, without training a step (for networks
     /// too large to measure here).

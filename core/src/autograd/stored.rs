@@ -28,63 +28,70 @@ impl Half {
     }
 
     /// `src`'s patterns, and whether every value is exactly in the format
-    /// (a NaN counts as exact). Branch-free, so the loop vectorises.
+    /// (a NaN counts as exact). Branch-free, so the loop vectorises (with
+    /// AVX2 where the CPU has it).
     fn encode_into(self, src: &[f32], dst: &mut [u16]) -> bool {
-        let mut exact = true;
-        match self {
-            Self::Bf16 => {
-                for (d, x) in dst.iter_mut().zip(src) {
-                    let b = x.to_bits();
-                    *d = (b >> 16) as u16;
-                    exact &= (b & 0xffff == 0) | x.is_nan();
-                }
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx2")]
+            fn avx2(half: Half, src: &[f32], dst: &mut [u16]) -> bool {
+                encode(half, src, dst)
             }
-            Self::Fp16 => {
-                for (d, x) in dst.iter_mut().zip(src) {
-                    let (h, ok) = fp16_bits(*x);
-                    *d = h;
-                    exact &= ok;
-                }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: a `target_feature` function may run only on a CPU
+                // that has the feature, and AVX2 was detected just above.
+                #[allow(unsafe_code)]
+                return unsafe { avx2(self, src, dst) };
             }
         }
-        exact
+        encode(self, src, dst)
     }
 
     fn decode_into(self, src: &[u16], dst: &mut [f32]) {
-        match self {
-            Self::Bf16 => {
-                for (d, h) in dst.iter_mut().zip(src) {
-                    *d = f32::from_bits(u32::from(*h) << 16);
-                }
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "avx2")]
+            fn avx2(half: Half, src: &[u16], dst: &mut [f32]) {
+                decode(half, src, dst);
             }
-            Self::Fp16 => {
-                for (d, h) in dst.iter_mut().zip(src) {
-                    *d = fp16_value(*h);
-                }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                // SAFETY: as in `encode_into`.
+                #[allow(unsafe_code)]
+                return unsafe { avx2(self, src, dst) };
             }
         }
+        decode(self, src, dst);
     }
 
     /// `data` packed, or `None` if a value is not exactly in the format
     /// (any NaN counts as exact: it stays a NaN).
     pub fn pack<T: Real>(self, data: &[T]) -> Option<Vec<u16>> {
         let mut bits = vec![0u16; data.len()];
+        self.pack_into(data, &mut bits).then_some(bits)
+    }
+
+    /// [`Self::pack`] into `bits` (as long as `data`); `false` if a value
+    /// is not exactly in the format (then `bits` holds nothing useful).
+    pub fn pack_into<T: Real>(self, data: &[T], bits: &mut [u16]) -> bool {
+        if data.len() != bits.len() {
+            return false;
+        }
         if let Some(xs) = T::as_f32s(data) {
-            return self.encode_into(xs, &mut bits).then_some(bits);
+            return self.encode_into(xs, bits);
         }
         let mut wide = [0f32; BLOCK];
         for (src, dst) in data.chunks(BLOCK).zip(bits.chunks_mut(BLOCK)) {
             for (w, x) in wide.iter_mut().zip(src) {
                 *w = x.to_f64() as f32;
                 if f64::from(*w) != x.to_f64() && !w.is_nan() {
-                    return None;
+                    return false;
                 }
             }
             if !self.encode_into(&wide[..src.len()], dst) {
-                return None;
+                return false;
             }
         }
-        Some(bits)
+        true
     }
 
     pub fn unpack<T: Real>(self, bits: &[u16]) -> Vec<T> {
@@ -94,11 +101,49 @@ impl Half {
     }
 }
 
+#[inline(always)]
+fn encode(half: Half, src: &[f32], dst: &mut [u16]) -> bool {
+    let mut exact = true;
+    match half {
+        Half::Bf16 => {
+            for (d, x) in dst.iter_mut().zip(src) {
+                let b = x.to_bits();
+                *d = (b >> 16) as u16;
+                exact &= (b & 0xffff == 0) | x.is_nan();
+            }
+        }
+        Half::Fp16 => {
+            for (d, x) in dst.iter_mut().zip(src) {
+                let (h, ok) = fp16_bits(*x);
+                *d = h;
+                exact &= ok;
+            }
+        }
+    }
+    exact
+}
+
+#[inline(always)]
+fn decode(half: Half, src: &[u16], dst: &mut [f32]) {
+    match half {
+        Half::Bf16 => {
+            for (d, h) in dst.iter_mut().zip(src) {
+                *d = f32::from_bits(u32::from(*h) << 16);
+            }
+        }
+        Half::Fp16 => {
+            for (d, h) in dst.iter_mut().zip(src) {
+                *d = fp16_value(*h);
+            }
+        }
+    }
+}
+
 /// Values of a wider type narrowed to f32 per block, on the stack.
 const BLOCK: usize = 1024;
 
 /// An fp16 pattern's value (exact in f32), without branches.
-#[inline]
+#[inline(always)]
 fn fp16_value(h: u16) -> f32 {
     let h = u32::from(h);
     let sign = (h & 0x8000) << 16;
@@ -120,7 +165,7 @@ fn fp16_value(h: u16) -> f32 {
 
 /// `x`'s fp16 pattern and whether `x` is exactly that value, without
 /// branches (a value not in fp16 gives some pattern and `false`).
-#[inline]
+#[inline(always)]
 fn fp16_bits(x: f32) -> (u16, bool) {
     let b = x.to_bits();
     let sign = ((b >> 16) & 0x8000) as u16;

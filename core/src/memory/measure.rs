@@ -55,6 +55,8 @@ pub struct Formats {
     /// The buffer those gradients are summed into, which the optimizer reads.
     pub accumulation: u64,
     pub state: u64,
+    /// Whether the optimizer keeps its state packed (fp16 or bf16 state).
+    pub state_packs: bool,
 }
 
 /// Storage bytes of one element of the format `name`: 1 up to 8 bits, 2 up
@@ -75,6 +77,7 @@ impl Formats {
             grads: storage_bytes(&policy.grads),
             accumulation: storage_bytes(&policy.accumulation),
             state: storage_bytes(&policy.optimizer_state),
+            state_packs: crate::autograd::Half::by_name(&policy.optimizer_state).is_some(),
         }
     }
 

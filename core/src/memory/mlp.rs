@@ -148,11 +148,21 @@ pub fn estimate_mlp(shape: &MlpShape) -> Result<MlpEstimate, MemoryError> {
         (in_graph.0.max(buffer.0), in_graph.1.max(buffer.1)),
     );
     let states = shape.optimizer.states() as u64;
-    put(
-        &mut c,
-        Component::OptimizerState,
-        f32s(states * params, f.state),
-    );
+    let state = states.saturating_mul(params);
+    if f.state_packs {
+        // Packed, 2 bytes; the step decodes a block of each state tensor at
+        // a time into f32 scratch (no longer than the largest parameter).
+        let largest = sizes.windows(2).map(|w| w[0] * w[1]).max().unwrap_or(0);
+        let block = largest.min(crate::nn::optimizers::STATE_BLOCK as u64);
+        let scratch = block.saturating_mul(4 * states);
+        put(
+            &mut c,
+            Component::OptimizerState,
+            (state.saturating_mul(2), scratch),
+        );
+    } else {
+        put(&mut c, Component::OptimizerState, f32s(state, f.state));
+    }
     // Saved activations: values in the compute format, and the softmax's
     // probabilities in fp32 while the last layer's graph lives. Each
     // moment is (compute-format values, fp32 values); the role's most is

@@ -92,6 +92,7 @@ impl MixedState {
         let policy = &config.policy;
         let state = Rounder::by_name(&policy.optimizer_state)?;
         if !state.is_identity() {
+            optimizer.state_packing = Half::by_name(&state.format_name());
             optimizer.state_hook = Some(Arc::new(move |d: &mut [f32]| state.round_slice(d)));
         }
         Ok(Some(Self {

@@ -211,3 +211,55 @@ fn every_optimizer_name_reads_back_as_itself() {
         );
     }
 }
+
+/// State packed in bf16 (decoded block by block) steps exactly like the
+/// same rounded state kept whole, across block edges, for every rule.
+#[test]
+fn packed_optimizer_state_steps_exactly_like_rounded_whole_state() {
+    use std::sync::Arc;
+    let kinds = [
+        OptimizerKind::Momentum {
+            mu: 0.9,
+            nesterov: false,
+        },
+        OptimizerKind::Momentum {
+            mu: 0.9,
+            nesterov: true,
+        },
+        OptimizerKind::adam(),
+    ];
+    let n = optimizers::STATE_BLOCK + 905;
+    let values = |seed: u32, len: usize| -> Vec<f32> {
+        (0..len as u32)
+            .map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 1000.0 - 1.0)
+            .collect()
+    };
+    for kind in kinds {
+        let run = |pack: bool| {
+            let rounder = crate::mixed::Rounder::by_name("bf16").expect("bf16");
+            let mut o = optimizers::Optimizer::<f32>::new(kind, 0.01, 0.001);
+            o.state_hook = Some(Arc::new(move |d: &mut [f32]| rounder.round_slice(d)));
+            o.state_packing = pack.then_some(crate::autograd::Half::Bf16);
+            let mut w = Tensor::new(values(1, n), &[n]);
+            let mut b = Tensor::new(values(2, 7), &[7]);
+            for step in 0..3 {
+                let grads = [
+                    Tensor::new(values(10 + step, n), &[n]),
+                    Tensor::new(values(20 + step, 7), &[7]),
+                ];
+                o.step(&mut [&mut w, &mut b], &grads);
+            }
+            let bits: Vec<u32> = w.data.iter().chain(&b.data).map(|x| x.to_bits()).collect();
+            (bits, o.state_packed(), o.scratch_elements())
+        };
+        let (whole, packed) = (run(false), run(true));
+        assert_eq!(whole.0, packed.0, "{kind:?}");
+        assert!(!whole.1 && packed.1, "{kind:?}");
+        assert_eq!(whole.2, 0);
+        assert_eq!(
+            packed.2,
+            kind.states() * optimizers::STATE_BLOCK,
+            "{kind:?}"
+        );
+    }
+}

@@ -248,7 +248,7 @@ impl Trainer {
                 self.optimizer.step(&mut self.model.params_mut(), &grads);
                 if let Some(meter) = meter.as_mut() {
                     // The gradients are still held while the optimizer steps.
-                    let mut held = self.held_outside(None, &formats, &y);
+                    let mut held = self.optimizer_moment(None, &formats, &y);
                     let elements = grads.iter().map(Tensor::numel).sum();
                     held.f32s(Component::Gradients, elements, formats.accumulation);
                     meter.record(Phase::Optimizer, held);
@@ -258,7 +258,10 @@ impl Trainer {
         if let Some(m) = mixed.as_mut() {
             if let Some(meter) = meter.as_mut() {
                 // The accumulation buffer holds the gradients until released.
-                meter.record(Phase::Optimizer, self.held_outside(Some(m), &formats, &y));
+                meter.record(
+                    Phase::Optimizer,
+                    self.optimizer_moment(Some(m), &formats, &y),
+                );
             }
             m.release_grads(&self.config);
         }
@@ -289,16 +292,34 @@ impl Trainer {
                 f.accumulation,
             );
         }
-        held.f32s(
-            Component::OptimizerState,
-            self.optimizer.state_elements(),
-            f.state,
-        );
+        if self.optimizer.state_packed() {
+            held.exact(
+                Component::OptimizerState,
+                self.optimizer.state_elements(),
+                2,
+            );
+        } else {
+            held.f32s(
+                Component::OptimizerState,
+                self.optimizer.state_elements(),
+                f.state,
+            );
+        }
         held.exact(
             Component::Inputs,
             y.len(),
             std::mem::size_of::<usize>() as u64,
         );
+        held
+    }
+
+    /// What the optimizer step held at its largest: [`Self::held_outside`]
+    /// and the f32 scratch packed state was decoded into, one parameter's
+    /// at a time (emulation overhead: a real kernel works in registers).
+    fn optimizer_moment(&self, mixed: Option<&MixedState>, f: &Formats, y: &[usize]) -> Held {
+        let mut held = self.held_outside(mixed, f, y);
+        let scratch = self.optimizer.scratch_elements() as u64 * 4;
+        held.overhead.add(Component::OptimizerState, scratch);
         held
     }
 
