@@ -224,7 +224,7 @@ impl<T: Real> Graph<T> {
         {
             hook(&mut value.data);
         }
-        self.push_stored(Stored::keep(value, self.pack), op)
+        self.push_stored(Stored::Whole(value), op)
     }
 
     /// Records a value already kept (leaves only: no output hook).

@@ -99,6 +99,24 @@ impl Half {
         self.decode_into(bits, &mut out);
         T::from_f32s(out)
     }
+
+    /// [`Self::unpack`] into `out`, reusing its buffer.
+    pub fn unpack_into<T: Real>(self, bits: &[u16], out: &mut Vec<T>) {
+        out.clear();
+        out.resize(bits.len(), T::ZERO);
+        match T::as_f32s_mut(out) {
+            Some(dst) => self.decode_into(bits, dst),
+            None => {
+                let mut wide = [0f32; BLOCK];
+                for (src, dst) in bits.chunks(BLOCK).zip(out.chunks_mut(BLOCK)) {
+                    self.decode_into(src, &mut wide[..src.len()]);
+                    for (d, w) in dst.iter_mut().zip(&wide) {
+                        *d = T::from_f64(f64::from(*w));
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[inline(always)]
@@ -108,7 +126,9 @@ fn encode(half: Half, src: &[f32], dst: &mut [u16]) -> bool {
         Half::Bf16 => {
             for (d, x) in dst.iter_mut().zip(src) {
                 let b = x.to_bits();
-                *d = (b >> 16) as u16;
+                // A NaN whose payload is all in the low half stays a NaN:
+                // its quiet bit is set.
+                *d = (b >> 16) as u16 | (u16::from(x.is_nan()) << 6);
                 exact &= (b & 0xffff == 0) | x.is_nan();
             }
         }
@@ -298,6 +318,10 @@ mod tests {
         assert!(!Stored::keep(big.clone(), Some(Half::Fp16)).is_packed());
         assert!(Stored::keep(big, Some(Half::Bf16)).is_packed());
         assert!(Stored::keep(Tensor::new(vec![f32::NAN], &[1]), Some(Half::Bf16)).is_packed());
+        // A NaN whose payload is only in the bits bf16 drops stays a NaN.
+        let low_nan = Tensor::new(vec![f32::from_bits(0x7f80_0001)], &[1]);
+        let low_nan = Stored::keep(low_nan, Some(Half::Bf16));
+        assert!(low_nan.is_packed() && low_nan.get().data[0].is_nan());
     }
 
     /// Every one of the 2¹⁶ patterns of each format decodes to the value the
@@ -343,12 +367,19 @@ mod tests {
                 };
                 let kept = format.decode(format.encode_f32(x, Rounding::NearestEven)) as f32;
                 let exact = kept.to_bits() == x.to_bits() || (x.is_nan() && kept.is_nan());
+                let packed = half.pack(&[x]);
                 assert_eq!(
-                    half.pack(&[x]).is_some(),
+                    packed.is_some(),
                     exact,
                     "{half:?} {x:e} ({:#010x})",
                     x.to_bits()
                 );
+                // What packs reads back as itself (a NaN as a NaN).
+                if let Some(bits) = packed {
+                    let back: f32 = half.unpack(&bits)[0];
+                    let same = back.to_bits() == x.to_bits() || (x.is_nan() && back.is_nan());
+                    assert!(same, "{half:?} {x:e}");
+                }
             }
         }
     }

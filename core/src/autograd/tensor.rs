@@ -40,6 +40,11 @@ pub trait Real:
         let _ = xs;
         None
     }
+    /// `xs` as f32 values to write, when `Self` is f32.
+    fn as_f32s_mut(xs: &mut [Self]) -> Option<&mut [f32]> {
+        let _ = xs;
+        None
+    }
     /// f32 values as `Self`.
     fn from_f32s(xs: Vec<f32>) -> Vec<Self> {
         xs.into_iter()
@@ -143,6 +148,9 @@ impl_real!(
     "f32",
     matrixmultiply::sgemm,
     fn as_f32s(xs: &[f32]) -> Option<&[f32]> {
+        Some(xs)
+    },
+    fn as_f32s_mut(xs: &mut [f32]) -> Option<&mut [f32]> {
         Some(xs)
     },
     fn from_f32s(xs: Vec<f32>) -> Vec<f32> {

@@ -9,8 +9,11 @@
 //! fp16 buffer would.
 //!
 //! Not counted: the data set itself (it stays in memory across steps), and
-//! the scratch one backward rule makes and frees inside itself (a broadcast
-//! copy, a contribution added straight into a pending sum).
+//! the scratch one op makes and frees inside itself: a broadcast copy, a
+//! contribution added straight into a pending sum, and the f32 copies of
+//! packed operands an op decodes to read (a real fp16 kernel reads its
+//! operands as they are; one f32 tensor beside its 2-byte original, while
+//! the op runs). So the totals are what is held between ops.
 
 use serde::Serialize;
 
@@ -50,8 +53,6 @@ pub struct Formats {
     /// Whether the graph packs values in the compute format (2 bytes each,
     /// no overhead): fp16 and bf16 (see [`crate::autograd::Half`]).
     pub packs: bool,
-    /// Parameter gradients handed to the optimizer.
-    pub grads: u64,
     /// The buffer those gradients are summed into, which the optimizer reads.
     pub accumulation: u64,
     pub state: u64,
@@ -74,7 +75,6 @@ impl Formats {
         Self {
             compute: storage_bytes(&policy.compute),
             packs: crate::autograd::Half::by_name(&policy.compute).is_some(),
-            grads: storage_bytes(&policy.grads),
             accumulation: storage_bytes(&policy.accumulation),
             state: storage_bytes(&policy.optimizer_state),
             state_packs: crate::autograd::Half::by_name(&policy.optimizer_state).is_some(),

@@ -33,12 +33,18 @@ fn shape(
 
 #[test]
 fn estimated_bytes_equal_the_measured_under_every_optimizer_and_precision() {
-    for sizes in [&[20usize, 32, 16, 5][..], &[64, 48, 10]] {
+    // The last: a weight matrix longer than the optimizer's state block.
+    for sizes in [
+        &[20usize, 32, 16, 5][..],
+        &[64, 48, 10],
+        &[20, 16, 16, 16, 5],
+        &[80, 64, 10],
+    ] {
         for optimizer in optimizers() {
             for precision in Precision::ALL {
-                // None, every layer, segments of two (the 3-layer net
-                // recomputes its first two together; the 2-layer one, none).
-                for checkpoint in [0, 1, 2] {
+                // None, every layer, segments of two and three (the 4-layer
+                // net's last segment then holds a hidden layer too).
+                for checkpoint in [0, 1, 2, 3] {
                     let s = shape(sizes, 12, optimizer, precision, checkpoint);
                     let est = estimate_mlp(&s).expect("valid shape");
                     let got = measure_step(&s).expect("trains");

@@ -95,7 +95,8 @@ pub struct Optimizer<T> {
     pub state_hook: Option<OutputHook<T>>,
     /// Keeps the state packed in this 2-byte format (set together with a
     /// [`Self::state_hook`] rounding to it, so packing loses nothing). Each
-    /// step decodes one parameter's state at a time into a scratch buffer.
+    /// step decodes one block ([`STATE_BLOCK`] values) of each state tensor
+    /// at a time into scratch.
     pub state_packing: Option<Half>,
     /// Elements of the largest scratch the last step decoded state into.
     scratch: usize,
@@ -130,16 +131,17 @@ impl<T: Real> Optimizer<T> {
 
     /// Elements of optimizer state held (every tensor, every parameter).
     pub fn state_elements(&self) -> usize {
-        self.first
-            .iter()
-            .chain(&self.second)
-            .map(Stored::numel)
-            .sum()
+        self.state_tensors().map(Stored::numel).sum()
     }
 
-    /// Whether the state is packed (2 bytes an element).
+    /// Whether any state tensor is packed (2 bytes an element).
     pub fn state_packed(&self) -> bool {
-        self.first.first().is_some_and(Stored::is_packed)
+        self.state_tensors().any(Stored::is_packed)
+    }
+
+    /// Every state tensor, as kept.
+    pub fn state_tensors(&self) -> impl Iterator<Item = &Stored<T>> {
+        self.first.iter().chain(&self.second)
     }
 
     /// Elements of f32 scratch the last step held at once while it decoded
@@ -376,8 +378,7 @@ fn open<'a, T: Real>(
             &mut t.data[r]
         }
         Stored::Packed { half, bits, .. } => {
-            scratch.clear();
-            scratch.extend(half.unpack::<T>(&bits[clamp(bits.len())]));
+            half.unpack_into(&bits[clamp(bits.len())], scratch);
             scratch
         }
     }

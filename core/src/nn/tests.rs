@@ -263,3 +263,33 @@ fn packed_optimizer_state_steps_exactly_like_rounded_whole_state() {
         );
     }
 }
+
+/// Packing without a rounding hook: state that leaves the format is kept
+/// whole, state that stays in it (a parameter whose gradient is zero)
+/// stays packed, and every update lands either way.
+#[test]
+fn packed_state_without_a_hook_loses_no_update() {
+    let run = |pack: bool| {
+        let mut o = optimizers::Optimizer::<f32>::new(OptimizerKind::adam(), 0.01, 0.0);
+        o.state_packing = pack.then_some(crate::autograd::Half::Bf16);
+        let mut w = Tensor::new(vec![0.3f32, -0.7, 1.1], &[3]);
+        let mut b = Tensor::new(vec![0.25f32; 2], &[2]);
+        let grads = [
+            Tensor::new(vec![0.1f32, -0.2, 0.3], &[3]),
+            Tensor::zeros(&[2]),
+        ];
+        for _ in 0..3 {
+            o.step(&mut [&mut w, &mut b], &grads);
+        }
+        let packed: Vec<bool> = o
+            .state_tensors()
+            .map(crate::autograd::Stored::is_packed)
+            .collect();
+        (w.data, b.data, packed)
+    };
+    let (plain, packed) = (run(false), run(true));
+    assert_eq!(plain.0, packed.0);
+    assert_eq!(plain.1, packed.1);
+    // m and v of W left bf16; those of b (zero) did not.
+    assert_eq!(packed.2, vec![false, true, false, true]);
+}

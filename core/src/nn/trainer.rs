@@ -292,18 +292,8 @@ impl Trainer {
                 f.accumulation,
             );
         }
-        if self.optimizer.state_packed() {
-            held.exact(
-                Component::OptimizerState,
-                self.optimizer.state_elements(),
-                2,
-            );
-        } else {
-            held.f32s(
-                Component::OptimizerState,
-                self.optimizer.state_elements(),
-                f.state,
-            );
+        for s in self.optimizer.state_tensors() {
+            held.stored(Component::OptimizerState, s, f.state);
         }
         held.exact(
             Component::Inputs,
@@ -314,8 +304,9 @@ impl Trainer {
     }
 
     /// What the optimizer step held at its largest: [`Self::held_outside`]
-    /// and the f32 scratch packed state was decoded into, one parameter's
-    /// at a time (emulation overhead: a real kernel works in registers).
+    /// and the f32 scratch packed state was decoded into, a block of each
+    /// state tensor at a time (emulation overhead: a real kernel works in
+    /// registers).
     fn optimizer_moment(&self, mixed: Option<&MixedState>, f: &Formats, y: &[usize]) -> Held {
         let mut held = self.held_outside(mixed, f, y);
         let scratch = self.optimizer.scratch_elements() as u64 * 4;
