@@ -608,6 +608,7 @@ fn a_closed_pipe_ends_a_command_quietly() {
         &["check"],
         &["lessons"],
         &["float", "0.1"],
+        &["allreduce", "--elements", "1000"],
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_dlsys-lab"))
             .args(args)
@@ -675,4 +676,66 @@ fn without_vulkan_kernels_decline_opengl_with_a_clear_message() {
     );
     assert!(err.contains("mesa-vulkan-drivers"), "{err}");
     assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+}
+
+#[test]
+fn allreduce_checks_the_sum_and_counts_the_bytes() {
+    for algo in ["ring", "tree", "hd", "ps"] {
+        let out = dlsys_lab(&[
+            "allreduce",
+            "--algo",
+            algo,
+            "--workers",
+            "6",
+            "--elements",
+            "1001",
+            "--json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{algo}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["correct"], true, "{algo}");
+        assert_eq!(
+            json["total_sent_bytes"], json["formula_total_sent_bytes"],
+            "{algo}"
+        );
+        let nodes = json["nodes"].as_array().unwrap();
+        assert_eq!(nodes.len(), if algo == "ps" { 7 } else { 6 });
+        assert!(json["simulated_s"].as_f64().unwrap() > 0.0);
+    }
+    // The ring: 2(N−1)·S in all, the text says so and says the check.
+    let out = dlsys_lab(&["allreduce", "--workers", "4", "--elements", "1024"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        text.contains("correct on every worker, bit for bit"),
+        "{text}"
+    );
+    assert!(text.contains("all nodes sent 24.0 KiB (24576 B)"), "{text}");
+    let out = dlsys_lab(&[
+        "--lang",
+        "zh",
+        "allreduce",
+        "--op",
+        "reduce-scatter",
+        "--workers",
+        "3",
+        "--elements",
+        "10",
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("每个 worker 都正确"));
+    fails_with_one_line(&[
+        &["allreduce", "--workers", "1"],
+        &["allreduce", "--workers", "17"],
+        &["allreduce", "--elements", "0"],
+        &["allreduce", "--algo", "tree", "--op", "all-gather"],
+        &["allreduce", "--gbps", "0"],
+        &["allreduce", "--alpha-us", "nan"],
+        &["allreduce", "--algo", "mesh"],
+        &["allreduce", "--workers", "16", "--elements", "67108864"],
+    ]);
 }

@@ -193,6 +193,42 @@ impl Task {
     }
 }
 
+impl AnswerChecker {
+    /// A number within `rel_tol` of `expected`, relative (answers people
+    /// round to three or four digits: 5e-3).
+    pub fn close(expected: f64, rel_tol: f64) -> Self {
+        Self::Number {
+            expected,
+            abs_tol: 0.0,
+            rel_tol,
+        }
+    }
+}
+
+/// A numeric task's known mistakes, each written by `show`, leaving out
+/// any within 1 % of the answer (the checker might accept it) or of an
+/// earlier candidate (it would repeat it): seeded numbers can make two
+/// classic errors coincide.
+pub fn number_mistakes(
+    answer: f64,
+    candidates: Vec<(f64, String)>,
+    show: fn(f64) -> String,
+) -> Vec<Mistake> {
+    let near = |a: f64, b: f64| (a - b).abs() <= 1e-2 * b.abs().max(a.abs());
+    let mut kept: Vec<(f64, String)> = Vec::new();
+    for (value, feedback) in candidates {
+        if value.is_finite() && !near(value, answer) && !kept.iter().any(|(v, _)| near(*v, value)) {
+            kept.push((value, feedback));
+        }
+    }
+    kept.into_iter()
+        .map(|(value, feedback)| Mistake {
+            answer: show(value),
+            feedback,
+        })
+        .collect()
+}
+
 /// An answer read from text.
 #[derive(Clone, Debug, PartialEq)]
 enum Answer {

@@ -5,6 +5,7 @@
 //! Rust, so the app, the CLI, the web build and the tests all share them.
 
 pub mod autograd;
+pub mod collective;
 pub mod errors;
 pub mod exercise;
 pub mod float;

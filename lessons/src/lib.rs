@@ -290,6 +290,7 @@ registry! {
     autograd_mlp::AutogradMlp,
     mixed_precision::MixedPrecision,
     memory_compute::MemoryCompute,
+    data_parallel::DataParallel,
     gpu_kernels::GpuKernels,
     write_kernels::WriteKernels,
 }

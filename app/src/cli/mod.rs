@@ -4,6 +4,7 @@
 //! [`choice`], so `--help` lists the real ones), computes one typed report
 //! and prints it with [`output::emit`], as text or as JSON from the same value.
 
+mod allreduce;
 mod bench;
 mod check;
 mod choice;
@@ -23,6 +24,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use dlsys_core::text::Lang;
 
+pub use allreduce::AllreduceArgs;
 pub use bench::{BenchWhat, KernelsArgs};
 pub use check::{CheckArgs, CodeCheck, code_exercise_checks, self_check_all};
 pub use float::FloatArgs;
@@ -83,6 +85,11 @@ pub enum Command {
     /// transformer (`--transformer llama-7b`, or `--layers --hidden
     /// --heads`) with ZeRO, the KV cache and training FLOPs.
     Memory(MemoryArgs),
+    /// Run one collective (all-reduce by ring, tree, halving-doubling or a
+    /// parameter server; ring reduce-scatter or all-gather) on seeded
+    /// buffers: the result checked, every node's bytes and messages, the
+    /// time on the α-β virtual clock beside the closed form.
+    Allreduce(AllreduceArgs),
     /// Benchmarks (they print numbers; they are not tests).
     Bench {
         #[command(subcommand)]
@@ -121,6 +128,7 @@ impl Command {
             Self::Gradcheck(args) => args.json,
             Self::Train(args) => args.json,
             Self::Memory(args) => args.json,
+            Self::Allreduce(args) => args.json,
             Self::Bench {
                 what: BenchWhat::Kernels(args),
             } => args.json,
@@ -177,6 +185,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Gradcheck(args) => gradcheck::run(&args),
         Command::Train(args) => train::run(&args),
         Command::Memory(args) => memory::run(&args),
+        Command::Allreduce(args) => allreduce::run_args(&args),
         Command::Bench {
             what: BenchWhat::Kernels(args),
         } => bench::kernels(&args),

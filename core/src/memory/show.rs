@@ -1,5 +1,6 @@
 //! Sizes as people read them: bytes in binary units, counts and FLOPs in
-//! decimal ones (the units are the same in every language).
+//! decimal ones, durations in s/ms/µs (the units are the same in every
+//! language).
 
 /// `12.6 GiB`, `512 KiB`, `96 B`: three significant digits.
 pub fn show_bytes(bytes: u64) -> String {
@@ -49,6 +50,24 @@ pub fn show_flops(flops: u64) -> String {
     format!("{flops} FLOP")
 }
 
+/// `3.20 µs`, `12.5 ms`, `1.07 s`: three significant digits; `0 s`.
+pub fn show_seconds(seconds: f64) -> String {
+    if !seconds.is_finite() {
+        return format!("{seconds}");
+    }
+    if seconds == 0.0 {
+        return "0 s".to_owned();
+    }
+    let sign = if seconds < 0.0 { "-" } else { "" };
+    const UNITS: [(f64, &str); 3] = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs")];
+    for (scale, unit) in UNITS {
+        if seconds.abs() >= scale {
+            return format!("{sign}{} {unit}", three_digits(seconds.abs() / scale));
+        }
+    }
+    format!("{sign}{} ns", three_digits(seconds.abs() * 1e9))
+}
+
 fn digits_before_point(v: f64) -> usize {
     if v >= 100.0 {
         3
@@ -81,5 +100,10 @@ mod tests {
         assert_eq!(show_flops(5_870_000_000_000), "5.87 TFLOP");
         assert_eq!(show_flops(12), "12 FLOP");
         assert_eq!(show_bytes(u64::MAX), "16.0 EiB");
+        assert_eq!(show_seconds(3.2e-6), "3.20 µs");
+        assert_eq!(show_seconds(0.0125), "12.5 ms");
+        assert_eq!(show_seconds(1.07), "1.07 s");
+        assert_eq!(show_seconds(0.0), "0 s");
+        assert_eq!(show_seconds(5e-8), "50.0 ns");
     }
 }

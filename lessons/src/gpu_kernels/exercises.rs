@@ -18,11 +18,7 @@ fn t(lang: Lang, key: &str) -> String {
 }
 
 fn close(expected: f64) -> AnswerChecker {
-    AnswerChecker::Number {
-        expected,
-        abs_tol: 0.0,
-        rel_tol: 5e-3,
-    }
+    AnswerChecker::close(expected, 5e-3)
 }
 
 /// The choices in a fixed order, with the correct one moved to `correct_at`.

@@ -27,11 +27,7 @@ fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
 
 /// Within 0.5 % (answers are rounded to three or four digits).
 fn close(expected: f64) -> AnswerChecker {
-    AnswerChecker::Number {
-        expected,
-        abs_tol: 0.0,
-        rel_tol: 5e-3,
-    }
+    AnswerChecker::close(expected, 5e-3)
 }
 
 const GB: f64 = 1e9;
@@ -45,19 +41,7 @@ fn show(x: f64) -> String {
 /// The known mistakes, leaving out any that the checker would accept as
 /// the answer or that repeat an earlier one.
 fn mistakes(answer: f64, candidates: Vec<(f64, String)>) -> Vec<Mistake> {
-    let near = |a: f64, b: f64| (a - b).abs() <= 1e-2 * b.abs().max(a.abs());
-    let mut kept: Vec<(f64, String)> = Vec::new();
-    for (value, feedback) in candidates {
-        if !near(value, answer) && !kept.iter().any(|(v, _)| near(*v, value)) {
-            kept.push((value, feedback));
-        }
-    }
-    kept.into_iter()
-        .map(|(value, feedback)| Mistake {
-            answer: show(value),
-            feedback,
-        })
-        .collect()
+    dlsys_core::exercise::number_mistakes(answer, candidates, show)
 }
 
 /// `seq`, or the preset's context when the model learned fewer positions

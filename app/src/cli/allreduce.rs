@@ -1,0 +1,257 @@
+//! `dlsys-lab allreduce`: one collective run on seeded buffers — the result
+//! checked, the bytes and messages of every node, the time on the α-β
+//! virtual clock beside the closed form.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::collective::{
+    Algorithm, Link, MAX_WORKERS, MIN_WORKERS, Op, Schedule, check_result, check_runnable, run,
+    seeded_gradients, simulate,
+};
+use dlsys_core::memory::{show_bytes, show_seconds};
+
+use super::choice::choice;
+use super::lang::{pad, pad_left};
+use super::output::{Report, emit};
+use super::{CliError, say, t, tf};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct AllreduceArgs {
+    #[arg(long, default_value = "ring", value_parser = choice(&Algorithm::ALL, |a| a.id()))]
+    algo: Algorithm,
+    /// all-reduce, or (ring only) reduce-scatter or all-gather alone.
+    #[arg(long, default_value = "all-reduce", value_parser = choice(&Op::ALL, |o| o.id()))]
+    op: Op,
+    #[arg(long, default_value_t = 4,
+          value_parser = clap::value_parser!(u64).range(MIN_WORKERS as u64..=MAX_WORKERS as u64))]
+    workers: u64,
+    /// f32 values per worker.
+    #[arg(long, default_value_t = 1 << 20)]
+    elements: usize,
+    /// Every link's latency α in microseconds.
+    #[arg(long, default_value_t = 5.0)]
+    alpha_us: f64,
+    /// Every link's bandwidth β in GB/s (10⁹ bytes per second).
+    #[arg(long, default_value_t = 25.0)]
+    gbps: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct NodeRow {
+    node: String,
+    sent_bytes: u64,
+    received_bytes: u64,
+    sent_messages: u64,
+    received_messages: u64,
+}
+
+#[derive(serde::Serialize)]
+struct AllreduceOut {
+    algorithm: &'static str,
+    op: &'static str,
+    workers: usize,
+    elements: usize,
+    bytes_per_worker: u64,
+    alpha_us: f64,
+    gbps: f64,
+    /// How the result was checked: "bitwise" against a plain sum in the
+    /// algorithm's order, or "relative-1e-6" against an f64 sum.
+    check: &'static str,
+    correct: bool,
+    first_wrong_element: Option<usize>,
+    steps: usize,
+    nodes: Vec<NodeRow>,
+    total_sent_bytes: u64,
+    /// The algorithm's formula for all nodes' bytes (all-reduce only).
+    formula_total_sent_bytes: Option<u64>,
+    simulated_s: f64,
+    /// The α-β closed form (all-reduce only; exact for equal chunks).
+    closed_form_s: Option<f64>,
+    /// The real time of the run on this machine (one thread), not the
+    /// virtual clock's.
+    wall_s: f64,
+}
+
+pub fn run_args(args: &AllreduceArgs) -> Result<ExitCode, CliError> {
+    let workers = args.workers as usize;
+    let link = Link::new(args.alpha_us, args.gbps).map_err(|e| say(&e))?;
+    let schedule =
+        Schedule::new(args.algo, args.op, workers, args.elements).map_err(|e| say(&e))?;
+    check_runnable(schedule.nodes, schedule.elements).map_err(|e| say(&e))?;
+    let inputs = seeded_gradients(workers, args.elements, args.seed);
+    let mut buffers = inputs.clone();
+    if schedule.nodes > workers {
+        buffers.push(vec![0.0; args.elements]);
+    }
+    let started = web_time::Instant::now();
+    let outcome = run(&schedule, &mut buffers).map_err(|e| say(&e))?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let checked = check_result(&schedule, &inputs, &buffers);
+    let all_reduce = args.op == Op::AllReduce;
+    let report = AllreduceOut {
+        algorithm: args.algo.id(),
+        op: args.op.id(),
+        workers,
+        elements: args.elements,
+        bytes_per_worker: 4 * args.elements as u64,
+        alpha_us: args.alpha_us,
+        gbps: args.gbps,
+        check: if args.algo.fixed_order() {
+            "bitwise"
+        } else {
+            "relative-1e-6"
+        },
+        correct: checked.is_ok(),
+        first_wrong_element: checked.err(),
+        steps: outcome.steps,
+        nodes: outcome
+            .traffic
+            .iter()
+            .enumerate()
+            .map(|(w, x)| NodeRow {
+                node: node_name(w, workers),
+                sent_bytes: x.sent_bytes,
+                received_bytes: x.received_bytes,
+                sent_messages: x.sent_messages,
+                received_messages: x.received_messages,
+            })
+            .collect(),
+        total_sent_bytes: outcome.total_sent(),
+        formula_total_sent_bytes: all_reduce
+            .then(|| 4 * args.algo.total_elements_sent(workers, args.elements)),
+        simulated_s: simulate(&schedule, 4, link).end_s,
+        closed_form_s: all_reduce.then(|| {
+            args.algo
+                .cost(workers)
+                .time(4.0 * args.elements as f64, link)
+        }),
+        wall_s,
+    };
+    emit(&report, args.json)
+}
+
+fn node_name(w: usize, workers: usize) -> String {
+    dlsys_lessons::data_parallel::node_name(w, workers, super::lang())
+}
+
+impl Report for AllreduceOut {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let lang = super::lang();
+        let algorithm = Algorithm::ALL
+            .iter()
+            .find(|a| a.id() == self.algorithm)
+            .copied()
+            .unwrap_or(Algorithm::Ring);
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "allreduce.setup",
+                &[
+                    (
+                        "algo",
+                        &dlsys_lessons::data_parallel::algorithm_name(algorithm, lang)
+                    ),
+                    ("op", &self.op),
+                    ("size", &show_bytes(self.bytes_per_worker)),
+                    ("elements", &self.elements),
+                    ("workers", &self.workers),
+                    ("alpha", &self.alpha_us),
+                    ("gbps", &self.gbps),
+                ],
+            )
+        )?;
+        let how = t(if self.check == "bitwise" {
+            "allreduce.bitwise"
+        } else {
+            "allreduce.relative"
+        });
+        match self.first_wrong_element {
+            None => writeln!(out, "{}", tf("allreduce.correct", &[("how", &how)]))?,
+            Some(i) => writeln!(
+                out,
+                "{}",
+                tf("allreduce.wrong", &[("how", &how), ("i", &i)])
+            )?,
+        }
+        const W: usize = 12;
+        writeln!(
+            out,
+            "{}{}{}{}",
+            pad(t("allreduce.node"), 8),
+            pad_left(t("allreduce.sent"), W),
+            pad_left(t("allreduce.received"), W),
+            pad_left(t("allreduce.messages"), W)
+        )?;
+        for node in &self.nodes {
+            writeln!(
+                out,
+                "{}{}{}{}",
+                pad(&node.node, 8),
+                pad_left(&show_bytes(node.sent_bytes), W),
+                pad_left(&show_bytes(node.received_bytes), W),
+                pad_left(
+                    &format!("{}/{}", node.sent_messages, node.received_messages),
+                    W
+                )
+            )?;
+        }
+        match self.formula_total_sent_bytes {
+            Some(formula) => writeln!(
+                out,
+                "{}",
+                tf(
+                    "allreduce.total_formula",
+                    &[
+                        ("total", &show_bytes(self.total_sent_bytes)),
+                        ("bytes", &self.total_sent_bytes),
+                        ("formula", &formula),
+                        (
+                            "verdict",
+                            &t(if formula == self.total_sent_bytes {
+                                "allreduce.equal"
+                            } else {
+                                "allreduce.differ"
+                            })
+                        ),
+                    ],
+                )
+            )?,
+            None => writeln!(
+                out,
+                "{}",
+                tf(
+                    "allreduce.total",
+                    &[("total", &show_bytes(self.total_sent_bytes))]
+                )
+            )?,
+        }
+        let closed = self
+            .closed_form_s
+            .map(|c| tf("allreduce.closed", &[("time", &show_seconds(c))]))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "allreduce.time",
+                &[
+                    ("steps", &self.steps),
+                    ("sim", &show_seconds(self.simulated_s)),
+                    ("closed", &closed),
+                    ("wall", &show_seconds(self.wall_s)),
+                ],
+            )
+        )
+    }
+
+    fn ok(&self) -> bool {
+        self.correct
+    }
+}

@@ -1,0 +1,330 @@
+//! The data-parallel lesson's exercises. Every answer comes from the
+//! collective core: the bytes the algorithms' schedules send, their step
+//! counts, the α-β closed forms, the speedup and step-time rules.
+
+use dlsys_core::collective::{
+    Algorithm, Link, Op, Schedule, comm_time, crossover_bytes, overlapped_step, speedup, sync_step,
+};
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Task, number_mistakes};
+use dlsys_core::float::show_sig;
+use dlsys_core::text::Lang;
+use rand::{RngExt as _, SeedableRng as _};
+
+use super::{TEXT, algorithm_name};
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed ^ 0xd47a_0a11)
+}
+
+fn t(lang: Lang, key: &str) -> String {
+    TEXT.get(lang, key).to_owned()
+}
+
+fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
+    from[rng.random_range(0..from.len())]
+}
+
+/// Four significant digits, as the reference a learner would type.
+fn show(x: f64) -> String {
+    show_sig(x, 4)
+}
+
+fn close(expected: f64) -> AnswerChecker {
+    AnswerChecker::close(expected, 5e-3)
+}
+
+/// A numeric task: the prompt, the answer, hints, the explanation and the
+/// candidate mistakes (filtered so none is accepted or repeated).
+fn numeric(prompt: String, answer: f64, hints: Vec<String>, explanation: String, candidates: Vec<(f64, String)>) -> Task {
+    Task {
+        prompt,
+        kind: AnswerKind::Number,
+        checker: close(answer),
+        hints,
+        explanation,
+        reference: show(answer),
+        mistakes: number_mistakes(answer, candidates, show),
+    }
+}
+
+const MB: f64 = 1e6;
+
+pub const EXERCISES: [Exercise; 8] = [
+    Exercise {
+        id: "ring_bytes_per_worker",
+        title: |l| t(l, "ex.ring_bytes.title"),
+        generate: ring_bytes,
+    },
+    Exercise {
+        id: "server_traffic",
+        title: |l| t(l, "ex.server.title"),
+        generate: server_traffic,
+    },
+    Exercise {
+        id: "all_reduce_steps",
+        title: |l| t(l, "ex.steps.title"),
+        generate: steps,
+    },
+    Exercise {
+        id: "ring_tree_crossover",
+        title: |l| t(l, "ex.crossover.title"),
+        generate: crossover,
+    },
+    Exercise {
+        id: "ring_time",
+        title: |l| t(l, "ex.ring_time.title"),
+        generate: ring_time,
+    },
+    Exercise {
+        id: "speedup",
+        title: |l| t(l, "ex.speedup.title"),
+        generate: speedup_task,
+    },
+    Exercise {
+        id: "straggler",
+        title: |l| t(l, "ex.straggler.title"),
+        generate: straggler,
+    },
+    Exercise {
+        id: "overlap",
+        title: |l| t(l, "ex.overlap.title"),
+        generate: overlap,
+    },
+];
+
+/// Bytes worker 0 sends in `algorithm`'s all-reduce of `mb` MB of f32 over
+/// `n` workers, read off the schedule (the sizes used here divide evenly).
+fn sent_mb(algorithm: Algorithm, n: usize, elements: usize, node: usize) -> f64 {
+    Schedule::new(algorithm, Op::AllReduce, n, elements)
+        .map(|s| s.traffic(4)[node].sent_bytes as f64 / MB)
+        .unwrap_or(f64::NAN)
+}
+
+fn ring_bytes(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let n = pick(&mut rng, &[2, 3, 4, 6, 8, 12, 16]);
+    let per = pick(&mut rng, &[5, 10, 25, 50]);
+    let mb = (n * per) as f64; // N divides it: equal chunks
+    let elements = (mb * MB / 4.0) as usize;
+    let answer = sent_mb(Algorithm::Ring, n, elements, 0);
+    let total: f64 = (0..n).map(|w| sent_mb(Algorithm::Ring, n, elements, w)).sum();
+    numeric(
+        TEXT.fill(lang, "ex.ring_bytes.prompt", &[("n", &n), ("size", &mb)]),
+        answer,
+        vec![t(lang, "ex.ring_bytes.hint1"), t(lang, "ex.ring_bytes.hint2")],
+        TEXT.fill(lang, "ex.ring_bytes.explain", &[("n", &n), ("n1", &(n - 1)), ("size", &mb), ("answer", &show(answer))]),
+        vec![
+            (mb, t(lang, "ex.ring_bytes.s")),
+            (answer / 2.0, t(lang, "ex.ring_bytes.half")),
+            (total, t(lang, "ex.ring_bytes.total")),
+            (2.0 * mb, t(lang, "ex.ring_bytes.two_s")),
+        ],
+    )
+}
+
+fn server_traffic(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let n = pick(&mut rng, &[4, 5, 8, 10, 16]);
+    let mb = pick(&mut rng, &[20.0, 40.0, 100.0, 250.0, 500.0]);
+    let elements = (mb * MB / 4.0) as usize;
+    let schedule = Schedule::new(Algorithm::ParameterServer, Op::AllReduce, n, elements);
+    let (received, sent) = schedule
+        .map(|s| {
+            let server = s.traffic(4)[n];
+            (server.received_bytes as f64 / MB, server.sent_bytes as f64 / MB)
+        })
+        .unwrap_or((f64::NAN, f64::NAN));
+    numeric(
+        TEXT.fill(lang, "ex.server.prompt", &[("n", &n), ("size", &mb)]),
+        received,
+        vec![t(lang, "ex.server.hint1")],
+        TEXT.fill(lang, "ex.server.explain", &[("n", &n), ("size", &mb), ("answer", &show(received))]),
+        vec![
+            (mb, t(lang, "ex.server.one")),
+            (received + sent, t(lang, "ex.server.both")),
+            (sent_mb(Algorithm::Ring, n, elements, 0), t(lang, "ex.server.ring")),
+        ],
+    )
+}
+
+fn steps(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let algorithm = pick(&mut rng, &[Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling]);
+    let n = pick(&mut rng, &[3, 4, 5, 6, 8, 10, 12, 16]);
+    let count = |a: Algorithm| a.cost(n).steps as f64;
+    let answer = count(algorithm);
+    let mut candidates = vec![(answer / 2.0, t(lang, "ex.steps.half"))];
+    for other in [Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling] {
+        if other != algorithm {
+            candidates.push((count(other), t(lang, "ex.steps.other")));
+        }
+    }
+    if algorithm == Algorithm::Tree {
+        candidates.push((2.0 * (n as f64).log2().floor(), t(lang, "ex.steps.floor")));
+    }
+    let algo = algorithm_name(algorithm, lang);
+    numeric(
+        TEXT.fill(lang, "ex.steps.prompt", &[("n", &n), ("algo", &algo)]),
+        answer,
+        vec![t(lang, &format!("ex.steps.hint.{}", algorithm.id()))],
+        TEXT.fill(lang, "ex.steps.explain", &[("answer", &answer)]),
+        candidates,
+    )
+}
+
+fn crossover(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let n = pick(&mut rng, &[4, 8, 16]);
+    let alpha = pick(&mut rng, &[2.0, 5.0, 10.0, 20.0]);
+    let gbps = pick(&mut rng, &[10.0, 25.0, 50.0, 100.0]);
+    let link = Link::new(alpha, gbps).unwrap_or(Link {
+        alpha_s: alpha * 1e-6,
+        bytes_per_s: gbps * 1e9,
+    });
+    let kb = |bytes: f64| bytes / 1e3;
+    let answer = crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, link).map_or(f64::NAN, kb);
+    let ring = Algorithm::Ring.cost(n);
+    let tree = Algorithm::Tree.cost(n);
+    let alpha_beta = link.alpha_s * link.bytes_per_s;
+    // The ring's bandwidth term dropped: (N−1−L)·α·β / L.
+    let no_ring_bw = (ring.latency_terms - tree.latency_terms) * alpha_beta / tree.bandwidth_terms;
+    let levels = tree.steps / 2;
+    numeric(
+        TEXT.fill(lang, "ex.crossover.prompt", &[("n", &n), ("alpha", &alpha), ("gbps", &gbps)]),
+        answer,
+        vec![t(lang, "ex.crossover.hint1"), t(lang, "ex.crossover.hint2")],
+        TEXT.fill(lang, "ex.crossover.explain", &[("levels", &levels), ("answer", &show(answer))]),
+        vec![
+            (kb(alpha_beta), t(lang, "ex.crossover.alpha_beta")),
+            (kb(no_ring_bw), t(lang, "ex.crossover.no_ring_bw")),
+        ],
+    )
+}
+
+fn ring_time(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let n = pick(&mut rng, &[4, 8, 16]);
+    let mb = (n * pick(&mut rng, &[5, 10, 25])) as f64;
+    let alpha = pick(&mut rng, &[5.0, 10.0, 50.0]);
+    let gbps = pick(&mut rng, &[10.0, 25.0, 100.0]);
+    let link = Link::new(alpha, gbps).unwrap_or(Link {
+        alpha_s: alpha * 1e-6,
+        bytes_per_s: gbps * 1e9,
+    });
+    let bytes = mb * MB;
+    let ms = |s: f64| s * 1e3;
+    let answer = ms(comm_time(Algorithm::Ring, n, bytes, link));
+    let steps = Algorithm::Ring.cost(n).latency_terms;
+    let chunk = bytes / n as f64;
+    numeric(
+        TEXT.fill(lang, "ex.ring_time.prompt", &[("n", &n), ("size", &mb), ("alpha", &alpha), ("gbps", &gbps)]),
+        answer,
+        vec![t(lang, "ex.ring_time.hint1")],
+        TEXT.fill(
+            lang,
+            "ex.ring_time.explain",
+            &[("n1", &(n - 1)), ("alpha", &alpha), ("chunk", &show(chunk / MB)), ("gbps", &gbps), ("answer", &show(answer))],
+        ),
+        vec![
+            (ms(steps * chunk / link.bytes_per_s), t(lang, "ex.ring_time.no_alpha")),
+            (ms(steps * link.message_time(bytes)), t(lang, "ex.ring_time.full_s")),
+            (answer / 2.0, t(lang, "ex.ring_time.half")),
+        ],
+    )
+}
+
+fn speedup_task(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let n = pick(&mut rng, &[4, 8, 16, 32, 64]);
+    let compute = pick(&mut rng, &[40.0, 60.0, 100.0, 150.0]);
+    let comm = pick(&mut rng, &[10.0, 20.0, 30.0, 50.0]);
+    let answer = speedup(n, compute, comm);
+    numeric(
+        TEXT.fill(lang, "ex.speedup.prompt", &[("n", &n), ("compute", &compute), ("comm", &comm)]),
+        answer,
+        vec![t(lang, "ex.speedup.hint1")],
+        TEXT.fill(lang, "ex.speedup.explain", &[("n", &n), ("compute", &compute), ("comm", &comm), ("answer", &show(answer))]),
+        vec![
+            (n as f64, t(lang, "ex.speedup.ideal")),
+            (n as f64 * compute / compute.max(comm), t(lang, "ex.speedup.overlap")),
+            (compute / (compute + comm), t(lang, "ex.speedup.ratio")),
+        ],
+    )
+}
+
+fn straggler(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let n = pick(&mut rng, &[4, 8, 16]);
+    let fast = pick(&mut rng, &[50.0, 80.0, 100.0, 120.0]);
+    let slow = fast * pick(&mut rng, &[1.5, 2.0, 3.0]);
+    let comm = pick(&mut rng, &[10.0, 20.0, 40.0]);
+    let mut computes = vec![fast; n - 1];
+    computes.push(slow);
+    let answer = sync_step(&computes, comm);
+    let mean = computes.iter().sum::<f64>() / n as f64;
+    numeric(
+        TEXT.fill(lang, "ex.straggler.prompt", &[("n", &n), ("fast", &(n - 1)), ("t", &fast), ("slow", &slow), ("comm", &comm)]),
+        answer,
+        vec![t(lang, "ex.straggler.hint1")],
+        TEXT.fill(lang, "ex.straggler.explain", &[("slow", &slow), ("comm", &comm), ("answer", &show(answer))]),
+        vec![
+            (sync_step(&computes[..n - 1], comm), t(lang, "ex.straggler.fast")),
+            (mean + comm, t(lang, "ex.straggler.mean")),
+            (slow, t(lang, "ex.straggler.no_comm")),
+        ],
+    )
+}
+
+fn overlap(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let f = pick(&mut rng, &[20.0, 30.0, 40.0]);
+    let b = f * pick(&mut rng, &[1.5, 2.0, 2.5]);
+    let c = pick(&mut rng, &[25.0, 45.0, 70.0, 110.0, 150.0]);
+    let answer = overlapped_step(f, b, c);
+    numeric(
+        TEXT.fill(lang, "ex.overlap.prompt", &[("f", &f), ("b", &b), ("c", &c)]),
+        answer,
+        vec![t(lang, "ex.overlap.hint1")],
+        TEXT.fill(lang, "ex.overlap.explain", &[("f", &f), ("b", &b), ("c", &c), ("answer", &show(answer)), ("hidden", &show(b.min(c)))]),
+        vec![
+            (f + b + c, t(lang, "ex.overlap.none")),
+            ((f + b).max(c), t(lang, "ex.overlap.forward")),
+            (f + b, t(lang, "ex.overlap.free")),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::exercise::{FIRST_SEED, next_seed};
+
+    /// The classic wrong answers are rejected with their own feedback, and
+    /// the numbers move with the seed.
+    #[test]
+    fn the_classic_mistakes_are_caught_and_tasks_vary() {
+        let first = ring_bytes(FIRST_SEED, Lang::En);
+        // Saying S (the misconception) or forgetting the all-gather half.
+        let prompt_numbers: Vec<f64> = first
+            .prompt
+            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        let (n, mb) = (prompt_numbers[0], prompt_numbers[1]);
+        assert!(!first.check(&show(mb)).is_correct());
+        assert!(!first.check(&show(mb * (n - 1.0) / n)).is_correct());
+        assert!(first.check(&show(2.0 * (n - 1.0) / n * mb)).is_correct());
+        for exercise in EXERCISES {
+            let mut prompts = std::collections::BTreeSet::new();
+            let mut seed = FIRST_SEED;
+            for _ in 0..12 {
+                prompts.insert((exercise.generate)(seed, Lang::En).prompt);
+                seed = next_seed(seed);
+            }
+            assert!(prompts.len() >= 3, "{}: {} prompts over 12 seeds", exercise.id, prompts.len());
+            let task = (exercise.generate)(FIRST_SEED, Lang::En);
+            assert!(!task.mistakes.is_empty(), "{}", exercise.id);
+            assert!(task.check(&task.reference).is_correct(), "{}", exercise.id);
+        }
+    }
+}

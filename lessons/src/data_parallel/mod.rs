@@ -1,0 +1,215 @@
+//! "Data parallel & all-reduce": the collectives of `dlsys_core::collective`
+//! run step by step on a small gradient, timed on the α-β model against
+//! their closed forms, and the speedup N workers get from them.
+
+mod exercises;
+mod scaling_view;
+mod step_view;
+mod wire_view;
+
+use dlsys_core::collective::{Algorithm, Link, MAX_WORKERS, MIN_WORKERS};
+use dlsys_core::text::Lang;
+use serde::{Deserialize, Serialize};
+
+use crate::{Env, Lesson};
+
+pub use exercises::EXERCISES;
+
+crate::lesson_text!("data_parallel");
+
+/// The most elements the step-by-step view shows.
+pub const VIEW_ELEMENTS: usize = 16;
+/// The largest gradient the wire view takes, in MiB (2²⁶ f32 elements).
+pub const MAX_MIB: f64 = 256.0;
+
+/// An algorithm's name in `lang` (the CLI uses it too).
+pub fn algorithm_name(a: Algorithm, lang: Lang) -> String {
+    TEXT.get(lang, &format!("algo.{}", a.id())).to_owned()
+}
+
+/// Node `w`'s name: `w3`, or the server (node N of a parameter server).
+pub fn node_name(w: usize, workers: usize, lang: Lang) -> String {
+    if w >= workers {
+        TEXT.get(lang, "server").to_owned()
+    } else {
+        TEXT.fill(lang, "worker", &[("w", &w)])
+    }
+}
+
+/// Everything the learner set up; survives restarts (and is clamped to
+/// what the views take when read back).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub algorithm: Algorithm,
+    pub workers: usize,
+    /// Elements of the step-by-step view's gradient.
+    pub elements: usize,
+    /// The step shown (0: before the first).
+    pub step: usize,
+    pub alpha_us: f64,
+    pub gbps: f64,
+    /// The gradient of the wire and scaling views.
+    pub mib: f64,
+    pub compute_ms: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            algorithm: Algorithm::Ring,
+            workers: 4,
+            elements: 8,
+            step: 0,
+            alpha_us: 5.0,
+            gbps: 25.0,
+            mib: 100.0,
+            compute_ms: 60.0,
+        }
+    }
+}
+
+impl Settings {
+    /// The settings within the ranges the views take (a saved file may
+    /// hold anything).
+    fn clamped(&mut self) {
+        self.workers = self.workers.clamp(MIN_WORKERS, MAX_WORKERS);
+        self.elements = self.elements.clamp(1, VIEW_ELEMENTS);
+        let finite = |x: f64, lo: f64, hi: f64, fallback: f64| if x.is_finite() { x.clamp(lo, hi) } else { fallback };
+        let d = Self::default();
+        self.alpha_us = finite(self.alpha_us, 0.0, 1e6, d.alpha_us);
+        self.gbps = finite(self.gbps, 0.01, 1e4, d.gbps);
+        self.mib = finite(self.mib, 1e-3, MAX_MIB, d.mib);
+        self.compute_ms = finite(self.compute_ms, 0.01, 1e5, d.compute_ms);
+    }
+
+    /// The link the settings describe (always valid once clamped).
+    fn link(&self) -> Link {
+        Link::new(self.alpha_us, self.gbps).unwrap_or(Link {
+            alpha_s: 5e-6,
+            bytes_per_s: 25e9,
+        })
+    }
+
+    /// The wire view's gradient: whole f32 elements, at least one.
+    fn gradient_elements(&self) -> usize {
+        ((self.mib * f64::from(1u32 << 20) / 4.0).round() as usize)
+            .clamp(1, dlsys_core::collective::MAX_ELEMENTS)
+    }
+}
+
+/// A section of the page: it draws from and into the settings.
+type View = fn(&mut egui::Ui, &mut Settings, Lang);
+
+#[derive(Default)]
+pub struct DataParallel {
+    settings: Settings,
+}
+
+fn t(lang: Lang, key: &'static str) -> &'static str {
+    TEXT.get(lang, key)
+}
+
+impl Lesson for DataParallel {
+    crate::lesson_identity!(exercises: EXERCISES);
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        self.settings.clamped();
+        crate::header_ui(ui, &TEXT, lang);
+        ui.add_space(8.0);
+        let s = &mut self.settings;
+        let sections: [(&str, &'static str, View); 4] = [
+            ("dp_step", "step.heading", step_view::ui),
+            ("dp_wire", "wire.heading", wire_view::ui),
+            ("dp_gantt", "gantt.heading", wire_view::gantt_ui),
+            ("dp_scale", "scale.heading", scaling_view::ui),
+        ];
+        for (id, key, body) in sections {
+            egui::CollapsingHeader::new(egui::RichText::new(t(lang, key)).strong())
+                .id_salt(id)
+                .default_open(true)
+                .show(ui, |ui| body(ui, s, lang));
+        }
+    }
+
+    crate::persist_field!(settings);
+}
+
+/// The algorithm picker, each algorithm described in its tooltip.
+fn algorithm_combo(ui: &mut egui::Ui, id: &str, value: &mut Algorithm, lang: Lang) {
+    let label = ui.label(t(lang, "algo.label"));
+    egui::ComboBox::from_id_salt(id)
+        .selected_text(algorithm_name(*value, lang))
+        .show_ui(ui, |ui| {
+            for a in Algorithm::ALL {
+                ui.selectable_value(value, a, algorithm_name(a, lang))
+                    .on_hover_text(TEXT.get(lang, &format!("algo.{}.tip", a.id())));
+            }
+        })
+        .response
+        .labelled_by(label.id)
+        .on_hover_text(TEXT.get(lang, &format!("algo.{}.tip", value.id())));
+}
+
+/// A labelled number field.
+fn number<T: egui::emath::Numeric>(
+    ui: &mut egui::Ui,
+    label: &str,
+    value: &mut T,
+    range: std::ops::RangeInclusive<T>,
+    speed: f64,
+) {
+    let label = ui.label(label);
+    ui.add(egui::DragValue::new(value).range(range).speed(speed))
+        .labelled_by(label.id);
+}
+
+/// An algorithm's series colour, the same in every plot of the lesson.
+fn color(visuals: &egui::Visuals, a: Algorithm) -> egui::Color32 {
+    let index = Algorithm::ALL.iter().position(|x| *x == a).unwrap_or(0);
+    crate::theme::series(visuals, index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_and_garbage_is_clamped_or_an_error() {
+        let mut lesson = DataParallel::default();
+        lesson.settings.workers = 7;
+        lesson.settings.algorithm = Algorithm::HalvingDoubling;
+        let saved = lesson.save_state().unwrap_or_default();
+        let mut other = DataParallel::default();
+        assert!(other.load_state(&saved).is_ok());
+        assert_eq!(other.settings, lesson.settings);
+        assert!(other.load_state("(workers: \"x\")").is_err());
+        let mut wild = Settings {
+            workers: 1000,
+            elements: 0,
+            alpha_us: f64::NAN,
+            gbps: -3.0,
+            mib: 1e12,
+            ..Settings::default()
+        };
+        wild.clamped();
+        assert_eq!((wild.workers, wild.elements), (MAX_WORKERS, 1));
+        assert_eq!(wild.alpha_us, Settings::default().alpha_us);
+        assert!(Link::new(wild.alpha_us, wild.gbps).is_ok());
+        assert!(wild.gradient_elements() <= dlsys_core::collective::MAX_ELEMENTS);
+    }
+
+    #[test]
+    fn every_algorithm_and_step_kind_has_a_name_in_both_languages() {
+        for lang in Lang::ALL {
+            for a in Algorithm::ALL {
+                assert!(!algorithm_name(a, lang).starts_with("algo."), "{a:?}");
+            }
+            for k in dlsys_core::collective::StepKind::ALL {
+                let key = format!("kind.{}", k.key());
+                assert!(TEXT.get(lang, &key) != key, "{key}");
+            }
+        }
+    }
+}

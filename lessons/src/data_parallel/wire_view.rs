@@ -1,0 +1,251 @@
+//! Time on the wire: the α-β model's closed forms against the event
+//! simulation of the real schedules, the crossover, the algorithms side by
+//! side for one gradient, and one all-reduce drawn on the virtual clock.
+
+use dlsys_core::collective::{
+    Algorithm, Op, Schedule, StepKind, compare, crossover_bytes, simulate,
+};
+use dlsys_core::errors::Localized as _;
+use dlsys_core::memory::{show_bytes, show_seconds};
+use dlsys_core::text::Lang;
+use egui::{Sense, Vec2};
+
+use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, color, node_name, number, t};
+use crate::theme;
+
+/// The plot's message sizes: 2⁸ to 2²⁸ bytes (log₂ on the axis).
+const LOG2_FROM: f64 = 8.0;
+const LOG2_TO: f64 = 28.0;
+
+fn controls(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    ui.horizontal_wrapped(|ui| {
+        number(ui, t(lang, "workers"), &mut s.workers, 2..=16, 0.05);
+        number(ui, t(lang, "wire.alpha"), &mut s.alpha_us, 0.0..=1e6, 0.1);
+        number(ui, t(lang, "wire.gbps"), &mut s.gbps, 0.01..=1e4, 0.1);
+        number(ui, t(lang, "wire.size"), &mut s.mib, 1e-3..=MAX_MIB, 0.5);
+    });
+}
+
+pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    ui.label(t(lang, "wire.explain"));
+    controls(ui, s, lang);
+    let (n, link) = (s.workers, s.link());
+    plot(ui, s, lang);
+    match crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, link) {
+        Some(bytes) => ui.label(TEXT.fill(lang, "wire.crossover", &[("size", &show_bytes(bytes as u64))])),
+        None => ui.label(TEXT.fill(lang, "wire.no_crossover", &[("n", &n)])),
+    };
+    let elements = s.gradient_elements();
+    let size = show_bytes(4 * elements as u64);
+    let rows = match compare(n, elements, link) {
+        Ok(rows) => rows,
+        Err(e) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            return;
+        }
+    };
+    ui.add_space(4.0);
+    ui.label(TEXT.fill(lang, "wire.table", &[("size", &size), ("n", &n)]));
+    theme::sideways(ui, "dp_wire_table", |ui| {
+        egui::Grid::new("dp_wire_rows").striped(true).show(ui, |ui| {
+            for key in ["col.algo", "col.steps", "col.worker", "col.busiest", "col.total", "col.closed", "col.sim"] {
+                ui.label(egui::RichText::new(t(lang, key)).strong());
+            }
+            ui.end_row();
+            for r in &rows {
+                ui.colored_label(color(ui.visuals(), r.algorithm), algorithm_name(r.algorithm, lang));
+                ui.label(r.steps.to_string());
+                ui.label(show_bytes(r.worker_max_bytes));
+                ui.label(show_bytes(r.busiest_bytes));
+                ui.label(show_bytes(r.total_bytes));
+                ui.label(show_seconds(r.closed_s));
+                ui.label(show_seconds(r.simulated_s));
+                ui.end_row();
+            }
+        });
+    });
+    if let Some(ring) = rows.iter().find(|r| r.algorithm == Algorithm::Ring) {
+        ui.add_space(4.0);
+        ui.label(TEXT.fill(
+            lang,
+            "misc.ring",
+            &[("sent", &show_bytes(ring.worker_max_bytes)), ("size", &size)],
+        ));
+    }
+}
+
+/// The sizes simulated for the plot: about 2^k bytes for even k, rounded
+/// to a multiple of 16·N elements so every algorithm's chunks are equal
+/// and the closed form is exact.
+fn simulated_sizes(n: usize) -> Vec<usize> {
+    let unit = 16 * n;
+    (10..=28)
+        .step_by(2)
+        .map(|k| (((1usize << k) / 4).div_ceil(unit)).max(1) * unit)
+        .collect()
+}
+
+fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
+    use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, Points, VLine, uniform_grid_spacer};
+    let (n, link) = (s.workers, s.link());
+    let visuals = ui.visuals().clone();
+    ui.label(TEXT.fill(lang, "wire.plot", &[("n", &n)]));
+    let samples = 60;
+    Plot::new("dp_wire_plot")
+        .height(260.0)
+        .legend(Legend::default().position(Corner::LeftTop))
+        .x_axis_label(t(lang, "axis.size"))
+        .y_axis_label(t(lang, "axis.time"))
+        .x_grid_spacer(uniform_grid_spacer(|_| [2.0, 10.0, 20.0]))
+        .y_grid_spacer(uniform_grid_spacer(|_| [1.0, 5.0, 10.0]))
+        .x_axis_formatter(|mark, _| {
+            if mark.value.fract() == 0.0 {
+                show_bytes(mark.value.exp2() as u64)
+            } else {
+                String::new()
+            }
+        })
+        .y_axis_formatter(|mark, _| {
+            if mark.value.fract() == 0.0 {
+                show_seconds(10f64.powf(mark.value))
+            } else {
+                String::new()
+            }
+        })
+        .label_formatter(|hover| {
+            let p = match hover {
+                egui_plot::HoverPosition::NearDataPoint { position, .. } => position,
+                egui_plot::HoverPosition::Elsewhere { position } => position,
+            };
+            Some(format!("{}, {}", show_bytes(p.x.exp2() as u64), show_seconds(10f64.powf(p.y))))
+        })
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            for a in Algorithm::ALL {
+                let cost = a.cost(n);
+                let line: Vec<[f64; 2]> = (0..=samples)
+                    .map(|i| {
+                        let x = LOG2_FROM + (LOG2_TO - LOG2_FROM) * i as f64 / samples as f64;
+                        [x, cost.time(x.exp2(), link).log10()]
+                    })
+                    .collect();
+                plot.line(Line::new(algorithm_name(a, lang), PlotPoints::from(line)).color(color(&visuals, a)));
+                let points: Vec<[f64; 2]> = simulated_sizes(n)
+                    .into_iter()
+                    .filter_map(|e| {
+                        let schedule = Schedule::new(a, Op::AllReduce, n, e).ok()?;
+                        let t = simulate(&schedule, 4, link).end_s;
+                        Some([(4.0 * e as f64).log2(), t.log10()])
+                    })
+                    .collect();
+                // Under the line's name: one legend entry shows and hides both.
+                plot.points(Points::new(algorithm_name(a, lang), PlotPoints::from(points)).radius(3.0).color(color(&visuals, a)));
+            }
+            if let Some(bytes) = crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, link) {
+                let x = bytes.log2();
+                if (LOG2_FROM..=LOG2_TO).contains(&x) {
+                    plot.vline(
+                        VLine::new(t(lang, "wire.crossover_line"), x)
+                            .color(theme::warn(&visuals))
+                            .width(1.5)
+                            .style(egui_plot::LineStyle::dashed_dense()),
+                    );
+                }
+            }
+        });
+}
+
+/// One all-reduce of the chosen algorithm on the virtual clock: a row per
+/// node, a bar per message on its sender's row, coloured by phase.
+pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    ui.label(t(lang, "gantt.explain"));
+    ui.horizontal_wrapped(|ui| {
+        algorithm_combo(ui, "dp_gantt_algo", &mut s.algorithm, lang);
+    });
+    let (n, link, elements) = (s.workers, s.link(), s.gradient_elements());
+    let schedule = match Schedule::new(s.algorithm, Op::AllReduce, n, elements) {
+        Ok(schedule) => schedule,
+        Err(e) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            return;
+        }
+    };
+    let timeline = simulate(&schedule, 4, link);
+    let visuals = ui.visuals().clone();
+    let kind_color = |k: StepKind| {
+        let index = StepKind::ALL.iter().position(|x| *x == k).unwrap_or(0);
+        theme::series(&visuals, index + 1)
+    };
+    ui.horizontal_wrapped(|ui| {
+        for kind in StepKind::ALL {
+            if timeline.transfers.iter().any(|x| x.kind == kind) {
+                ui.colored_label(kind_color(kind), format!("■ {}", TEXT.get(lang, &format!("kind.{}", kind.key()))));
+            }
+        }
+    });
+    let row = 16.0;
+    let label_width = 56.0;
+    let width = ui.available_width().max(200.0);
+    let height = row * schedule.nodes as f32 + 18.0;
+    let (rect, response) = ui.allocate_exact_size(Vec2::new(width, height), Sense::hover());
+    let painter = ui.painter_at(rect);
+    let plot_left = rect.left() + label_width;
+    let plot_width = (rect.width() - label_width - 8.0).max(10.0);
+    let end = timeline.end_s.max(f64::MIN_POSITIVE);
+    let x_of = |time: f64| plot_left + plot_width * (time / end) as f32;
+    let font = egui::FontId::proportional(12.0);
+    for node in 0..schedule.nodes {
+        let y = rect.top() + row * node as f32;
+        painter.text(
+            egui::pos2(rect.left(), y + row / 2.0),
+            egui::Align2::LEFT_CENTER,
+            node_name(node, n, lang),
+            font.clone(),
+            visuals.text_color(),
+        );
+    }
+    let mut hovered = None;
+    for x in &timeline.transfers {
+        let y = rect.top() + row * x.from as f32;
+        // A pixel's gap at each end keeps back-to-back messages apart.
+        let (left, right) = (x_of(x.start_s), x_of(x.end_s));
+        let gap = if right - left > 4.0 { 1.0 } else { 0.0 };
+        let bar = egui::Rect::from_min_max(
+            egui::pos2(left + gap, y + 2.0),
+            egui::pos2(right.max(left + 1.0) - gap, y + row - 2.0),
+        );
+        painter.rect_filled(bar, 1.0, kind_color(x.kind));
+        if response.hover_pos().is_some_and(|p| bar.contains(p)) {
+            hovered = Some(*x);
+        }
+    }
+    let axis_y = rect.top() + row * schedule.nodes as f32 + 2.0;
+    for (time, align) in [(0.0, egui::Align2::LEFT_TOP), (end, egui::Align2::RIGHT_TOP)] {
+        painter.text(egui::pos2(x_of(time), axis_y), align, show_seconds(time), font.clone(), visuals.weak_text_color());
+    }
+    let summary = TEXT.fill(
+        lang,
+        "gantt.summary",
+        &[
+            ("algo", &algorithm_name(s.algorithm, lang)),
+            ("size", &show_bytes(4 * elements as u64)),
+            ("end", &show_seconds(timeline.end_s)),
+            ("messages", &timeline.transfers.len()),
+        ],
+    );
+    response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Label, true, &summary));
+    if let Some(x) = hovered {
+        response.on_hover_text(TEXT.fill(
+            lang,
+            "gantt.tip",
+            &[
+                ("from", &node_name(x.from, n, lang)),
+                ("to", &node_name(x.to, n, lang)),
+                ("bytes", &show_bytes(x.bytes)),
+                ("start", &show_seconds(x.start_s)),
+                ("end", &show_seconds(x.end_s)),
+            ],
+        ));
+    }
+    ui.label(summary);
+}
