@@ -739,3 +739,66 @@ fn allreduce_checks_the_sum_and_counts_the_bytes() {
         &["allreduce", "--workers", "16", "--elements", "67108864"],
     ]);
 }
+
+#[test]
+fn train_with_workers_is_data_parallel_and_refuses_what_it_lacks() {
+    let out = dlsys_lab(&[
+        "train",
+        "--workers",
+        "4",
+        "--batch",
+        "16",
+        "--epochs",
+        "2",
+        "--dataset",
+        "moons",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0]["comm_bytes"].as_u64().unwrap() > 0);
+    assert!(lines[1]["train_loss"].as_f64().unwrap() < lines[0]["train_loss"].as_f64().unwrap());
+    assert_eq!(lines[2]["replicas_identical"], true);
+    let out = dlsys_lab(&[
+        "train",
+        "--workers",
+        "3",
+        "--epochs",
+        "1",
+        "--dataset",
+        "xor",
+        "--allreduce",
+        "ps",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("parameter server all-reduce"),
+        "{text}"
+    );
+    fails_with_one_line(&[
+        &["train", "--workers", "4", "--precision", "bf16"],
+        &["train", "--workers", "4", "--scenario", "fp16-no-scaling"],
+        &["train", "--workers", "4", "--micro-batches", "2"],
+        &["train", "--allreduce", "ring"],
+        &["train", "--gbps", "10"],
+        &["train", "--workers", "17"],
+        &["train", "--workers", "4", "--gbps", "0"],
+        &[
+            "train",
+            "--workers",
+            "16",
+            "--batch",
+            "5000",
+            "--dataset",
+            "xor",
+        ],
+    ]);
+}

@@ -17,6 +17,7 @@ mod lessons;
 mod memory;
 pub mod output;
 mod train;
+mod train_dp;
 mod wgsl_exercise;
 
 use std::process::ExitCode;

@@ -3,13 +3,14 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use dlsys_core::collective::Algorithm;
 use dlsys_core::mixed::MasterWeights;
 use dlsys_core::nn::scenarios::Scenario;
 use dlsys_core::nn::settings::RunSettings;
 use dlsys_core::nn::{Activation, EpochStats, OptimizerKind, Status, TrainConfig, Trainer, data};
 
 use super::CliError;
-use super::choice::name_of;
+use super::choice::{choice, name_of};
 use super::output::{Report, emit_line, emit_text};
 use super::tf;
 
@@ -82,6 +83,23 @@ pub struct TrainArgs {
         allow_hyphen_values = true
     )]
     loss_weight: String,
+    /// Data-parallel workers (2–16, on threads): each trains on its own
+    /// --batch examples per step and the gradients are averaged by
+    /// --allreduce (fp32, plain steps only).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
+    workers: u64,
+    /// How the workers' gradients are summed (with --workers).
+    #[arg(long, value_parser = choice(&Algorithm::ALL, |a| a.id()))]
+    allreduce: Option<Algorithm>,
+    /// Every link's latency in µs, for the virtual clock (with --workers; default 5).
+    #[arg(long)]
+    alpha_us: Option<f64>,
+    /// Every link's bandwidth in GB/s (with --workers; default 25).
+    #[arg(long)]
+    gbps: Option<f64>,
+    /// Each worker's compute rate in GFLOP/s, for the virtual clock (with --workers; default 1000).
+    #[arg(long)]
+    gflops: Option<f64>,
     /// One of the mixed-precision lesson's scenarios (sets everything but --json).
     #[arg(long, value_parser = name_of(&Scenario::ALL, |s| s.id()))]
     scenario: Option<String>,
@@ -155,8 +173,62 @@ struct Finished {
 }
 
 pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
+    if args.workers > 1 {
+        return args.data_parallel();
+    }
+    let dp_only = [
+        ("--allreduce", args.allreduce.is_some()),
+        ("--alpha-us", args.alpha_us.is_some()),
+        ("--gbps", args.gbps.is_some()),
+        ("--gflops", args.gflops.is_some()),
+    ];
+    if let Some((flag, _)) = dp_only.iter().find(|(_, given)| *given) {
+        return Err(CliError::from(tf(
+            "train.dp_needs_workers",
+            &[("flag", flag)],
+        )));
+    }
     let (dataset, config) = args.config()?;
     train(&dataset, config, args.json)
+}
+
+impl TrainArgs {
+    /// `--workers N`: the data-parallel path, which trains in fp32 with
+    /// plain steps; the flags it does not take are refused by name.
+    fn data_parallel(&self) -> Result<ExitCode, CliError> {
+        let unsupported = [
+            ("--precision", self.precision != "fp32"),
+            ("--loss-scale", self.loss_scale != "none"),
+            ("--master-weights", self.master_weights != "fp32"),
+            ("--optimizer-state", self.optimizer_state != "fp32"),
+            ("--accumulate-in", self.accumulate_in != "fp32"),
+            ("--micro-batches", self.micro_batches != 1),
+            ("--loss-weight", self.loss_weight != "1"),
+            ("--scenario", self.scenario.is_some()),
+        ];
+        if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
+            return Err(CliError::from(tf(
+                "train.dp_unsupported",
+                &[("flag", flag)],
+            )));
+        }
+        super::train_dp::run(&super::train_dp::DpFlags {
+            dataset: &self.dataset,
+            hidden: &self.hidden,
+            activation: &self.activation,
+            optimizer: &self.optimizer,
+            lr: self.lr,
+            batch: self.batch,
+            epochs: self.epochs,
+            seed: self.seed,
+            workers: self.workers as usize,
+            algorithm: self.allreduce.unwrap_or(Algorithm::Ring),
+            alpha_us: self.alpha_us.unwrap_or(5.0),
+            gbps: self.gbps.unwrap_or(25.0),
+            gflops: self.gflops.unwrap_or(1000.0),
+            json: self.json,
+        })
+    }
 }
 
 fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, CliError> {

@@ -95,7 +95,7 @@ impl Algorithm {
             Self::Tree => {
                 let up = if w == 0 { 0 } else { e };
                 let children = (0..ceil_log2(n))
-                    .filter(|k| w % (2usize << k) == 0 && w + (1 << k) < n)
+                    .filter(|k| w.is_multiple_of(2usize << k) && w + (1 << k) < n)
                     .count() as u64;
                 up + children * e
             }

@@ -15,6 +15,9 @@
 //!   messages queue (a parameter server's incast) and the timeline is the
 //!   same on every machine.
 //!
+//! `train.rs` trains N replicas of the engine's MLP synchronously with
+//! them (threads natively, one after another on the web, the same bits).
+//!
 //! `cost.rs` holds the closed forms the books give (time = a·α + b·S/β for
 //! each algorithm, bytes per worker, steps, the crossover size, the
 //! speedup of N workers); the tests hold them to the simulation and to the
@@ -27,6 +30,9 @@ mod exec;
 mod schedule;
 #[cfg(test)]
 mod tests;
+mod train;
+#[cfg(test)]
+mod train_tests;
 
 pub use clock::{Link, Timeline, Transfer, simulate};
 pub use compare::{Row, compare, row};
@@ -36,6 +42,7 @@ pub use exec::{
     seeded_gradients,
 };
 pub use schedule::{Combine, Message, Schedule, Step, StepKind, chunk_range};
+pub use train::{DpRun, DpSettings, DpStep, DpTrainer, Straggler, train_single, train_sync};
 
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +148,15 @@ crate::catalog_error! {
         Buffers { workers: u64, elements: u64 } = "collective.buffers",
         /// A link's latency or bandwidth is negative, zero (bandwidth) or not finite.
         Link = "collective.link",
+        /// The global batch (workers × shard) is empty or larger than the data.
+        Batch { global: u64, rows: u64 } = "collective.batch",
+        /// A compute rate that is not a positive number, or a straggler
+        /// that is no worker or is faster than the rest.
+        Rate = "collective.rate",
+        /// The model cannot be built or counted.
+        Model { reason: String } = "collective.model",
+        /// A worker thread stopped without a gradient.
+        WorkerFailed = "collective.worker_failed",
         /// Running on real buffers would hold more values than a run here takes.
         TooBig { values: u64, max: u64 } = "collective.too_big",
     }

@@ -259,11 +259,11 @@ fn reduce_scatter_and_all_gather_alone() {
             let mut b = input.clone();
             let out = run(&rs, &mut b).unwrap();
             assert_eq!(check_result(&rs, &input, &b), Ok(()), "RS N={n} E={e}");
-            for w in 0..n {
+            for (w, held) in b.iter().enumerate() {
                 let chunk = chunk_range(w, n, e);
                 for i in chunk.clone() {
                     assert_eq!(
-                        Some(b[w][i]),
+                        Some(held[i]),
                         reference_sum(&rs, &input, i),
                         "RS N={n} E={e}"
                     );
@@ -277,8 +277,8 @@ fn reduce_scatter_and_all_gather_alone() {
             let gathered: Vec<f32> = (0..e)
                 .map(|i| input[(0..n).find(|c| chunk_range(*c, n, e).contains(&i)).unwrap()][i])
                 .collect();
-            for w in 0..n {
-                assert_eq!(b[w], gathered, "AG N={n} E={e}");
+            for (w, held) in b.iter().enumerate() {
+                assert_eq!(*held, gathered, "AG N={n} E={e}");
                 assert_eq!(
                     out.traffic[w].sent_bytes,
                     4 * (e - chunk_range((w + 1) % n, n, e).len()) as u64

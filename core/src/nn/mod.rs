@@ -26,7 +26,7 @@ pub use error::{DataError, Divergence, TrainError};
 pub use layers::{Activation, Linear, Mlp};
 pub use optimizers::{Optimizer, OptimizerKind};
 pub use precision::{LayerGradients, MixedEpoch, MixedReport};
-pub use trainer::{EpochStats, Status, Trainer};
+pub use trainer::{EpochStats, Status, Trainer, evaluate};
 
 #[cfg(test)]
 mod tests;

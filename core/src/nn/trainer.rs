@@ -370,25 +370,7 @@ impl Trainer {
 
     /// Mean loss and accuracy of the current model on `data`.
     pub fn evaluate(&self, data: &Dataset) -> (f64, f64) {
-        if data.is_empty() {
-            return (f64::NAN, f64::NAN);
-        }
-        let (mut loss, mut correct) = (0.0, 0);
-        let chunk = 500;
-        for start in (0..data.len()).step_by(chunk) {
-            let rows = chunk.min(data.len() - start);
-            let x = &data.x[start * data.features..(start + rows) * data.features];
-            let labels = &data.y[start..start + rows];
-            let logits = self.model.logits(x, rows);
-            loss += cross_entropy_sum(&logits, labels);
-            correct += logits
-                .argmax_rows()
-                .iter()
-                .zip(labels)
-                .filter(|(p, t)| p == t)
-                .count();
-        }
-        (loss / data.len() as f64, correct as f64 / data.len() as f64)
+        evaluate(&self.model, data)
     }
 
     /// Predicted class of each test example.
@@ -416,4 +398,28 @@ fn cross_entropy_sum(logits: &Tensor<f32>, labels: &[usize]) -> f64 {
             sum.ln() - f64::from(row[*label] - max)
         })
         .sum()
+}
+
+/// Mean loss and accuracy of `model` on `data` (NaN for no data), in
+/// chunks of 500 examples read in place.
+pub fn evaluate(model: &Mlp<f32>, data: &Dataset) -> (f64, f64) {
+    if data.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let (mut loss, mut correct) = (0.0, 0);
+    let chunk = 500;
+    for start in (0..data.len()).step_by(chunk) {
+        let rows = chunk.min(data.len() - start);
+        let x = &data.x[start * data.features..(start + rows) * data.features];
+        let labels = &data.y[start..start + rows];
+        let logits = model.logits(x, rows);
+        loss += cross_entropy_sum(&logits, labels);
+        correct += logits
+            .argmax_rows()
+            .iter()
+            .zip(labels)
+            .filter(|(p, t)| p == t)
+            .count();
+    }
+    (loss / data.len() as f64, correct as f64 / data.len() as f64)
 }

@@ -5,6 +5,7 @@
 mod exercises;
 mod scaling_view;
 mod step_view;
+mod train_view;
 mod wire_view;
 
 use dlsys_core::collective::{Algorithm, Link, MAX_WORKERS, MIN_WORKERS};
@@ -52,6 +53,13 @@ pub struct Settings {
     /// The gradient of the wire and scaling views.
     pub mib: f64,
     pub compute_ms: f64,
+    /// Training: examples per worker per step, steps, each worker's rate
+    /// (GFLOP/s) and whether the last worker straggles, by how much.
+    pub shard: usize,
+    pub steps: usize,
+    pub gflops: f64,
+    pub straggler: bool,
+    pub slowdown: f64,
 }
 
 impl Default for Settings {
@@ -65,6 +73,11 @@ impl Default for Settings {
             gbps: 25.0,
             mib: 100.0,
             compute_ms: 60.0,
+            shard: 16,
+            steps: 60,
+            gflops: 1.0,
+            straggler: false,
+            slowdown: 2.0,
         }
     }
 }
@@ -81,6 +94,10 @@ impl Settings {
         self.gbps = finite(self.gbps, 0.01, 1e4, d.gbps);
         self.mib = finite(self.mib, 1e-3, MAX_MIB, d.mib);
         self.compute_ms = finite(self.compute_ms, 0.01, 1e5, d.compute_ms);
+        self.shard = self.shard.clamp(1, 64);
+        self.steps = self.steps.clamp(1, 200);
+        self.gflops = finite(self.gflops, 0.01, 1e4, d.gflops);
+        self.slowdown = finite(self.slowdown, 1.0, 10.0, d.slowdown);
     }
 
     /// The link the settings describe (always valid once clamped).
@@ -104,6 +121,7 @@ type View = fn(&mut egui::Ui, &mut Settings, Lang);
 #[derive(Default)]
 pub struct DataParallel {
     settings: Settings,
+    training: train_view::Training,
 }
 
 fn t(lang: Lang, key: &'static str) -> &'static str {
@@ -131,9 +149,32 @@ impl Lesson for DataParallel {
                 .default_open(true)
                 .show(ui, |ui| body(ui, s, lang));
         }
+        let training = &mut self.training;
+        egui::CollapsingHeader::new(egui::RichText::new(t(lang, "train.heading")).strong())
+            .id_salt("dp_train")
+            .default_open(true)
+            .show(ui, |ui| train_view::ui(ui, s, training, lang));
+    }
+
+    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+        self.training.logic(ctx);
+    }
+
+    fn is_busy(&self) -> bool {
+        self.training.is_running()
     }
 
     crate::persist_field!(settings);
+
+    /// Trains the default run, as the Train button does.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        self.training.start_self_test();
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        self.training.self_test_outcome()
+    }
 }
 
 /// The algorithm picker, each algorithm described in its tooltip.

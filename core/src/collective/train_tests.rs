@@ -1,0 +1,137 @@
+//! Data-parallel training held to one worker with the whole batch, to
+//! itself across threads, and to its virtual clock.
+
+use super::*;
+use crate::nn::{Activation, Dataset, OptimizerKind, data};
+
+fn spirals() -> Dataset {
+    data::load("spirals", 3).unwrap()
+}
+
+fn settings(workers: usize, algorithm: Algorithm) -> DpSettings {
+    DpSettings {
+        hidden: vec![16],
+        activation: Activation::Tanh,
+        optimizer: OptimizerKind::by_name("momentum").unwrap(),
+        lr: 0.1,
+        workers,
+        shard: 8,
+        algorithm,
+        steps: 20,
+        seed: 5,
+        link: Link::new(5.0, 25.0).unwrap(),
+        flops_per_s: 1e9,
+        straggler: None,
+    }
+}
+
+fn max_rel(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs() / y.abs().max(1e-300))
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn n_workers_with_batch_b_follow_one_worker_with_batch_n_b() {
+    let data = spirals();
+    for algorithm in Algorithm::ALL {
+        for n in [2, 3, 4] {
+            let s = settings(n, algorithm);
+            let run = train_sync::<f64>(&s, &data, false).unwrap();
+            let (single, _) = train_single::<f64>(&s, &data).unwrap();
+            let losses: Vec<f64> = run.steps.iter().map(|x| x.loss).collect();
+            assert_eq!(losses.len(), 20);
+            let rel = max_rel(&losses, &single);
+            assert!(rel <= 1e-10, "f64 {algorithm:?} N={n}: {rel:e}");
+            let run = train_sync::<f32>(&s, &data, false).unwrap();
+            let (single, _) = train_single::<f32>(&s, &data).unwrap();
+            let losses: Vec<f64> = run.steps.iter().map(|x| x.loss).collect();
+            let rel = max_rel(&losses, &single);
+            assert!(rel <= 1e-4, "f32 {algorithm:?} N={n}: {rel:e}");
+            assert!(run.replicas_identical, "{algorithm:?} N={n}");
+        }
+    }
+    // And the loss does move: the runs train.
+    let mut s = settings(4, Algorithm::Ring);
+    s.steps = 60;
+    let run = train_sync::<f64>(&s, &data::load("moons", 3).unwrap(), false).unwrap();
+    let mean = |steps: &[DpStep]| steps.iter().map(|x| x.loss).sum::<f64>() / steps.len() as f64;
+    let (first, last) = (mean(&run.steps[..10]), mean(&run.steps[50..]));
+    assert!(last < 0.9 * first, "{first} → {last}");
+}
+
+#[test]
+fn threads_and_one_thread_give_the_same_bits() {
+    let data = spirals();
+    for algorithm in Algorithm::ALL {
+        let s = settings(4, algorithm);
+        let threaded = train_sync::<f32>(&s, &data, true).unwrap();
+        let single = train_sync::<f32>(&s, &data, false).unwrap();
+        assert!(threaded.threads && !single.threads);
+        assert_eq!(threaded.weights, single.weights, "{algorithm:?}");
+        assert_eq!(threaded.steps, single.steps, "{algorithm:?}");
+    }
+}
+
+#[test]
+fn a_step_waits_for_the_slowest_worker_then_all_reduces() {
+    let data = spirals();
+    let mut s = settings(4, Algorithm::Ring);
+    let even = train_sync::<f32>(&s, &data, false).unwrap();
+    s.straggler = Some(Straggler {
+        worker: 2,
+        slowdown: 3.0,
+    });
+    let slow = train_sync::<f32>(&s, &data, false).unwrap();
+    let (a, b) = (&even.steps[0], &slow.steps[0]);
+    let compute = a.compute_s[0];
+    assert!(a.compute_s.iter().all(|c| *c == compute));
+    assert!((b.compute_s[2] - 3.0 * compute).abs() <= 1e-15);
+    assert!((a.step_s - (compute + a.comm_s)).abs() <= 1e-15);
+    assert!((b.step_s - a.step_s - 2.0 * compute).abs() <= 1e-12);
+    // The straggler changes the clock, never the weights.
+    assert_eq!(even.weights, slow.weights);
+    let elements = 2 * 16 + 16 + 16 * 2 + 2;
+    assert_eq!(
+        even.bytes_per_step,
+        4 * Algorithm::Ring.total_elements_sent(4, elements)
+    );
+}
+
+#[test]
+fn settings_it_cannot_run_are_errors() {
+    let data = spirals();
+    let mut s = settings(4, Algorithm::Ring);
+    s.shard = data.len();
+    assert!(matches!(
+        train_sync::<f32>(&s, &data, false),
+        Err(CollectiveError::Batch { .. })
+    ));
+    s.shard = 0;
+    assert!(matches!(
+        train_sync::<f32>(&s, &data, false),
+        Err(CollectiveError::Batch { .. })
+    ));
+    let mut s = settings(4, Algorithm::Ring);
+    s.flops_per_s = 0.0;
+    assert!(matches!(
+        train_sync::<f32>(&s, &data, false),
+        Err(CollectiveError::Rate)
+    ));
+    let mut s = settings(4, Algorithm::Ring);
+    s.straggler = Some(Straggler {
+        worker: 4,
+        slowdown: 2.0,
+    });
+    assert!(matches!(
+        train_sync::<f32>(&s, &data, false),
+        Err(CollectiveError::Rate)
+    ));
+    let s = settings(1, Algorithm::Ring);
+    assert!(matches!(
+        train_sync::<f32>(&s, &data, false),
+        Err(CollectiveError::Workers { .. })
+    ));
+}
