@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::collective::{
-    Algorithm, Link, MAX_WORKERS, MIN_WORKERS, Op, Schedule, check_result, check_runnable, run,
-    seeded_gradients, simulate,
+    Algorithm, Link, MAX_WORKERS, MIN_WORKERS, Op, RELATIVE_TOLERANCE, Schedule, check_result,
+    check_runnable, run, seeded_gradients, simulate,
 };
 use dlsys_core::memory::{show_bytes, show_seconds};
 
@@ -61,8 +61,10 @@ struct AllreduceOut {
     alpha_us: f64,
     gbps: f64,
     /// How the result was checked: "bitwise" against a plain sum in the
-    /// algorithm's order, or "relative-1e-6" against an f64 sum.
+    /// algorithm's order (or, for all-gather, against each owner's chunk),
+    /// or "relative" against an f64 sum, within `tolerance`.
     check: &'static str,
+    tolerance: Option<f64>,
     correct: bool,
     first_wrong_element: Option<usize>,
     steps: usize,
@@ -105,8 +107,9 @@ pub fn run_args(args: &AllreduceArgs) -> Result<ExitCode, CliError> {
         check: if args.algo.fixed_order() {
             "bitwise"
         } else {
-            "relative-1e-6"
+            "relative"
         },
+        tolerance: (!args.algo.fixed_order()).then_some(RELATIVE_TOLERANCE),
         correct: checked.is_ok(),
         first_wrong_element: checked.err(),
         steps: outcome.steps,
@@ -167,18 +170,18 @@ impl Report for AllreduceOut {
                 ],
             )
         )?;
-        let how = t(if self.check == "bitwise" {
-            "allreduce.bitwise"
-        } else {
-            "allreduce.relative"
-        });
+        let how = match self.tolerance {
+            None => t("allreduce.bitwise").to_owned(),
+            Some(tol) => tf("allreduce.relative", &[("tol", &format!("{tol:e}"))]),
+        };
+        let (correct, wrong) = match self.op {
+            "reduce-scatter" => ("allreduce.correct_rs", "allreduce.wrong_rs"),
+            "all-gather" => ("allreduce.correct_ag", "allreduce.wrong_ag"),
+            _ => ("allreduce.correct", "allreduce.wrong"),
+        };
         match self.first_wrong_element {
-            None => writeln!(out, "{}", tf("allreduce.correct", &[("how", &how)]))?,
-            Some(i) => writeln!(
-                out,
-                "{}",
-                tf("allreduce.wrong", &[("how", &how), ("i", &i)])
-            )?,
+            None => writeln!(out, "{}", tf(correct, &[("how", &how)]))?,
+            Some(i) => writeln!(out, "{}", tf(wrong, &[("how", &how), ("i", &i)]))?,
         }
         const W: usize = 12;
         writeln!(

@@ -32,3 +32,10 @@ pub fn assert_one_line_error(args: &[&str], out: &std::process::Output) {
         "{args:?}: {err}"
     );
 }
+
+/// Every command line fails with a one-line error.
+pub fn fails_with_one_line(commands: &[&[&str]]) {
+    for args in commands {
+        assert_one_line_error(args, &dlsys_lab(args));
+    }
+}

@@ -111,20 +111,27 @@ fn execute<T: Element>(
     }
     let bytes = std::mem::size_of::<T>() as u64;
     let mut traffic = vec![Traffic::default(); schedule.nodes];
-    // Whose values each element holds: worker w's own elements start as {w}
-    // (for an all-gather only its own chunk counts as its input).
-    let mut masks: Vec<Vec<u32>> = (0..schedule.nodes)
-        .map(|w| {
-            (0..schedule.elements)
-                .map(|i| {
-                    let own = w < schedule.workers
-                        && (schedule.op != Op::AllGather
-                            || chunk_range(w, schedule.workers, schedule.elements).contains(&i));
-                    if own { 1 << w } else { 0 }
-                })
-                .collect()
-        })
-        .collect();
+    // Whose values each element holds (traced runs only): worker w's own
+    // elements start as {w} (for an all-gather only its own chunk counts
+    // as its input).
+    let tracing = trace.is_some();
+    let mut masks: Vec<Vec<u32>> = if tracing {
+        (0..schedule.nodes)
+            .map(|w| {
+                (0..schedule.elements)
+                    .map(|i| {
+                        let own = w < schedule.workers
+                            && (schedule.op != Op::AllGather
+                                || chunk_range(w, schedule.workers, schedule.elements)
+                                    .contains(&i));
+                        if own { 1 << w } else { 0 }
+                    })
+                    .collect()
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     if let Some(t) = trace.as_deref_mut() {
         t.values.push(buffers.to_vec());
         t.contributors.push(masks.clone());
@@ -135,10 +142,13 @@ fn execute<T: Element>(
             .messages
             .iter()
             .map(|m| {
-                (
-                    buffers[m.from][m.range()].to_vec(),
-                    masks[m.from][m.range()].to_vec(),
-                )
+                let values = buffers[m.from][m.range()].to_vec();
+                let from_masks = if tracing {
+                    masks[m.from][m.range()].to_vec()
+                } else {
+                    Vec::new()
+                };
+                (values, from_masks)
             })
             .collect();
         for (m, (values, from_masks)) in step.messages.iter().zip(sent) {
@@ -148,19 +158,23 @@ fn execute<T: Element>(
             traffic[m.to].received_bytes += len * bytes;
             traffic[m.to].received_messages += 1;
             let dst = &mut buffers[m.to][m.range()];
-            let dst_masks = &mut masks[m.to][m.range()];
             match m.combine {
                 Combine::Add => {
                     for (d, v) in dst.iter_mut().zip(&values) {
                         *d = d.add(*v);
                     }
-                    for (d, v) in dst_masks.iter_mut().zip(&from_masks) {
-                        *d |= *v;
-                    }
                 }
-                Combine::Copy => {
-                    dst.copy_from_slice(&values);
-                    dst_masks.copy_from_slice(&from_masks);
+                Combine::Copy => dst.copy_from_slice(&values),
+            }
+            if tracing {
+                let dst_masks = &mut masks[m.to][m.range()];
+                match m.combine {
+                    Combine::Add => {
+                        for (d, v) in dst_masks.iter_mut().zip(&from_masks) {
+                            *d |= *v;
+                        }
+                    }
+                    Combine::Copy => dst_masks.copy_from_slice(&from_masks),
                 }
             }
         }
@@ -216,7 +230,7 @@ fn binomial<T: Element>(inputs: &[Vec<T>], i: usize, lo: usize, n: usize) -> T {
 
 /// Checks a finished collective against its inputs. All-reduce: every
 /// worker holds the same bits, and they are [`reference_sum`]'s bit for bit
-/// where the algorithm fixes the order, or within `1e-6` of an f64 sum
+/// where the algorithm fixes the order, or within [`super::RELATIVE_TOLERANCE`] of an f64 sum
 /// (relative to the sum of the magnitudes) where it does not.
 /// Reduce-scatter: worker i's chunk i is the reference sum. All-gather:
 /// every worker holds chunk c of worker c, for every c. `Err(i)`: the first
@@ -238,7 +252,7 @@ pub fn check_result<T: Element>(
         None => {
             let exact: f64 = inputs[..n].iter().map(|x| x[i].to_f64()).sum();
             let scale: f64 = inputs[..n].iter().map(|x| x[i].to_f64().abs()).sum();
-            (got.to_f64() - exact).abs() <= 1e-6 * scale
+            (got.to_f64() - exact).abs() <= super::RELATIVE_TOLERANCE * scale
         }
     };
     for i in 0..e {

@@ -53,6 +53,11 @@ pub const MAX_WORKERS: usize = 16;
 /// lesson; 2²⁶ keeps every count exact in f64 and a run within memory).
 pub const MAX_ELEMENTS: usize = 1 << 26;
 
+/// How far halving-doubling's sum may be from an f64 sum, relative to the
+/// sum of the magnitudes (its order of addition depends on where an element
+/// lies; the other algorithms are checked bit for bit).
+pub const RELATIVE_TOLERANCE: f64 = 1e-6;
+
 /// The most values (all nodes' buffers together) a run on real buffers
 /// holds: 2²⁷ f32 values, 512 MiB. Schedules and timings take any size.
 pub const MAX_RUN_VALUES: usize = 1 << 27;

@@ -182,11 +182,22 @@ fn the_other_algorithms_send_what_their_formulas_say() {
         } else {
             let p = 1usize << (usize::BITS - 1 - n.leading_zeros());
             assert_eq!(steps, 2 * p.trailing_zeros() as usize + 2);
-            let r = (n - p) as u64;
+            let r = n - p;
             assert_eq!(
                 hd.total_sent(),
-                2 * (p as u64 - 1) * s_bytes + 2 * r * s_bytes
+                2 * (p as u64 - 1) * s_bytes + 2 * r as u64 * s_bytes
             );
+            // Per worker, by the rule (not the builder's loops): an extra
+            // worker (odd, below 2r) sends S once; an active one 2(p−1)/p·S,
+            // and S more when it hands the sum back to an extra one.
+            for (w, t) in hd.traffic.iter().enumerate() {
+                let want = if w < 2 * r && w % 2 == 1 {
+                    s_bytes
+                } else {
+                    2 * (p as u64 - 1) * s_bytes / p as u64 + if w < 2 * r { s_bytes } else { 0 }
+                };
+                assert_eq!(t.sent_bytes, want, "N={n} w={w}");
+            }
         }
         for a in Algorithm::ALL {
             let (steps, _) = run_of(a);
@@ -366,11 +377,25 @@ fn below_the_crossover_the_tree_wins_and_above_it_the_ring() {
         assert!(tree.time(s / 2.0, link) < ring.time(s / 2.0, link));
         assert!(ring.time(s * 2.0, link) < tree.time(s * 2.0, link));
     }
-    // Two workers: the ring is never slower, so there is no crossover.
+    // Two and three workers: the ring has no more latency terms than the
+    // tree (2 against 2, 4 against 4) and fewer bytes, so never a crossover;
+    // nor for any N when latency is free.
     assert_eq!(
         crossover_bytes(Algorithm::Ring, Algorithm::Tree, 2, link),
         None
     );
+    assert_eq!(
+        crossover_bytes(Algorithm::Ring, Algorithm::Tree, 3, link),
+        None
+    );
+    let free = Link::new(0.0, 50.0).unwrap();
+    for n in MIN_WORKERS..=MAX_WORKERS {
+        assert_eq!(
+            crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, free),
+            None,
+            "N={n}"
+        );
+    }
 }
 
 #[test]
@@ -396,6 +421,23 @@ fn the_check_catches_a_wrong_or_differing_element() {
             check_result(&s, &input, &one_off),
             Err(7),
             "{algorithm:?}: one worker one ulp off"
+        );
+        // One ulp off on every worker alike: the bit-for-bit reference
+        // catches it where the order is fixed; halving-doubling is held
+        // only to the tolerance, which one ulp is well within.
+        let mut ulp = b.clone();
+        for w in ulp.iter_mut().take(5) {
+            w[9] = f32::from_bits(w[9].to_bits() + 1);
+        }
+        let want = if algorithm.fixed_order() {
+            Err(9)
+        } else {
+            Ok(())
+        };
+        assert_eq!(
+            check_result(&s, &input, &ulp),
+            want,
+            "{algorithm:?}: one ulp on everyone"
         );
         let mut all_off = b.clone();
         for w in all_off.iter_mut() {

@@ -103,8 +103,10 @@ fn sent_mb(algorithm: Algorithm, n: usize, elements: usize, node: usize) -> f64 
 fn ring_bytes(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let n = pick(&mut rng, &[2, 3, 4, 6, 8, 12, 16]);
-    let per = pick(&mut rng, &[5, 10, 25, 50]);
-    let mb = (n * per) as f64; // N divides it: equal chunks
+    // N divides the size (equal chunks), and it stays within a schedule's
+    // 2²⁶ elements (16 × 15 MB = 240 MB).
+    let per = pick(&mut rng, &[2, 5, 10, 15]);
+    let mb = (n * per) as f64;
     let elements = (mb * MB / 4.0) as usize;
     let answer = sent_mb(Algorithm::Ring, n, elements, 0);
     let total: f64 = (0..n).map(|w| sent_mb(Algorithm::Ring, n, elements, w)).sum();
@@ -125,7 +127,7 @@ fn ring_bytes(seed: u64, lang: Lang) -> Task {
 fn server_traffic(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let n = pick(&mut rng, &[4, 5, 8, 10, 16]);
-    let mb = pick(&mut rng, &[20.0, 40.0, 100.0, 250.0, 500.0]);
+    let mb = pick(&mut rng, &[20.0, 40.0, 100.0, 160.0, 250.0]);
     let elements = (mb * MB / 4.0) as usize;
     let schedule = Schedule::new(Algorithm::ParameterServer, Op::AllReduce, n, elements);
     let (received, sent) = schedule
@@ -161,6 +163,9 @@ fn steps(seed: u64, lang: Lang) -> Task {
     }
     if algorithm == Algorithm::Tree {
         candidates.push((2.0 * (n as f64).log2().floor(), t(lang, "ex.steps.floor")));
+    }
+    if algorithm == Algorithm::HalvingDoubling && !n.is_power_of_two() {
+        candidates.push((2.0 * (n as f64).log2().floor(), t(lang, "ex.steps.no_fold")));
     }
     let algo = algorithm_name(algorithm, lang);
     numeric(
@@ -237,7 +242,7 @@ fn speedup_task(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let n = pick(&mut rng, &[4, 8, 16, 32, 64]);
     let compute = pick(&mut rng, &[40.0, 60.0, 100.0, 150.0]);
-    let comm = pick(&mut rng, &[10.0, 20.0, 30.0, 50.0]);
+    let comm = pick(&mut rng, &[10.0, 20.0, 30.0, 50.0, 80.0, 200.0]);
     let answer = speedup(n, compute, comm);
     numeric(
         TEXT.fill(lang, "ex.speedup.prompt", &[("n", &n), ("compute", &compute), ("comm", &comm)]),
@@ -299,32 +304,55 @@ mod tests {
     use super::*;
     use dlsys_core::exercise::{FIRST_SEED, next_seed};
 
-    /// The classic wrong answers are rejected with their own feedback, and
+    /// Over many seeds: the reference is a finite number the checker
+    /// accepts, every listed mistake is rejected with its own feedback, and
     /// the numbers move with the seed.
     #[test]
-    fn the_classic_mistakes_are_caught_and_tasks_vary() {
-        let first = ring_bytes(FIRST_SEED, Lang::En);
-        // Saying S (the misconception) or forgetting the all-gather half.
-        let prompt_numbers: Vec<f64> = first
-            .prompt
-            .split(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        let (n, mb) = (prompt_numbers[0], prompt_numbers[1]);
-        assert!(!first.check(&show(mb)).is_correct());
-        assert!(!first.check(&show(mb * (n - 1.0) / n)).is_correct());
-        assert!(first.check(&show(2.0 * (n - 1.0) / n * mb)).is_correct());
+    fn every_variant_has_a_real_answer_and_its_mistakes_are_caught() {
         for exercise in EXERCISES {
             let mut prompts = std::collections::BTreeSet::new();
             let mut seed = FIRST_SEED;
-            for _ in 0..12 {
-                prompts.insert((exercise.generate)(seed, Lang::En).prompt);
+            for _ in 0..200 {
+                for lang in Lang::ALL {
+                    let task = (exercise.generate)(seed, lang);
+                    let reference: f64 = task.reference.parse().unwrap_or(f64::NAN);
+                    assert!(reference.is_finite(), "{} seed {seed}: reference {}", exercise.id, task.reference);
+                    assert!(task.check(&task.reference).is_correct(), "{} seed {seed}", exercise.id);
+                    assert!(!task.mistakes.is_empty(), "{} seed {seed}", exercise.id);
+                    for m in &task.mistakes {
+                        let verdict = task.check(&m.answer);
+                        assert!(!verdict.is_correct(), "{} seed {seed}: {} accepted", exercise.id, m.answer);
+                        assert_eq!(verdict.message(), m.feedback, "{} seed {seed}", exercise.id);
+                    }
+                    if lang == Lang::En {
+                        prompts.insert(task.prompt);
+                    }
+                }
                 seed = next_seed(seed);
             }
-            assert!(prompts.len() >= 3, "{}: {} prompts over 12 seeds", exercise.id, prompts.len());
-            let task = (exercise.generate)(FIRST_SEED, Lang::En);
-            assert!(!task.mistakes.is_empty(), "{}", exercise.id);
-            assert!(task.check(&task.reference).is_correct(), "{}", exercise.id);
+            assert!(prompts.len() >= 8, "{}: {} prompts over 200 seeds", exercise.id, prompts.len());
+        }
+    }
+
+    /// The misconception (S per worker) and the forgotten all-gather half
+    /// are caught, for every worker count the task draws.
+    #[test]
+    fn the_ring_misconceptions_are_caught() {
+        let mut seed = FIRST_SEED;
+        for _ in 0..50 {
+            let task = ring_bytes(seed, Lang::En);
+            let numbers: Vec<f64> = task
+                .prompt
+                .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let (n, mb) = (numbers[0], numbers[1]);
+            assert!(task.check(&show(2.0 * (n - 1.0) / n * mb)).is_correct());
+            assert!(!task.check(&show(mb * (n - 1.0) / n)).is_correct(), "half, N={n}");
+            if n > 2.0 {
+                assert!(!task.check(&show(mb)).is_correct(), "S, N={n}");
+            }
+            seed = next_seed(seed);
         }
     }
 }

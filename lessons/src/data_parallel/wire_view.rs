@@ -3,7 +3,7 @@
 //! side for one gradient, and one all-reduce drawn on the virtual clock.
 
 use dlsys_core::collective::{
-    Algorithm, Op, Schedule, StepKind, compare, crossover_bytes, simulate,
+    Algorithm, MAX_ELEMENTS, Op, Schedule, StepKind, compare, crossover_bytes, simulate,
 };
 use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::{show_bytes, show_seconds};
@@ -33,7 +33,16 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     plot(ui, s, lang);
     match crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, link) {
         Some(bytes) => ui.label(TEXT.fill(lang, "wire.crossover", &[("size", &show_bytes(bytes as u64))])),
-        None => ui.label(TEXT.fill(lang, "wire.no_crossover", &[("n", &n)])),
+        None => ui.label(TEXT.fill(
+            lang,
+            "wire.no_crossover",
+            &[
+                ("n", &n),
+                ("alpha", &s.alpha_us),
+                ("ring", &Algorithm::Ring.cost(n).latency_terms),
+                ("tree", &Algorithm::Tree.cost(n).latency_terms),
+            ],
+        )),
     };
     let elements = s.gradient_elements();
     let size = show_bytes(4 * elements as u64);
@@ -81,7 +90,11 @@ fn simulated_sizes(n: usize) -> Vec<usize> {
     let unit = 16 * n;
     (10..=28)
         .step_by(2)
-        .map(|k| (((1usize << k) / 4).div_ceil(unit)).max(1) * unit)
+        .map(|k| {
+            let rounded = ((1usize << k) / 4).div_ceil(unit).max(1) * unit;
+            // Within a schedule's limit: the last size rounds down instead.
+            if rounded > MAX_ELEMENTS { MAX_ELEMENTS / unit * unit } else { rounded }
+        })
         .collect()
 }
 
@@ -146,7 +159,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
                 if (LOG2_FROM..=LOG2_TO).contains(&x) {
                     plot.vline(
                         VLine::new(t(lang, "wire.crossover_line"), x)
-                            .color(theme::warn(&visuals))
+                            .color(visuals.text_color())
                             .width(1.5)
                             .style(egui_plot::LineStyle::dashed_dense()),
                     );
