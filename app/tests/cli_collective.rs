@@ -7,6 +7,20 @@ mod support;
 
 use support::{dlsys_lab, fails_with_one_line};
 
+/// Runs a command that prints JSON lines; it must succeed.
+fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
+    let out = dlsys_lab(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 #[test]
 fn allreduce_checks_the_sum_and_counts_the_bytes() {
     for algo in ["ring", "tree", "hd", "ps"] {
@@ -73,7 +87,7 @@ fn allreduce_checks_the_sum_and_counts_the_bytes() {
 
 #[test]
 fn train_with_workers_is_data_parallel_and_refuses_what_it_lacks() {
-    let out = dlsys_lab(&[
+    let lines = json_lines(&[
         "train",
         "--workers",
         "4",
@@ -85,15 +99,6 @@ fn train_with_workers_is_data_parallel_and_refuses_what_it_lacks() {
         "moons",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(lines.len(), 3);
     assert!(lines[0]["comm_bytes"].as_u64().unwrap() > 0);
     assert!(lines[1]["train_loss"].as_f64().unwrap() < lines[0]["train_loss"].as_f64().unwrap());
@@ -131,5 +136,32 @@ fn train_with_workers_is_data_parallel_and_refuses_what_it_lacks() {
             "--dataset",
             "xor",
         ],
+    ]);
+}
+
+#[test]
+fn train_async_reports_staleness_per_epoch() {
+    let lines = json_lines(&[
+        "train",
+        "--workers",
+        "4",
+        "--async",
+        "--batch",
+        "16",
+        "--epochs",
+        "2",
+        "--dataset",
+        "moons",
+        "--json",
+    ]);
+    assert_eq!(lines.len(), 3);
+    assert!(lines[1]["mean_staleness"].as_f64().unwrap() > 0.0);
+    assert!(
+        lines[1]["virtual_end_s"].as_f64().unwrap() > lines[0]["virtual_end_s"].as_f64().unwrap()
+    );
+    assert!(lines[2]["final_test_accuracy"].as_f64().unwrap() > 0.5);
+    fails_with_one_line(&[
+        &["train", "--async"],
+        &["train", "--workers", "4", "--async", "--allreduce", "ring"],
     ]);
 }

@@ -88,6 +88,10 @@ pub struct TrainArgs {
     /// --allreduce (fp32, plain steps only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
     workers: u64,
+    /// Asynchronous SGD against a parameter server (with --workers): no
+    /// worker waits; each gradient is as stale as the virtual clock makes it.
+    #[arg(long = "async")]
+    asynchronous: bool,
     /// How the workers' gradients are summed (with --workers).
     #[arg(long, value_parser = choice(&Algorithm::ALL, |a| a.id()))]
     allreduce: Option<Algorithm>,
@@ -167,9 +171,10 @@ struct Epoch<'a> {
     epochs: u64,
 }
 
+/// The last line of a run: also data-parallel `--async`'s.
 #[derive(serde::Serialize)]
-struct Finished {
-    final_test_accuracy: f64,
+pub(super) struct Finished {
+    pub(super) final_test_accuracy: f64,
 }
 
 pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
@@ -178,6 +183,7 @@ pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
     }
     let dp_only = [
         ("--allreduce", args.allreduce.is_some()),
+        ("--async", args.asynchronous),
         ("--alpha-us", args.alpha_us.is_some()),
         ("--gbps", args.gbps.is_some()),
         ("--gflops", args.gflops.is_some()),
@@ -212,6 +218,9 @@ impl TrainArgs {
                 &[("flag", flag)],
             )));
         }
+        if self.asynchronous && self.allreduce.is_some() {
+            return Err(CliError::from(super::t("train.async_allreduce")));
+        }
         super::train_dp::run(&super::train_dp::DpFlags {
             dataset: &self.dataset,
             hidden: &self.hidden,
@@ -223,6 +232,7 @@ impl TrainArgs {
             seed: self.seed,
             workers: self.workers as usize,
             algorithm: self.allreduce.unwrap_or(Algorithm::Ring),
+            asynchronous: self.asynchronous,
             alpha_us: self.alpha_us.unwrap_or(5.0),
             gbps: self.gbps.unwrap_or(25.0),
             gflops: self.gflops.unwrap_or(1000.0),

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use dlsys_core::collective::{Algorithm, DpSettings, DpTrainer, Link};
+use dlsys_core::collective::{Algorithm, DpSettings, DpTrainer, Link, train_async};
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::nn::settings::parse_hidden;
 use dlsys_core::nn::{Activation, OptimizerKind, data, evaluate};
@@ -24,6 +24,7 @@ pub struct DpFlags<'a> {
     pub seed: u64,
     pub workers: usize,
     pub algorithm: Algorithm,
+    pub asynchronous: bool,
     pub alpha_us: f64,
     pub gbps: f64,
     pub gflops: f64,
@@ -84,6 +85,9 @@ pub fn run(f: &DpFlags<'_>) -> Result<ExitCode, CliError> {
         flops_per_s: f.gflops * 1e9,
         straggler: None,
     };
+    if f.asynchronous {
+        return run_async(f, &settings, &whole.name, &train, &test);
+    }
     let threads = true;
     let mut trainer = DpTrainer::<f32>::new(&settings, &train, threads).map_err(|e| say(&e))?;
     let parameters = trainer.model().parameter_count();
@@ -230,5 +234,128 @@ impl Report for Finished {
 
     fn ok(&self) -> bool {
         self.replicas_identical
+    }
+}
+
+/// One epoch of asynchronous SGD: the server's updates in it.
+#[derive(serde::Serialize)]
+struct AsyncEpoch {
+    epoch: u64,
+    epochs: u64,
+    train_loss: f64,
+    updates: usize,
+    mean_staleness: f64,
+    max_staleness: u64,
+    /// Bytes through the server (pushes in, pulls out) in this epoch.
+    server_bytes: u64,
+    /// When the epoch's last update landed, on the virtual clock.
+    virtual_end_s: f64,
+}
+
+#[derive(serde::Serialize)]
+struct AsyncSetup {
+    dataset: String,
+    workers: usize,
+    batch: usize,
+    parameters: usize,
+    updates_per_epoch: usize,
+}
+
+/// `--async`: an epoch is as many server updates as batches of --batch fit
+/// the training set; the run is one pass of the virtual clock, reported
+/// per epoch, and tested at the end.
+fn run_async(
+    f: &DpFlags<'_>,
+    settings: &DpSettings,
+    name: &str,
+    train: &dlsys_core::nn::Dataset,
+    test: &dlsys_core::nn::Dataset,
+) -> Result<ExitCode, CliError> {
+    let per_epoch = train.len() / f.batch.max(1);
+    let settings = DpSettings {
+        steps: per_epoch.saturating_mul(f.epochs as usize),
+        ..settings.clone()
+    };
+    let run = train_async::<f32>(&settings, train).map_err(|e| say(&e))?;
+    let sizes: Vec<usize> = std::iter::once(train.features)
+        .chain(settings.hidden.iter().copied())
+        .chain(std::iter::once(train.classes))
+        .collect();
+    let mut model = dlsys_core::nn::Mlp::<f32>::new(&sizes, settings.activation, settings.seed)
+        .map_err(|e| say(&e))?;
+    if !f.json {
+        emit_text(&AsyncSetup {
+            dataset: name.to_owned(),
+            workers: f.workers,
+            batch: f.batch,
+            parameters: model.parameter_count(),
+            updates_per_epoch: per_epoch,
+        })?;
+    }
+    for (epoch, updates) in (1..=f.epochs).zip(run.updates.chunks(per_epoch.max(1))) {
+        let count = updates.len().max(1) as f64;
+        let train_loss = updates.iter().map(|u| u.loss).sum::<f64>() / count;
+        if !train_loss.is_finite() {
+            return Err(CliError::from(tf(
+                "train.dp_diverged",
+                &[("epoch", &epoch)],
+            )));
+        }
+        emit_line(
+            &AsyncEpoch {
+                epoch,
+                epochs: f.epochs,
+                train_loss,
+                updates: updates.len(),
+                mean_staleness: updates.iter().map(|u| u.staleness as f64).sum::<f64>() / count,
+                max_staleness: updates.iter().map(|u| u.staleness).max().unwrap_or(0),
+                server_bytes: run.bytes_per_update * updates.len() as u64,
+                virtual_end_s: updates.last().map_or(0.0, |u| u.applied_s),
+            },
+            f.json,
+        )?;
+    }
+    for (p, w) in model.params_mut().into_iter().zip(&run.weights) {
+        *p = w.clone();
+    }
+    emit_line(
+        &super::train::Finished {
+            final_test_accuracy: evaluate(&model, test).1,
+        },
+        f.json,
+    )
+}
+
+impl Report for AsyncSetup {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let line = tf(
+            "train.async_setup",
+            &[
+                ("dataset", &self.dataset),
+                ("workers", &self.workers),
+                ("batch", &self.batch),
+                ("parameters", &self.parameters),
+                ("updates", &self.updates_per_epoch),
+            ],
+        );
+        writeln!(out, "{line}")
+    }
+}
+
+impl Report for AsyncEpoch {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let line = tf(
+            "train.async_epoch",
+            &[
+                ("epoch", &format!("{:>3}", self.epoch)),
+                ("epochs", &self.epochs),
+                ("train_loss", &format!("{:.4}", self.train_loss)),
+                ("mean", &format!("{:.2}", self.mean_staleness)),
+                ("max", &self.max_staleness),
+                ("bytes", &show_bytes(self.server_bytes)),
+                ("end", &show_seconds(self.virtual_end_s)),
+            ],
+        );
+        writeln!(out, "{line}")
     }
 }

@@ -18,11 +18,15 @@
 //! `train.rs` trains N replicas of the engine's MLP synchronously with
 //! them (threads natively, one after another on the web, the same bits).
 //!
+//! `asynchronous.rs` trains them asynchronously against a parameter
+//! server instead, each gradient as stale as the virtual clock makes it.
+//!
 //! `cost.rs` holds the closed forms the books give (time = a·α + b·S/β for
 //! each algorithm, bytes per worker, steps, the crossover size, the
 //! speedup of N workers); the tests hold them to the simulation and to the
 //! counted bytes.
 
+mod asynchronous;
 mod clock;
 mod compare;
 mod cost;
@@ -34,6 +38,7 @@ mod train;
 #[cfg(test)]
 mod train_tests;
 
+pub use asynchronous::{AsyncRun, AsyncUpdate, train_async};
 pub use clock::{Link, Timeline, Transfer, simulate};
 pub use compare::{Row, compare, row};
 pub use cost::{Cost, comm_time, crossover_bytes, overlapped_step, speedup, sync_step};

@@ -81,7 +81,7 @@ pub struct DpRun<T> {
 
 /// The global batches of `rows` examples, `global` at a time, drop-last,
 /// reshuffled (seeded) every epoch, `steps` of them.
-fn batches(rows: usize, global: usize, steps: usize, seed: u64) -> Vec<Vec<usize>> {
+pub(super) fn batches(rows: usize, global: usize, steps: usize, seed: u64) -> Vec<Vec<usize>> {
     let mut out = Vec::with_capacity(steps);
     let mut epoch = 0u64;
     while out.len() < steps {
@@ -99,7 +99,11 @@ fn batches(rows: usize, global: usize, steps: usize, seed: u64) -> Vec<Vec<usize
 
 /// The loss and the flat gradient (every parameter in order) of `model`
 /// on the examples `indices` of `data`.
-fn gradient<T: Real>(model: &Mlp<T>, data: &Dataset, indices: &[usize]) -> (f64, Vec<T>) {
+pub(super) fn gradient<T: Real>(
+    model: &Mlp<T>,
+    data: &Dataset,
+    indices: &[usize],
+) -> (f64, Vec<T>) {
     let (x, y) = data.gather(indices);
     let mut g = Graph::new();
     let x = g.input(Tensor::new(
@@ -120,7 +124,7 @@ fn gradient<T: Real>(model: &Mlp<T>, data: &Dataset, indices: &[usize]) -> (f64,
 }
 
 /// Splits a flat gradient back into tensors shaped like `model`'s parameters.
-fn unflatten<T: Real>(model: &Mlp<T>, flat: &[T]) -> Vec<Tensor<T>> {
+pub(super) fn unflatten<T: Real>(model: &Mlp<T>, flat: &[T]) -> Vec<Tensor<T>> {
     let mut at = 0;
     model
         .params()
@@ -135,14 +139,14 @@ fn unflatten<T: Real>(model: &Mlp<T>, flat: &[T]) -> Vec<Tensor<T>> {
 }
 
 impl DpSettings {
-    fn sizes(&self, data: &Dataset) -> Vec<usize> {
+    pub(super) fn sizes(&self, data: &Dataset) -> Vec<usize> {
         std::iter::once(data.features)
             .chain(self.hidden.iter().copied())
             .chain(std::iter::once(data.classes))
             .collect()
     }
 
-    fn check(&self, data: &Dataset) -> Result<(), CollectiveError> {
+    pub(super) fn check(&self, data: &Dataset) -> Result<(), CollectiveError> {
         Schedule::new(self.algorithm, Op::AllReduce, self.workers, 1)?;
         let global = self.workers.saturating_mul(self.shard);
         if self.shard == 0 || global > data.len() {
@@ -163,7 +167,7 @@ impl DpSettings {
 
     /// Each worker's compute time for one shard: forward and backward
     /// matmul FLOPs (the memory lesson's count) ÷ its rate.
-    fn compute_times(&self, sizes: &[usize]) -> Result<Vec<f64>, CollectiveError> {
+    pub(super) fn compute_times(&self, sizes: &[usize]) -> Result<Vec<f64>, CollectiveError> {
         let shape = MlpShape {
             sizes: sizes.to_vec(),
             batch: self.shard,

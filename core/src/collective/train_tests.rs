@@ -135,3 +135,58 @@ fn settings_it_cannot_run_are_errors() {
         Err(CollectiveError::Workers { .. })
     ));
 }
+
+#[test]
+fn asynchronous_sgd_is_stale_by_the_clock_and_reproducible() {
+    let data = data::load("moons", 3).unwrap();
+    let mut s = settings(4, Algorithm::ParameterServer);
+    s.steps = 40;
+    let run = train_async::<f64>(&s, &data).unwrap();
+    assert_eq!(run.updates.len(), 40);
+    // Equal workers: after the first round each gradient is N − 1 versions
+    // old (the other three landed since its pull), and the updates come in
+    // worker order.
+    for (k, u) in run.updates.iter().enumerate().skip(4) {
+        assert_eq!(u.worker, k % 4, "update {k}");
+        assert_eq!(u.staleness, 3, "update {k}");
+    }
+    assert_eq!(run.updates[0].staleness, 0);
+    assert!(
+        run.updates
+            .windows(2)
+            .all(|p| p[0].applied_s <= p[1].applied_s)
+    );
+    assert_eq!(run, train_async::<f64>(&s, &data).unwrap());
+    // One worker: never stale, and it is plain SGD on batches of b.
+    let one = settings(1, Algorithm::ParameterServer);
+    assert!(matches!(
+        train_async::<f64>(&one, &data),
+        Err(CollectiveError::Workers { .. })
+    ));
+    // A straggler is staler: its gradients land after more of the others'.
+    s.straggler = Some(Straggler {
+        worker: 0,
+        slowdown: 4.0,
+    });
+    let slow = train_async::<f64>(&s, &data).unwrap();
+    let of = |w: usize| {
+        slow.updates
+            .iter()
+            .filter(|u| u.worker == w)
+            .map(|u| u.staleness)
+            .max()
+            .unwrap_or(0)
+    };
+    assert!(of(0) > of(1), "straggler {} vs {}", of(0), of(1));
+    assert!(
+        slow.updates.iter().filter(|u| u.worker == 0).count()
+            < slow.updates.iter().filter(|u| u.worker == 1).count()
+    );
+    // And it trains.
+    let mean = |u: &[AsyncUpdate]| u.iter().map(|x| x.loss).sum::<f64>() / u.len() as f64;
+    s.steps = 400;
+    s.straggler = None;
+    let long = train_async::<f64>(&s, &data).unwrap();
+    let (first, last) = (mean(&long.updates[..50]), mean(&long.updates[350..]));
+    assert!(last < 0.9 * first, "{first} → {last}");
+}

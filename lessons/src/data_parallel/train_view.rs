@@ -4,7 +4,7 @@
 //! virtual clock per worker (compute, waiting, all-reduce).
 
 use dlsys_core::collective::{
-    CollectiveError, DpRun, DpSettings, Straggler, train_single, train_sync,
+    AsyncRun, CollectiveError, DpRun, DpSettings, Straggler, train_async, train_single, train_sync,
 };
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
@@ -21,6 +21,8 @@ use crate::theme;
 pub struct Trained {
     run: DpRun<f32>,
     single: Vec<f64>,
+    /// The same examples (N × steps batches of b) asynchronously.
+    asynchronous: AsyncRun<f32>,
 }
 
 type Outcome = (DpSettings, Result<Trained, CollectiveError>);
@@ -89,7 +91,9 @@ fn dp_settings(s: &Settings) -> DpSettings {
     DpSettings {
         hidden: vec![64, 64],
         activation: Activation::Tanh,
-        optimizer: OptimizerKind::by_name("momentum").unwrap_or(OptimizerKind::Sgd),
+        // Plain SGD: under momentum, stale asynchronous gradients add up to
+        // a larger effective momentum and the asynchronous run diverges.
+        optimizer: OptimizerKind::Sgd,
         lr: 0.1,
         workers: s.workers,
         shard: s.shard,
@@ -111,7 +115,18 @@ fn train(settings: DpSettings) -> Outcome {
         let (train_set, _) = moons.split(data::TEST_FRACTION, 7);
         let run = train_sync::<f32>(&settings, &train_set, cfg!(not(target_arch = "wasm32")))?;
         let (single, _) = train_single::<f32>(&settings, &train_set)?;
-        Ok(Trained { run, single })
+        let asynchronous = train_async::<f32>(
+            &DpSettings {
+                steps: settings.steps * settings.workers,
+                ..settings.clone()
+            },
+            &train_set,
+        )?;
+        Ok(Trained {
+            run,
+            single,
+            asynchronous,
+        })
     })();
     (settings, result)
 }
@@ -192,6 +207,7 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
             );
             plot.line(Line::new(dp_name, curve(&dp)).color(theme::series(&visuals, 0)));
         });
+    versus_async(ui, trained, lang);
     if let Some(step) = trained.run.steps.first() {
         step_timeline(ui, ran, step, lang);
         ui.label(TEXT.fill(
@@ -204,6 +220,61 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
             ],
         ));
     }
+}
+
+/// Loss against virtual time: the synchronous run and the asynchronous one
+/// over the same examples, and how stale the asynchronous gradients were.
+fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
+    use egui_plot::{Corner, Legend, Line, Plot, PlotPoints};
+    let visuals = ui.visuals().clone();
+    let ms = 1e3;
+    let mut clock = 0.0;
+    let sync: Vec<[f64; 2]> = trained
+        .run
+        .steps
+        .iter()
+        .map(|x| {
+            clock += x.step_s;
+            [clock * ms, x.loss]
+        })
+        .collect();
+    // Each point the mean of N updates (the examples of one synchronous
+    // step), at the time the last of them landed: single batches of b are
+    // too noisy to read.
+    let n = trained.run.steps.first().map_or(1, |x| x.compute_s.len()).max(1);
+    let asynchronous: Vec<[f64; 2]> = trained
+        .asynchronous
+        .updates
+        .chunks(n)
+        .map(|c| {
+            let mean = c.iter().map(|u| u.loss).sum::<f64>() / c.len() as f64;
+            [c.last().map_or(0.0, |u| u.applied_s) * ms, mean]
+        })
+        .collect();
+    let sync_end = sync.last().map_or(0.0, |p| p[0] / ms);
+    let async_end = trained.asynchronous.updates.last().map_or(0.0, |u| u.applied_s);
+    ui.label(TEXT.fill(
+        lang,
+        "train.async",
+        &[
+            ("updates", &trained.asynchronous.updates.len()),
+            ("async_time", &show_seconds(async_end)),
+            ("steps", &trained.run.steps.len()),
+            ("sync_time", &show_seconds(sync_end)),
+            ("mean", &show_sig(trained.asynchronous.mean_staleness(), 3)),
+            ("max", &trained.asynchronous.max_staleness()),
+        ],
+    ));
+    Plot::new("dp_async_loss")
+        .height(180.0)
+        .legend(Legend::default().position(Corner::RightTop))
+        .x_axis_label(t(lang, "axis.virtual_ms"))
+        .y_axis_label(t(lang, "axis.loss"))
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            plot.line(Line::new(t(lang, "train.series_async"), PlotPoints::from(asynchronous)).color(theme::series(&visuals, 4)));
+            plot.line(Line::new(t(lang, "train.series_sync"), PlotPoints::from(sync)).color(theme::series(&visuals, 0)).width(2.0));
+        });
 }
 
 /// One step per worker on the virtual clock: its compute, its wait for
