@@ -54,6 +54,8 @@ struct NodeRow {
 #[derive(serde::Serialize)]
 struct AllreduceOut {
     algorithm: &'static str,
+    #[serde(skip)]
+    kind: Algorithm,
     op: &'static str,
     workers: usize,
     elements: usize,
@@ -98,6 +100,7 @@ pub fn run_args(args: &AllreduceArgs) -> Result<ExitCode, CliError> {
     let all_reduce = args.op == Op::AllReduce;
     let report = AllreduceOut {
         algorithm: args.algo.id(),
+        kind: args.algo,
         op: args.op.id(),
         workers,
         elements: args.elements,
@@ -146,11 +149,7 @@ fn node_name(w: usize, workers: usize) -> String {
 impl Report for AllreduceOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let lang = super::lang();
-        let algorithm = Algorithm::ALL
-            .iter()
-            .find(|a| a.id() == self.algorithm)
-            .copied()
-            .unwrap_or(Algorithm::Ring);
+        let algorithm = self.kind;
         writeln!(
             out,
             "{}",

@@ -38,6 +38,8 @@ struct Setup {
     shard: usize,
     global_batch: usize,
     algorithm: &'static str,
+    #[serde(skip)]
+    kind: Algorithm,
     parameters: usize,
     gradient_bytes: u64,
     steps_per_epoch: usize,
@@ -98,6 +100,7 @@ pub fn run(f: &DpFlags<'_>) -> Result<ExitCode, CliError> {
             shard: f.batch,
             global_batch: f.workers * f.batch,
             algorithm: f.algorithm.id(),
+            kind: f.algorithm,
             parameters,
             gradient_bytes: 4 * parameters as u64,
             steps_per_epoch: per_epoch,
@@ -149,11 +152,7 @@ pub fn run(f: &DpFlags<'_>) -> Result<ExitCode, CliError> {
 
 impl Report for Setup {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let algorithm = Algorithm::ALL
-            .iter()
-            .find(|a| a.id() == self.algorithm)
-            .copied()
-            .unwrap_or(Algorithm::Ring);
+        let algorithm = self.kind;
         writeln!(
             out,
             "{}",

@@ -49,6 +49,15 @@ fn numeric(prompt: String, answer: f64, hints: Vec<String>, explanation: String,
 
 const MB: f64 = 1e6;
 
+/// A link from the task's α (µs) and β (GB/s), drawn from positive lists,
+/// so `Link::new` accepts them; the same values set directly otherwise.
+fn link(alpha_us: f64, gbps: f64) -> Link {
+    Link::new(alpha_us, gbps).unwrap_or(Link {
+        alpha_s: alpha_us * 1e-6,
+        bytes_per_s: gbps * 1e9,
+    })
+}
+
 pub const EXERCISES: [Exercise; 8] = [
     Exercise {
         id: "ring_bytes_per_worker",
@@ -182,10 +191,7 @@ fn crossover(seed: u64, lang: Lang) -> Task {
     let n = pick(&mut rng, &[4, 8, 16]);
     let alpha = pick(&mut rng, &[2.0, 5.0, 10.0, 20.0]);
     let gbps = pick(&mut rng, &[10.0, 25.0, 50.0, 100.0]);
-    let link = Link::new(alpha, gbps).unwrap_or(Link {
-        alpha_s: alpha * 1e-6,
-        bytes_per_s: gbps * 1e9,
-    });
+    let link = link(alpha, gbps);
     let kb = |bytes: f64| bytes / 1e3;
     let answer = crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, link).map_or(f64::NAN, kb);
     let ring = Algorithm::Ring.cost(n);
@@ -212,10 +218,7 @@ fn ring_time(seed: u64, lang: Lang) -> Task {
     let mb = (n * pick(&mut rng, &[5, 10, 25])) as f64;
     let alpha = pick(&mut rng, &[5.0, 10.0, 50.0]);
     let gbps = pick(&mut rng, &[10.0, 25.0, 100.0]);
-    let link = Link::new(alpha, gbps).unwrap_or(Link {
-        alpha_s: alpha * 1e-6,
-        bytes_per_s: gbps * 1e9,
-    });
+    let link = link(alpha, gbps);
     let bytes = mb * MB;
     let ms = |s: f64| s * 1e3;
     let answer = ms(comm_time(Algorithm::Ring, n, bytes, link));
