@@ -1,6 +1,7 @@
 //! Renders every lesson, tall enough to see it whole, into PNG files — for
 //! reviewing the UI as a user sees it, without a window:
-//! `cargo run -p dlsys-lab-tests --example render_pages -- OUT_DIR [light|dark]`.
+//! `cargo run -p dlsys-lab-tests --example render_pages -- OUT_DIR [light|dark] [en|zh] [WIDTH]`
+//! (the height from `H`, 2800 px unless set).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,10 +18,15 @@ fn main() {
         Some("light") => egui::Theme::Light,
         _ => egui::Theme::Dark,
     };
+    let lang = match args.next().as_deref() {
+        Some("zh") => Lang::Zh,
+        _ => Lang::En,
+    };
+    let width = args.next().and_then(|w| w.parse().ok()).unwrap_or(1280.0);
     std::fs::create_dir_all(&dir).unwrap();
     let mut harness = Harness::builder()
         .with_size(egui::vec2(
-            1280.0,
+            width,
             std::env::var("H")
                 .ok()
                 .and_then(|h| h.parse().ok())
@@ -28,14 +34,28 @@ fn main() {
         ))
         .with_theme(theme)
         .wgpu_setup(dlsys_lab::setup::wgpu_setup())
-        .build_eframe(|cc| DlsysApp::new(cc, Startup::default()));
+        .build_eframe(|cc| {
+            DlsysApp::new(
+                cc,
+                Startup {
+                    lang: Some(lang),
+                    ..Startup::default()
+                },
+            )
+        });
     for lesson in dlsys_lessons::all() {
         harness
-            .get_by_role_and_label(Role::Button, &lesson.title(Lang::En))
+            .get_by_role_and_label(Role::Button, &lesson.title(lang))
             .click();
         harness.run();
         // Show work the lesson can do, not just its controls.
-        for button in ["Race them all", "Train"] {
+        for button in [
+            "Race them all",
+            "Train",
+            "全部跑一遍对比",
+            "训练",
+            "开始训练",
+        ] {
             if harness.query_by_label(button).is_some() {
                 harness.get_by_label(button).scroll_to_me();
                 harness.run_steps(2);

@@ -82,7 +82,36 @@ fn allreduce_checks_the_sum_and_counts_the_bytes() {
         &["allreduce", "--alpha-us", "nan"],
         &["allreduce", "--algo", "mesh"],
         &["allreduce", "--workers", "16", "--elements", "67108864"],
+        &["allreduce", "--slow-link", "0.5"],
+        &["allreduce", "--slow-link", "inf"],
     ]);
+}
+
+#[test]
+fn a_slow_link_slows_the_ring_by_its_bandwidth_share() {
+    // α = 0: the ring runs entirely at the slow link's bandwidth.
+    let out = dlsys_lab(&[
+        "allreduce",
+        "--workers",
+        "8",
+        "--elements",
+        "8192",
+        "--alpha-us",
+        "0",
+        "--slow-link",
+        "3",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let uniform = json["simulated_s"].as_f64().unwrap();
+    let slow = json["slow_link_simulated_s"].as_f64().unwrap();
+    assert!((slow / uniform - 3.0).abs() < 1e-9, "{slow} / {uniform}");
+    let out = dlsys_lab(&["allreduce", "--workers", "4", "--slow-link", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("with w3's links 2× slower: virtual time"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -160,6 +189,19 @@ fn train_async_reports_staleness_per_epoch() {
         lines[1]["virtual_end_s"].as_f64().unwrap() > lines[0]["virtual_end_s"].as_f64().unwrap()
     );
     assert!(lines[2]["final_test_accuracy"].as_f64().unwrap() > 0.5);
+    // Under the default momentum the text warns what staleness does to it.
+    let out = dlsys_lab(&[
+        "train",
+        "--workers",
+        "2",
+        "--async",
+        "--epochs",
+        "1",
+        "--dataset",
+        "moons",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("larger effective momentum"), "{text}");
     fails_with_one_line(&[
         &["train", "--async"],
         &["train", "--workers", "4", "--async", "--allreduce", "ring"],

@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::collective::{
-    Algorithm, Link, MAX_WORKERS, MIN_WORKERS, Op, RELATIVE_TOLERANCE, Schedule, check_result,
-    check_runnable, run, seeded_gradients, simulate,
+    Algorithm, Link, MAX_WORKERS, MIN_WORKERS, Network, Op, RELATIVE_TOLERANCE, Schedule,
+    check_result, check_runnable, run, seeded_gradients, simulate, simulate_on,
 };
 use dlsys_core::memory::{show_bytes, show_seconds};
 
@@ -35,6 +35,10 @@ pub struct AllreduceArgs {
     /// Every link's bandwidth β in GB/s (10⁹ bytes per second).
     #[arg(long, default_value_t = 25.0)]
     gbps: f64,
+    /// The last worker's links K times slower in bandwidth (K ≥ 1): the
+    /// virtual time again with that one slow link.
+    #[arg(long, value_name = "K")]
+    slow_link: Option<f64>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Print JSON instead of text.
@@ -77,6 +81,10 @@ struct AllreduceOut {
     simulated_s: f64,
     /// The α-β closed form (all-reduce only; exact for equal chunks).
     closed_form_s: Option<f64>,
+    /// With --slow-link: how many times slower the last worker's links
+    /// are, and the virtual time with them.
+    slow_link_factor: Option<f64>,
+    slow_link_simulated_s: Option<f64>,
     /// The real time of the run on this machine (one thread), not the
     /// virtual clock's.
     wall_s: f64,
@@ -88,6 +96,11 @@ pub fn run_args(args: &AllreduceArgs) -> Result<ExitCode, CliError> {
     let schedule =
         Schedule::new(args.algo, args.op, workers, args.elements).map_err(|e| say(&e))?;
     check_runnable(schedule.nodes, schedule.elements).map_err(|e| say(&e))?;
+    let slow = args
+        .slow_link
+        .map(|k| Network::with_slow_node(link, workers - 1, k))
+        .transpose()
+        .map_err(|e| say(&e))?;
     let inputs = seeded_gradients(workers, args.elements, args.seed);
     let mut buffers = inputs.clone();
     if schedule.nodes > workers {
@@ -137,6 +150,8 @@ pub fn run_args(args: &AllreduceArgs) -> Result<ExitCode, CliError> {
                 .cost(workers)
                 .time(4.0 * args.elements as f64, link)
         }),
+        slow_link_factor: args.slow_link,
+        slow_link_simulated_s: slow.map(|net| simulate_on(&schedule, 4, &net).end_s),
         wall_s,
     };
     emit(&report, args.json)
@@ -250,7 +265,29 @@ impl Report for AllreduceOut {
                     ("wall", &show_seconds(self.wall_s)),
                 ],
             )
-        )
+        )?;
+        if let (Some(k), Some(time)) = (self.slow_link_factor, self.slow_link_simulated_s) {
+            writeln!(
+                out,
+                "{}",
+                tf(
+                    "allreduce.slow",
+                    &[
+                        ("worker", &node_name(self.workers - 1, self.workers)),
+                        ("k", &k),
+                        ("sim", &show_seconds(time)),
+                        (
+                            "ratio",
+                            &dlsys_core::float::show_sig(
+                                time / self.simulated_s.max(f64::MIN_POSITIVE),
+                                3
+                            )
+                        ),
+                    ],
+                )
+            )?;
+        }
+        Ok(())
     }
 
     fn ok(&self) -> bool {

@@ -90,6 +90,8 @@ pub struct TrainArgs {
     workers: u64,
     /// Asynchronous SGD against a parameter server (with --workers): no
     /// worker waits; each gradient is as stale as the virtual clock makes it.
+    /// Stale gradients under momentum add up to a larger momentum: with many
+    /// workers prefer --optimizer sgd.
     #[arg(long = "async")]
     asynchronous: bool,
     /// How the workers' gradients are summed (with --workers).

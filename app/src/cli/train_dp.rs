@@ -258,6 +258,7 @@ struct AsyncSetup {
     batch: usize,
     parameters: usize,
     updates_per_epoch: usize,
+    optimizer: String,
 }
 
 /// `--async`: an epoch is as many server updates as batches of --batch fit
@@ -289,16 +290,21 @@ fn run_async(
             batch: f.batch,
             parameters: model.parameter_count(),
             updates_per_epoch: per_epoch,
+            optimizer: f.optimizer.to_owned(),
         })?;
     }
     for (epoch, updates) in (1..=f.epochs).zip(run.updates.chunks(per_epoch.max(1))) {
         let count = updates.len().max(1) as f64;
         let train_loss = updates.iter().map(|u| u.loss).sum::<f64>() / count;
         if !train_loss.is_finite() {
-            return Err(CliError::from(tf(
-                "train.dp_diverged",
-                &[("epoch", &epoch)],
-            )));
+            return Err(CliError::from(if f.optimizer == "sgd" {
+                tf("train.dp_diverged", &[("epoch", &epoch)])
+            } else {
+                tf(
+                    "train.async_diverged",
+                    &[("epoch", &epoch), ("optimizer", &f.optimizer)],
+                )
+            }));
         }
         emit_line(
             &AsyncEpoch {
@@ -337,7 +343,12 @@ impl Report for AsyncSetup {
                 ("updates", &self.updates_per_epoch),
             ],
         );
-        writeln!(out, "{line}")
+        writeln!(out, "{line}")?;
+        if self.optimizer != "sgd" {
+            let note = tf("train.async_momentum", &[("optimizer", &self.optimizer)]);
+            writeln!(out, "{note}")?;
+        }
+        Ok(())
     }
 }
 

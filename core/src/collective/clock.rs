@@ -41,6 +41,51 @@ impl Link {
     }
 }
 
+/// The links between the nodes: every one alike, or with one node's links
+/// (every message into or out of it) slower — the worker on a shared or
+/// degraded link.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Network {
+    pub link: Link,
+    pub slow: Option<SlowLinks>,
+}
+
+/// Node `node`'s links are `link` instead.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SlowLinks {
+    pub node: usize,
+    pub link: Link,
+}
+
+impl Network {
+    pub fn uniform(link: Link) -> Self {
+        Self { link, slow: None }
+    }
+
+    /// `node`'s links `factor` times slower in bandwidth (same latency).
+    pub fn with_slow_node(link: Link, node: usize, factor: f64) -> Result<Self, CollectiveError> {
+        if !(factor.is_finite() && factor >= 1.0) {
+            return Err(CollectiveError::SlowLink);
+        }
+        let slow = Link {
+            alpha_s: link.alpha_s,
+            bytes_per_s: link.bytes_per_s / factor,
+        };
+        Ok(Self {
+            link,
+            slow: Some(SlowLinks { node, link: slow }),
+        })
+    }
+
+    /// The link a message from `from` to `to` travels on.
+    pub fn between(&self, from: usize, to: usize) -> Link {
+        match self.slow {
+            Some(s) if s.node == from || s.node == to => s.link,
+            _ => self.link,
+        }
+    }
+}
+
 /// One message on the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Transfer {
@@ -60,8 +105,15 @@ pub struct Timeline {
     pub end_s: f64,
 }
 
-/// Times `schedule` with elements of `element_bytes` bytes on `link`.
+/// Times `schedule` with elements of `element_bytes` bytes, every link
+/// `link`.
 pub fn simulate(schedule: &Schedule, element_bytes: u64, link: Link) -> Timeline {
+    simulate_on(schedule, element_bytes, &Network::uniform(link))
+}
+
+/// Times `schedule` on `network`, each message on the link between its
+/// two nodes.
+pub fn simulate_on(schedule: &Schedule, element_bytes: u64, network: &Network) -> Timeline {
     let nodes = schedule.nodes;
     let mut send_free = vec![0.0f64; nodes];
     let mut recv_free = vec![0.0f64; nodes];
@@ -74,7 +126,7 @@ pub fn simulate(schedule: &Schedule, element_bytes: u64, link: Link) -> Timeline
         for m in &step.messages {
             let bytes = m.len as u64 * element_bytes;
             let start = ready[m.from].max(send_free[m.from]).max(recv_free[m.to]);
-            let end = start + link.message_time(bytes as f64);
+            let end = start + network.between(m.from, m.to).message_time(bytes as f64);
             send_free[m.from] = end;
             recv_free[m.to] = end;
             arrived[m.to] = arrived[m.to].max(end);

@@ -21,6 +21,9 @@
 //! `asynchronous.rs` trains them asynchronously against a parameter
 //! server instead, each gradient as stale as the virtual clock makes it.
 //!
+//! `overlap.rs` times one step whose gradients are all-reduced in
+//! buckets while backward still runs, as PyTorch's DDP does.
+//!
 //! `cost.rs` holds the closed forms the books give (time = a·α + b·S/β for
 //! each algorithm, bytes per worker, steps, the crossover size, the
 //! speedup of N workers); the tests hold them to the simulation and to the
@@ -31,6 +34,7 @@ mod clock;
 mod compare;
 mod cost;
 mod exec;
+mod overlap;
 mod schedule;
 #[cfg(test)]
 mod tests;
@@ -39,13 +43,14 @@ mod train;
 mod train_tests;
 
 pub use asynchronous::{AsyncRun, AsyncUpdate, train_async};
-pub use clock::{Link, Timeline, Transfer, simulate};
+pub use clock::{Link, Network, SlowLinks, Timeline, Transfer, simulate, simulate_on};
 pub use compare::{Row, compare, row};
 pub use cost::{Cost, comm_time, crossover_bytes, overlapped_step, speedup, sync_step};
 pub use exec::{
     Element, Outcome, Trace, Traffic, check_result, reference_sum, run, run_traced,
     seeded_gradients,
 };
+pub use overlap::{Bucket, LayerGrad, OverlapPlan, OverlapStep, equal_layers, overlap_step};
 pub use schedule::{Combine, Message, Schedule, Step, StepKind, chunk_range};
 pub use train::{DpRun, DpSettings, DpStep, DpTrainer, Straggler, train_single, train_sync};
 
@@ -158,6 +163,11 @@ crate::catalog_error! {
         Buffers { workers: u64, elements: u64 } = "collective.buffers",
         /// A link's latency or bandwidth is negative, zero (bandwidth) or not finite.
         Link = "collective.link",
+        /// A slow link's factor is below 1 or not finite.
+        SlowLink = "collective.slow_link",
+        /// An overlap plan with no layer, a negative or non-finite time,
+        /// or an empty bucket size.
+        Overlap = "collective.overlap",
         /// The global batch (workers × shard) is empty or larger than the data.
         Batch { global: u64, rows: u64 } = "collective.batch",
         /// A compute rate that is not a positive number, or a straggler

@@ -473,3 +473,56 @@ fn the_comparison_rows_agree_with_the_runs() {
         }
     }
 }
+
+#[test]
+fn a_ring_runs_at_the_speed_of_its_slowest_link() {
+    // α = 0: every step of the ring has a message into the slow worker,
+    // and its receive port takes them one after another, so the whole
+    // all-reduce runs at the slow link's bandwidth: 2(N−1)·(S/N)/β_slow.
+    let link = Link::new(0.0, 10.0).unwrap();
+    for n in [2, 3, 5, 8, 16] {
+        let e = 1024 * n;
+        let s = Schedule::new(Algorithm::Ring, Op::AllReduce, n, e).unwrap();
+        for factor in [1.0, 2.0, 7.5] {
+            let net = Network::with_slow_node(link, n / 2, factor).unwrap();
+            let t = simulate_on(&s, 4, &net).end_s;
+            let want = 2.0 * (n - 1) as f64 * (4.0 * 1024.0) * factor / link.bytes_per_s;
+            assert!(
+                (t - want).abs() <= 1e-12 * want,
+                "N={n} ×{factor}: {t} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_slow_link_never_speeds_anything_up_and_factor_one_changes_nothing() {
+    let link = Link::new(5.0, 25.0).unwrap();
+    for a in Algorithm::ALL {
+        for n in [2, 5, 8, 13] {
+            let s = Schedule::new(a, Op::AllReduce, n, 10_000).unwrap();
+            let uniform = simulate(&s, 4, link);
+            let same = simulate_on(&s, 4, &Network::with_slow_node(link, n - 1, 1.0).unwrap());
+            assert_eq!(same, uniform, "{a:?} N={n}");
+            for node in [0, n - 1] {
+                let slow = simulate_on(&s, 4, &Network::with_slow_node(link, node, 4.0).unwrap());
+                assert!(slow.end_s >= uniform.end_s, "{a:?} N={n} node {node}");
+                // Every message through the slow node takes α + 4·m/β.
+                for t in slow
+                    .transfers
+                    .iter()
+                    .filter(|t| t.from == node || t.to == node)
+                {
+                    let want = link.alpha_s + 4.0 * t.bytes as f64 / link.bytes_per_s;
+                    assert!(((t.end_s - t.start_s) - want).abs() <= 1e-12 * want);
+                }
+            }
+        }
+    }
+    for factor in [0.5, f64::NAN, f64::INFINITY] {
+        assert!(
+            Network::with_slow_node(link, 0, factor).is_err(),
+            "{factor}"
+        );
+    }
+}

@@ -3,7 +3,8 @@
 //! counts, the α-β closed forms, the speedup and step-time rules.
 
 use dlsys_core::collective::{
-    Algorithm, Link, Op, Schedule, comm_time, crossover_bytes, overlapped_step, speedup, sync_step,
+    Algorithm, Link, Op, OverlapPlan, Schedule, comm_time, crossover_bytes, equal_layers, overlap_step, overlapped_step,
+    speedup, sync_step,
 };
 use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Task, number_mistakes};
 use dlsys_core::float::show_sig;
@@ -58,7 +59,7 @@ fn link(alpha_us: f64, gbps: f64) -> Link {
     })
 }
 
-pub const EXERCISES: [Exercise; 8] = [
+pub const EXERCISES: [Exercise; 9] = [
     Exercise {
         id: "ring_bytes_per_worker",
         title: |l| t(l, "ex.ring_bytes.title"),
@@ -98,6 +99,11 @@ pub const EXERCISES: [Exercise; 8] = [
         id: "overlap",
         title: |l| t(l, "ex.overlap.title"),
         generate: overlap,
+    },
+    Exercise {
+        id: "last_bucket",
+        title: |l| t(l, "ex.bucket.title"),
+        generate: last_bucket,
     },
 ];
 
@@ -302,6 +308,76 @@ fn overlap(seed: u64, lang: Lang) -> Task {
     )
 }
 
+/// The last bucket: `layers` equal layers of `layer_mb`, buckets of
+/// `per_bucket` layers, a ring of `n`; the exposed time from the core's
+/// overlap timeline, and that bucket's layer count.
+fn last_bucket_step(layers: usize, layer_mb: f64, per_bucket: usize, n: usize, link: Link) -> (f64, usize) {
+    let bytes = (layer_mb * MB) as u64;
+    let comm = move |b: u64| comm_time(Algorithm::Ring, n, b as f64, link);
+    // Each layer's backward as long as a full bucket's all-reduce: the
+    // stream keeps up, as the prompt says.
+    let backward = comm(bytes * per_bucket as u64) * layers as f64;
+    let plan = OverlapPlan {
+        forward_s: 0.0,
+        layers: equal_layers(layers, backward, bytes * layers as u64),
+        bucket_bytes: bytes * per_bucket as u64,
+    };
+    match overlap_step(&plan, &comm) {
+        Ok(step) => (step.exposed_s(), step.buckets.last().map_or(0, |b| b.layers.len())),
+        Err(_) => (f64::NAN, 0),
+    }
+}
+
+fn last_bucket(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let layers = pick(&mut rng, &[8, 10, 12, 16, 24]);
+    let layer_mb = pick(&mut rng, &[4.0, 8.0, 10.0]);
+    let per_bucket = pick(&mut rng, &[2, 3, 5]);
+    let n = pick(&mut rng, &[4, 8, 16]);
+    let alpha = pick(&mut rng, &[5.0, 10.0, 50.0]);
+    let gbps = pick(&mut rng, &[10.0, 25.0, 50.0]);
+    let link = link(alpha, gbps);
+    let ms = |s: f64| s * 1e3;
+    let (exposed, last) = last_bucket_step(layers, layer_mb, per_bucket, n, link);
+    let answer = ms(exposed);
+    let last_mb = last as f64 * layer_mb;
+    let ring = |mb: f64| ms(comm_time(Algorithm::Ring, n, mb * MB, link));
+    numeric(
+        TEXT.fill(
+            lang,
+            "ex.bucket.prompt",
+            &[("l", &layers), ("p", &layer_mb), ("k", &per_bucket), ("n", &n), ("alpha", &alpha), ("gbps", &gbps)],
+        ),
+        answer,
+        vec![t(lang, "ex.bucket.hint1"), TEXT.fill(lang, "ex.bucket.hint2", &[("l", &layers), ("k", &per_bucket)])],
+        TEXT.fill(
+            lang,
+            "ex.bucket.explain",
+            &[
+                ("last", &last),
+                ("mb", &last_mb),
+                ("n1", &(n - 1)),
+                ("alpha", &alpha),
+                ("chunk", &show(last_mb / n as f64)),
+                ("gbps", &gbps),
+                ("answer", &show(answer)),
+            ],
+        ),
+        vec![
+            (0.0, t(lang, "ex.bucket.zero")),
+            (ring(layers as f64 * layer_mb), t(lang, "ex.bucket.whole")),
+            (
+                ring(per_bucket as f64 * layer_mb),
+                TEXT.fill(lang, "ex.bucket.full", &[("k", &per_bucket), ("last", &last)]),
+            ),
+            (
+                ms(Algorithm::Ring.cost(n).bandwidth_terms * last_mb * MB / link.bytes_per_s),
+                t(lang, "ex.bucket.no_alpha"),
+            ),
+        ],
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +410,19 @@ mod tests {
                 seed = next_seed(seed);
             }
             assert!(prompts.len() >= 8, "{}: {} prompts over 200 seeds", exercise.id, prompts.len());
+        }
+    }
+
+    /// The last bucket's all-reduce is all that shows, and it holds what
+    /// the packing leaves: L mod k layers, or a full bucket.
+    #[test]
+    fn the_last_bucket_is_what_is_left_of_the_layers() {
+        let link = link(10.0, 25.0);
+        for (layers, k, last) in [(12, 5, 2), (12, 3, 3), (10, 3, 1)] {
+            let (exposed, counted) = last_bucket_step(layers, 8.0, k, 8, link);
+            assert_eq!(counted, last, "{layers} layers in buckets of {k}");
+            let want = comm_time(Algorithm::Ring, 8, last as f64 * 8.0 * MB, link);
+            assert!((exposed - want).abs() <= 1e-12 * want, "{exposed} vs {want}");
         }
     }
 

@@ -3,6 +3,8 @@
 //! their closed forms, and the speedup N workers get from them.
 
 mod exercises;
+mod gantt;
+mod overlap_view;
 mod scaling_view;
 mod step_view;
 mod train_view;
@@ -60,6 +62,13 @@ pub struct Settings {
     pub gflops: f64,
     pub straggler: bool,
     pub slowdown: f64,
+    /// The one-all-reduce timeline: whether the last worker's links are
+    /// slower, by how much.
+    pub slow_link: bool,
+    pub slow_factor: f64,
+    /// The overlap view: the model's layers and DDP's bucket size.
+    pub layers: usize,
+    pub bucket_mib: f64,
 }
 
 impl Default for Settings {
@@ -78,6 +87,10 @@ impl Default for Settings {
             gflops: 1.0,
             straggler: false,
             slowdown: 2.0,
+            slow_link: false,
+            slow_factor: 4.0,
+            layers: 12,
+            bucket_mib: 25.0,
         }
     }
 }
@@ -98,6 +111,9 @@ impl Settings {
         self.steps = self.steps.clamp(1, 200);
         self.gflops = finite(self.gflops, 0.01, 1e4, d.gflops);
         self.slowdown = finite(self.slowdown, 1.0, 10.0, d.slowdown);
+        self.slow_factor = finite(self.slow_factor, 1.0, 100.0, d.slow_factor);
+        self.layers = self.layers.clamp(1, overlap_view::MAX_VIEW_LAYERS);
+        self.bucket_mib = finite(self.bucket_mib, 1e-3, MAX_MIB, d.bucket_mib);
     }
 
     /// The link the settings describe (always valid once clamped).
@@ -137,11 +153,12 @@ impl Lesson for DataParallel {
         crate::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
         let s = &mut self.settings;
-        let sections: [(&str, &'static str, View); 4] = [
+        let sections: [(&str, &'static str, View); 5] = [
             ("dp_step", "step.heading", step_view::ui),
             ("dp_wire", "wire.heading", wire_view::ui),
             ("dp_gantt", "gantt.heading", wire_view::gantt_ui),
             ("dp_scale", "scale.heading", scaling_view::ui),
+            ("dp_overlap", "overlap.heading", overlap_view::ui),
         ];
         for (id, key, body) in sections {
             egui::CollapsingHeader::new(egui::RichText::new(t(lang, key)).strong())

@@ -11,9 +11,7 @@ use dlsys_core::float::show_sig;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::nn::{Activation, OptimizerKind, data};
 use dlsys_core::text::Lang;
-use egui::{Sense, Vec2};
-
-use super::{Settings, TEXT, node_name, number, t};
+use super::{Settings, TEXT, gantt, node_name, number, t};
 use crate::background::Background;
 use crate::theme;
 
@@ -197,6 +195,7 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
         .legend(Legend::default().position(Corner::RightTop))
         .x_axis_label(t(lang, "axis.step"))
         .y_axis_label(t(lang, "axis.loss"))
+        .y_grid_spacer(theme::readable_grid())
         .allow_scroll(false)
         .show(ui, |plot| {
             // Drawn wide and pale underneath: the data-parallel curve runs on top of it.
@@ -270,6 +269,7 @@ fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
         .legend(Legend::default().position(Corner::RightTop))
         .x_axis_label(t(lang, "axis.virtual_ms"))
         .y_axis_label(t(lang, "axis.loss"))
+        .y_grid_spacer(theme::readable_grid())
         .allow_scroll(false)
         .show(ui, |plot| {
             plot.line(Line::new(t(lang, "train.series_async"), PlotPoints::from(asynchronous)).color(theme::series(&visuals, 4)));
@@ -283,38 +283,35 @@ fn step_timeline(ui: &mut egui::Ui, ran: &DpSettings, step: &dlsys_core::collect
     let visuals = ui.visuals().clone();
     let (compute_color, wait_color, comm_color) = (
         theme::series(&visuals, 2),
-        visuals.weak_text_color(),
+        visuals.weak_text_color().gamma_multiply(0.5),
         theme::series(&visuals, 3),
     );
-    ui.horizontal_wrapped(|ui| {
-        ui.colored_label(compute_color, format!("■ {}", t(lang, "train.compute")));
-        ui.colored_label(wait_color, format!("■ {}", t(lang, "train.wait")));
-        ui.colored_label(comm_color, format!("■ {}", t(lang, "train.allreduce")));
-    });
+    gantt::legend(
+        ui,
+        &[
+            (compute_color, t(lang, "train.compute")),
+            (wait_color, t(lang, "train.wait")),
+            (comm_color, t(lang, "train.allreduce")),
+        ],
+    );
     let slowest = step.compute_s.iter().copied().fold(0.0, f64::max);
-    let row = 16.0;
-    let label_width = 56.0;
-    let width = ui.available_width().max(200.0);
-    let (rect, response) = ui.allocate_exact_size(Vec2::new(width, row * ran.workers as f32 + 18.0), Sense::hover());
-    let painter = ui.painter_at(rect);
-    let left = rect.left() + label_width;
-    let span = (rect.width() - label_width - 8.0).max(10.0);
-    let end = step.step_s.max(f64::MIN_POSITIVE);
-    let x = |s: f64| left + span * (s / end) as f32;
-    let font = egui::FontId::proportional(12.0);
-    for (w, compute) in step.compute_s.iter().enumerate() {
-        let y = rect.top() + row * w as f32;
-        painter.text(egui::pos2(rect.left(), y + row / 2.0), egui::Align2::LEFT_CENTER, node_name(w, ran.workers, lang), font.clone(), visuals.text_color());
-        let bar = |from: f64, to: f64| egui::Rect::from_min_max(egui::pos2(x(from), y + 2.0), egui::pos2(x(to).max(x(from) + 1.0), y + row - 2.0));
-        painter.rect_filled(bar(0.0, *compute), 1.0, compute_color);
-        if *compute < slowest {
-            painter.rect_filled(bar(*compute, slowest), 1.0, wait_color.gamma_multiply(0.5));
-        }
-        painter.rect_filled(bar(slowest, step.step_s), 1.0, comm_color);
-    }
-    let axis_y = rect.top() + row * ran.workers as f32 + 2.0;
-    painter.text(egui::pos2(x(0.0), axis_y), egui::Align2::LEFT_TOP, show_seconds(0.0), font.clone(), visuals.weak_text_color());
-    painter.text(egui::pos2(x(end), axis_y), egui::Align2::RIGHT_TOP, show_seconds(end), font, visuals.weak_text_color());
+    let rows: Vec<gantt::Row> = step
+        .compute_s
+        .iter()
+        .enumerate()
+        .map(|(w, &compute)| {
+            let bar = |start_s, end_s, color| gantt::Bar { start_s, end_s, color };
+            let mut bars = vec![bar(0.0, compute, compute_color)];
+            if compute < slowest {
+                bars.push(bar(compute, slowest, wait_color));
+            }
+            bars.push(bar(slowest, step.step_s, comm_color));
+            gantt::Row {
+                label: node_name(w, ran.workers, lang),
+                bars,
+            }
+        })
+        .collect();
     let fastest = step.compute_s.iter().copied().fold(f64::INFINITY, f64::min);
     let summary = TEXT.fill(
         lang,
@@ -326,8 +323,7 @@ fn step_timeline(ui: &mut egui::Ui, ran: &DpSettings, step: &dlsys_core::collect
             ("wait", &show_seconds(slowest - fastest)),
         ],
     );
-    response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Label, true, &summary));
-    ui.label(summary);
+    gantt::draw(ui, &rows, step.step_s, &summary);
 }
 
 #[cfg(test)]

@@ -3,14 +3,14 @@
 //! side for one gradient, and one all-reduce drawn on the virtual clock.
 
 use dlsys_core::collective::{
-    Algorithm, MAX_ELEMENTS, Op, Schedule, StepKind, compare, crossover_bytes, simulate,
+    Algorithm, MAX_ELEMENTS, Network, Op, Schedule, StepKind, compare, crossover_bytes, simulate,
+    simulate_on,
 };
 use dlsys_core::errors::Localized as _;
+use dlsys_core::float::show_sig;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::text::Lang;
-use egui::{Sense, Vec2};
-
-use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, color, node_name, number, t};
+use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, color, gantt, node_name, number, t};
 use crate::theme;
 
 /// The plot's message sizes: 2⁸ to 2²⁸ bytes (log₂ on the axis).
@@ -169,11 +169,16 @@ fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
 }
 
 /// One all-reduce of the chosen algorithm on the virtual clock: a row per
-/// node, a bar per message on its sender's row, coloured by phase.
+/// node, a bar per message on its sender's row, coloured by phase — on
+/// uniform links, or with the last worker's links slower.
 pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     ui.label(t(lang, "gantt.explain"));
     ui.horizontal_wrapped(|ui| {
         algorithm_combo(ui, "dp_gantt_algo", &mut s.algorithm, lang);
+        ui.checkbox(&mut s.slow_link, TEXT.fill(lang, "gantt.slow", &[("worker", &node_name(s.workers - 1, s.workers, lang))]));
+        if s.slow_link {
+            number(ui, t(lang, "gantt.slow_factor"), &mut s.slow_factor, 1.0..=100.0, 0.05);
+        }
     });
     let (n, link, elements) = (s.workers, s.link(), s.gradient_elements());
     let schedule = match Schedule::new(s.algorithm, Op::AllReduce, n, elements) {
@@ -183,60 +188,43 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             return;
         }
     };
-    let timeline = simulate(&schedule, 4, link);
+    let uniform = simulate(&schedule, 4, link);
+    let network = match s.slow_link.then(|| Network::with_slow_node(link, n - 1, s.slow_factor)).transpose() {
+        Ok(network) => network,
+        Err(e) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            return;
+        }
+    };
+    let timeline = network.map_or_else(|| uniform.clone(), |net| simulate_on(&schedule, 4, &net));
     let visuals = ui.visuals().clone();
     let kind_color = |k: StepKind| {
         let index = StepKind::ALL.iter().position(|x| *x == k).unwrap_or(0);
         theme::series(&visuals, index + 1)
     };
-    ui.horizontal_wrapped(|ui| {
-        for kind in StepKind::ALL {
-            if timeline.transfers.iter().any(|x| x.kind == kind) {
-                ui.colored_label(kind_color(kind), format!("■ {}", TEXT.get(lang, &format!("kind.{}", kind.key()))));
-            }
-        }
-    });
-    let row = 16.0;
-    let label_width = 56.0;
-    let width = ui.available_width().max(200.0);
-    let height = row * schedule.nodes as f32 + 18.0;
-    let (rect, response) = ui.allocate_exact_size(Vec2::new(width, height), Sense::hover());
-    let painter = ui.painter_at(rect);
-    let plot_left = rect.left() + label_width;
-    let plot_width = (rect.width() - label_width - 8.0).max(10.0);
-    let end = timeline.end_s.max(f64::MIN_POSITIVE);
-    let x_of = |time: f64| plot_left + plot_width * (time / end) as f32;
-    let font = egui::FontId::proportional(12.0);
-    for node in 0..schedule.nodes {
-        let y = rect.top() + row * node as f32;
-        painter.text(
-            egui::pos2(rect.left(), y + row / 2.0),
-            egui::Align2::LEFT_CENTER,
-            node_name(node, n, lang),
-            font.clone(),
-            visuals.text_color(),
-        );
+    let names: Vec<(egui::Color32, String)> = StepKind::ALL
+        .into_iter()
+        .filter(|kind| timeline.transfers.iter().any(|x| x.kind == *kind))
+        .map(|kind| (kind_color(kind), TEXT.get(lang, &format!("kind.{}", kind.key())).to_owned()))
+        .collect();
+    gantt::legend(ui, &names.iter().map(|(c, name)| (*c, name.as_str())).collect::<Vec<_>>());
+    // Each message on its sender's row; `index` finds it again for the tooltip.
+    let mut rows: Vec<gantt::Row> = (0..schedule.nodes)
+        .map(|node| gantt::Row {
+            label: node_name(node, n, lang),
+            bars: Vec::new(),
+        })
+        .collect();
+    let mut index: Vec<Vec<usize>> = vec![Vec::new(); schedule.nodes];
+    for (i, x) in timeline.transfers.iter().enumerate() {
+        rows[x.from].bars.push(gantt::Bar {
+            start_s: x.start_s,
+            end_s: x.end_s,
+            color: kind_color(x.kind),
+        });
+        index[x.from].push(i);
     }
-    let mut hovered = None;
-    for x in &timeline.transfers {
-        let y = rect.top() + row * x.from as f32;
-        // A pixel's gap at each end keeps back-to-back messages apart.
-        let (left, right) = (x_of(x.start_s), x_of(x.end_s));
-        let gap = if right - left > 4.0 { 1.0 } else { 0.0 };
-        let bar = egui::Rect::from_min_max(
-            egui::pos2(left + gap, y + 2.0),
-            egui::pos2(right.max(left + 1.0) - gap, y + row - 2.0),
-        );
-        painter.rect_filled(bar, 1.0, kind_color(x.kind));
-        if response.hover_pos().is_some_and(|p| bar.contains(p)) {
-            hovered = Some(*x);
-        }
-    }
-    let axis_y = rect.top() + row * schedule.nodes as f32 + 2.0;
-    for (time, align) in [(0.0, egui::Align2::LEFT_TOP), (end, egui::Align2::RIGHT_TOP)] {
-        painter.text(egui::pos2(x_of(time), axis_y), align, show_seconds(time), font.clone(), visuals.weak_text_color());
-    }
-    let summary = TEXT.fill(
+    let mut summary = TEXT.fill(
         lang,
         "gantt.summary",
         &[
@@ -246,8 +234,20 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             ("messages", &timeline.transfers.len()),
         ],
     );
-    response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::Label, true, &summary));
-    if let Some(x) = hovered {
+    if network.is_some() {
+        summary.push(' ');
+        summary.push_str(&TEXT.fill(
+            lang,
+            "gantt.slow_summary",
+            &[
+                ("worker", &node_name(n - 1, n, lang)),
+                ("uniform", &show_seconds(uniform.end_s)),
+                ("ratio", &show_sig(timeline.end_s / uniform.end_s.max(f64::MIN_POSITIVE), 3)),
+            ],
+        ));
+    }
+    let (response, hovered) = gantt::draw(ui, &rows, timeline.end_s, &summary);
+    if let Some(x) = hovered.and_then(|(r, b)| timeline.transfers.get(index[r][b])) {
         response.on_hover_text(TEXT.fill(
             lang,
             "gantt.tip",
@@ -260,5 +260,4 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             ],
         ));
     }
-    ui.label(summary);
 }
