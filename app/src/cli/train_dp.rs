@@ -276,7 +276,7 @@ fn run_async(
         steps: per_epoch.saturating_mul(f.epochs as usize),
         ..settings.clone()
     };
-    let run = train_async::<f32>(&settings, train).map_err(|e| say(&e))?;
+    let run = train_async::<f32>(&settings, train, true).map_err(|e| say(&e))?;
     let sizes: Vec<usize> = std::iter::once(train.features)
         .chain(settings.hidden.iter().copied())
         .chain(std::iter::once(train.classes))

@@ -123,6 +123,32 @@ pub(super) fn gradient<T: Real>(
     (value, flat)
 }
 
+/// Each job's loss and flat gradient (a model and the examples it takes),
+/// each on its own thread when `threads`, one after another otherwise:
+/// the same bits either way.
+pub(super) fn gradients<T: Real>(
+    jobs: &[(&Mlp<T>, &[usize])],
+    data: &Dataset,
+    threads: bool,
+) -> Result<Vec<(f64, Vec<T>)>, CollectiveError> {
+    if !threads || jobs.len() < 2 {
+        return Ok(jobs
+            .iter()
+            .map(|(model, indices)| gradient(model, data, indices))
+            .collect());
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .map(|&(model, indices)| scope.spawn(move || gradient(model, data, indices)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| CollectiveError::WorkerFailed))
+            .collect()
+    })
+}
+
 /// Splits a flat gradient back into tensors shaped like `model`'s parameters.
 pub(super) fn unflatten<T: Real>(model: &Mlp<T>, flat: &[T]) -> Vec<Tensor<T>> {
     let mut at = 0;
@@ -279,27 +305,8 @@ impl<T: Real + Element> DpTrainer<T> {
         let n = self.settings.workers;
         let batch = &self.batches[self.steps.len()];
         let shards: Vec<&[usize]> = batch.chunks_exact(self.settings.shard).collect();
-        let data = &self.data;
-        let results: Vec<(f64, Vec<T>)> = if self.threads {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = self
-                    .replicas
-                    .iter()
-                    .zip(&shards)
-                    .map(|(model, shard)| scope.spawn(move || gradient(model, data, shard)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().map_err(|_| CollectiveError::WorkerFailed))
-                    .collect::<Result<Vec<_>, _>>()
-            })?
-        } else {
-            self.replicas
-                .iter()
-                .zip(&shards)
-                .map(|(model, shard)| gradient(model, data, shard))
-                .collect()
-        };
+        let jobs: Vec<(&Mlp<T>, &[usize])> = self.replicas.iter().zip(shards).collect();
+        let results = gradients(&jobs, &self.data, self.threads)?;
         let loss = results.iter().map(|(l, _)| l).sum::<f64>() / n as f64;
         let mut buffers: Vec<Vec<T>> = results.into_iter().map(|(_, g)| g).collect();
         if self.schedule.nodes > n {

@@ -141,7 +141,7 @@ fn asynchronous_sgd_is_stale_by_the_clock_and_reproducible() {
     let data = data::load("moons", 3).unwrap();
     let mut s = settings(4, Algorithm::ParameterServer);
     s.steps = 40;
-    let run = train_async::<f64>(&s, &data).unwrap();
+    let run = train_async::<f64>(&s, &data, true).unwrap();
     assert_eq!(run.updates.len(), 40);
     // Equal workers: after the first round each gradient is N − 1 versions
     // old (the other three landed since its pull), and the updates come in
@@ -156,11 +156,11 @@ fn asynchronous_sgd_is_stale_by_the_clock_and_reproducible() {
             .windows(2)
             .all(|p| p[0].applied_s <= p[1].applied_s)
     );
-    assert_eq!(run, train_async::<f64>(&s, &data).unwrap());
+    assert_eq!(run, train_async::<f64>(&s, &data, true).unwrap());
     // One worker: never stale, and it is plain SGD on batches of b.
     let one = settings(1, Algorithm::ParameterServer);
     assert!(matches!(
-        train_async::<f64>(&one, &data),
+        train_async::<f64>(&one, &data, true),
         Err(CollectiveError::Workers { .. })
     ));
     // A straggler is staler: its gradients land after more of the others'.
@@ -168,7 +168,7 @@ fn asynchronous_sgd_is_stale_by_the_clock_and_reproducible() {
         worker: 0,
         slowdown: 4.0,
     });
-    let slow = train_async::<f64>(&s, &data).unwrap();
+    let slow = train_async::<f64>(&s, &data, true).unwrap();
     let of = |w: usize| {
         slow.updates
             .iter()
@@ -186,7 +186,84 @@ fn asynchronous_sgd_is_stale_by_the_clock_and_reproducible() {
     let mean = |u: &[AsyncUpdate]| u.iter().map(|x| x.loss).sum::<f64>() / u.len() as f64;
     s.steps = 400;
     s.straggler = None;
-    let long = train_async::<f64>(&s, &data).unwrap();
+    let long = train_async::<f64>(&s, &data, true).unwrap();
     let (first, last) = (mean(&long.updates[..50]), mean(&long.updates[350..]));
     assert!(last < 0.9 * first, "{first} → {last}");
+}
+
+/// Asynchronous SGD the plain way: one gradient at a time, computed when
+/// its push comes up on the clock, on the weights the worker pulled.
+fn async_one_at_a_time(
+    settings: &DpSettings,
+    data: &Dataset,
+) -> (Vec<AsyncUpdate>, Vec<crate::autograd::Tensor<f32>>) {
+    use super::train::{batches, gradient, unflatten};
+    let sizes = settings.sizes(data);
+    let mut server =
+        crate::nn::Mlp::<f32>::new(&sizes, settings.activation, settings.seed).unwrap();
+    let mut optimizer = crate::nn::Optimizer::new(settings.optimizer, settings.lr, 0.0);
+    let bytes = (server.parameter_count() * 4) as f64;
+    let message = settings.link.message_time(bytes);
+    let compute = settings.compute_times(&sizes).unwrap();
+    let mut send_free = 0.0f64;
+    let mut recv_free = 0.0f64;
+    // (weights, version, ready) per worker.
+    let mut workers: Vec<_> = compute
+        .iter()
+        .map(|c| {
+            send_free += message;
+            (server.clone(), 0u64, send_free + c)
+        })
+        .collect();
+    let mut updates = Vec::new();
+    for (k, batch) in batches(data.len(), settings.shard, settings.steps, settings.seed)
+        .iter()
+        .enumerate()
+    {
+        let mut w = 0;
+        for (i, x) in workers.iter().enumerate() {
+            if x.2 < workers[w].2 {
+                w = i;
+            }
+        }
+        let applied_s = workers[w].2.max(recv_free) + message;
+        recv_free = applied_s;
+        let (loss, flat) = gradient(&workers[w].0, data, batch);
+        let grads = unflatten(&server, &flat);
+        optimizer.step(&mut server.params_mut(), &grads);
+        updates.push(AsyncUpdate {
+            worker: w,
+            loss,
+            staleness: k as u64 - workers[w].1,
+            applied_s,
+        });
+        send_free = applied_s.max(send_free) + message;
+        workers[w] = (server.clone(), k as u64 + 1, send_free + compute[w]);
+    }
+    (updates, server.params().into_iter().cloned().collect())
+}
+
+#[test]
+fn asynchronous_waves_on_threads_give_the_bits_of_one_gradient_at_a_time() {
+    let data = data::load("moons", 3).unwrap();
+    let straggler = Some(Straggler {
+        worker: 2,
+        slowdown: 3.0,
+    });
+    for (workers, straggler) in [(4, None), (4, straggler), (7, straggler), (2, None)] {
+        let mut s = settings(workers, Algorithm::ParameterServer);
+        s.straggler = straggler;
+        let (updates, weights) = async_one_at_a_time(&s, &data);
+        for threads in [true, false] {
+            let run = train_async::<f32>(&s, &data, threads).unwrap();
+            assert_eq!(
+                run.updates, updates,
+                "N={workers} {straggler:?} threads {threads}"
+            );
+            assert_eq!(
+                run.weights, weights,
+                "N={workers} {straggler:?} threads {threads}"
+            );
+        }
+    }
 }

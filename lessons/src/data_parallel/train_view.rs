@@ -119,6 +119,7 @@ fn train(settings: DpSettings) -> Outcome {
                 ..settings.clone()
             },
             &train_set,
+            cfg!(not(target_arch = "wasm32")),
         )?;
         Ok(Trained {
             run,
