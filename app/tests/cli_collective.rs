@@ -109,7 +109,7 @@ fn a_slow_link_slows_the_ring_by_its_bandwidth_share() {
     let out = dlsys_lab(&["allreduce", "--workers", "4", "--slow-link", "2"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("with w3's links 2× slower: virtual time"),
+        text.contains("with w3's links at 1/2 of the bandwidth: virtual time"),
         "{text}"
     );
 }

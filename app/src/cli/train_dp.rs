@@ -259,6 +259,8 @@ struct AsyncSetup {
     parameters: usize,
     updates_per_epoch: usize,
     optimizer: String,
+    /// Whether the optimizer keeps a momentum (stale gradients add to it).
+    momentum: bool,
 }
 
 /// `--async`: an epoch is as many server updates as batches of --batch fit
@@ -291,20 +293,23 @@ fn run_async(
             parameters: model.parameter_count(),
             updates_per_epoch: per_epoch,
             optimizer: f.optimizer.to_owned(),
+            momentum: !matches!(settings.optimizer, OptimizerKind::Sgd),
         })?;
     }
     for (epoch, updates) in (1..=f.epochs).zip(run.updates.chunks(per_epoch.max(1))) {
         let count = updates.len().max(1) as f64;
         let train_loss = updates.iter().map(|u| u.loss).sum::<f64>() / count;
         if !train_loss.is_finite() {
-            return Err(CliError::from(if f.optimizer == "sgd" {
-                tf("train.dp_diverged", &[("epoch", &epoch)])
-            } else {
-                tf(
-                    "train.async_diverged",
-                    &[("epoch", &epoch), ("optimizer", &f.optimizer)],
-                )
-            }));
+            return Err(CliError::from(
+                if matches!(settings.optimizer, OptimizerKind::Sgd) {
+                    tf("train.dp_diverged", &[("epoch", &epoch)])
+                } else {
+                    tf(
+                        "train.async_diverged",
+                        &[("epoch", &epoch), ("optimizer", &f.optimizer)],
+                    )
+                },
+            ));
         }
         emit_line(
             &AsyncEpoch {
@@ -344,7 +349,7 @@ impl Report for AsyncSetup {
             ],
         );
         writeln!(out, "{line}")?;
-        if self.optimizer != "sgd" {
+        if self.momentum {
             let note = tf("train.async_momentum", &[("optimizer", &self.optimizer)]);
             writeln!(out, "{note}")?;
         }

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::CollectiveError;
 use super::exec::Element;
-use super::train::{DpSettings, batches, gradients, unflatten};
+use super::train::{DpSettings, batches, gradients};
 use crate::autograd::{Real, Tensor};
 use crate::nn::{Dataset, Mlp, Optimizer};
 
@@ -172,7 +172,7 @@ pub fn train_async<T: Real + Element>(
         let Some((loss, flat)) = done[k].take() else {
             return Err(CollectiveError::WorkerFailed);
         };
-        let grads = unflatten(&server, &flat);
+        let grads = server.unflatten(&flat);
         optimizer.step(&mut server.params_mut(), &grads);
         updates.push(AsyncUpdate {
             worker: p.worker,

@@ -79,7 +79,7 @@ impl OverlapStep {
 
 /// `count` layers of equal backward time (`backward_s` in all) and as
 /// equal gradients as whole bytes allow (`bytes` in all; the layers met
-/// first hold the odd bytes).
+/// first hold the odd bytes); at least one layer.
 pub fn equal_layers(count: usize, backward_s: f64, bytes: u64) -> Vec<LayerGrad> {
     let n = count.max(1) as u64;
     (0..n)
@@ -139,7 +139,9 @@ pub fn overlap_step(
     let buckets: Vec<Bucket> = pack(&plan.layers, plan.bucket_bytes)
         .into_iter()
         .map(|layers| {
-            let bytes = plan.layers[layers.clone()].iter().map(|l| l.bytes).sum();
+            let bytes = plan.layers[layers.clone()]
+                .iter()
+                .fold(0u64, |a, l| a.saturating_add(l.bytes));
             let ready_s = backward[layers.end - 1].1;
             let start_s = ready_s.max(stream_free);
             let took = comm(bytes);
@@ -154,8 +156,14 @@ pub fn overlap_step(
             }
         })
         .collect();
-    let total: u64 = plan.layers.iter().map(|l| l.bytes).sum();
+    let total = plan
+        .layers
+        .iter()
+        .fold(0u64, |a, l| a.saturating_add(l.bytes));
     let comm_whole_s = comm(total);
+    if !buckets.iter().all(|b| time_ok(b.end_s - b.start_s)) || !time_ok(comm_whole_s) {
+        return Err(CollectiveError::Overlap);
+    }
     Ok(OverlapStep {
         backward,
         backward_end_s,
@@ -315,6 +323,8 @@ mod tests {
             bytes: 4,
         }];
         assert!(overlap_step(&plan(0.0, negative, 10), &comm).is_err());
+        assert!(overlap_step(&plan(0.0, good.clone(), 10), &|_| f64::NAN).is_err());
+        assert!(overlap_step(&plan(0.0, good.clone(), 10), &|_| -1.0).is_err());
         let many = equal_layers(MAX_LAYERS + 1, 0.01, 100);
         assert!(overlap_step(&plan(0.0, many, 10), &comm).is_err());
         assert!(overlap_step(&plan(0.0, good, 10), &comm).is_ok());

@@ -20,7 +20,7 @@ use super::cost::sync_step;
 use super::exec::{Element, run};
 use super::schedule::Schedule;
 use super::{Algorithm, CollectiveError, Op};
-use crate::autograd::{Graph, Real, Tensor};
+use crate::autograd::{Real, Tensor};
 use crate::memory::{MlpShape, Precision, estimate_mlp};
 use crate::nn::{Activation, Dataset, Mlp, Optimizer, OptimizerKind};
 
@@ -105,22 +105,7 @@ pub(super) fn gradient<T: Real>(
     indices: &[usize],
 ) -> (f64, Vec<T>) {
     let (x, y) = data.gather(indices);
-    let mut g = Graph::new();
-    let x = g.input(Tensor::new(
-        x.into_iter().map(|v| T::from_f64(f64::from(v))).collect(),
-        &[indices.len(), data.features],
-    ));
-    let (logits, params) = model.forward(&mut g, x);
-    let loss = g.softmax_cross_entropy(logits, &y);
-    let value = Real::to_f64(g.value(loss).data[0]);
-    g.backward(loss);
-    let mut flat = Vec::with_capacity(model.parameter_count());
-    for p in params {
-        if let Some(grad) = g.grad(p) {
-            flat.extend_from_slice(&grad.data);
-        }
-    }
-    (value, flat)
+    model.gradient(&x, &y)
 }
 
 /// Each job's loss and flat gradient (a model and the examples it takes),
@@ -147,21 +132,6 @@ pub(super) fn gradients<T: Real>(
             .map(|h| h.join().map_err(|_| CollectiveError::WorkerFailed))
             .collect()
     })
-}
-
-/// Splits a flat gradient back into tensors shaped like `model`'s parameters.
-pub(super) fn unflatten<T: Real>(model: &Mlp<T>, flat: &[T]) -> Vec<Tensor<T>> {
-    let mut at = 0;
-    model
-        .params()
-        .into_iter()
-        .map(|p| {
-            let n = p.numel();
-            let t = Tensor::new(flat[at..at + n].to_vec(), &p.shape);
-            at += n;
-            t
-        })
-        .collect()
 }
 
 impl DpSettings {
@@ -321,7 +291,7 @@ impl<T: Real + Element> DpTrainer<T> {
             .zip(&buffers)
         {
             let mean: Vec<T> = summed.iter().map(|g| *g * scale).collect();
-            let grads = unflatten(model, &mean);
+            let grads = model.unflatten(&mean);
             optimizer.step(&mut model.params_mut(), &grads);
         }
         self.steps.push(DpStep {
@@ -388,7 +358,7 @@ pub fn train_single<T: Real>(
         settings.seed,
     ) {
         let (loss, flat) = gradient(&model, data, &batch);
-        let grads = unflatten(&model, &flat);
+        let grads = model.unflatten(&flat);
         optimizer.step(&mut model.params_mut(), &grads);
         losses.push(loss);
     }

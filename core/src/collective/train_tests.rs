@@ -197,7 +197,7 @@ fn async_one_at_a_time(
     settings: &DpSettings,
     data: &Dataset,
 ) -> (Vec<AsyncUpdate>, Vec<crate::autograd::Tensor<f32>>) {
-    use super::train::{batches, gradient, unflatten};
+    use super::train::{batches, gradient};
     let sizes = settings.sizes(data);
     let mut server =
         crate::nn::Mlp::<f32>::new(&sizes, settings.activation, settings.seed).unwrap();
@@ -229,7 +229,7 @@ fn async_one_at_a_time(
         let applied_s = workers[w].2.max(recv_free) + message;
         recv_free = applied_s;
         let (loss, flat) = gradient(&workers[w].0, data, batch);
-        let grads = unflatten(&server, &flat);
+        let grads = server.unflatten(&flat);
         optimizer.step(&mut server.params_mut(), &grads);
         updates.push(AsyncUpdate {
             worker: w,

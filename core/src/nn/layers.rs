@@ -139,6 +139,42 @@ impl<T: Real> Mlp<T> {
         self.forward_with(g, x, values)
     }
 
+    /// The mean cross-entropy loss and the flat gradient (every parameter
+    /// in [`Self::params`] order) on a batch: `x` holds `y.len()` rows.
+    pub fn gradient(&self, x: &[f32], y: &[usize]) -> (f64, Vec<T>) {
+        let features = x.len() / y.len().max(1);
+        let mut g = Graph::new();
+        let x = g.input(Tensor::new(
+            x.iter().map(|v| T::from_f64(f64::from(*v))).collect(),
+            &[y.len(), features],
+        ));
+        let (logits, params) = self.forward(&mut g, x);
+        let loss = g.softmax_cross_entropy(logits, y);
+        let value = Real::to_f64(g.value(loss).data[0]);
+        g.backward(loss);
+        let mut flat = Vec::with_capacity(self.parameter_count());
+        for p in params {
+            if let Some(grad) = g.grad(p) {
+                flat.extend_from_slice(&grad.data);
+            }
+        }
+        (value, flat)
+    }
+
+    /// Splits a flat gradient back into tensors shaped like the parameters.
+    pub fn unflatten(&self, flat: &[T]) -> Vec<Tensor<T>> {
+        let mut at = 0;
+        self.params()
+            .into_iter()
+            .map(|p| {
+                let n = p.numel();
+                let t = Tensor::new(flat[at..at + n].to_vec(), &p.shape);
+                at += n;
+                t
+            })
+            .collect()
+    }
+
     pub fn params_mut(&mut self) -> Vec<&mut Tensor<T>> {
         self.layers
             .iter_mut()

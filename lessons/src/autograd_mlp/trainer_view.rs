@@ -344,7 +344,7 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
         Plot::new("train_loss")
             .height(200.0)
             .x_axis_label(TEXT.get(lang, "plot.step"))
-        .y_grid_spacer(theme::readable_grid())
+            .y_grid_spacer(theme::readable_grid())
             .allow_scroll(false)
             .show(&mut cols[0], |plot| {
                 plot.line(
@@ -367,7 +367,7 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
             .height(200.0)
             .legend(Legend::default())
             .x_axis_label(TEXT.get(lang, "plot.epoch"))
-        .y_grid_spacer(theme::readable_grid())
+            .y_grid_spacer(theme::readable_grid())
             .include_y(0.0)
             .include_y(1.0)
             .allow_scroll(false)

@@ -334,7 +334,9 @@ fn last_bucket(seed: u64, lang: Lang) -> Task {
     let layer_mb = pick(&mut rng, &[4.0, 8.0, 10.0]);
     let per_bucket = pick(&mut rng, &[2, 3, 5]);
     let n = pick(&mut rng, &[4, 8, 16]);
-    let alpha = pick(&mut rng, &[5.0, 10.0, 50.0]);
+    // α large enough that forgetting it is a caught mistake, not within
+    // the checker's tolerance (its share is α·N·β / S, at least 1.6 %).
+    let alpha = pick(&mut rng, &[20.0, 50.0, 100.0]);
     let gbps = pick(&mut rng, &[10.0, 25.0, 50.0]);
     let link = link(alpha, gbps);
     let ms = |s: f64| s * 1e3;
@@ -423,6 +425,15 @@ mod tests {
             assert_eq!(counted, last, "{layers} layers in buckets of {k}");
             let want = comm_time(Algorithm::Ring, 8, last as f64 * 8.0 * MB, link);
             assert!((exposed - want).abs() <= 1e-12 * want, "{exposed} vs {want}");
+        }
+        // Forgetting α and answering nothing are caught for every draw.
+        let mut seed = FIRST_SEED;
+        for _ in 0..200 {
+            let task = last_bucket(seed, Lang::En);
+            for key in ["ex.bucket.no_alpha", "ex.bucket.zero", "ex.bucket.whole"] {
+                assert!(task.mistakes.iter().any(|m| m.feedback == t(Lang::En, key)), "seed {seed}: {key}");
+            }
+            seed = next_seed(seed);
         }
     }
 

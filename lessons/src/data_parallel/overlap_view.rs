@@ -19,7 +19,9 @@ pub const MAX_VIEW_LAYERS: usize = 64;
 /// closed form.
 fn step(s: &Settings, bucket_bytes: u64) -> Result<OverlapStep, dlsys_core::collective::CollectiveError> {
     let compute = s.compute_ms * 1e-3;
+    // Whole layers of equal bytes, so a cap of k layers holds k of them.
     let bytes = 4 * s.gradient_elements() as u64;
+    let bytes = (bytes - bytes % s.layers as u64).max(s.layers as u64);
     let plan = OverlapPlan {
         forward_s: compute / 3.0,
         layers: equal_layers(s.layers, compute * 2.0 / 3.0, bytes),
@@ -154,9 +156,10 @@ fn timeline(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
         )),
         Some((_, b)) => timed.buckets.get(b).map(|x| {
             let count = timed.backward.len();
+            let key = if x.layers.len() == 1 { "overlap.tip_bucket_one" } else { "overlap.tip_bucket" };
             TEXT.fill(
                 lang,
-                "overlap.tip_bucket",
+                key,
                 &[
                     ("k", &(b + 1)),
                     ("from", &(count - x.layers.start)),
