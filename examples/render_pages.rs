@@ -55,6 +55,8 @@ fn main() {
             "全部跑一遍对比",
             "训练",
             "开始训练",
+            "Sweep 1–8 workers",
+            "依次测 1–8 个 worker",
         ] {
             if harness.query_by_label(button).is_some() {
                 harness.get_by_label(button).scroll_to_me();

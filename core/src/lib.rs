@@ -13,4 +13,5 @@ pub mod kernels;
 pub mod memory;
 pub mod mixed;
 pub mod nn;
+pub mod pipeline;
 pub mod text;

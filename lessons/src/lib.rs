@@ -10,6 +10,7 @@ pub mod background;
 pub mod datasets;
 pub mod exercise_panel;
 pub mod fonts;
+pub mod gantt;
 pub mod theme;
 pub mod welcome;
 
@@ -291,6 +292,7 @@ registry! {
     mixed_precision::MixedPrecision,
     memory_compute::MemoryCompute,
     data_parallel::DataParallel,
+    pipeline::Pipeline,
     gpu_kernels::GpuKernels,
     write_kernels::WriteKernels,
 }

@@ -16,6 +16,7 @@ mod lang;
 mod lessons;
 mod memory;
 pub mod output;
+mod pipeline;
 mod train;
 mod train_dp;
 mod wgsl_exercise;
@@ -35,6 +36,7 @@ pub use kernel::KernelCommand;
 pub use lang::{lang, t, tf};
 pub use lessons::LessonsArgs;
 pub use memory::MemoryArgs;
+pub use pipeline::PipelineArgs;
 pub use train::TrainArgs;
 pub use wgsl_exercise::WgslExerciseArgs;
 
@@ -91,6 +93,10 @@ pub enum Command {
     /// buffers: the result checked, every node's bytes and messages, the
     /// time on the α-β virtual clock beside the closed form.
     Allreduce(AllreduceArgs),
+    /// Train the MLP through the real input pipeline with 1, 2, 4… loader
+    /// workers: each stage's mean time, the measured throughput and
+    /// utilisation beside the model's prediction.
+    Pipeline(PipelineArgs),
     /// Benchmarks (they print numbers; they are not tests).
     Bench {
         #[command(subcommand)]
@@ -130,6 +136,7 @@ impl Command {
             Self::Train(args) => args.json,
             Self::Memory(args) => args.json,
             Self::Allreduce(args) => args.json,
+            Self::Pipeline(args) => args.json,
             Self::Bench {
                 what: BenchWhat::Kernels(args),
             } => args.json,
@@ -187,6 +194,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Train(args) => train::run(&args),
         Command::Memory(args) => memory::run(&args),
         Command::Allreduce(args) => allreduce::run_args(&args),
+        Command::Pipeline(args) => pipeline::run(&args),
         Command::Bench {
             what: BenchWhat::Kernels(args),
         } => bench::kernels(&args),

@@ -66,6 +66,49 @@ impl Dataset {
     /// Reads a `.dlds` file (see `scripts/gen-datasets.py`): zlib-compressed
     /// header, labels and pixels; pixels are scaled to [0, 1].
     pub fn from_dlds(name: &str, compressed: &[u8]) -> Result<Self, DataError> {
+        Ok(Packed::from_dlds(name, compressed)?.to_dataset())
+    }
+}
+
+/// An image set as the file holds it: one label byte per example, then
+/// every example's pixels as bytes (0 to `max_value`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Packed {
+    pub name: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub classes: usize,
+    pub max_value: u8,
+    pub labels: Vec<u8>,
+    pub pixels: Vec<u8>,
+}
+
+impl Packed {
+    pub fn len(&self) -> usize {
+        self.labels.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+    }
+
+    pub fn features(&self) -> usize {
+        self.rows * self.cols
+    }
+
+    /// Example `i`'s pixel bytes.
+    pub fn pixels_of(&self, i: usize) -> &[u8] {
+        let f = self.features();
+        &self.pixels[i * f..(i + 1) * f]
+    }
+
+    /// A pixel byte as the data set holds it: scaled to [0, 1].
+    pub fn decode(&self, byte: u8) -> f32 {
+        f32::from(byte) / f32::from(self.max_value)
+    }
+
+    /// Decompresses and checks a `.dlds` file.
+    pub fn from_dlds(name: &str, compressed: &[u8]) -> Result<Self, DataError> {
         let raw = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(compressed, 64 << 20)
             .map_err(|err| DataError::NotCompressed {
                 name: name.to_owned(),
@@ -83,10 +126,10 @@ impl Dataset {
         let rows = usize::from(u16::from_le_bytes([header[9], header[10]]));
         let cols = usize::from(u16::from_le_bytes([header[11], header[12]]));
         let classes = usize::from(u16::from_le_bytes([header[13], header[14]]));
-        let max_value = f32::from(header[15]);
+        let max_value = header[15];
         let features = rows * cols;
         let body = &raw[16..];
-        if body.len() != count * (1 + features) || max_value == 0.0 || classes == 0 {
+        if body.len() != count * (1 + features) || max_value == 0 || classes == 0 {
             return Err(DataError::HeaderMismatch {
                 name: name.to_owned(),
                 count,
@@ -103,12 +146,25 @@ impl Dataset {
         }
         Ok(Self {
             name: name.to_owned(),
-            features,
+            rows,
+            cols,
             classes,
-            x: pixels.iter().map(|p| f32::from(*p) / max_value).collect(),
-            y: labels.iter().map(|l| usize::from(*l)).collect(),
-            image: Some((rows, cols)),
+            max_value,
+            labels: labels.to_vec(),
+            pixels: pixels.to_vec(),
         })
+    }
+
+    /// The data set: every pixel decoded.
+    pub fn to_dataset(&self) -> Dataset {
+        Dataset {
+            name: self.name.clone(),
+            features: self.features(),
+            classes: self.classes,
+            x: self.pixels.iter().map(|p| self.decode(*p)).collect(),
+            y: self.labels.iter().map(|l| usize::from(*l)).collect(),
+            image: Some((self.rows, self.cols)),
+        }
     }
 }
 
@@ -152,6 +208,18 @@ pub fn load(name: &str, seed: u64) -> Result<Dataset, DataError> {
                 name: name.to_owned(),
                 choices: NAMES.join(", "),
             }),
+    }
+}
+
+/// Loads an image set by name as its file holds it (MNIST or digits).
+pub fn load_packed(name: &str) -> Result<Packed, DataError> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "mnist" => Packed::from_dlds("mnist", MNIST.ok_or(DataError::NotCompiledIn)?),
+        "digits" => Packed::from_dlds("digits", DIGITS),
+        _ => Err(DataError::Unknown {
+            name: name.to_owned(),
+            choices: "mnist, digits".to_owned(),
+        }),
     }
 }
 

@@ -21,7 +21,7 @@ pub mod settings;
 pub mod trainer;
 
 pub use config::TrainConfig;
-pub use data::{DataLoader, Dataset, Synthetic};
+pub use data::{DataLoader, Dataset, Packed, Synthetic};
 pub use error::{DataError, Divergence, TrainError};
 pub use layers::{Activation, Linear, Mlp};
 pub use optimizers::{Optimizer, OptimizerKind};

@@ -3,7 +3,6 @@
 //! their closed forms, and the speedup N workers get from them.
 
 mod exercises;
-mod gantt;
 mod overlap_view;
 mod scaling_view;
 mod step_view;

@@ -7,8 +7,8 @@ use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::text::Lang;
 
-use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, gantt, number, t};
-use crate::theme;
+use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, number, t};
+use crate::{gantt, theme};
 
 /// The most layers the view splits the model into (a bar each).
 pub const MAX_VIEW_LAYERS: usize = 64;
@@ -129,7 +129,7 @@ fn timeline(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
         ],
     );
     let end = timed.no_overlap_s.max(timed.end_s);
-    let (response, hovered) = gantt::draw(ui, &rows, end, &summary);
+    let (response, hovered) = gantt::draw(ui, &rows, (0.0, end), &summary);
     // The layers are numbered as the model numbers them: backward meets
     // the last one first.
     let tip = match hovered {

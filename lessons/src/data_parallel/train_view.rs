@@ -11,9 +11,9 @@ use dlsys_core::float::show_sig;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::nn::{Activation, OptimizerKind, data};
 use dlsys_core::text::Lang;
-use super::{Settings, TEXT, gantt, node_name, number, t};
+use super::{Settings, TEXT, node_name, number, t};
 use crate::background::Background;
-use crate::theme;
+use crate::{gantt, theme};
 
 /// What a finished run shows.
 pub struct Trained {
@@ -324,7 +324,7 @@ fn step_timeline(ui: &mut egui::Ui, ran: &DpSettings, step: &dlsys_core::collect
             ("wait", &show_seconds(slowest - fastest)),
         ],
     );
-    gantt::draw(ui, &rows, step.step_s, &summary);
+    gantt::draw(ui, &rows, (0.0, step.step_s), &summary);
 }
 
 #[cfg(test)]

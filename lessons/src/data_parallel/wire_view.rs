@@ -10,8 +10,8 @@ use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::text::Lang;
-use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, color, gantt, node_name, number, t};
-use crate::theme;
+use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, color, node_name, number, t};
+use crate::{gantt, theme};
 
 /// The plot's message sizes: 2⁸ to 2²⁸ bytes (log₂ on the axis).
 const LOG2_FROM: f64 = 8.0;
@@ -246,7 +246,7 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             ],
         ));
     }
-    let (response, hovered) = gantt::draw(ui, &rows, timeline.end_s, &summary);
+    let (response, hovered) = gantt::draw(ui, &rows, (0.0, timeline.end_s), &summary);
     if let Some(x) = hovered.and_then(|(r, b)| timeline.transfers.get(index[r][b])) {
         response.on_hover_text(TEXT.fill(
             lang,

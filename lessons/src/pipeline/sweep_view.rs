@@ -1,0 +1,57 @@
+//! Throughput against the workers: the model's curve from one worker's
+//! stage times, the measured runs of a sweep on it, the knee marked.
+
+use dlsys_core::pipeline::{MAX_WORKERS, knee, predict};
+use dlsys_core::text::Lang;
+
+use super::run_view::Runs;
+use super::{Settings, TEXT, cores, t};
+use crate::theme;
+
+pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
+    use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, Points, VLine};
+    ui.label(t(lang, "sweep.explain"));
+    if ui.add_enabled(!runs.is_running(), egui::Button::new(t(lang, "sweep.run"))).clicked() {
+        runs.start(s, true);
+        ui.ctx().request_repaint();
+    }
+    let Some(Ok(finished)) = &runs.last else {
+        ui.weak(t(lang, "sweep.none"));
+        return;
+    };
+    let costs = finished.costs();
+    let cores = cores();
+    let batch = finished.one.settings.batch;
+    let threads = finished.one.settings.threads;
+    let visuals = ui.visuals().clone();
+    let model: Vec<[f64; 2]> = (1..=MAX_WORKERS)
+        .map(|k| [k as f64, predict(costs, k, cores, threads).samples_per_s(batch)])
+        .collect();
+    let measured: Vec<[f64; 2]> = finished
+        .all()
+        .map(|r| [r.settings.workers as f64, r.samples_per_s()])
+        .collect();
+    let bend = knee(costs, cores, MAX_WORKERS);
+    Plot::new("pipe_sweep_plot")
+        .height(220.0)
+        .legend(Legend::default().position(Corner::RightBottom))
+        .x_axis_label(t(lang, "axis.workers"))
+        .y_axis_label(t(lang, "axis.rate"))
+        .y_grid_spacer(theme::readable_grid())
+        .include_y(0.0)
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            plot.line(Line::new(t(lang, "sweep.model"), PlotPoints::from(model)).color(theme::series(&visuals, 0)));
+            plot.points(
+                Points::new(t(lang, "sweep.measured"), PlotPoints::from(measured))
+                    .radius(4.0)
+                    .color(theme::series(&visuals, 1)),
+            );
+            plot.vline(
+                VLine::new(t(lang, "sweep.knee"), bend as f64)
+                    .color(visuals.text_color())
+                    .style(egui_plot::LineStyle::dashed_dense()),
+            );
+        });
+    ui.label(TEXT.fill(lang, "sweep.knee_line", &[("k", &bend), ("cores", &cores)]));
+}
