@@ -348,6 +348,59 @@ mod tests {
         }
     }
 
+    /// Exercises that are conceptual by nature: the same question, its
+    /// options shuffled by the seed.
+    const CONCEPTUAL: &[&str] = &[
+        "float_formats/fp16_overflow",
+        "memory_compute/mixed_precision_halves",
+        "gpu_kernels/why_subtract_max",
+        "gpu_kernels/divergence_step",
+    ];
+
+    /// Across 20 seeds every exercise asks at least 10 different prompts,
+    /// or, if conceptual, puts its right option in at least 3 positions.
+    #[test]
+    fn every_exercise_varies_with_its_seed() {
+        use dlsys_core::exercise::{AnswerChecker, FIRST_SEED, next_seed};
+        let mut problems = Vec::new();
+        for lesson in all() {
+            for exercise in lesson.exercises() {
+                let (mut prompts, mut positions) = (
+                    std::collections::BTreeSet::new(),
+                    std::collections::BTreeSet::new(),
+                );
+                let mut seed = FIRST_SEED;
+                for _ in 0..20 {
+                    let task = (exercise.generate)(seed, Lang::En);
+                    if let AnswerChecker::Choice { correct } = task.checker {
+                        positions.insert(correct);
+                    }
+                    prompts.insert(task.prompt);
+                    seed = next_seed(seed);
+                }
+                let name = format!("{}/{}", lesson.id(), exercise.id);
+                let ok = if CONCEPTUAL.contains(&name.as_str()) {
+                    positions.len() >= 3
+                } else {
+                    prompts.len() >= 10
+                };
+                if !ok {
+                    problems.push(format!(
+                        "{name}: {} prompts, right option in {} positions",
+                        prompts.len(),
+                        positions.len()
+                    ));
+                }
+            }
+        }
+        assert!(
+            problems.is_empty(),
+            "{} exercises do not vary:\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
+    }
+
     /// Keys whose Chinese is rightly the same as the English.
     const CODE_ONLY: &[&str] = &["app.title"];
 

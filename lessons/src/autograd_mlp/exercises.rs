@@ -394,7 +394,8 @@ fn momentum_step(seed: u64, lang: Lang) -> Task {
 
 fn initial_loss(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
-    let k = [2usize, 5, 10, 100, 1000][rng.random_range(0..5)];
+    const CLASSES: [usize; 16] = [2, 3, 4, 5, 6, 7, 8, 10, 12, 20, 26, 32, 47, 100, 200, 1000];
+    let k = CLASSES[rng.random_range(0..CLASSES.len())];
     // Uniform logits through the engine's own loss.
     let mut g = Graph::<f64>::new();
     let z = g.param(Tensor::zeros(&[1, k]));

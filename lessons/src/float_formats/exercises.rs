@@ -233,7 +233,16 @@ fn fp16_overflow(seed: u64, lang: Lang) -> Task {
     }
 }
 
+/// A format to ask about: one of the named ones half the time, otherwise
+/// an IEEE-style `eXmY` of 3–8 exponent and 2–10 mantissa bits (the
+/// emulator takes any), so the question changes with the seed.
 fn pick_format(rng: &mut rand::rngs::StdRng, with_fp32: bool) -> Format {
+    if rng.random_range(0..2) == 0 {
+        let (e, m) = (rng.random_range(3..=8u32), rng.random_range(2..=10u32));
+        if let Ok(format) = Format::ieee(&format!("e{e}m{m}"), e, m) {
+            return format;
+        }
+    }
     let mut formats = vec![
         Format::fp16(),
         Format::bf16(),

@@ -116,34 +116,56 @@ fn three_pass_bytes(seed: u64, lang: Lang) -> Task {
     }
 }
 
-fn online_bytes(_seed: u64, lang: Lang) -> Task {
+fn online_bytes(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    // Global-memory accesses per element, from the kernel's own traffic
+    // plan (f32, a row long enough that the per-row max and sum vanish).
     let problem = Problem {
         rows: 1,
         cols: 1 << 20,
     };
-    let per = |kind| mb_of(kind, problem) * 1e6 / problem.elements() as f64;
-    let online = per(SoftmaxKind::Online);
-    Task {
-        prompt: t(lang, "ex.online.prompt"),
-        kind: AnswerKind::Number,
-        checker: AnswerChecker::Number {
-            expected: online,
-            abs_tol: 0.01,
-            rel_tol: 0.0,
+    let per = |kind| (mb_of(kind, problem) * 1e6 / problem.elements() as f64 / 4.0).round();
+    let (online, safe) = (per(SoftmaxKind::Online), per(SoftmaxKind::ThreePass));
+    let (format, width) = [("f32", 4.0), ("f16", 2.0), ("bf16", 2.0), ("fp8", 1.0)][rng.random_range(0..4)];
+    let cols = [512u32, 1000, 1024, 4096, 32_000, 50_257][rng.random_range(0..6)];
+    let bytes = |accesses: f64, w: f64| accesses * w * f64::from(cols);
+    let answer = bytes(online, width);
+    let mut mistakes = vec![
+        Mistake {
+            answer: show_sig(bytes(safe, width), 6),
+            feedback: t(lang, "ex.online.safe"),
         },
-        hints: vec![t(lang, "ex.online.hint1"), t(lang, "ex.online.hint2")],
-        explanation: t(lang, "ex.online.explain"),
-        reference: show_sig(online, 3),
-        mistakes: vec![
-            Mistake {
-                answer: show_sig(per(SoftmaxKind::ThreePass).round(), 3),
-                feedback: t(lang, "ex.online.safe"),
-            },
-            Mistake {
-                answer: "8".to_owned(),
-                feedback: t(lang, "ex.online.cached"),
-            },
+        Mistake {
+            answer: show_sig(bytes(2.0, width), 6),
+            feedback: t(lang, "ex.online.cached"),
+        },
+    ];
+    if width != 4.0 {
+        mistakes.push(Mistake {
+            answer: show_sig(bytes(online, 4.0), 6),
+            feedback: TEXT.fill(lang, "ex.online.width", &[("format", &format), ("width", &width)]),
+        });
+    }
+    Task {
+        prompt: TEXT.fill(lang, "ex.online.prompt", &[("cols", &cols), ("format", &format)]),
+        kind: AnswerKind::Number,
+        checker: close(answer),
+        hints: vec![
+            t(lang, "ex.online.hint1"),
+            TEXT.fill(lang, "ex.online.hint2", &[("format", &format), ("width", &width)]),
         ],
+        explanation: TEXT.fill(
+            lang,
+            "ex.online.explain",
+            &[
+                ("cols", &cols),
+                ("width", &width),
+                ("answer", &show_sig(answer, 6)),
+                ("safe", &show_sig(bytes(safe, width), 6)),
+            ],
+        ),
+        reference: show_sig(answer, 6),
+        mistakes,
     }
 }
 
@@ -372,9 +394,24 @@ mod tests {
 
     #[test]
     fn the_classic_answers() {
-        let task = online_bytes(1, Lang::En);
-        assert!(task.check("12").is_correct());
-        assert!(task.check("16").message().contains("three-pass"));
+        // 12 bytes an f32 element, 16 for three passes, whatever the draw.
+        let mut seed = dlsys_core::exercise::FIRST_SEED;
+        for _ in 0..20 {
+            let task = online_bytes(seed, Lang::En);
+            let numbers: Vec<f64> = task
+                .prompt
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let width = [("f32", 4.0), ("f16", 2.0), ("bf16", 2.0), ("fp8", 1.0)]
+                .into_iter()
+                .find(|(f, _)| task.prompt.contains(&format!(" {f} ")))
+                .map_or(f64::NAN, |(_, w)| w);
+            let cols = numbers[0];
+            assert!(task.check(&(3.0 * width * cols).to_string()).is_correct(), "{}", task.prompt);
+            assert!(task.check(&(4.0 * width * cols).to_string()).message().contains("three-pass"));
+            seed = dlsys_core::exercise::next_seed(seed);
+        }
         let div = divergence(0, Lang::En);
         assert!(div.check("1").is_correct());
         assert!(div.check("2").message().contains("bank conflicts"));

@@ -540,7 +540,7 @@ fn first_layer_flops(seed: u64, lang: Lang) -> Task {
 
 fn layer_parameters(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
-    let hidden = pick(&mut rng, &[512u64, 768, 1024, 2048, 4096]);
+    let hidden = pick(&mut rng, &[256u64, 512, 768, 1024, 1280, 1536, 2048, 2560, 3072, 4096, 5120, 8192]);
     let swiglu = rng.random_bool(0.5);
     let mut m = Preset::Llama7b.config();
     m.hidden = hidden;

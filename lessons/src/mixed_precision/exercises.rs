@@ -269,7 +269,8 @@ pub fn fp16_accumulate(v: f32) -> (f64, u32, bool) {
 
 fn accumulation(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
-    let v = [0.5f32, 1.0, 3.0, 7.0, 100.0, 1000.0, 3000.0, 5000.0][rng.random_range(0..8)];
+    const STEPS: [f32; 16] = [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0, 100.0, 300.0, 1000.0, 3000.0, 5000.0, 6000.0];
+    let v = STEPS[rng.random_range(0..STEPS.len())];
     let (answer, additions, overflowed) = fp16_accumulate(v);
     let max = Format::fp16().range().max_finite;
     let mut mistakes = Vec::new();
