@@ -591,6 +591,7 @@ impl eframe::App for DlsysApp {
             });
 
         let mut outcome = Default::default();
+        let mut opened: Option<String> = None;
         egui::CentralPanel::default().show(ui, |ui| {
             egui::ScrollArea::vertical()
                 .auto_shrink(false)
@@ -604,6 +605,7 @@ impl eframe::App for DlsysApp {
                     };
                     let lesson = &mut self.lessons[index];
                     lesson.ui(ui, &env);
+                    opened = lesson.take_open_request();
                     let exercises = lesson.exercises();
                     if !exercises.is_empty() {
                         ui.add_space(12.0);
@@ -623,6 +625,10 @@ impl eframe::App for DlsysApp {
             self.gpu_window_ui(&ctx);
         }
         self.state.zoom = ui.ctx().zoom_factor();
+        // A lesson asked to open another (a route, as the sidebar's click).
+        if let Some(route) = opened {
+            self.open_route(&route);
+        }
         let outcome: dlsys_lessons::exercise_panel::PanelOutcome = outcome;
         if outcome.newly_solved {
             self.save_now(frame);

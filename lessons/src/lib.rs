@@ -11,6 +11,7 @@ pub mod datasets;
 pub mod exercise_panel;
 pub mod fonts;
 pub mod gantt;
+pub mod quiz;
 pub mod theme;
 pub mod welcome;
 
@@ -157,6 +158,12 @@ pub trait Lesson {
         &[]
     }
 
+    /// A lesson the learner asked to open from this one (a mock test's
+    /// "open the lesson"). Asking clears the request.
+    fn take_open_request(&mut self) -> Option<String> {
+        None
+    }
+
     /// Whether the lesson wants its state written now (not only on the
     /// auto-save interval), e.g. after the learner edited code. Asking
     /// clears the request.
@@ -295,6 +302,7 @@ registry! {
     pipeline::Pipeline,
     gpu_kernels::GpuKernels,
     write_kernels::WriteKernels,
+    mock_test::MockTest,
 }
 
 /// Every lesson, in sidebar order: the welcome page, then the lessons it

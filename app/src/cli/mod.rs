@@ -17,6 +17,7 @@ mod lessons;
 mod memory;
 pub mod output;
 mod pipeline;
+mod quiz;
 mod train;
 mod train_dp;
 mod wgsl_exercise;
@@ -37,6 +38,7 @@ pub use lang::{lang, t, tf};
 pub use lessons::LessonsArgs;
 pub use memory::MemoryArgs;
 pub use pipeline::PipelineArgs;
+pub use quiz::QuizArgs;
 pub use train::TrainArgs;
 pub use wgsl_exercise::WgslExerciseArgs;
 
@@ -97,6 +99,10 @@ pub enum Command {
     /// workers: each stage's mean time, the measured throughput and
     /// utilisation beside the model's prediction.
     Pipeline(PipelineArgs),
+    /// A mock written test: N questions drawn (seeded) across every
+    /// lesson's exercises, then the answers and explanations — the same
+    /// draw as the app's Mock test page.
+    Quiz(QuizArgs),
     /// Benchmarks (they print numbers; they are not tests).
     Bench {
         #[command(subcommand)]
@@ -137,6 +143,7 @@ impl Command {
             Self::Memory(args) => args.json,
             Self::Allreduce(args) => args.json,
             Self::Pipeline(args) => args.json,
+            Self::Quiz(args) => args.json,
             Self::Bench {
                 what: BenchWhat::Kernels(args),
             } => args.json,
@@ -195,6 +202,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Memory(args) => memory::run(&args),
         Command::Allreduce(args) => allreduce::run_args(&args),
         Command::Pipeline(args) => pipeline::run(&args),
+        Command::Quiz(args) => quiz::run(&args),
         Command::Bench {
             what: BenchWhat::Kernels(args),
         } => bench::kernels(&args),

@@ -1,0 +1,103 @@
+//! `dlsys-lab quiz`: the mock test's draw for a seed, as text — the
+//! questions (and their options), then the answers with explanations.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::exercise::AnswerKind;
+use dlsys_lessons::quiz::{MAX_QUESTIONS, draw, task};
+
+use super::output::{Report, emit};
+use super::{CliError, t, tf};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct QuizArgs {
+    /// Questions to draw (1–50).
+    #[arg(long, default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_QUESTIONS as u64))]
+    n: u64,
+    /// The draw's seed: the app's Mock test page draws the same for it.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(serde::Serialize)]
+struct QuizQuestion {
+    lesson: String,
+    exercise: String,
+    variant_seed: u64,
+    lesson_title: String,
+    title: String,
+    prompt: String,
+    options: Vec<String>,
+    answer: String,
+    explanation: String,
+}
+
+#[derive(serde::Serialize)]
+struct QuizReport {
+    seed: u64,
+    questions: Vec<QuizQuestion>,
+}
+
+pub fn run(args: &QuizArgs) -> Result<ExitCode, CliError> {
+    let lang = super::lang();
+    let questions = draw(args.n as usize, args.seed)
+        .into_iter()
+        .filter_map(|q| {
+            let (task, lesson_title, title) = task(&q, lang)?;
+            let options = match &task.kind {
+                AnswerKind::Choice { options } => options.clone(),
+                _ => Vec::new(),
+            };
+            Some(QuizQuestion {
+                lesson: q.lesson,
+                exercise: q.exercise,
+                variant_seed: q.seed,
+                lesson_title,
+                title,
+                prompt: task.prompt,
+                options,
+                answer: task.reference,
+                explanation: task.explanation,
+            })
+        })
+        .collect();
+    emit(
+        &QuizReport {
+            seed: args.seed,
+            questions,
+        },
+        args.json,
+    )
+}
+
+impl Report for QuizReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "quiz.heading",
+                &[("n", &self.questions.len()), ("seed", &self.seed)]
+            )
+        )?;
+        for (i, q) in self.questions.iter().enumerate() {
+            writeln!(out)?;
+            writeln!(out, "{}. {} — {}", i + 1, q.lesson_title, q.title)?;
+            writeln!(out, "{}", q.prompt)?;
+            for (k, option) in q.options.iter().enumerate() {
+                writeln!(out, "   {}) {option}", k + 1)?;
+            }
+        }
+        writeln!(out)?;
+        writeln!(out, "{}", t("quiz.answers"))?;
+        for (i, q) in self.questions.iter().enumerate() {
+            writeln!(out, "{}. {} — {}", i + 1, q.answer, q.explanation)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,249 @@
+//! "Mock test": N questions drawn (seeded) from every lesson's own exercise
+//! generators, as a written test — timed, no hints — then the score, each
+//! question's verdict, answer and explanation, and a way back to its lesson.
+//! Questions answered wrong come back sooner (Leitner boxes, in
+//! `crate::quiz`); past attempts are kept.
+
+mod view;
+
+use dlsys_core::exercise::Task;
+use dlsys_core::text::Lang;
+use serde::{Deserialize, Serialize};
+use web_time::Instant;
+
+use crate::quiz::{Question, Review};
+use crate::{Env, Lesson};
+
+crate::lesson_text!("mock_test");
+
+/// Attempts kept.
+const KEEP_ATTEMPTS: usize = 20;
+
+/// A test in progress or just marked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Test {
+    pub questions: Vec<Question>,
+    pub answers: Vec<String>,
+    /// A review of due exercises rather than a seeded draw.
+    pub review: bool,
+    pub seed: u64,
+    /// Seconds spent before this session (the clock runs while it is open).
+    pub elapsed_s: f64,
+    /// The limit in seconds (0: none).
+    pub limit_s: f64,
+    /// Each answer right or wrong, once marked.
+    pub marked: Option<Vec<bool>>,
+}
+
+/// A finished test, for the history.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Attempt {
+    pub seed: u64,
+    pub review: bool,
+    pub right: usize,
+    pub total: usize,
+    pub seconds: f64,
+}
+
+/// What survives a restart.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Saved {
+    pub questions: usize,
+    pub seed: u64,
+    pub minutes: u32,
+    pub review: Review,
+    pub attempts: Vec<Attempt>,
+    pub current: Option<Test>,
+}
+
+impl Default for Saved {
+    fn default() -> Self {
+        Self {
+            questions: 10,
+            seed: 1,
+            minutes: 15,
+            review: Review::default(),
+            attempts: Vec::new(),
+            current: None,
+        }
+    }
+}
+
+/// The current test's tasks, generated once per test and language.
+struct Tasks {
+    lang: Lang,
+    questions: Vec<Question>,
+    /// Task, lesson title, exercise title (`None`: no longer registered).
+    tasks: Vec<Option<(Task, String, String)>>,
+}
+
+#[derive(Default)]
+pub struct MockTest {
+    saved: Saved,
+    tasks: Option<Tasks>,
+    /// When the clock last started for the current test.
+    running_since: Option<Instant>,
+    open_request: Option<String>,
+    save_request: bool,
+}
+
+impl MockTest {
+    /// Seconds on the current test's clock.
+    fn elapsed(&self) -> f64 {
+        let before = self.saved.current.as_ref().map_or(0.0, |t| t.elapsed_s);
+        before + self.running_since.map_or(0.0, |s| s.elapsed().as_secs_f64())
+    }
+
+    fn start(&mut self, questions: Vec<Question>, review: bool) {
+        let n = questions.len();
+        self.saved.current = Some(Test {
+            questions,
+            answers: vec![String::new(); n],
+            review,
+            seed: self.saved.seed,
+            elapsed_s: 0.0,
+            limit_s: f64::from(self.saved.minutes) * 60.0,
+            marked: None,
+        });
+        self.running_since = Some(Instant::now());
+        self.save_request = true;
+    }
+
+    /// The tasks of the current test in `lang`, generated if need be.
+    fn tasks(&mut self, lang: Lang) -> &[Option<(Task, String, String)>] {
+        let questions = self.saved.current.as_ref().map(|t| t.questions.clone()).unwrap_or_default();
+        let stale = self.tasks.as_ref().is_none_or(|c| c.lang != lang || c.questions != questions);
+        if stale {
+            let tasks = questions.iter().map(|q| crate::quiz::task(q, lang)).collect();
+            self.tasks = Some(Tasks { lang, questions, tasks });
+        }
+        self.tasks.as_ref().map_or(&[], |c| c.tasks.as_slice())
+    }
+
+    /// Marks the current test, records it in the review boxes and the
+    /// history, and stops its clock.
+    fn submit(&mut self, lang: Lang) {
+        let elapsed = self.elapsed();
+        let verdicts: Vec<bool> = {
+            let answers = self.saved.current.as_ref().map(|t| t.answers.clone()).unwrap_or_default();
+            self.tasks(lang)
+                .iter()
+                .zip(&answers)
+                .map(|(task, answer)| task.as_ref().is_some_and(|(t, _, _)| t.check(answer).is_correct()))
+                .collect()
+        };
+        let Some(test) = self.saved.current.as_mut() else {
+            return;
+        };
+        test.elapsed_s = elapsed;
+        self.running_since = None;
+        let results: Vec<(Question, bool)> = test.questions.iter().cloned().zip(verdicts.iter().copied()).collect();
+        self.saved.review.record(&results);
+        self.saved.attempts.push(Attempt {
+            seed: test.seed,
+            review: test.review,
+            right: verdicts.iter().filter(|v| **v).count(),
+            total: verdicts.len(),
+            seconds: elapsed,
+        });
+        let excess = self.saved.attempts.len().saturating_sub(KEEP_ATTEMPTS);
+        self.saved.attempts.drain(..excess);
+        test.marked = Some(verdicts);
+        self.save_request = true;
+    }
+}
+
+fn t(lang: Lang, key: &'static str) -> &'static str {
+    TEXT.get(lang, key)
+}
+
+impl Lesson for MockTest {
+    crate::lesson_identity!();
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        view::ui(self, ui, env.lang);
+    }
+
+    fn logic(&mut self, ctx: &egui::Context, env: &Env<'_>) {
+        let Some(test) = &self.saved.current else {
+            return;
+        };
+        if test.marked.is_some() {
+            return;
+        }
+        if self.running_since.is_none() {
+            // A test restored from the save file: its clock goes on.
+            self.running_since = Some(Instant::now());
+        }
+        if test.limit_s > 0.0 && self.elapsed() >= test.limit_s {
+            self.submit(env.lang);
+        }
+        // The clock on screen ticks once a second.
+        ctx.request_repaint_after(web_time::Duration::from_secs(1));
+    }
+
+    fn progress_note(&self, lang: Lang) -> Option<String> {
+        Some(TEXT.fill(
+            lang,
+            "note",
+            &[("due", &self.saved.review.due().len()), ("tests", &self.saved.attempts.len())],
+        ))
+    }
+
+    fn take_open_request(&mut self) -> Option<String> {
+        self.open_request.take()
+    }
+
+    fn take_save_request(&mut self) -> bool {
+        std::mem::take(&mut self.save_request)
+    }
+
+    fn save_state(&self) -> Option<String> {
+        let mut saved = self.saved.clone();
+        if let Some(test) = saved.current.as_mut() {
+            test.elapsed_s = self.elapsed();
+        }
+        ron::to_string(&saved).ok()
+    }
+
+    fn load_state(&mut self, ron_text: &str) -> Result<(), ron::error::SpannedError> {
+        self.saved = ron::from_str(ron_text)?;
+        self.saved.questions = self.saved.questions.clamp(1, crate::quiz::MAX_QUESTIONS);
+        self.running_since = None;
+        self.tasks = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_test_is_marked_recorded_and_kept_across_a_restart() {
+        let mut m = MockTest::default();
+        let questions = crate::quiz::draw(5, 11);
+        m.start(questions.clone(), false);
+        // The first answered right (its reference), the rest left blank.
+        let reference = m.tasks(Lang::En)[0].as_ref().map(|(t, _, _)| t.reference.clone()).unwrap_or_default();
+        if let Some(test) = m.saved.current.as_mut() {
+            test.answers[0] = reference;
+        }
+        m.submit(Lang::En);
+        assert_eq!(m.saved.current.as_ref().and_then(|t| t.marked.clone()), Some(vec![true, false, false, false, false]));
+        assert_eq!(m.saved.attempts.len(), 1);
+        assert_eq!(m.saved.attempts[0].right, 1);
+        // The four wrong ones are due at the next test.
+        assert_eq!(m.saved.review.due().len(), 4);
+        let text = m.save_state().unwrap_or_default();
+        let mut other = MockTest::default();
+        assert!(other.load_state(&text).is_ok());
+        assert_eq!(other.saved, m.saved);
+        assert!(other.load_state("(questions: \"many\")").is_err());
+        // The same seed draws what `dlsys-lab quiz --seed 11 --n 5` prints.
+        assert_eq!(crate::quiz::draw(5, 11), questions);
+    }
+}

@@ -1,0 +1,176 @@
+//! The mock test's page: set up and start, answer against the clock, the
+//! marked paper, the history.
+
+use dlsys_core::exercise::AnswerKind;
+use dlsys_core::text::Lang;
+
+use super::{MockTest, TEXT, t};
+use crate::quiz::{MAX_QUESTIONS, draw};
+use crate::theme;
+
+fn clock(seconds: f64) -> String {
+    let s = seconds.max(0.0) as u64;
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+pub fn ui(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
+    crate::header_ui(ui, &TEXT, lang);
+    ui.add_space(8.0);
+    match m.saved.current.as_ref().map(|c| c.marked.is_some()) {
+        None => setup(m, ui, lang),
+        Some(false) => paper(m, ui, lang),
+        Some(true) => marked(m, ui, lang),
+    }
+    history(m, ui, lang);
+}
+
+fn setup(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
+    let s = &mut m.saved;
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label(t(lang, "setup.questions"));
+        ui.add(egui::DragValue::new(&mut s.questions).range(1..=MAX_QUESTIONS)).labelled_by(label.id);
+        let label = ui.label(t(lang, "setup.seed"));
+        ui.add(egui::DragValue::new(&mut s.seed).range(1..=u64::MAX / 2)).labelled_by(label.id);
+        if ui.button(t(lang, "setup.new_seed")).clicked() {
+            s.seed = dlsys_core::exercise::next_seed(s.seed);
+        }
+        let label = ui.label(t(lang, "setup.minutes"));
+        ui.add(egui::DragValue::new(&mut s.minutes).range(0..=180)).labelled_by(label.id).on_hover_text(t(lang, "setup.minutes_tip"));
+    });
+    // The browser has no `dlsys-lab` to run.
+    if cfg!(not(target_arch = "wasm32")) {
+        ui.weak(TEXT.fill(lang, "setup.cli", &[("n", &s.questions), ("seed", &s.seed)]));
+    }
+    let due = s.review.due().len();
+    ui.horizontal_wrapped(|ui| {
+        if ui.button(t(lang, "setup.start")).clicked() {
+            let questions = draw(m.saved.questions, m.saved.seed);
+            m.start(questions, false);
+        }
+        let review = ui.add_enabled(due > 0, egui::Button::new(TEXT.fill(lang, "setup.review", &[("due", &due)])));
+        if review.on_hover_text(t(lang, "setup.review_tip")).clicked() {
+            let questions = m.saved.review.questions(m.saved.questions.max(due), m.saved.seed);
+            m.start(questions, true);
+        }
+    });
+}
+
+fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
+    let elapsed = m.elapsed();
+    let tasks = m.tasks(lang).to_vec();
+    let Some(test) = m.saved.current.as_mut() else {
+        return;
+    };
+    let limit = if test.limit_s > 0.0 {
+        TEXT.fill(lang, "paper.limit", &[("left", &clock(test.limit_s - elapsed))])
+    } else {
+        String::new()
+    };
+    ui.strong(TEXT.fill(lang, "paper.clock", &[("n", &test.questions.len()), ("time", &clock(elapsed)), ("limit", &limit)]));
+    ui.add_space(4.0);
+    let mut changed = false;
+    for (i, task) in tasks.iter().enumerate() {
+        ui.separator();
+        let Some((task, lesson, title)) = task else {
+            ui.weak(t(lang, "paper.gone"));
+            continue;
+        };
+        ui.label(egui::RichText::new(TEXT.fill(lang, "paper.heading", &[("i", &(i + 1)), ("lesson", lesson), ("title", title)])).strong());
+        ui.label(&task.prompt);
+        let answer = &mut test.answers[i];
+        match &task.kind {
+            AnswerKind::Choice { options } => {
+                for (k, option) in options.iter().enumerate() {
+                    let value = (k + 1).to_string();
+                    if ui.radio(*answer == value, format!("{}. {option}", k + 1)).clicked() {
+                        *answer = value;
+                        changed = true;
+                    }
+                }
+            }
+            _ => {
+                let label = ui.label(t(lang, "paper.answer"));
+                let edit = ui.add(egui::TextEdit::singleline(answer).desired_width(260.0)).labelled_by(label.id);
+                changed |= edit.changed();
+            }
+        }
+    }
+    ui.separator();
+    m.save_request |= changed;
+    let mut submit = false;
+    let mut abandon = false;
+    ui.horizontal_wrapped(|ui| {
+        submit = ui.button(t(lang, "paper.submit")).clicked();
+        abandon = ui.button(t(lang, "paper.abandon")).clicked();
+    });
+    if submit {
+        m.submit(lang);
+    } else if abandon {
+        m.saved.current = None;
+        m.running_since = None;
+        m.save_request = true;
+    }
+}
+
+fn marked(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
+    let tasks = m.tasks(lang).to_vec();
+    let Some(test) = m.saved.current.clone() else {
+        return;
+    };
+    let verdicts = test.marked.clone().unwrap_or_default();
+    let right = verdicts.iter().filter(|v| **v).count();
+    ui.strong(TEXT.fill(
+        lang,
+        "marked.score",
+        &[("right", &right), ("total", &verdicts.len()), ("time", &clock(test.elapsed_s))],
+    ));
+    let visuals = ui.visuals().clone();
+    for (i, (task, q)) in tasks.iter().zip(&test.questions).enumerate() {
+        ui.separator();
+        let Some((task, lesson, title)) = task else {
+            continue;
+        };
+        let ok = verdicts.get(i).copied().unwrap_or(false);
+        let mark = if ok { ("✔", theme::good(&visuals)) } else { ("✖", theme::bad(&visuals)) };
+        ui.horizontal_wrapped(|ui| {
+            ui.colored_label(mark.1, mark.0);
+            ui.label(egui::RichText::new(TEXT.fill(lang, "paper.heading", &[("i", &(i + 1)), ("lesson", lesson), ("title", title)])).strong());
+        });
+        ui.label(&task.prompt);
+        let answer = test.answers.get(i).cloned().unwrap_or_default();
+        let verdict = task.check(&answer);
+        let yours = if answer.trim().is_empty() { t(lang, "marked.blank").to_owned() } else { answer.clone() };
+        ui.label(TEXT.fill(lang, "marked.yours", &[("answer", &yours), ("verdict", &verdict.message())]));
+        ui.label(TEXT.fill(lang, "marked.reference", &[("answer", &task.reference)]));
+        ui.weak(&task.explanation);
+        if ui.link(TEXT.fill(lang, "marked.open", &[("lesson", lesson)])).clicked() {
+            m.open_request = Some(q.lesson.clone());
+        }
+    }
+    ui.separator();
+    if ui.button(t(lang, "marked.done")).clicked() {
+        m.saved.current = None;
+        m.save_request = true;
+    }
+}
+
+fn history(m: &MockTest, ui: &mut egui::Ui, lang: Lang) {
+    if m.saved.attempts.is_empty() {
+        return;
+    }
+    ui.add_space(8.0);
+    ui.strong(t(lang, "history.heading"));
+    egui::Grid::new("mock_history").striped(true).show(ui, |ui| {
+        for key in ["history.kind", "history.seed", "history.score", "history.time"] {
+            ui.label(egui::RichText::new(t(lang, key)).strong());
+        }
+        ui.end_row();
+        for a in m.saved.attempts.iter().rev().take(10) {
+            ui.label(t(lang, if a.review { "history.review" } else { "history.test" }));
+            ui.label(a.seed.to_string());
+            ui.label(format!("{} / {}", a.right, a.total));
+            ui.label(clock(a.seconds));
+            ui.end_row();
+        }
+    });
+}
