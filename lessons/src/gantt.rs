@@ -48,8 +48,9 @@ pub fn draw(
     let painter = ui.painter_at(rect);
     let left = rect.left() + label_width;
     let span = (rect.width() - label_width - 8.0).max(10.0);
-    let end = end_s.max(from_s + f64::MIN_POSITIVE);
-    let x = |time: f64| left + span * ((time.clamp(from_s, end) - from_s) / (end - from_s)) as f32;
+    let width = (end_s - from_s).max(1e-12);
+    let end = from_s + width;
+    let x = |time: f64| left + span * ((time.clamp(from_s, end) - from_s) / width) as f32;
     let mut hovered = None;
     for (r, content) in rows.iter().enumerate() {
         let y = rect.top() + row * r as f32;
@@ -64,7 +65,7 @@ pub fn draw(
             .bars
             .iter()
             .enumerate()
-            .filter(|(_, bar)| bar.end_s >= from_s)
+            .filter(|(_, bar)| bar.end_s >= from_s && bar.start_s <= end)
         {
             // A pixel's gap at each end keeps back-to-back bars apart.
             let (from, to) = (x(bar.start_s), x(bar.end_s));

@@ -122,8 +122,14 @@ pub fn run(args: &PipelineArgs) -> Result<ExitCode, CliError> {
             workers,
             ..settings.clone()
         };
-        train_through(packed.clone(), &s, args.batches, &mut |_| true)
-            .map_err(|e| CliError::from(say(&e)))
+        train_through(
+            packed.clone(),
+            &s,
+            args.batches,
+            Default::default(),
+            &mut |_| true,
+        )
+        .map_err(|e| CliError::from(say(&e)))
     };
     let one = train(1)?;
     let costs: Costs = one.costs();

@@ -1,19 +1,24 @@
 //! The loader: `k` workers, worker w building batches w, w + k, w + 2k, …
 //! of the run, each handing them over its own queue of `prefetch` batches,
 //! and the trainer taking batch j from worker j mod k — in order, as
-//! PyTorch's DataLoader does. Dropping the loader raises the stop flag,
+//! PyTorch's DataLoader does. Dropping the loader raises its stop flag,
 //! drops the queues (a worker blocked on a full one wakes with an error)
-//! and joins every worker before it returns.
+//! and joins every worker before it returns. The caller's stop flag is
+//! seen by the workers within a sample and by a trainer waiting for a
+//! batch within [`POLL`].
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, sync_channel};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
 
-use web_time::Instant;
+use web_time::{Duration, Instant};
 
-use super::stages::{Batch, make_batch};
+use super::stages::{Batch, Stop, make_batch};
 use super::{PipelineError, PipelineSettings};
 use crate::nn::data::Packed;
+
+/// How often a trainer waiting for a batch looks at the caller's stop flag.
+pub const POLL: Duration = Duration::from_millis(20);
 
 /// The batches of a run: each batch's epoch and its examples.
 pub type Plan = Arc<Vec<(u64, Vec<usize>)>>;
@@ -23,7 +28,7 @@ pub struct Loader {
     plan: Plan,
     settings: PipelineSettings,
     origin: Instant,
-    stop: Arc<AtomicBool>,
+    stop: Stop,
     queues: Vec<Receiver<Batch>>,
     workers: Vec<std::thread::JoinHandle<()>>,
     next: usize,
@@ -31,14 +36,22 @@ pub struct Loader {
 
 impl Loader {
     /// Starts the workers (none when `settings.threads` is off: then each
-    /// batch is built when it is asked for). Times count from `origin`.
+    /// batch is built when it is asked for; at least one worker whatever
+    /// the settings say). Times count from `origin`; raising `asked` stops
+    /// the run.
     pub fn start(
         data: Arc<Packed>,
         plan: Plan,
         settings: &PipelineSettings,
         origin: Instant,
+        asked: Arc<AtomicBool>,
     ) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
+        let settings = PipelineSettings {
+            workers: settings.workers.max(1),
+            prefetch: settings.prefetch.max(1),
+            ..settings.clone()
+        };
+        let stop = Stop::new(asked);
         let mut queues = Vec::new();
         let mut workers = Vec::new();
         if settings.threads {
@@ -73,7 +86,7 @@ impl Loader {
         Self {
             data,
             plan,
-            settings: settings.clone(),
+            settings,
             origin,
             stop,
             queues,
@@ -82,7 +95,8 @@ impl Loader {
         }
     }
 
-    /// The next batch in the run's order; `None` after the last.
+    /// The next batch in the run's order; `None` after the last, or once
+    /// the caller asked to stop.
     pub fn next_batch(&mut self) -> Option<Result<Batch, PipelineError>> {
         let index = self.next;
         let (epoch, samples) = self.plan.get(index)?;
@@ -98,10 +112,25 @@ impl Loader {
                 self.origin,
                 &self.stop,
             );
-            return Some(batch.ok_or(PipelineError::WorkerFailed));
+            return match batch {
+                Some(batch) => Some(Ok(batch)),
+                None if self.stop.asked() => None,
+                None => Some(Err(PipelineError::WorkerFailed)),
+            };
         }
         let queue = self.queues.get(index % self.settings.workers)?;
-        Some(queue.recv().map_err(|_| PipelineError::WorkerFailed))
+        loop {
+            match queue.recv_timeout(POLL) {
+                Ok(batch) => return Some(Ok(batch)),
+                Err(RecvTimeoutError::Timeout) if self.stop.asked() => return None,
+                Err(RecvTimeoutError::Timeout) => {}
+                // A worker that stopped because the caller asked is a stop, not a failure.
+                Err(RecvTimeoutError::Disconnected) if self.stop.asked() => return None,
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Some(Err(PipelineError::WorkerFailed));
+                }
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -115,7 +144,7 @@ impl Loader {
 
 impl Drop for Loader {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.stop.raise();
         self.queues.clear();
         for worker in self.workers.drain(..) {
             // A worker that panicked has nothing left to stop.

@@ -95,11 +95,9 @@ pub fn predict(costs: Costs, workers: usize, cores: usize, threads: bool) -> Pre
 }
 
 /// The fewest workers (up to `max`) past which more add nothing: where the
-/// workers stop being the bound.
-pub fn knee(costs: Costs, cores: usize, max: usize) -> usize {
-    (1..=max.max(1))
-        .find(|&k| predict(costs, k, cores, true).bound != Bound::Workers)
-        .unwrap_or(max.max(1))
+/// workers stop being the bound; `None` if they still are at `max`.
+pub fn knee(costs: Costs, cores: usize, max: usize) -> Option<usize> {
+    (1..=max.max(1)).find(|&k| predict(costs, k, cores, true).bound != Bound::Workers)
 }
 
 /// An epoch of `samples` when each takes `data_s` to load (spread over

@@ -1,6 +1,7 @@
 //! One batch built sample by sample: read, decode, augment, the optional
 //! extra costs, collate — each stage timed.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rand::{RngExt as _, SeedableRng as _};
@@ -68,6 +69,36 @@ pub struct Batch {
     pub end_s: f64,
 }
 
+/// When a batch's work stops: the loader's own flag (raised when it is
+/// dropped) or the caller's (a Stop button, seen within a sample).
+#[derive(Clone, Debug, Default)]
+pub struct Stop {
+    own: Arc<AtomicBool>,
+    asked: Arc<AtomicBool>,
+}
+
+impl Stop {
+    pub fn new(asked: Arc<AtomicBool>) -> Self {
+        Self {
+            own: Arc::default(),
+            asked,
+        }
+    }
+
+    pub fn raised(&self) -> bool {
+        self.own.load(Ordering::Relaxed) || self.asked()
+    }
+
+    /// Whether the caller asked to stop.
+    pub fn asked(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn raise(&self) {
+        self.own.store(true, Ordering::Relaxed);
+    }
+}
+
 /// The largest shift, in pixels, and the noise's half-width.
 const SHIFT: i64 = 2;
 const NOISE: f32 = 0.05;
@@ -75,7 +106,9 @@ const NOISE: f32 = 0.05;
 /// The augmentation of sample `index` in `epoch`: its own seed, so any
 /// worker makes the same one.
 fn sample_rng(seed: u64, epoch: u64, index: usize) -> rand::rngs::StdRng {
+    // Its own constant, so no sample shares its seed with an epoch's shuffle.
     let mix = seed
+        ^ 0x5a3f_a11d_0e2b_7c41
         ^ epoch.wrapping_mul(0x9e37_79b9_7f4a_7c15)
         ^ (index as u64).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
     rand::rngs::StdRng::seed_from_u64(mix)
@@ -104,10 +137,10 @@ fn augment(image: &[f32], rows: usize, cols: usize, rng: &mut rand::rngs::StdRng
 
 /// Work a core really does for `us` microseconds (a decoder's arithmetic),
 /// or until `stop`.
-fn burn(us: u64, stop: &AtomicBool) -> u64 {
+fn burn(us: u64, stop: &Stop) -> u64 {
     let until = Instant::now() + Duration::from_micros(us);
     let mut x = 0x2545_f491_4f6c_dd1du64;
-    while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+    while Instant::now() < until && !stop.raised() {
         for _ in 0..64 {
             x ^= x << 13;
             x ^= x >> 7;
@@ -120,11 +153,11 @@ fn burn(us: u64, stop: &AtomicBool) -> u64 {
 /// A wait that holds no core (a read from a slow disk or network), in
 /// slices so `stop` is seen. The web has no blocking sleep: its one
 /// cooperative worker waits by spinning, and says so.
-fn block(us: u64, stop: &AtomicBool) {
+fn block(us: u64, stop: &Stop) {
     #[cfg(not(target_arch = "wasm32"))]
     {
         let until = Instant::now() + Duration::from_micros(us);
-        while !stop.load(Ordering::Relaxed) {
+        while !stop.raised() {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
@@ -149,7 +182,7 @@ pub fn make_batch(
     worker: usize,
     settings: &PipelineSettings,
     origin: Instant,
-    stop: &AtomicBool,
+    stop: &Stop,
 ) -> Option<Batch> {
     let start = Instant::now();
     let mut times = StageTimes::default();
@@ -163,7 +196,7 @@ pub fn make_batch(
         took
     };
     for &i in samples {
-        if stop.load(Ordering::Relaxed) {
+        if stop.raised() {
             return None;
         }
         let mut clock = Instant::now();
@@ -193,7 +226,7 @@ pub fn make_batch(
         y.push(label);
         times.collate_s += lap(&mut clock);
     }
-    if stop.load(Ordering::Relaxed) {
+    if stop.raised() {
         return None;
     }
     Some(Batch {

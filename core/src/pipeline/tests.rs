@@ -37,6 +37,7 @@ fn the_loader_hands_over_every_sample_once_per_epoch_in_order() {
             plan.clone(),
             &settings(workers, threads),
             Instant::now(),
+            Default::default(),
         );
         let mut seen: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); 3];
         let mut index = 0;
@@ -65,7 +66,9 @@ fn the_loader_hands_over_every_sample_once_per_epoch_in_order() {
 #[test]
 fn the_weights_do_not_depend_on_the_workers_and_match_direct_training() {
     let data = digits();
-    let run = |s: &PipelineSettings| train_through(data.clone(), s, 25, &mut |_| true).unwrap();
+    let run = |s: &PipelineSettings| {
+        train_through(data.clone(), s, 25, Default::default(), &mut |_| true).unwrap()
+    };
     let one = run(&settings(1, true));
     assert_eq!(one.records.len(), 25);
     for (k, threads) in [(2, true), (4, true), (3, false)] {
@@ -95,7 +98,7 @@ fn every_batch_is_timed_and_a_stop_ends_the_run() {
         ..settings(2, true)
     };
     let mut seen = 0;
-    let run = train_through(data, &s, 50, &mut |_| {
+    let run = train_through(data, &s, 50, Default::default(), &mut |_| {
         seen += 1;
         seen < 5
     })
@@ -115,7 +118,13 @@ fn every_batch_is_timed_and_a_stop_ends_the_run() {
 fn augmentation_is_seeded_per_epoch_and_sample() {
     let data = digits();
     let plan: loader::Plan = Arc::new(vec![(0, vec![5, 6]), (0, vec![6, 5]), (1, vec![5, 6])]);
-    let mut loader = Loader::start(data, plan, &settings(2, true), Instant::now());
+    let mut loader = Loader::start(
+        data,
+        plan,
+        &settings(2, true),
+        Instant::now(),
+        Default::default(),
+    );
     let a = loader.next_batch().unwrap().unwrap();
     let b = loader.next_batch().unwrap().unwrap();
     let c = loader.next_batch().unwrap().unwrap();
@@ -158,11 +167,20 @@ fn bad_settings_are_refused() {
         },
     ] {
         assert!(
-            train_through(data.clone(), &bad, 5, &mut |_| true).is_err(),
+            train_through(data.clone(), &bad, 5, Default::default(), &mut |_| true).is_err(),
             "{bad:?}"
         );
     }
-    assert!(train_through(data.clone(), &settings(1, true), 0, &mut |_| true).is_err());
+    assert!(
+        train_through(
+            data.clone(),
+            &settings(1, true),
+            0,
+            Default::default(),
+            &mut |_| true
+        )
+        .is_err()
+    );
     assert!(data::load_packed("moons").is_err());
 }
 
@@ -179,7 +197,8 @@ fn the_model_finds_the_bound_and_the_knee() {
     assert!((one.period_s - 0.040).abs() < 1e-15);
     assert!((one.utilisation - 0.25).abs() < 1e-12);
     // Four workers: 10 ms each, as fast as the step.
-    assert_eq!(knee(c, 8, 8), 4);
+    assert_eq!(knee(c, 8, 8), Some(4));
+    assert_eq!(knee(c, 8, 3), None, "still short of workers at 3");
     assert_eq!(predict(c, 8, 8, true).bound, Bound::Compute);
     // Two cores, CPU-heavy data: the cores bound it whatever the workers.
     let heavy = Costs {

@@ -2,6 +2,7 @@
 //! it, when the trainer asked for it and got it, when its step ended.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 use web_time::Instant;
@@ -96,9 +97,11 @@ impl PipelineRun {
         sum.scaled(1.0 / self.records.len().max(1) as f64)
     }
 
+    /// The mean training step in the steady state (the first steps of a
+    /// run start cold).
     pub fn mean_compute_s(&self) -> f64 {
-        self.records.iter().map(StepRecord::compute_s).sum::<f64>()
-            / self.records.len().max(1) as f64
+        let (steps, _) = self.steady();
+        steps.iter().map(StepRecord::compute_s).sum::<f64>() / steps.len().max(1) as f64
     }
 
     /// The model's inputs, as this run measured them.
@@ -174,12 +177,14 @@ fn step(model: &mut Mlp<f32>, optimizer: &mut Optimizer<f32>, x: &[f32], y: &[us
 
 /// Trains the settings' MLP on `batches` batches through the pipeline;
 /// `on_step` sees each step as it ends and stops the run by returning
-/// `false` (the loader's workers are stopped and joined before this
+/// `false`, and raising `stop` stops it even while the trainer waits for a
+/// batch (the loader's workers are stopped and joined before this
 /// returns).
 pub fn train_through(
     data: Arc<Packed>,
     settings: &PipelineSettings,
     batches: usize,
+    stop: Arc<AtomicBool>,
     on_step: &mut dyn FnMut(&StepRecord) -> bool,
 ) -> Result<PipelineRun, PipelineError> {
     settings.check(data.len())?;
@@ -188,7 +193,7 @@ pub fn train_through(
     let mut optimizer = Optimizer::new(OptimizerKind::Sgd, settings.lr, 0.0);
     let plan = run_batches(data.len(), settings.batch, batches, settings.seed);
     let origin = Instant::now();
-    let mut loader = Loader::start(data, plan, settings, origin);
+    let mut loader = Loader::start(data, plan, settings, origin, stop);
     let mut records = Vec::with_capacity(loader.len());
     loop {
         let asked_s = origin.elapsed().as_secs_f64();
@@ -211,7 +216,7 @@ pub fn train_through(
         };
         if !loss.is_finite() {
             return Err(PipelineError::Diverged {
-                step: batch.index as u64,
+                step: batch.index as u64 + 1,
             });
         }
         let go_on = on_step(&record);

@@ -74,6 +74,21 @@ impl Settings {
         self.image_ms = finite(self.image_ms, 0.0, 1e4, d.image_ms);
         self.compute_ms = finite(self.compute_ms, 0.0, 1e4, d.compute_ms);
         self.example_workers = self.example_workers.clamp(1, 1024);
+        // The web runs one cooperative worker in the page's own thread, all
+        // at once: small enough not to freeze it (60 × 64 × 0.4 ms ≈ 1.5 s).
+        if cfg!(target_arch = "wasm32") {
+            self.workers = 1;
+            self.batch = self.batch.min(64);
+            self.decode_ms = self.decode_ms.min(0.2);
+            self.read_ms = self.read_ms.min(0.2);
+        }
+    }
+
+    /// Whether `other` asks for the same runs (the worked example aside).
+    fn same_run(&self, other: &Self) -> bool {
+        (self.workers, self.prefetch, self.batch, self.batches, self.augment)
+            == (other.workers, other.prefetch, other.batch, other.batches, other.augment)
+            && (self.decode_ms, self.read_ms) == (other.decode_ms, other.read_ms)
     }
 
     /// The core's settings for a run with `workers` workers.

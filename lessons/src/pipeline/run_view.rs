@@ -89,7 +89,7 @@ impl Runs {
                         records: Vec::new(),
                     };
                 }
-                train_through(packed.clone(), &s.pipeline(workers), s.batches, &mut |r| {
+                train_through(packed.clone(), &s.pipeline(workers), s.batches, stop.clone(), &mut |r| {
                     if let Ok(mut l) = live.lock() {
                         l.records.push(r.clone());
                     }
@@ -142,8 +142,11 @@ impl Runs {
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     ui.label(t(lang, "run.explain"));
     ui.horizontal_wrapped(|ui| {
-        number(ui, t(lang, "run.workers"), &mut s.workers, 1..=MAX_WORKERS, 0.05);
-        number(ui, t(lang, "run.prefetch"), &mut s.prefetch, 1..=dlsys_core::pipeline::MAX_PREFETCH, 0.05);
+        // The web has one cooperative worker and no queue to fill.
+        if cfg!(not(target_arch = "wasm32")) {
+            number(ui, t(lang, "run.workers"), &mut s.workers, 1..=MAX_WORKERS, 0.05);
+            number(ui, t(lang, "run.prefetch"), &mut s.prefetch, 1..=dlsys_core::pipeline::MAX_PREFETCH, 0.05);
+        }
         number(ui, t(lang, "run.batch"), &mut s.batch, 8..=256, 0.5);
         number(ui, t(lang, "run.batches"), &mut s.batches, 10..=super::MAX_RUN_BATCHES, 0.5);
     });
@@ -168,14 +171,16 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
         }
     });
     if runs.is_running() {
-        if let Ok(live) = runs.live.lock() {
-            timeline(ui, live.workers, &live.records, lang);
-        }
+        // A copy, so the trainer is not held up while the frame draws.
+        let (workers, records) = runs.live.lock().map_or((0, Vec::new()), |l| {
+            (l.workers, l.records[l.records.len().saturating_sub(WINDOW)..].to_vec())
+        });
+        timeline(ui, workers, &records, lang);
         return;
     }
     match &runs.last {
         Some(Ok(finished)) => {
-            if finished.settings != *s {
+            if !finished.settings.same_run(s) {
                 ui.weak(t(lang, "run.stale"));
             }
             let main = finished.main();
@@ -189,8 +194,12 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     }
 }
 
-/// The loader's workers and the trainer over the last 40 batches: when
-/// each batch was built, when the trainer waited and when it computed.
+/// The batches the timeline shows: the last 40.
+const WINDOW: usize = 40;
+
+/// The loader's workers and the trainer over the last [`WINDOW`] batches
+/// the trainer took: when each was built, when the trainer waited and when
+/// it computed.
 fn timeline(ui: &mut egui::Ui, workers: usize, records: &[StepRecord], lang: Lang) {
     let Some(last) = records.last() else {
         return;
@@ -198,7 +207,7 @@ fn timeline(ui: &mut egui::Ui, workers: usize, records: &[StepRecord], lang: Lan
     let visuals = ui.visuals().clone();
     let (load, wait, compute) = (theme::series(&visuals, 2), visuals.weak_text_color().gamma_multiply(0.5), theme::series(&visuals, 0));
     gantt::legend(ui, &[(load, t(lang, "run.load")), (wait, t(lang, "run.wait")), (compute, t(lang, "run.compute"))]);
-    let window = &records[records.len().saturating_sub(40)..];
+    let window = &records[records.len().saturating_sub(WINDOW)..];
     let from = window.first().map_or(0.0, |r| r.asked_s);
     let bar = |start_s, end_s, color| gantt::Bar { start_s, end_s, color };
     let mut rows: Vec<gantt::Row> = (0..workers.max(1))

@@ -11,6 +11,11 @@ use crate::theme;
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, Points, VLine};
     ui.label(t(lang, "sweep.explain"));
+    // One cooperative worker on the web: there is nothing to sweep.
+    if cfg!(target_arch = "wasm32") {
+        ui.weak(t(lang, "sweep.web"));
+        return;
+    }
     if ui.add_enabled(!runs.is_running(), egui::Button::new(t(lang, "sweep.run"))).clicked() {
         runs.start(s, true);
         ui.ctx().request_repaint();
@@ -47,11 +52,16 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
                     .radius(4.0)
                     .color(theme::series(&visuals, 1)),
             );
-            plot.vline(
-                VLine::new(t(lang, "sweep.knee"), bend as f64)
-                    .color(visuals.text_color())
-                    .style(egui_plot::LineStyle::dashed_dense()),
-            );
+            if let Some(k) = bend {
+                plot.vline(
+                    VLine::new(t(lang, "sweep.knee"), k as f64)
+                        .color(visuals.text_color())
+                        .style(egui_plot::LineStyle::dashed_dense()),
+                );
+            }
         });
-    ui.label(TEXT.fill(lang, "sweep.knee_line", &[("k", &bend), ("cores", &cores)]));
+    match bend {
+        Some(k) => ui.label(TEXT.fill(lang, "sweep.knee_line", &[("k", &k), ("cores", &cores)])),
+        None => ui.label(TEXT.fill(lang, "sweep.no_knee", &[("max", &MAX_WORKERS), ("cores", &cores)])),
+    };
 }
