@@ -56,7 +56,9 @@ fn main() {
             "训练",
             "开始训练",
             "Sweep 1–8 workers",
-            "依次测 1–8 个 worker",
+            "扫描 1–8 个 worker",
+            "Start the test",
+            "开始测验",
         ] {
             if harness.query_by_label(button).is_some() {
                 harness.get_by_label(button).scroll_to_me();

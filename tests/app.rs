@@ -653,3 +653,41 @@ fn a_runaway_kernel_does_not_freeze_the_app_and_the_device_is_replaced() {
         "after recovery"
     );
 }
+
+#[test]
+fn the_mock_test_page_draws_what_the_cli_draws_and_marks_the_paper() {
+    use dlsys_core::exercise::AnswerKind;
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("mock_test", &storage, Some("mock_test"));
+    harness.run();
+    click_visible(&mut harness, "Start the test");
+    // Seed 1, 10 questions: the draw `dlsys-lab quiz --seed 1` prints.
+    let drawn = dlsys_lessons::quiz::draw(10, 1);
+    let tasks = dlsys_lessons::quiz::tasks(&drawn, Lang::En);
+    for (i, found) in tasks.iter().enumerate() {
+        let (_, lesson, title) = found.as_ref().unwrap();
+        let heading = format!("{}. {lesson} — {title}", i + 1);
+        assert!(harness.query_by_label(&heading).is_some(), "{heading}");
+    }
+    // The first answered with its reference, the rest left blank.
+    let (task, _, _) = tasks[0].as_ref().unwrap();
+    match &task.kind {
+        AnswerKind::Choice { options } => {
+            let k: usize = task.reference.parse().unwrap();
+            click_visible(&mut harness, &format!("{k}. {}", options[k - 1]));
+        }
+        _ => {
+            harness
+                .get_by_role_and_label(Role::TextInput, "Answer to question 1:")
+                .set_text_value_accesskit(&task.reference);
+            harness.run();
+        }
+    }
+    click_visible(&mut harness, "Submit");
+    assert!(harness.query_by_label_contains("1 of 10 right").is_some());
+    assert!(
+        harness
+            .query_by_label_contains("9 due for review")
+            .is_some()
+    );
+}

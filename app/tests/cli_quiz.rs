@@ -50,5 +50,7 @@ fn quiz_draws_what_the_app_draws_and_prints_the_answers_last() {
         &["quiz", "--n", "0"],
         &["quiz", "--n", "51"],
         &["quiz", "--seed", "x"],
+        &["quiz", "--seed", "0"],
+        &["quiz", "--seed", "1000000"],
     ]);
 }

@@ -15,6 +15,16 @@ static TEXT: LazyLock<Catalog> =
     LazyLock::new(|| Catalog::embedded(include_str!("../../assets/lessons/shell.ron")));
 
 /// The shell's own prose (panel and app labels).
+/// The placeholder of an answer field: the forms a number or bit pattern
+/// may be typed in (empty for free text).
+pub fn answer_hint(kind: &AnswerKind, lang: Lang) -> String {
+    match kind {
+        AnswerKind::Bits { width } => format!("0x… / 0b… ({width} bits)"),
+        AnswerKind::Number => shell_text().get(lang, "panel.number_hint").to_owned(),
+        _ => String::new(),
+    }
+}
+
 pub fn shell_text() -> &'static Catalog {
     &TEXT
 }
@@ -115,11 +125,7 @@ impl ExercisePanel {
             }
             kind => {
                 let label = ui.label(text.get(lang, "panel.answer"));
-                let hint = match kind {
-                    AnswerKind::Bits { width } => format!("0x… / 0b… ({width} bits)"),
-                    AnswerKind::Number => text.get(lang, "panel.number_hint").to_owned(),
-                    _ => String::new(),
-                };
+                let hint = answer_hint(kind, lang);
                 let response = ui
                     .add(
                         egui::TextEdit::singleline(&mut entry.draft)

@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 /// The most questions a test draws.
 pub const MAX_QUESTIONS: usize = 50;
 
+/// Seeds a draw takes: those `exercise::next_seed` steps through, the same
+/// range in the app and `dlsys-lab quiz`.
+pub const MAX_SEED: u64 = 999_999;
+
 /// One drawn question: which exercise, and the seed of its variant.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Question {
@@ -55,16 +59,31 @@ pub fn draw(n: usize, seed: u64) -> Vec<Question> {
         .collect()
 }
 
-/// A question's task and its lesson's title, `None` if the registry no
-/// longer has the exercise (a saved test from an older version).
-pub fn task(q: &Question, lang: Lang) -> Option<(Task, String, String)> {
-    pool()
-        .into_iter()
-        .find(|p| p.0 == q.lesson && p.3.id == q.exercise)
-        .map(|(_, en, zh, e)| {
-            let title = if lang == Lang::Zh { zh } else { en };
-            ((e.generate)(q.seed, lang), title, (e.title)(lang))
+/// Each question's task with its lesson's and exercise's titles, `None`
+/// where the registry no longer has the exercise (a saved test from an
+/// older version); the pool is built once.
+pub fn tasks(questions: &[Question], lang: Lang) -> Vec<Option<(Task, String, String)>> {
+    let pool = pool();
+    questions
+        .iter()
+        .map(|q| {
+            pool.iter()
+                .find(|p| p.0 == q.lesson && p.3.id == q.exercise)
+                .map(|(_, en, zh, e)| {
+                    let title = if lang == Lang::Zh {
+                        zh.clone()
+                    } else {
+                        en.clone()
+                    };
+                    ((e.generate)(q.seed, lang), title, (e.title)(lang))
+                })
         })
+        .collect()
+}
+
+/// One question's task (see [`tasks`]).
+pub fn task(q: &Question, lang: Lang) -> Option<(Task, String, String)> {
+    tasks(std::slice::from_ref(q), lang).pop().flatten()
 }
 
 /// The highest review box: answered right that many times in a row, an
@@ -88,6 +107,21 @@ fn key(q: &Question) -> String {
 }
 
 impl Review {
+    /// Forgets exercises the registry no longer has and clamps the boxes
+    /// (a save from another version).
+    pub fn prune(&mut self) {
+        let known: std::collections::BTreeSet<String> = pool()
+            .iter()
+            .map(|p| format!("{}/{}", p.0, p.3.id))
+            .collect();
+        self.boxes.retain(|k, _| known.contains(k));
+        let tests = self.tests;
+        for entry in self.boxes.values_mut() {
+            entry.0 = entry.0.min(TOP_BOX);
+            entry.1 = entry.1.min(tests);
+        }
+    }
+
     /// Records a finished test's answers.
     pub fn record(&mut self, results: &[(Question, bool)]) {
         self.tests += 1;
@@ -106,10 +140,10 @@ impl Review {
     /// answered (box 0: at the very next test).
     fn is_due(&self, box_and_test: (u8, u64)) -> bool {
         let (b, last) = box_and_test;
-        self.tests.saturating_sub(last) + 1 >= 1u64 << b
+        self.tests.saturating_sub(last) + 1 >= 1u64 << b.min(TOP_BOX)
     }
 
-    /// The exercises due now, in the registry's order.
+    /// The exercises due now, by lesson and exercise id.
     pub fn due(&self) -> Vec<(String, String)> {
         self.boxes
             .iter()
@@ -118,11 +152,15 @@ impl Review {
             .collect()
     }
 
-    /// A review: each due exercise (at most `n`) with a fresh variant.
+    /// A review: the due exercises (at most `n`, shuffled), each with a
+    /// variant it did not have in the last review.
     pub fn questions(&self, n: usize, seed: u64) -> Vec<Question> {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x00e7_1e77);
-        self.due()
-            .into_iter()
+        // The number of tests taken in the seed: each review, new variants.
+        let mix = seed ^ 0x00e7_1e77 ^ self.tests.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(mix);
+        let mut due = self.due();
+        due.shuffle(&mut rng);
+        due.into_iter()
             .take(n.min(MAX_QUESTIONS))
             .map(|(lesson, exercise)| Question {
                 lesson,

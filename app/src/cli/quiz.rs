@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::exercise::AnswerKind;
-use dlsys_lessons::quiz::{MAX_QUESTIONS, draw, task};
+use dlsys_lessons::quiz::{MAX_QUESTIONS, MAX_SEED, draw, tasks};
 
 use super::output::{Report, emit};
 use super::{CliError, t, tf};
@@ -17,7 +17,7 @@ pub struct QuizArgs {
           value_parser = clap::value_parser!(u64).range(1..=MAX_QUESTIONS as u64))]
     n: u64,
     /// The draw's seed: the app's Mock test page draws the same for it.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_SEED))]
     seed: u64,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -45,10 +45,12 @@ struct QuizReport {
 
 pub fn run(args: &QuizArgs) -> Result<ExitCode, CliError> {
     let lang = super::lang();
-    let questions = draw(args.n as usize, args.seed)
+    let drawn = draw(args.n as usize, args.seed);
+    let questions = tasks(&drawn, lang)
         .into_iter()
-        .filter_map(|q| {
-            let (task, lesson_title, title) = task(&q, lang)?;
+        .zip(drawn)
+        .filter_map(|(found, q)| {
+            let (task, lesson_title, title) = found?;
             let options = match &task.kind {
                 AnswerKind::Choice { options } => options.clone(),
                 _ => Vec::new(),

@@ -19,6 +19,10 @@ crate::lesson_text!("mock_test");
 /// Attempts kept.
 const KEEP_ATTEMPTS: usize = 20;
 
+/// The clock is saved to the nearest 10 s, so a running test does not
+/// rewrite the save file every frame.
+const SAVED_CLOCK_S: f64 = 10.0;
+
 /// A test in progress or just marked.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -88,6 +92,8 @@ pub struct MockTest {
     running_since: Option<Instant>,
     open_request: Option<String>,
     save_request: bool,
+    /// Abandon was clicked once: ask before throwing the paper away.
+    confirm_abandon: bool,
 }
 
 impl MockTest {
@@ -99,6 +105,9 @@ impl MockTest {
 
     fn start(&mut self, questions: Vec<Question>, review: bool) {
         let n = questions.len();
+        if n == 0 {
+            return;
+        }
         self.saved.current = Some(Test {
             questions,
             answers: vec![String::new(); n],
@@ -117,7 +126,7 @@ impl MockTest {
         let questions = self.saved.current.as_ref().map(|t| t.questions.clone()).unwrap_or_default();
         let stale = self.tasks.as_ref().is_none_or(|c| c.lang != lang || c.questions != questions);
         if stale {
-            let tasks = questions.iter().map(|q| crate::quiz::task(q, lang)).collect();
+            let tasks = crate::quiz::tasks(&questions, lang);
             self.tasks = Some(Tasks { lang, questions, tasks });
         }
         self.tasks.as_ref().map_or(&[], |c| c.tasks.as_slice())
@@ -127,12 +136,13 @@ impl MockTest {
     /// history, and stops its clock.
     fn submit(&mut self, lang: Lang) {
         let elapsed = self.elapsed();
-        let verdicts: Vec<bool> = {
+        // `None`: an exercise no longer registered, neither right nor wrong.
+        let verdicts: Vec<Option<bool>> = {
             let answers = self.saved.current.as_ref().map(|t| t.answers.clone()).unwrap_or_default();
             self.tasks(lang)
                 .iter()
                 .zip(&answers)
-                .map(|(task, answer)| task.as_ref().is_some_and(|(t, _, _)| t.check(answer).is_correct()))
+                .map(|(task, answer)| task.as_ref().map(|(t, _, _)| t.check(answer).is_correct()))
                 .collect()
         };
         let Some(test) = self.saved.current.as_mut() else {
@@ -140,8 +150,10 @@ impl MockTest {
         };
         test.elapsed_s = elapsed;
         self.running_since = None;
-        let results: Vec<(Question, bool)> = test.questions.iter().cloned().zip(verdicts.iter().copied()).collect();
+        let results: Vec<(Question, bool)> =
+            test.questions.iter().cloned().zip(&verdicts).filter_map(|(q, v)| v.map(|v| (q, v))).collect();
         self.saved.review.record(&results);
+        let verdicts: Vec<bool> = verdicts.into_iter().map(|v| v.unwrap_or(false)).collect();
         self.saved.attempts.push(Attempt {
             seed: test.seed,
             review: test.review,
@@ -189,7 +201,7 @@ impl Lesson for MockTest {
         Some(TEXT.fill(
             lang,
             "note",
-            &[("due", &self.saved.review.due().len()), ("tests", &self.saved.attempts.len())],
+            &[("due", &self.saved.review.due().len()), ("tests", &self.saved.review.tests)],
         ))
     }
 
@@ -204,7 +216,11 @@ impl Lesson for MockTest {
     fn save_state(&self) -> Option<String> {
         let mut saved = self.saved.clone();
         if let Some(test) = saved.current.as_mut() {
-            test.elapsed_s = self.elapsed();
+            test.elapsed_s = if test.marked.is_some() {
+                test.elapsed_s
+            } else {
+                (self.elapsed() / SAVED_CLOCK_S).floor() * SAVED_CLOCK_S
+            };
         }
         ron::to_string(&saved).ok()
     }
@@ -212,6 +228,18 @@ impl Lesson for MockTest {
     fn load_state(&mut self, ron_text: &str) -> Result<(), ron::error::SpannedError> {
         self.saved = ron::from_str(ron_text)?;
         self.saved.questions = self.saved.questions.clamp(1, crate::quiz::MAX_QUESTIONS);
+        self.saved.seed = self.saved.seed.clamp(1, crate::quiz::MAX_SEED);
+        self.saved.review.prune();
+        if let Some(test) = self.saved.current.as_mut() {
+            // One answer per question, whatever the file held.
+            test.answers.resize(test.questions.len(), String::new());
+            if test.marked.as_ref().is_some_and(|m| m.len() != test.questions.len()) {
+                test.marked = None;
+            }
+        }
+        if self.saved.current.as_ref().is_some_and(|t| t.questions.is_empty()) {
+            self.saved.current = None;
+        }
         self.running_since = None;
         self.tasks = None;
         Ok(())

@@ -5,7 +5,7 @@ use dlsys_core::exercise::AnswerKind;
 use dlsys_core::text::Lang;
 
 use super::{MockTest, TEXT, t};
-use crate::quiz::{MAX_QUESTIONS, draw};
+use crate::quiz::{MAX_QUESTIONS, MAX_SEED, draw};
 use crate::theme;
 
 fn clock(seconds: f64) -> String {
@@ -30,9 +30,9 @@ fn setup(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
         let label = ui.label(t(lang, "setup.questions"));
         ui.add(egui::DragValue::new(&mut s.questions).range(1..=MAX_QUESTIONS)).labelled_by(label.id);
         let label = ui.label(t(lang, "setup.seed"));
-        ui.add(egui::DragValue::new(&mut s.seed).range(1..=u64::MAX / 2)).labelled_by(label.id);
+        ui.add(egui::DragValue::new(&mut s.seed).range(1..=MAX_SEED)).labelled_by(label.id);
         if ui.button(t(lang, "setup.new_seed")).clicked() {
-            s.seed = dlsys_core::exercise::next_seed(s.seed);
+            s.seed = dlsys_core::exercise::next_seed(s.seed).max(1);
         }
         let label = ui.label(t(lang, "setup.minutes"));
         ui.add(egui::DragValue::new(&mut s.minutes).range(0..=180)).labelled_by(label.id).on_hover_text(t(lang, "setup.minutes_tip"));
@@ -88,24 +88,38 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
                     }
                 }
             }
-            _ => {
-                let label = ui.label(t(lang, "paper.answer"));
-                let edit = ui.add(egui::TextEdit::singleline(answer).desired_width(260.0)).labelled_by(label.id);
+            kind => {
+                let label = ui.label(TEXT.fill(lang, "paper.answer", &[("i", &(i + 1))]));
+                let hint = crate::exercise_panel::answer_hint(kind, lang);
+                let edit = ui
+                    .add(egui::TextEdit::singleline(answer).hint_text(hint).desired_width(260.0))
+                    .labelled_by(label.id);
                 changed |= edit.changed();
             }
         }
     }
     ui.separator();
-    m.save_request |= changed;
+    // Answers are saved with the app's debounce, not at every keystroke.
+    let _ = changed;
     let mut submit = false;
     let mut abandon = false;
     ui.horizontal_wrapped(|ui| {
         submit = ui.button(t(lang, "paper.submit")).clicked();
-        abandon = ui.button(t(lang, "paper.abandon")).clicked();
+        if m.confirm_abandon {
+            ui.label(t(lang, "paper.abandon_sure"));
+            abandon = ui.button(t(lang, "paper.abandon_yes")).clicked();
+            if ui.button(t(lang, "paper.abandon_no")).clicked() {
+                m.confirm_abandon = false;
+            }
+        } else if ui.button(t(lang, "paper.abandon")).clicked() {
+            m.confirm_abandon = true;
+        }
     });
     if submit {
+        m.confirm_abandon = false;
         m.submit(lang);
     } else if abandon {
+        m.confirm_abandon = false;
         m.saved.current = None;
         m.running_since = None;
         m.save_request = true;
@@ -138,10 +152,21 @@ fn marked(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
         });
         ui.label(&task.prompt);
         let answer = test.answers.get(i).cloned().unwrap_or_default();
-        let verdict = task.check(&answer);
-        let yours = if answer.trim().is_empty() { t(lang, "marked.blank").to_owned() } else { answer.clone() };
-        ui.label(TEXT.fill(lang, "marked.yours", &[("answer", &yours), ("verdict", &verdict.message())]));
-        ui.label(TEXT.fill(lang, "marked.reference", &[("answer", &task.reference)]));
+        // A choice shown with its option's text.
+        let shown = |a: &str| match (&task.kind, a.trim().parse::<usize>()) {
+            (AnswerKind::Choice { options }, Ok(k)) if (1..=options.len()).contains(&k) => format!("{k}. {}", options[k - 1]),
+            _ => a.to_owned(),
+        };
+        let yours = if answer.trim().is_empty() { t(lang, "marked.blank").to_owned() } else { shown(&answer) };
+        if ok {
+            ui.label(TEXT.fill(lang, "marked.right", &[("answer", &yours)]));
+        } else {
+            // The feedback of a known mistake, or the plain verdict.
+            let verdict = task.check(&answer);
+            let why = if answer.trim().is_empty() { String::new() } else { format!(" — {}", verdict.message()) };
+            ui.label(TEXT.fill(lang, "marked.wrong", &[("answer", &yours), ("why", &why)]));
+        }
+        ui.label(TEXT.fill(lang, "marked.reference", &[("answer", &shown(&task.reference))]));
         ui.weak(&task.explanation);
         if ui.link(TEXT.fill(lang, "marked.open", &[("lesson", lesson)])).clicked() {
             m.open_request = Some(q.lesson.clone());
@@ -167,7 +192,8 @@ fn history(m: &MockTest, ui: &mut egui::Ui, lang: Lang) {
         ui.end_row();
         for a in m.saved.attempts.iter().rev().take(10) {
             ui.label(t(lang, if a.review { "history.review" } else { "history.test" }));
-            ui.label(a.seed.to_string());
+            // A review's draw is not the seed's: nothing to reproduce.
+            ui.label(if a.review { "—".to_owned() } else { a.seed.to_string() });
             ui.label(format!("{} / {}", a.right, a.total));
             ui.label(clock(a.seconds));
             ui.end_row();
