@@ -273,6 +273,19 @@ pub fn header_ui(ui: &mut egui::Ui, text: &Catalog, lang: Lang) {
     ui.label(text.get(lang, "intro"));
 }
 
+/// A number field with its label, the label naming it for screen readers.
+pub fn number_field<T: egui::emath::Numeric>(
+    ui: &mut egui::Ui,
+    label: &str,
+    value: &mut T,
+    range: std::ops::RangeInclusive<T>,
+    speed: f64,
+) {
+    let label = ui.label(label);
+    ui.add(egui::DragValue::new(value).range(range).speed(speed))
+        .labelled_by(label.id);
+}
+
 /// Every prose catalog the app shows, by name (for the coverage tests): the
 /// shell's, then each registered lesson's under its id.
 pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
@@ -312,6 +325,62 @@ pub fn all() -> Vec<Box<dyn Lesson>> {
     let topics = lessons.iter().map(|lesson| lesson.catalog()).collect();
     let welcome: Box<dyn Lesson> = Box::new(welcome::Welcome::new(topics));
     std::iter::once(welcome).chain(lessons).collect()
+}
+
+/// Holds a lesson's numeric exercises over 200 seeds in both languages:
+/// the reference is a finite number the checker accepts, at least
+/// `min_mistakes` known mistakes are left and each is rejected with its own
+/// feedback, and the prompt takes at least 8 forms.
+#[cfg(test)]
+pub(crate) fn check_numeric_exercises(exercises: &[Exercise], min_mistakes: usize) {
+    use dlsys_core::exercise::{FIRST_SEED, next_seed};
+    for exercise in exercises {
+        let mut prompts = std::collections::BTreeSet::new();
+        let mut seed = FIRST_SEED;
+        for _ in 0..200 {
+            for lang in Lang::ALL {
+                let task = (exercise.generate)(seed, lang);
+                let reference: f64 = task.reference.parse().unwrap_or(f64::NAN);
+                assert!(
+                    reference.is_finite(),
+                    "{} seed {seed}: reference {}",
+                    exercise.id,
+                    task.reference
+                );
+                assert!(
+                    task.check(&task.reference).is_correct(),
+                    "{} seed {seed}",
+                    exercise.id
+                );
+                assert!(
+                    task.mistakes.len() >= min_mistakes,
+                    "{} seed {seed}: {} mistakes left",
+                    exercise.id,
+                    task.mistakes.len()
+                );
+                for m in &task.mistakes {
+                    let verdict = task.check(&m.answer);
+                    assert!(
+                        !verdict.is_correct(),
+                        "{} seed {seed}: {} accepted",
+                        exercise.id,
+                        m.answer
+                    );
+                    assert_eq!(verdict.message(), m.feedback, "{} seed {seed}", exercise.id);
+                }
+                if lang == Lang::En {
+                    prompts.insert(task.prompt);
+                }
+            }
+            seed = next_seed(seed);
+        }
+        assert!(
+            prompts.len() >= 8,
+            "{}: {} prompts over 200 seeds",
+            exercise.id,
+            prompts.len()
+        );
+    }
 }
 
 #[cfg(test)]

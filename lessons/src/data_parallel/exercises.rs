@@ -6,7 +6,7 @@ use dlsys_core::collective::{
     Algorithm, Link, Op, OverlapPlan, Schedule, comm_time, crossover_bytes, equal_layers, overlap_step, overlapped_step,
     speedup, sync_step,
 };
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Task, number_mistakes};
+use dlsys_core::exercise::{Exercise, Task};
 use dlsys_core::float::show_sig;
 use dlsys_core::text::Lang;
 use rand::{RngExt as _, SeedableRng as _};
@@ -30,23 +30,6 @@ fn show(x: f64) -> String {
     show_sig(x, 4)
 }
 
-fn close(expected: f64) -> AnswerChecker {
-    AnswerChecker::close(expected, 5e-3)
-}
-
-/// A numeric task: the prompt, the answer, hints, the explanation and the
-/// candidate mistakes (filtered so none is accepted or repeated).
-fn numeric(prompt: String, answer: f64, hints: Vec<String>, explanation: String, candidates: Vec<(f64, String)>) -> Task {
-    Task {
-        prompt,
-        kind: AnswerKind::Number,
-        checker: close(answer),
-        hints,
-        explanation,
-        reference: show(answer),
-        mistakes: number_mistakes(answer, candidates, show),
-    }
-}
 
 const MB: f64 = 1e6;
 
@@ -125,7 +108,7 @@ fn ring_bytes(seed: u64, lang: Lang) -> Task {
     let elements = (mb * MB / 4.0) as usize;
     let answer = sent_mb(Algorithm::Ring, n, elements, 0);
     let total: f64 = (0..n).map(|w| sent_mb(Algorithm::Ring, n, elements, w)).sum();
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.ring_bytes.prompt", &[("n", &n), ("size", &mb)]),
         answer,
         vec![t(lang, "ex.ring_bytes.hint1"), t(lang, "ex.ring_bytes.hint2")],
@@ -151,7 +134,7 @@ fn server_traffic(seed: u64, lang: Lang) -> Task {
             (server.received_bytes as f64 / MB, server.sent_bytes as f64 / MB)
         })
         .unwrap_or((f64::NAN, f64::NAN));
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.server.prompt", &[("n", &n), ("size", &mb)]),
         received,
         vec![t(lang, "ex.server.hint1")],
@@ -183,7 +166,7 @@ fn steps(seed: u64, lang: Lang) -> Task {
         candidates.push((2.0 * (n as f64).log2().floor(), t(lang, "ex.steps.no_fold")));
     }
     let algo = algorithm_name(algorithm, lang);
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.steps.prompt", &[("n", &n), ("algo", &algo)]),
         answer,
         vec![t(lang, &format!("ex.steps.hint.{}", algorithm.id()))],
@@ -206,7 +189,7 @@ fn crossover(seed: u64, lang: Lang) -> Task {
     // The ring's bandwidth term dropped: (N−1−L)·α·β / L.
     let no_ring_bw = (ring.latency_terms - tree.latency_terms) * alpha_beta / tree.bandwidth_terms;
     let levels = tree.steps / 2;
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.crossover.prompt", &[("n", &n), ("alpha", &alpha), ("gbps", &gbps)]),
         answer,
         vec![t(lang, "ex.crossover.hint1"), t(lang, "ex.crossover.hint2")],
@@ -230,7 +213,7 @@ fn ring_time(seed: u64, lang: Lang) -> Task {
     let answer = ms(comm_time(Algorithm::Ring, n, bytes, link));
     let steps = Algorithm::Ring.cost(n).latency_terms;
     let chunk = bytes / n as f64;
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.ring_time.prompt", &[("n", &n), ("size", &mb), ("alpha", &alpha), ("gbps", &gbps)]),
         answer,
         vec![t(lang, "ex.ring_time.hint1")],
@@ -253,7 +236,7 @@ fn speedup_task(seed: u64, lang: Lang) -> Task {
     let compute = pick(&mut rng, &[40.0, 60.0, 100.0, 150.0]);
     let comm = pick(&mut rng, &[10.0, 20.0, 30.0, 50.0, 80.0, 200.0]);
     let answer = speedup(n, compute, comm);
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.speedup.prompt", &[("n", &n), ("compute", &compute), ("comm", &comm)]),
         answer,
         vec![t(lang, "ex.speedup.hint1")],
@@ -276,7 +259,7 @@ fn straggler(seed: u64, lang: Lang) -> Task {
     computes.push(slow);
     let answer = sync_step(&computes, comm);
     let mean = computes.iter().sum::<f64>() / n as f64;
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.straggler.prompt", &[("n", &n), ("fast", &(n - 1)), ("t", &fast), ("slow", &slow), ("comm", &comm)]),
         answer,
         vec![t(lang, "ex.straggler.hint1")],
@@ -295,7 +278,7 @@ fn overlap(seed: u64, lang: Lang) -> Task {
     let b = f * pick(&mut rng, &[1.5, 2.0, 2.5]);
     let c = pick(&mut rng, &[25.0, 45.0, 70.0, 110.0, 150.0]);
     let answer = overlapped_step(f, b, c);
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.overlap.prompt", &[("f", &f), ("b", &b), ("c", &c)]),
         answer,
         vec![t(lang, "ex.overlap.hint1")],
@@ -344,7 +327,7 @@ fn last_bucket(seed: u64, lang: Lang) -> Task {
     let answer = ms(exposed);
     let last_mb = last as f64 * layer_mb;
     let ring = |mb: f64| ms(comm_time(Algorithm::Ring, n, mb * MB, link));
-    numeric(
+    Task::numeric(
         TEXT.fill(
             lang,
             "ex.bucket.prompt",
@@ -390,29 +373,7 @@ mod tests {
     /// the numbers move with the seed.
     #[test]
     fn every_variant_has_a_real_answer_and_its_mistakes_are_caught() {
-        for exercise in EXERCISES {
-            let mut prompts = std::collections::BTreeSet::new();
-            let mut seed = FIRST_SEED;
-            for _ in 0..200 {
-                for lang in Lang::ALL {
-                    let task = (exercise.generate)(seed, lang);
-                    let reference: f64 = task.reference.parse().unwrap_or(f64::NAN);
-                    assert!(reference.is_finite(), "{} seed {seed}: reference {}", exercise.id, task.reference);
-                    assert!(task.check(&task.reference).is_correct(), "{} seed {seed}", exercise.id);
-                    assert!(!task.mistakes.is_empty(), "{} seed {seed}", exercise.id);
-                    for m in &task.mistakes {
-                        let verdict = task.check(&m.answer);
-                        assert!(!verdict.is_correct(), "{} seed {seed}: {} accepted", exercise.id, m.answer);
-                        assert_eq!(verdict.message(), m.feedback, "{} seed {seed}", exercise.id);
-                    }
-                    if lang == Lang::En {
-                        prompts.insert(task.prompt);
-                    }
-                }
-                seed = next_seed(seed);
-            }
-            assert!(prompts.len() >= 8, "{}: {} prompts over 200 seeds", exercise.id, prompts.len());
-        }
+        crate::check_numeric_exercises(&EXERCISES, 1);
     }
 
     /// The last bucket's all-reduce is all that shows, and it holds what

@@ -14,6 +14,8 @@ use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
+/// The lesson's views take their number fields from here.
+use crate::number_field as number;
 
 pub use exercises::EXERCISES;
 
@@ -209,18 +211,6 @@ fn algorithm_combo(ui: &mut egui::Ui, id: &str, value: &mut Algorithm, lang: Lan
         .on_hover_text(TEXT.get(lang, &format!("algo.{}.tip", value.id())));
 }
 
-/// A labelled number field.
-fn number<T: egui::emath::Numeric>(
-    ui: &mut egui::Ui,
-    label: &str,
-    value: &mut T,
-    range: std::ops::RangeInclusive<T>,
-    speed: f64,
-) {
-    let label = ui.label(label);
-    ui.add(egui::DragValue::new(value).range(range).speed(speed))
-        .labelled_by(label.id);
-}
 
 /// An algorithm's series colour, the same in every plot of the lesson.
 fn color(visuals: &egui::Visuals, a: Algorithm) -> egui::Color32 {

@@ -2,7 +2,7 @@
 //! pipeline model of `dlsys_core::pipeline` (utilisation, the knee, the
 //! epoch time) or, for pinned memory, from the overlap rule it states.
 
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Task, number_mistakes};
+use dlsys_core::exercise::{Exercise, Task};
 use dlsys_core::float::show_sig;
 use dlsys_core::pipeline::{Costs, epoch_seconds, knee, predict};
 use dlsys_core::text::Lang;
@@ -26,17 +26,6 @@ fn show(x: f64) -> String {
     show_sig(x, 4)
 }
 
-fn numeric(prompt: String, answer: f64, hints: Vec<String>, explanation: String, candidates: Vec<(f64, String)>) -> Task {
-    Task {
-        prompt,
-        kind: AnswerKind::Number,
-        checker: AnswerChecker::close(answer, 5e-3),
-        hints,
-        explanation,
-        reference: show(answer),
-        mistakes: number_mistakes(answer, candidates, show),
-    }
-}
 
 /// Data that takes `data_ms` per batch on one worker's core-free wait
 /// (plenty of cores): the model's costs.
@@ -93,7 +82,7 @@ fn utilisation(seed: u64, lang: Lang) -> Task {
     let (r, k) = pick(&mut rng, &[(1.5, 2), (3.0, 2), (4.0, 2), (6.0, 2), (2.0, 3), (4.0, 3), (6.0, 3), (1.5, 4), (3.0, 4), (6.0, 4), (8.0, 4)]);
     let td = tc * r;
     let answer = 100.0 * predict(costs(tc, td), k, MANY_CORES, true).utilisation;
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.util.prompt", &[("tc", &tc), ("td", &td), ("k", &k)]),
         answer,
         vec![t(lang, "ex.util.hint1")],
@@ -111,7 +100,7 @@ fn workers_needed(seed: u64, lang: Lang) -> Task {
     let tc = pick(&mut rng, &[8.0, 10.0, 12.0, 15.0, 20.0]);
     let td = tc * pick(&mut rng, &[2.5, 3.3, 4.5, 5.2, 6.6, 7.5]);
     let answer = knee(costs(tc, td), MANY_CORES, 64).unwrap_or(64) as f64;
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.workers.prompt", &[("tc", &tc), ("td", &show(td))]),
         answer,
         vec![t(lang, "ex.workers.hint1")],
@@ -133,7 +122,7 @@ fn epoch_time(seed: u64, lang: Lang) -> Task {
     // images are the slow part, as the title says.
     let compute = [0.2, 0.3, 0.5].into_iter().rfind(|c| *c < 0.8 * ms / k as f64).unwrap_or(0.5 * ms / k as f64);
     let answer = epoch_seconds(images, ms * 1e-3, compute * 1e-3, k);
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.epoch.prompt", &[("images", &format!("{images}")), ("ms", &ms), ("k", &k), ("c", &compute)]),
         answer,
         vec![t(lang, "ex.epoch.hint1")],
@@ -153,7 +142,7 @@ fn prefetch(seed: u64, lang: Lang) -> Task {
     let depth = pick(&mut rng, &[4, 8, 16, 32]);
     // Prefetching fills the queue once; the steady state is the model's.
     let answer = 100.0 * predict(costs(tc, td), 1, MANY_CORES, true).utilisation;
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.prefetch.prompt", &[("tc", &tc), ("td", &td), ("d", &depth)]),
         answer,
         vec![t(lang, "ex.prefetch.hint1")],
@@ -179,7 +168,7 @@ fn pinned(seed: u64, lang: Lang) -> Task {
     let before = ms(pageable) + tc;
     let after = tc.max(ms(pinned));
     let answer = before - after;
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.pinned.prompt", &[("mb", &mb), ("pageable", &pageable), ("pinned", &pinned), ("tc", &tc)]),
         answer,
         vec![t(lang, "ex.pinned.hint1")],
@@ -202,7 +191,7 @@ fn bottleneck(seed: u64, lang: Lang) -> Task {
     let tc = pick(&mut rng, &[10.0, 16.0, 20.0, 30.0]);
     // U = T_c / T_data with one worker and data the bound.
     let answer = tc / (util / 100.0);
-    numeric(
+    Task::numeric(
         TEXT.fill(lang, "ex.bottleneck.prompt", &[("util", &util), ("tc", &tc)]),
         answer,
         vec![t(lang, "ex.bottleneck.hint1")],
@@ -217,36 +206,14 @@ fn bottleneck(seed: u64, lang: Lang) -> Task {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dlsys_core::exercise::{FIRST_SEED, next_seed};
+    use dlsys_core::exercise::FIRST_SEED;
 
     /// Over many seeds: the reference is a finite number the checker
     /// accepts, every listed mistake is rejected with its own feedback, and
     /// the numbers move with the seed.
     #[test]
     fn every_variant_has_a_real_answer_and_its_mistakes_are_caught() {
-        for exercise in EXERCISES {
-            let mut prompts = std::collections::BTreeSet::new();
-            let mut seed = FIRST_SEED;
-            for _ in 0..200 {
-                for lang in Lang::ALL {
-                    let task = (exercise.generate)(seed, lang);
-                    let reference: f64 = task.reference.parse().unwrap_or(f64::NAN);
-                    assert!(reference.is_finite(), "{} seed {seed}: reference {}", exercise.id, task.reference);
-                    assert!(task.check(&task.reference).is_correct(), "{} seed {seed}", exercise.id);
-                    assert!(task.mistakes.len() >= 2, "{} seed {seed}: {} mistakes left", exercise.id, task.mistakes.len());
-                    for m in &task.mistakes {
-                        let verdict = task.check(&m.answer);
-                        assert!(!verdict.is_correct(), "{} seed {seed}: {} accepted", exercise.id, m.answer);
-                        assert_eq!(verdict.message(), m.feedback, "{} seed {seed}", exercise.id);
-                    }
-                    if lang == Lang::En {
-                        prompts.insert(task.prompt);
-                    }
-                }
-                seed = next_seed(seed);
-            }
-            assert!(prompts.len() >= 8, "{}: {} prompts over 200 seeds", exercise.id, prompts.len());
-        }
+        crate::check_numeric_exercises(&EXERCISES, 2);
     }
 
     /// The classic wrong answers by hand: prefetching does not lift a

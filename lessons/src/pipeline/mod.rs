@@ -13,6 +13,8 @@ use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
+/// The lesson's views take their number fields from here.
+use crate::number_field as number;
 
 pub use exercises::EXERCISES;
 
@@ -121,11 +123,6 @@ fn t(lang: Lang, key: &'static str) -> &'static str {
     TEXT.get(lang, key)
 }
 
-/// A labelled number field.
-fn number<T: egui::emath::Numeric>(ui: &mut egui::Ui, label: &str, value: &mut T, range: std::ops::RangeInclusive<T>, speed: f64) {
-    let label = ui.label(label);
-    ui.add(egui::DragValue::new(value).range(range).speed(speed)).labelled_by(label.id);
-}
 
 #[derive(Default)]
 pub struct Pipeline {

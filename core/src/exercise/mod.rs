@@ -205,6 +205,30 @@ impl AnswerChecker {
     }
 }
 
+impl Task {
+    /// A task whose answer is a number: checked within 0.5 % relative,
+    /// its reference written to four significant digits, and its
+    /// `candidates` (value, feedback) kept as [`number_mistakes`] keeps them.
+    pub fn numeric(
+        prompt: String,
+        answer: f64,
+        hints: Vec<String>,
+        explanation: String,
+        candidates: Vec<(f64, String)>,
+    ) -> Self {
+        let show = |x: f64| crate::float::show_sig(x, 4);
+        Self {
+            prompt,
+            kind: AnswerKind::Number,
+            checker: AnswerChecker::close(answer, 5e-3),
+            hints,
+            explanation,
+            reference: show(answer),
+            mistakes: number_mistakes(answer, candidates, show),
+        }
+    }
+}
+
 /// A numeric task's known mistakes, each written by `show`, leaving out
 /// any within 1 % of the answer (the checker might accept it) or of an
 /// earlier candidate (it would repeat it): seeded numbers can make two
@@ -504,184 +528,4 @@ impl Progress {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn number_task() -> Task {
-        Task {
-            prompt: "fp16 max?".into(),
-            kind: AnswerKind::Number,
-            checker: AnswerChecker::Number {
-                expected: 65504.0,
-                abs_tol: 0.0,
-                rel_tol: 1e-9,
-            },
-            hints: vec!["exponent 15".into()],
-            explanation: "(2 − 2^-10)·2^15".into(),
-            reference: "65504".into(),
-            mistakes: vec![Mistake {
-                answer: "65536".into(),
-                feedback: "that is 2^16, which overflows".into(),
-            }],
-        }
-    }
-
-    #[test]
-    fn number_checker_accepts_forms_and_names_mistakes() {
-        let task = number_task();
-        assert!(task.check("65504").is_correct());
-        assert!(task.check("6.5504e4").is_correct());
-        assert!(task.check("0x1.ffcp15").is_correct());
-        assert_eq!(
-            task.check("65536"),
-            AnswerVerdict::Incorrect {
-                feedback: "that is 2^16, which overflows".into()
-            }
-        );
-        assert!(matches!(
-            task.check("65503"),
-            AnswerVerdict::Incorrect { .. }
-        ));
-        assert!(matches!(task.check("six"), AnswerVerdict::Malformed { .. }));
-        assert!(matches!(task.check("  "), AnswerVerdict::Malformed { .. }));
-    }
-
-    #[test]
-    fn parses_numbers() {
-        // The answer reader is `float::parse_number` (tested there); these
-        // are the forms a task must accept.
-        let answer = |s: &str| parse_answer(&AnswerKind::Number, s);
-        assert_eq!(answer("2^-24"), Ok(Answer::Number(2f64.powi(-24))));
-        assert_eq!(answer("-0x1p-14"), Ok(Answer::Number(-(2f64.powi(-14)))));
-        assert_eq!(answer("1_000"), Ok(Answer::Number(1000.0)));
-        assert_eq!(answer("1e-3"), Ok(Answer::Number(1e-3)));
-        assert_eq!(answer("0.5"), Ok(Answer::Number(0.5)));
-        assert_eq!(answer("-inf"), Ok(Answer::Number(f64::NEG_INFINITY)));
-        assert_eq!(answer("0x1.8p-3"), Ok(Answer::Number(0.1875)));
-        assert_eq!(answer("0x.8"), Ok(Answer::Number(0.5)));
-        assert!(answer("0x").is_err());
-        assert!(answer("2^x").is_err());
-    }
-
-    #[test]
-    fn bits_checker_reads_hex_and_binary_and_rejects_too_wide() {
-        let task = Task {
-            kind: AnswerKind::Bits { width: 16 },
-            checker: AnswerChecker::Bits {
-                expected: 0x3c00,
-                width: 16,
-            },
-            reference: "0x3c00".into(),
-            mistakes: vec![Mistake {
-                answer: "0x3f80".into(),
-                feedback: "that is bf16's 1.0".into(),
-            }],
-            ..number_task()
-        };
-        assert!(task.check("0b0011_1100_0000_0000").is_correct());
-        assert!(task.check("0X3C00").is_correct());
-        assert_eq!(task.check("0x3f80").message(), "that is bf16's 1.0");
-        assert!(matches!(
-            task.check("0x13c00"),
-            AnswerVerdict::Malformed { .. }
-        ));
-        assert!(matches!(
-            task.check("0xzz"),
-            AnswerVerdict::Malformed { .. }
-        ));
-    }
-
-    #[test]
-    fn choice_and_text() {
-        let options = vec!["fp16".to_owned(), "bf16".to_owned()];
-        let task = Task {
-            kind: AnswerKind::Choice { options },
-            checker: AnswerChecker::Choice { correct: 1 },
-            reference: "2".into(),
-            mistakes: vec![Mistake {
-                answer: "1".into(),
-                feedback: "fp16 has 5 exponent bits".into(),
-            }],
-            ..number_task()
-        };
-        assert!(task.check("2").is_correct());
-        assert!(task.check("BF16").is_correct());
-        assert_eq!(task.check("fp16").message(), "fp16 has 5 exponent bits");
-        assert!(matches!(task.check("3"), AnswerVerdict::Malformed { .. }));
-        let text = Task {
-            kind: AnswerKind::Text,
-            checker: AnswerChecker::Text {
-                accepted: vec!["p - y".into()],
-                case_sensitive: false,
-            },
-            reference: "p - y".into(),
-            mistakes: vec![Mistake {
-                answer: "y - p".into(),
-                feedback: "sign".into(),
-            }],
-            ..number_task()
-        };
-        assert!(text.check("  P   -  Y ").is_correct());
-        assert_eq!(text.check("y - p").message(), "sign");
-    }
-
-    #[test]
-    fn self_check_catches_a_broken_checker() {
-        fn good(_: u64, _: Lang) -> Task {
-            number_task()
-        }
-        fn broken(_: u64, _: Lang) -> Task {
-            Task {
-                mistakes: vec![Mistake {
-                    answer: "65504.00000001".into(),
-                    feedback: String::new(),
-                }],
-                ..number_task()
-            }
-        }
-        let title = |_: Lang| String::new();
-        let ok = self_check(
-            &Exercise {
-                id: "good",
-                title,
-                generate: good,
-            },
-            1,
-        );
-        assert!(ok.ok(), "{:?}", ok.problems);
-        let bad = self_check(
-            &Exercise {
-                id: "bad",
-                title,
-                generate: broken,
-            },
-            1,
-        );
-        assert!(!bad.ok());
-        assert_eq!(bad.accepted_mistakes, vec!["65504.00000001".to_owned()]);
-    }
-
-    #[test]
-    fn seeds_step_reproducibly_and_stay_small() {
-        let a = next_seed(FIRST_SEED);
-        assert_eq!(a, next_seed(FIRST_SEED));
-        assert_ne!(a, FIRST_SEED);
-        assert!(a < 1_000_000);
-        assert_ne!(next_seed(a), a);
-    }
-
-    #[test]
-    fn progress_records_attempts_and_first_solve() {
-        let task = number_task();
-        let mut progress = Progress::default();
-        let (verdict, newly) = progress.submit("float", "max", &task, "x");
-        assert!(matches!(verdict, AnswerVerdict::Malformed { .. }) && !newly);
-        assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(0));
-        let (_, newly) = progress.submit("float", "max", &task, "65504");
-        assert!(newly);
-        let (_, newly) = progress.submit("float", "max", &task, "65504");
-        assert!(!newly);
-        assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(2));
-        assert_eq!(progress.solved_count("float", ["max", "other"]), 1);
-    }
-}
+mod tests;
