@@ -121,6 +121,11 @@ impl DlsysApp {
                 .unwrap_or_default();
         }
         dlsys_lessons::fonts::install(&cc.egui_ctx);
+        // A steady cursor: a blinking one repaints the whole window twice a
+        // second, which on a software renderer is ≈ 20 % of a core for as
+        // long as a text field has focus (and learners leave it there).
+        cc.egui_ctx
+            .all_styles_mut(|style| style.visuals.text_cursor.blink = false);
         cc.egui_ctx.set_theme(app.state.theme);
         cc.egui_ctx.set_zoom_factor(app.state.zoom);
         app
@@ -419,7 +424,8 @@ impl DlsysApp {
     fn sidebar_ui(&mut self, ui: &mut egui::Ui) {
         let lang = self.shown_lang;
         let text = shell_text();
-        ui.heading(text.get(lang, "app.lessons"));
+        ui.heading(text.get(lang, "app.lessons"))
+            .on_hover_text(text.get(lang, "app.keys"));
         ui.add_space(4.0);
         let mut open = None;
         for lesson in &self.lessons {
@@ -461,6 +467,28 @@ impl DlsysApp {
         if let Some(id) = open {
             self.state.lesson = id.to_owned();
         }
+    }
+
+    /// Alt+↓ and Alt+↑ open the next and the previous lesson.
+    fn lesson_keys(&mut self, ctx: &egui::Context) {
+        let (next, previous) = ctx.input_mut(|i| {
+            (
+                i.consume_key(egui::Modifiers::ALT, egui::Key::ArrowDown),
+                i.consume_key(egui::Modifiers::ALT, egui::Key::ArrowUp),
+            )
+        });
+        let step: isize = match (next, previous) {
+            (true, false) => 1,
+            (false, true) => -1,
+            _ => return,
+        };
+        let count = self.lessons.len();
+        if count == 0 {
+            return;
+        }
+        let here = self.lesson_index(&self.state.lesson).unwrap_or(0);
+        let to = (here as isize + step).rem_euclid(count as isize) as usize;
+        self.state.lesson = self.lessons[to].id().to_owned();
     }
 
     fn gpu_window_ui(&mut self, ctx: &egui::Context) {
@@ -561,6 +589,7 @@ impl eframe::App for DlsysApp {
             self.state.lang
         };
         self.selftest_logic(ctx);
+        self.lesson_keys(ctx);
         self.route_logic();
         let env = Env {
             gpu: &self.gpu,
