@@ -21,6 +21,9 @@ fn every_lesson_opens_from_the_sidebar_and_matches_its_snapshot() {
             failures.push(err.to_string());
         }
     });
+    // The plots every lesson draws before any run: no colour twice in one.
+    let drawn = common::plot_colours_are_distinct(&harness, &[]);
+    eprintln!("plots drawn on opening: {drawn:?}");
     assert!(
         failures.is_empty(),
         "snapshots differ:\n{}",
@@ -355,6 +358,7 @@ fn training_runs_between_frames_and_finishes() {
             .query_by_label_contains("Decision boundary")
             .is_some()
     );
+    common::plot_colours_are_distinct(&harness, &["train_accuracy", "train_boundary"]);
 }
 
 #[test]
@@ -369,6 +373,7 @@ fn the_memory_lesson_measures_on_the_engine_beside_the_estimate() {
     });
     // The bar and the table's column.
     assert_eq!(harness.query_all_by_label("measured").count(), 2);
+    common::plot_colours_are_distinct(&harness, &["memory_timeline"]);
     assert!(
         harness
             .query_by_label_contains("\"Checkpointing is free\"")
@@ -393,6 +398,7 @@ fn the_kernel_race_runs_every_variant_without_blocking_frames() {
         h.state().lesson_busy("gpu_kernels")
     });
     harness.run();
+    common::plot_colours_are_distinct(&harness, &["gpu_bandwidth", "gpu_roofline"]);
     if gpu {
         assert!(frames > 2, "the race ran inside one frame");
         assert!(harness.query_all_by_label_contains("matches").count() >= 12);
@@ -487,6 +493,7 @@ fn a_mixed_precision_scenario_trains_both_sides_and_shows_what_was_lost() {
         .get_by_label_contains("Weight gradients as they reach")
         .scroll_to_me();
     harness.run();
+    common::plot_colours_are_distinct(&harness, &["mixed_loss", "mixed_scale", "mixed_hist"]);
     if gpu {
         harness.snapshot("mixed_precision_fp16_no_scaling");
     }

@@ -1,5 +1,6 @@
-//! The whole app in Chinese under egui_kittest: every lesson at 1400 and
-//! 800 px wide, snapshot-tested, with no text cut off by the window.
+//! The whole app under egui_kittest: every lesson in Chinese at 1400 and
+//! 800 px wide and in English at 800 px, snapshot-tested, with no text cut
+//! off by the window.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -43,20 +44,18 @@ fn text_past_the_window(
 }
 
 #[test]
-fn every_lesson_in_chinese_fits_at_1400_and_800_px() {
+fn every_lesson_fits_in_chinese_at_1400_and_800_px_and_in_english_at_800() {
     let mut failures = Vec::new();
-    for width in [1400.0, 800.0] {
-        let (mut harness, gpu) = common::app_harness_in(
-            "every_lesson_in_chinese",
-            Lang::Zh,
-            egui::vec2(width, 900.0),
-        );
+    for (lang, width) in [(Lang::Zh, 1400.0), (Lang::Zh, 800.0), (Lang::En, 800.0)] {
+        let (mut harness, gpu) =
+            common::app_harness_in("every_lesson_fits", lang, egui::vec2(width, 900.0));
         harness.run();
-        common::visit_every_lesson(&mut harness, Lang::Zh, |harness, id| {
+        let code = lang.id();
+        common::visit_every_lesson(&mut harness, lang, |harness, id| {
             for cut in text_past_the_window(harness, width) {
-                failures.push(format!("{id} at {width} px: {cut}"));
+                failures.push(format!("{id} at {width} px, {code}: {cut}"));
             }
-            if gpu && let Err(err) = harness.try_snapshot(format!("zh_{width}_{id}")) {
+            if gpu && let Err(err) = harness.try_snapshot(format!("{code}_{width}_{id}")) {
                 failures.push(err.to_string());
             }
         });

@@ -433,14 +433,8 @@ impl DlsysApp {
             let selected = lesson.id() == self.state.lesson;
             let response = ui
                 .horizontal(|ui| {
-                    let response = ui
-                        .selectable_label(selected, lesson.title(lang))
-                        .on_hover_text(lesson.summary(lang));
-                    if lesson.is_busy() {
-                        ui.add(egui::Spinner::new())
-                            .on_hover_text(text.get(lang, "app.busy"));
-                    }
-                    response
+                    ui.selectable_label(selected, lesson.title(lang))
+                        .on_hover_text(lesson.summary(lang))
                 })
                 .inner;
             if response.clicked() {
@@ -461,7 +455,19 @@ impl DlsysApp {
                     &[("solved", &solved), ("total", &exercises.len())],
                 )
             };
-            ui.weak(progress);
+            let line = ui.weak(progress);
+            // Painted after the (short) progress line, outside the layout: a
+            // spinner laid out beside the title widened the sidebar and
+            // shifted the page while a lesson worked.
+            if lesson.is_busy() {
+                let size = ui.text_style_height(&egui::TextStyle::Body);
+                let at = egui::Rect::from_min_size(
+                    egui::pos2(line.rect.right() + 4.0, line.rect.top()),
+                    egui::vec2(size, size),
+                );
+                egui::Spinner::new().size(size).paint_at(ui, at);
+                line.on_hover_text(text.get(lang, "app.busy"));
+            }
             ui.add_space(2.0);
         }
         if let Some(id) = open {

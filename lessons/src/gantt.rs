@@ -98,11 +98,12 @@ pub fn draw(
     (response, hovered)
 }
 
-/// A colour key: a square of each colour and its name.
-pub fn legend(ui: &mut egui::Ui, entries: &[(Color32, &str)]) {
-    ui.horizontal_wrapped(|ui| {
-        for (color, name) in entries {
-            ui.colored_label(*color, format!("■ {name}"));
-        }
-    });
+/// A colour key: a square of each colour and its name (the figure
+/// legend, recorded under `id` for the colour test).
+pub fn legend(ui: &mut egui::Ui, id: &str, entries: &[(Color32, &str)]) {
+    let keys: Vec<crate::figure::Key> = entries
+        .iter()
+        .map(|(color, name)| crate::figure::Key::fill(*name, *color))
+        .collect();
+    crate::figure::legend(ui, id, &keys);
 }

@@ -9,6 +9,7 @@
 pub mod background;
 pub mod datasets;
 pub mod exercise_panel;
+pub mod figure;
 pub mod fonts;
 pub mod gantt;
 pub mod quiz;
@@ -271,6 +272,16 @@ macro_rules! persist_field {
 pub fn header_ui(ui: &mut egui::Ui, text: &Catalog, lang: Lang) {
     ui.heading(text.get(lang, "title"));
     ui.label(text.get(lang, "intro"));
+}
+
+/// A table's column header, with the catalog's `<key>.tip` as its tooltip
+/// where there is one (what the column means, how it is computed).
+pub fn column_header(ui: &mut egui::Ui, text: &Catalog, lang: Lang, key: &str) {
+    let header = ui.strong(text.get(lang, key));
+    let tip = format!("{key}.tip");
+    if text.contains(&tip) {
+        header.on_hover_text(text.get(lang, &tip));
+    }
 }
 
 /// A number field with its label, the label naming it for screen readers.

@@ -58,9 +58,13 @@ pub fn bad(visuals: &Visuals) -> Color32 {
     )
 }
 
+/// How many colours [`series`] has before it repeats (see
+/// `figure::distinct` for more).
+pub const SERIES: usize = 8;
+
 /// A series colour for plots, stable per index.
 pub fn series(visuals: &Visuals, index: usize) -> Color32 {
-    const LIGHT: [Color32; 8] = [
+    const LIGHT: [Color32; SERIES] = [
         Color32::from_rgb(0x1f, 0x5f, 0xb0),
         Color32::from_rgb(0xc2, 0x4e, 0x00),
         Color32::from_rgb(0x2e, 0x7d, 0x32),
@@ -70,7 +74,7 @@ pub fn series(visuals: &Visuals, index: usize) -> Color32 {
         Color32::from_rgb(0x79, 0x55, 0x48),
         Color32::from_rgb(0x54, 0x6e, 0x7a),
     ];
-    const DARK: [Color32; 8] = [
+    const DARK: [Color32; SERIES] = [
         Color32::from_rgb(0x7c, 0xb4, 0xf5),
         Color32::from_rgb(0xff, 0xa6, 0x57),
         Color32::from_rgb(0x8b, 0xd6, 0x8f),
@@ -84,41 +88,53 @@ pub fn series(visuals: &Visuals, index: usize) -> Color32 {
     palette[index % palette.len()]
 }
 
-/// The gradient check's bands on a log₁₀ relative-error axis: good (below
-/// 1e-7, down to `floor`), suspicious (1e-4…1e-2), wrong (above 1e-2),
-/// shaded, with a line at each boundary.
+/// The gradient check's bands on a log₁₀ relative-error axis (`axis`, the
+/// plot's x or y): good (below 1e-7, down to `floor`), suspicious
+/// (1e-4…1e-2), wrong (above 1e-2), shaded, with a line at each boundary.
+/// The bands are named by [`band_keys`] in the legend under the plot.
 pub fn band_zones(
     plot: &mut egui_plot::PlotUi<'_>,
     visuals: &Visuals,
     floor: f64,
-    lang: dlsys_core::text::Lang,
+    axis: egui_plot::Axis,
 ) {
-    use dlsys_core::autograd::Band;
-    use egui_plot::{Axis, HLine, Span};
-    let zone = |c: Color32| c.gamma_multiply(0.15);
-    let name = |band| crate::autograd_mlp::band_name(band, lang);
-    plot.span(
-        Span::new(name(Band::Good), floor..=-7.0)
-            .axis(Axis::Y)
-            .fill(zone(good(visuals))),
-    );
-    plot.span(
-        Span::new(name(Band::Suspicious), -4.0..=-2.0)
-            .axis(Axis::Y)
-            .fill(zone(warn(visuals))),
-    );
-    plot.span(
-        Span::new(name(Band::Wrong), -2.0..=2.0)
-            .axis(Axis::Y)
-            .fill(zone(bad(visuals))),
-    );
-    for y in [-7.0, -4.0, -2.0] {
-        plot.hline(
-            HLine::new(format!("1e{y}"), y)
-                .color(visuals.weak_text_color())
-                .width(0.5),
-        );
+    use egui_plot::{Axis, HLine, Span, VLine};
+    for (range, color) in band_ranges(visuals, floor) {
+        plot.span(Span::new("", range).axis(axis).fill(color));
     }
+    for v in [-7.0, -4.0, -2.0] {
+        let (name, color) = (format!("1e{v}"), visuals.weak_text_color());
+        match axis {
+            Axis::Y => plot.hline(HLine::new(name, v).color(color).width(0.5)),
+            Axis::X => plot.vline(VLine::new(name, v).color(color).width(0.5)),
+        }
+    }
+}
+
+fn band_ranges(visuals: &Visuals, floor: f64) -> [(std::ops::RangeInclusive<f64>, Color32); 3] {
+    let zone = |c: Color32| c.gamma_multiply(0.15);
+    [
+        (floor..=-7.0, zone(good(visuals))),
+        (-4.0..=-2.0, zone(warn(visuals))),
+        (-2.0..=2.0, zone(bad(visuals))),
+    ]
+}
+
+/// The legend entries of [`band_zones`]' bands, each with a tooltip.
+pub fn band_keys(visuals: &Visuals, lang: dlsys_core::text::Lang) -> Vec<crate::figure::Key> {
+    use dlsys_core::autograd::Band;
+    let [good, suspicious, wrong] = band_ranges(visuals, -17.0).map(|(_, c)| c);
+    [
+        (Band::Good, good),
+        (Band::Suspicious, suspicious),
+        (Band::Wrong, wrong),
+    ]
+    .into_iter()
+    .map(|(band, color)| {
+        crate::figure::Key::fill(crate::autograd_mlp::band_name(band, lang), color)
+            .hint(crate::autograd_mlp::band_hint(band, lang))
+    })
+    .collect()
 }
 
 /// Content that may be wider than the page (a table, a graph) scrolls
@@ -155,4 +171,18 @@ pub fn readable_grid() -> impl Fn(egui_plot::GridInput) -> Vec<egui_plot::GridMa
             .unwrap_or(10.0 * power);
         [step / 5.0, step, step * 5.0]
     })
+}
+
+/// Grid lines at every whole number in view (and only there): for plots
+/// whose axis is a list of names, one per row.
+pub fn integer_grid() -> impl Fn(egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    |input| {
+        let (lo, hi) = input.bounds;
+        (lo.ceil().max(0.0) as i64..=hi.floor() as i64)
+            .map(|v| egui_plot::GridMark {
+                value: v as f64,
+                step_size: 1.0,
+            })
+            .collect()
+    }
 }

@@ -36,6 +36,8 @@ pub struct Row {
     pub gb_per_s: f64,
     /// Effective bandwidth as a fraction of the copy kernel's, same run.
     pub fraction_of_copy: Option<f64>,
+    /// Infinite when an output is NaN or inf where the reference is not
+    /// (an overflowed kernel); JSON writes that as `null`.
     pub max_abs_error: f64,
     pub max_rel_error: f64,
     /// Elements whose NaN/inf pattern differs from the reference.
@@ -115,12 +117,16 @@ pub fn row(out: &RunOutput, reference: &Reference, copy_gb_per_s: Option<f64>) -
             let special =
                 u64::from(got.is_nan() != want.is_nan() || (got.is_infinite() && got != want));
             let finite = got.is_finite() && want.is_finite();
-            let rel = if finite {
-                relative_error(got, want)
+            // A NaN or inf that the reference does not have is an infinite
+            // error, never 0 (matching specials are no error).
+            let (abs, rel) = if finite {
+                ((got - want).abs(), relative_error(got, want))
+            } else if special > 0 {
+                (f64::INFINITY, f64::INFINITY)
             } else {
-                0.0
+                (0.0, 0.0)
             };
-            (if finite { (got - want).abs() } else { 0.0 }, rel, special)
+            (abs, rel, special)
         }
     };
     let tolerance = if matches!(

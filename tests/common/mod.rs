@@ -139,3 +139,25 @@ pub fn visit_every_lesson(
         each(harness, lesson.id());
     }
 }
+
+/// Fails when two series of one plot share a colour (in any plot drawn so
+/// far), or when a plot named in `expect` was never drawn (so the check
+/// cannot pass by drawing nothing). Returns the ids of the plots drawn.
+pub fn plot_colours_are_distinct(harness: &Harness<'_, DlsysApp>, expect: &[&str]) -> Vec<String> {
+    let recorded = dlsys_lessons::figure::recorded(&harness.ctx);
+    for (plot, keys) in &recorded.0 {
+        assert!(
+            dlsys_lessons::figure::repeated(keys).is_none(),
+            "plot `{plot}`: two series share a colour: {:?}",
+            dlsys_lessons::figure::repeated(keys)
+        );
+    }
+    let drawn: Vec<String> = recorded.0.keys().cloned().collect();
+    for id in expect {
+        assert!(
+            recorded.0.contains_key(*id),
+            "plot `{id}` was never drawn (drawn: {drawn:?})"
+        );
+    }
+    drawn
+}

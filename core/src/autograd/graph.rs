@@ -448,8 +448,16 @@ impl<T: Real> Graph<T> {
     /// [`Self::backward`], stopping after `steps` nodes of the reverse
     /// topological order (for stepping through it). Returns the nodes done, in order.
     pub fn backward_steps(&mut self, loss: Var, steps: usize) -> Vec<Var> {
+        self.backward_stepped(loss, steps).done
+    }
+
+    /// [`Self::backward_steps`], also returning the gradient each node not
+    /// yet done has received so far (from the consumers already done): what
+    /// the step-by-step view shows while a sum is still being collected.
+    pub fn backward_stepped(&mut self, loss: Var, steps: usize) -> Stepped<T> {
         let seed = Tensor::full(self.shape(loss), T::ONE);
-        self.run_backward(loss, seed, steps, &mut |_, _| {})
+        let (done, received) = self.run_backward(loss, seed, steps, &mut |_, _| {});
+        Stepped { done, received }
     }
 
     /// Back-propagates `seed` (the gradient of some loss with respect to
@@ -468,7 +476,7 @@ impl<T: Real> Graph<T> {
             self.shape(root),
             "backward_from: the seed's shape is not the root's"
         );
-        self.run_backward(root, seed, usize::MAX, observe)
+        self.run_backward(root, seed, usize::MAX, observe).0
     }
 
     fn run_backward(
@@ -477,7 +485,7 @@ impl<T: Real> Graph<T> {
         seed: Tensor<T>,
         steps: usize,
         observe: &mut dyn FnMut(&Self, usize),
-    ) -> Vec<Var> {
+    ) -> (Vec<Var>, Vec<Option<Tensor<T>>>) {
         let order = self.topological_order(root);
         // Which nodes lead to a leaf that wants a gradient.
         let mut needs = vec![false; self.nodes.len()];
@@ -516,6 +524,14 @@ impl<T: Real> Graph<T> {
             }
             done.push(*v);
         }
-        done
+        (done, pending)
     }
+}
+
+/// Where a stepped backward pass stopped: the nodes done, in order, and per
+/// node (indexed by [`Var`]) the gradient received but not yet passed on.
+#[derive(Clone, Debug)]
+pub struct Stepped<T> {
+    pub done: Vec<Var>,
+    pub received: Vec<Option<Tensor<T>>>,
 }

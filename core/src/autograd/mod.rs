@@ -14,7 +14,7 @@ pub mod tensor;
 
 pub use checks::Check;
 pub use gradcheck::{Band, GradcheckReport, gradcheck, relative_error};
-pub use graph::{Buffer, Graph};
+pub use graph::{Buffer, Graph, Stepped};
 pub use op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
 pub use stored::{Half, Stored};
 pub use tensor::{Real, Tensor, matmul};

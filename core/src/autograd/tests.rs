@@ -129,6 +129,37 @@ fn topological_order_puts_inputs_first_and_steps_follow_it_backwards() {
 }
 
 #[test]
+fn a_stepped_backward_shows_what_each_node_has_received_so_far() {
+    // y = x·x + x at x = 3: after y, x holds 1 from the add; after x·x, 1 + 2·3.
+    let mut g = Graph::<f64>::new();
+    let x = g.param(Tensor::scalar(3.0));
+    let xx = g.mul(x, x);
+    let y = g.add(xx, x);
+    let received = |g: &mut Graph<f64>, steps: usize, v: Var| {
+        g.zero_grad();
+        g.backward_stepped(y, steps).received[v.0]
+            .as_ref()
+            .map(Tensor::item)
+    };
+    assert_eq!(
+        received(&mut g, 0, y),
+        Some(1.0),
+        "the seed waits at the root"
+    );
+    assert_eq!(received(&mut g, 1, x), Some(1.0));
+    assert_eq!(received(&mut g, 1, xx), Some(1.0));
+    assert_eq!(received(&mut g, 2, x), Some(7.0));
+    // Once x itself is done it has passed its gradient on into grad.
+    let stepped = {
+        g.zero_grad();
+        g.backward_stepped(y, 3)
+    };
+    assert_eq!(stepped.done, vec![y, xx, x]);
+    assert!(stepped.received[x.0].is_none());
+    assert_eq!(g.grad(x).as_deref().map(Tensor::item), Some(7.0));
+}
+
+#[test]
 fn bias_gradient_is_the_sum_over_the_batch() {
     let mut g = Graph::<f64>::new();
     let x = g.input(Tensor::from_f64(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]));

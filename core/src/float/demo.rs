@@ -131,6 +131,8 @@ pub struct Tf32Conventions {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Tf32Result {
+    /// A short debug label (not shown to users: the lesson's catalog has
+    /// `tf32.convention.<Rounding>`).
     pub convention: &'static str,
     pub rounding: Rounding,
     pub tf32_bits: u32,
@@ -144,15 +146,12 @@ pub fn tf32_conventions(input: f32) -> Tf32Conventions {
     let tf32 = Format::tf32();
     let exact = Exact::from_f32_bits(input.to_bits());
     let conventions = [
+        ("truncate (rtz)", Rounding::TowardZero),
         (
-            "truncate: the tensor core reads unrounded fp32 and drops 13 bits",
-            Rounding::TowardZero,
-        ),
-        (
-            "nearest, ties away: cvt.rna.tf32.f32",
+            "nearest, ties away (cvt.rna.tf32.f32)",
             Rounding::NearestAway,
         ),
-        ("nearest, ties to even", Rounding::NearestEven),
+        ("nearest, ties to even (rne)", Rounding::NearestEven),
     ];
     let results = conventions
         .into_iter()

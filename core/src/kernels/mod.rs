@@ -418,5 +418,11 @@ mod tests {
         let bad = compare(&[f32::NAN, 1.0], &[0.5, 1.0]);
         assert_eq!(bad.special_mismatches, 1);
         assert!(!bad.ok(1.0));
+        // A non-finite output against a finite reference is no error of 0.
+        assert!(bad.max_rel_error.is_infinite() && bad.max_abs_error.is_infinite());
+        let overflowed = compare(&[f32::INFINITY, 0.25], &[1.0, 0.25]);
+        assert!(overflowed.max_rel_error.is_infinite());
+        // Matching NaNs (a row of −inf) are no error at all.
+        assert!(c.max_rel_error < 1e-5);
     }
 }

@@ -55,6 +55,8 @@ pub fn relative_error(got: f64, want: f64) -> f64 {
 /// How a kernel's output compares with the reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Comparison {
+    /// Over the elements; infinite when any element's NaN/inf pattern
+    /// differs from the reference's (a NaN where 0.5 belongs is no small error).
     pub max_abs_error: f64,
     pub max_rel_error: f64,
     /// Elements where exactly one of the two is NaN (or the infinities differ).
@@ -76,7 +78,11 @@ pub fn compare(got: &[f32], want: &[f32]) -> Comparison {
         if !w.is_finite() || !g.is_finite() {
             let same = (g.is_nan() && w.is_nan()) || g == w;
             if !same {
+                // NaN or inf where the reference has something else (or the
+                // other way round): no finite error describes it.
                 c.special_mismatches += 1;
+                c.max_abs_error = f64::INFINITY;
+                c.max_rel_error = f64::INFINITY;
             }
             continue;
         }

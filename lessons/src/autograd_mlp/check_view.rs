@@ -8,7 +8,7 @@ use egui_plot::{Plot, PlotPoints, Points};
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
-use crate::theme;
+use crate::{figure, theme};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -98,11 +98,16 @@ pub fn check_ui(
         ui.colored_label(theme::warn(&visuals), t("check.f32_note"));
     }
     if let Some(bug) = settings.bug {
+        let (key, color) = match outside {
+            0 => ("check.missed", theme::warn(&visuals)),
+            1 => ("check.caught_one", theme::bad(&visuals)),
+            _ => ("check.caught", theme::bad(&visuals)),
+        };
         ui.colored_label(
-            theme::bad(&visuals),
+            color,
             TEXT.fill(
                 lang,
-                "check.caught",
+                key,
                 &[("bug", &super::bug_text(bug, lang)), ("count", &outside)],
             ),
         );
@@ -122,36 +127,52 @@ pub fn check_ui(
                     ui.end_row();
                 }
             });
+        // One row per check, the first on top, its name on the axis;
+        // log₁₀ of the error across, the bands shaded behind.
         let floor = -17.0;
+        let n = reports.len();
         let points: Vec<[f64; 2]> = reports
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let y = if r.max_rel_error > 0.0 {
+                let x = if r.max_rel_error > 0.0 {
                     r.max_rel_error.log10().max(floor)
                 } else {
                     floor
                 };
-                [i as f64, if y.is_finite() { y } else { 1.0 }]
+                [if x.is_finite() { x } else { 1.0 }, (n - 1 - i) as f64]
             })
             .collect();
-        let names: Vec<String> = reports.iter().map(|r| r.name.clone()).collect();
+        let names: Vec<String> = reports.iter().rev().map(|r| r.name.clone()).collect();
         Plot::new("gradcheck_plot")
-            .height(360.0)
-            .y_axis_label(t("check.axis"))
-            .x_axis_formatter(move |mark, _| {
-                names.get(mark.value as usize).cloned().unwrap_or_default()
+            .height((20.0 * n as f32 + 60.0).max(200.0))
+            .x_axis_label(t("check.axis"))
+            .y_axis_formatter(move |mark, _| {
+                names
+                    .get(mark.value.round() as usize)
+                    .filter(|_| mark.value.fract() == 0.0)
+                    .cloned()
+                    .unwrap_or_default()
             })
-            .include_y(floor)
-            .include_y(1.0)
+            .y_grid_spacer(theme::integer_grid())
+            .include_x(floor)
+            .include_x(1.0)
+            .include_y(-0.5)
+            .include_y(n as f64 - 0.5)
             .allow_scroll(false)
             .show(&mut columns[1], |plot| {
-                theme::band_zones(plot, &visuals, floor, lang);
+                theme::band_zones(plot, &visuals, floor, egui_plot::Axis::X);
                 plot.points(
                     Points::new(t("plot.max_rel_error"), PlotPoints::from(points))
                         .radius(4.0)
                         .color(theme::exponent(&visuals)),
                 );
             });
+        let mut keys = vec![figure::Key::points(
+            t("plot.max_rel_error"),
+            theme::exponent(&visuals),
+        )];
+        keys.extend(theme::band_keys(&visuals, lang));
+        figure::legend(&mut columns[1], "gradcheck_plot", &keys);
     });
 }

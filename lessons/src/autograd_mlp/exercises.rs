@@ -182,9 +182,19 @@ fn gradient_shapes(seed: u64, lang: Lang) -> Task {
     let correct = index_of(&shape).unwrap_or(0);
     let mut mistakes = Vec::new();
     if let Some(i) = index_of(&dy_shape).filter(|i| *i != correct) {
+        // X is per-example too: its slip is a different one from W's and b's.
+        let feedback = if which == "X" {
+            TEXT.fill(
+                lang,
+                "ex.shape.dy_x",
+                &[("dy", &dy_shape), ("shape", &shape)],
+            )
+        } else {
+            TEXT.fill(lang, "ex.shape.dy", &[("which", &which)])
+        };
         mistakes.push(Mistake {
             answer: (i + 1).to_string(),
-            feedback: TEXT.fill(lang, "ex.shape.dy", &[("which", &which)]),
+            feedback,
         });
     }
     if let Some(i) = index_of(&transposed).filter(|i| *i != correct) {
@@ -334,6 +344,8 @@ fn momentum_step(seed: u64, lang: Lang) -> Task {
     opt.step(&mut [&mut p], &[Tensor::new(vec![g], &[1])]);
     let answer = p.data[0];
     let v_new = mu * v - lr * g;
+    // PyTorch's velocity (v ← μv + g; θ ← θ − ηv) for the same steps.
+    let v_torch = -v_new / lr;
     let plain = theta - lr * g;
     let flipped = theta + mu * v + lr * g;
     let mut mistakes = Vec::new();
@@ -385,6 +397,7 @@ fn momentum_step(seed: u64, lang: Lang) -> Task {
                 ("v_new", &f(v_new)),
                 ("theta", &f(theta)),
                 ("answer", &f(answer)),
+                ("v_torch", &f(v_torch)),
             ],
         ),
         reference: format!("{answer:.4}"),
@@ -434,7 +447,6 @@ fn gradcheck_band(seed: u64, lang: Lang) -> Task {
     let err_text = format!("{err:.1e}");
     let err: f64 = err_text.parse().unwrap_or(err);
     let band = Band::of(err);
-    let bands = [Band::Good, Band::Acceptable, Band::Suspicious, Band::Wrong];
     let keys = [
         "ex.band.good",
         "ex.band.kinks",
@@ -442,14 +454,31 @@ fn gradcheck_band(seed: u64, lang: Lang) -> Task {
         "ex.band.wrong",
     ];
     let options: Vec<String> = keys.iter().map(|k| t(lang, k)).collect();
-    let correct = bands.iter().position(|b| *b == band).unwrap_or(0);
+    // The prompt's op has no kinks and the check runs in f64, so neither
+    // excuse of the 1e-7…1e-4 band applies: there it is suspicious, and
+    // option 2 ("kinks or low precision") is never the answer.
+    let correct = match band {
+        Band::Good => 0,
+        Band::Acceptable | Band::Suspicious => 2,
+        Band::Wrong => 3,
+    };
+    let no_excuse = band == Band::Acceptable;
     let mistakes = (0..4)
         .filter(|i| *i != correct)
         .map(|i| Mistake {
             answer: (i + 1).to_string(),
-            feedback: TEXT.fill(lang, "ex.band.other", &[("err", &err_text)]),
+            feedback: if no_excuse && i == 1 {
+                TEXT.fill(lang, "ex.band.no_excuse", &[("err", &err_text)])
+            } else {
+                TEXT.fill(lang, "ex.band.other", &[("err", &err_text)])
+            },
         })
         .collect();
+    let explain_key = if no_excuse {
+        "ex.band.explain_no_kinks"
+    } else {
+        "ex.band.explain"
+    };
     Task {
         prompt: TEXT.fill(lang, "ex.band.prompt", &[("err", &err_text)]),
         kind: AnswerKind::Choice {
@@ -462,7 +491,7 @@ fn gradcheck_band(seed: u64, lang: Lang) -> Task {
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.band.explain",
+            explain_key,
             &[("err", &err_text), ("band", &options[correct])],
         ),
         reference: (correct + 1).to_string(),
@@ -474,25 +503,61 @@ fn adam_first_step(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let g = [0.003, -0.2, 5.0, -40.0, 0.0007][rng.random_range(0..5)];
     let lr = [0.001, 0.01, 0.0003][rng.random_range(0..3)];
-    let mut opt = Optimizer::<f64>::new(OptimizerKind::adam(), lr, 0.0);
+    let kind = OptimizerKind::adam();
+    let OptimizerKind::Adam { beta1, beta2, eps } = kind else {
+        unreachable!("OptimizerKind::adam() is Adam")
+    };
+    let mut opt = Optimizer::<f64>::new(kind, lr, 0.0);
     let mut p = Tensor::new(vec![0.0], &[1]);
     opt.step(&mut [&mut p], &[Tensor::new(vec![g], &[1])]);
     let answer = p.data[0].abs();
+    let rel_tol = 1e-3;
+    // Kept only when the checker could not take it for the answer.
+    let distinct = |value: f64| (value - answer).abs() > rel_tol * answer.max(value);
     let sgd = (lr * g).abs();
     let mut mistakes = Vec::new();
-    if (sgd - answer).abs() > 0.01 * answer {
+    if distinct(sgd) {
         mistakes.push(Mistake {
             answer: format!("{sgd:e}"),
             feedback: t(lang, "ex.adam.sgd"),
         });
     }
+    // Without bias correction the first step uses m = (1−β₁)·g and
+    // v = (1−β₂)·g² as they are.
+    let m = (1.0 - beta1) * g;
+    let v = (1.0 - beta2) * g * g;
+    let uncorrected = (lr * m / (v.sqrt() + eps)).abs();
+    if distinct(uncorrected) {
+        mistakes.push(Mistake {
+            answer: format!("{uncorrected:e}"),
+            feedback: TEXT.fill(
+                lang,
+                "ex.adam.no_bias_correction",
+                &[
+                    ("ratio", &show_sig(uncorrected / lr, 3)),
+                    ("lr", &lr),
+                ],
+            ),
+        });
+    }
+    let eps_text = format!("{eps:e}");
     Task {
-        prompt: TEXT.fill(lang, "ex.adam.prompt", &[("g", &g), ("lr", &lr)]),
+        prompt: TEXT.fill(
+            lang,
+            "ex.adam.prompt",
+            &[
+                ("g", &g),
+                ("lr", &lr),
+                ("beta1", &beta1),
+                ("beta2", &beta2),
+                ("eps", &eps_text),
+            ],
+        ),
         kind: AnswerKind::Number,
         checker: AnswerChecker::Number {
             expected: answer,
             abs_tol: 0.0,
-            rel_tol: 1e-3,
+            rel_tol,
         },
         hints: vec![t(lang, "ex.adam.hint1"), t(lang, "ex.adam.hint2")],
         explanation: TEXT.fill(lang, "ex.adam.explain", &[("lr", &lr)]),
@@ -528,5 +593,37 @@ mod tests {
             "{}",
             loss.prompt
         );
+    }
+
+    #[test]
+    fn adam_without_bias_correction_is_named() {
+        let mut seed = dlsys_core::exercise::FIRST_SEED;
+        for _ in 0..30 {
+            let task = adam_first_step(seed, Lang::En);
+            assert!(!task.prompt.contains('{'), "{}", task.prompt);
+            let lr: f64 = task.reference.parse().unwrap_or(f64::NAN);
+            // β₁ = 0.9, β₂ = 0.999: the uncorrected step is (1 − β₁)/√(1 − β₂) ≈ 3.162 η.
+            let forgot = show_sig(lr * 0.1 / 0.001f64.sqrt(), 4);
+            let verdict = task.check(&forgot);
+            assert!(!verdict.is_correct(), "{}", task.prompt);
+            assert!(
+                verdict.message().contains("bias correction"),
+                "{}: {forgot} got “{}”",
+                task.prompt,
+                verdict.message()
+            );
+            seed = dlsys_core::exercise::next_seed(seed);
+        }
+    }
+
+    #[test]
+    fn momentum_shows_pytorchs_form() {
+        let mut seed = dlsys_core::exercise::FIRST_SEED;
+        for _ in 0..10 {
+            let task = momentum_step(seed, Lang::En);
+            assert!(task.explanation.contains("PyTorch"), "{}", task.explanation);
+            assert!(!task.explanation.contains('{'), "{}", task.explanation);
+            seed = dlsys_core::exercise::next_seed(seed);
+        }
     }
 }

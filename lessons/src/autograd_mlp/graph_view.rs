@@ -1,7 +1,7 @@
 //! A small computation graph drawn node by node, with backward stepped
 //! through in reverse topological order.
 
-use dlsys_core::autograd::{Graph, Tensor, Var};
+use dlsys_core::autograd::{Graph, Op, Tensor, Var};
 use dlsys_core::float::show_sig;
 use dlsys_core::text::Lang;
 use egui::{Align2, Color32, FontId, Pos2, Rect, Stroke, StrokeKind, Vec2};
@@ -177,7 +177,8 @@ pub fn graph_ui(ui: &mut egui::Ui, settings: &mut GraphSettings, lang: Lang) {
     let order = g.topological_order(out);
     let total = order.len();
     settings.steps = settings.steps.min(total);
-    let done = g.backward_steps(out, settings.steps);
+    let stepped = g.backward_stepped(out, settings.steps);
+    let done = &stepped.done;
     ui.horizontal(|ui| {
         if ui
             .add_enabled(settings.steps < total, egui::Button::new(t("graph.step")))
@@ -203,8 +204,13 @@ pub fn graph_ui(ui: &mut egui::Ui, settings: &mut GraphSettings, lang: Lang) {
             &[("done", &done.len()), ("total", &total)],
         ));
     });
+    if let Some(last) = done.last() {
+        ui.label(applied(&g, *last, lang));
+    }
     let next = order.iter().rev().nth(settings.steps).copied();
-    crate::theme::sideways(ui, "graph_canvas", |ui| draw(ui, &g, &order, &done, next, lang));
+    crate::theme::sideways(ui, "graph_canvas", |ui| {
+        draw(ui, &g, &order, &stepped, next, lang);
+    });
 
     let names: Vec<String> = order.iter().rev().map(|v| name(&g, *v)).collect();
     ui.weak(TEXT.fill(lang, "graph.order", &[("order", &names.join(" → "))]));
@@ -219,14 +225,106 @@ fn name(g: &Graph<f64>, v: Var) -> String {
     }
 }
 
+/// What the last backward step did at `v`: the local derivative it applied
+/// and what each input received, in the node's own numbers.
+fn applied(g: &Graph<f64>, v: Var, lang: Lang) -> String {
+    let item = |v: Var| g.value(v).item();
+    let grad = g.grad(v).map_or(f64::NAN, |t| t.item());
+    let n = |x: f64| show_sig(x, 4);
+    let fill = |key: &str, args: &[(&str, &dyn std::fmt::Display)]| TEXT.fill(lang, key, args);
+    let me = name(g, v);
+    match &g.node(v).op {
+        Op::Leaf { .. } if g.value(v).numel() == 1 => {
+            fill("local.leaf", &[("name", &me), ("g", &n(grad))])
+        }
+        Op::Add(a, b) => fill(
+            "local.add",
+            &[
+                ("name", &me),
+                ("g", &n(grad)),
+                ("a", &name(g, *a)),
+                ("b", &name(g, *b)),
+            ],
+        ),
+        Op::Mul(a, b) if a == b => {
+            let d = 2.0 * item(*a);
+            fill(
+                "local.square",
+                &[
+                    ("name", &me),
+                    ("x", &name(g, *a)),
+                    ("d", &n(d)),
+                    ("g", &n(grad)),
+                    ("out", &n(grad * d)),
+                ],
+            )
+        }
+        Op::Mul(a, b) => fill(
+            "local.mul",
+            &[
+                ("name", &me),
+                ("a", &name(g, *a)),
+                ("b", &name(g, *b)),
+                ("va", &n(item(*a))),
+                ("vb", &n(item(*b))),
+                ("g", &n(grad)),
+                ("ga", &n(grad * item(*b))),
+                ("gb", &n(grad * item(*a))),
+            ],
+        ),
+        Op::Tanh(x) => {
+            let o = item(v);
+            let d = 1.0 - o * o;
+            fill(
+                "local.tanh",
+                &[
+                    ("name", &me),
+                    ("x", &name(g, *x)),
+                    ("o", &n(o)),
+                    ("d", &n(d)),
+                    ("g", &n(grad)),
+                    ("out", &n(grad * d)),
+                ],
+            )
+        }
+        Op::SoftmaxCrossEntropy {
+            logits,
+            labels,
+            probs,
+        } => {
+            let rows = labels.len().max(1);
+            let cols = probs.numel() / rows;
+            let d: Vec<f64> = probs
+                .data
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    let hot = labels.get(i / cols.max(1)) == Some(&(i % cols.max(1)));
+                    (p - if hot { 1.0 } else { 0.0 }) / rows as f64
+                })
+                .collect();
+            fill(
+                "local.ce",
+                &[
+                    ("name", &me),
+                    ("z", &name(g, *logits)),
+                    ("d", &compact(&Tensor::new(d, &[rows, cols]))),
+                ],
+            )
+        }
+        op => fill("local.other", &[("name", &me), ("op", &op.name())]),
+    }
+}
+
 fn draw(
     ui: &mut egui::Ui,
     g: &Graph<f64>,
     order: &[Var],
-    done: &[Var],
+    stepped: &dlsys_core::autograd::Stepped<f64>,
     next: Option<Var>,
     lang: Lang,
 ) {
+    let done = &stepped.done;
     // Column = depth from the leaves; row = order within the column.
     let mut depth = vec![0usize; g.len()];
     for v in order {
@@ -319,12 +417,18 @@ fn draw(
             font.clone(),
             theme::exponent(&visuals),
         );
-        let (grad_text, grad_color): (String, Color32) = match &node.grad() {
-            Some(grad) => (
+        let received = stepped.received.get(v.0).and_then(Option::as_ref);
+        let (grad_text, grad_color): (String, Color32) = match (&node.grad(), received) {
+            (Some(grad), _) => (
                 format!("{} {}", TEXT.get(lang, "graph.grad"), compact(grad)),
                 theme::bad(&visuals),
             ),
-            None => (
+            // Some consumers are done: a partial sum, still collecting.
+            (None, Some(part)) => (
+                TEXT.fill(lang, "graph.so_far", &[("g", &compact(part))]),
+                theme::warn(&visuals),
+            ),
+            (None, None) => (
                 TEXT.get(lang, "graph.pending").to_owned(),
                 visuals.weak_text_color(),
             ),
@@ -353,6 +457,22 @@ mod tests {
         let order = g.topological_order(out);
         let n = order[order.len() - 2];
         assert!((g.grad(n).as_deref().map_or(0.0, Tensor::item) - 0.5).abs() < 1e-6);
+    }
+
+    #[test]
+    fn each_step_names_the_local_derivative_it_applied() {
+        let (mut g, out) = build(&GraphSettings::default());
+        let done = g.backward_steps(out, 1);
+        let text = applied(&g, done[0], Lang::En);
+        assert!(text.contains("1 − o² = 1 − 0.7071² = 0.5"), "{text}");
+        let (mut g, out) = build(&GraphSettings {
+            preset: Preset::UsedTwice,
+            ..Default::default()
+        });
+        let done = g.backward_steps(out, 2);
+        let text = applied(&g, done[1], Lang::En);
+        // x = 3 by default: 2·x = 6, times the 1 that reached x·x.
+        assert!(text.contains("2·x = 6") && text.contains("= 6."), "{text}");
     }
 
     #[test]

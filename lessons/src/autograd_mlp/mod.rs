@@ -20,6 +20,11 @@ pub fn band_name(band: dlsys_core::autograd::Band, lang: dlsys_core::text::Lang)
     TEXT.get(lang, &format!("band.{band:?}")).to_owned()
 }
 
+/// What a gradient-check band means, for its tooltip (`band.hint.<Band>`).
+pub fn band_hint(band: dlsys_core::autograd::Band, lang: dlsys_core::text::Lang) -> String {
+    TEXT.get(lang, &format!("band.hint.{band:?}")).to_owned()
+}
+
 /// What a planted bug does, in `lang` (`bug.<Variant>`).
 pub fn bug_text(bug: dlsys_core::autograd::PlantedBug, lang: dlsys_core::text::Lang) -> String {
     TEXT.get(lang, &format!("bug.{bug:?}")).to_owned()

@@ -6,11 +6,11 @@ use dlsys_core::nn::settings::RunSettings;
 use dlsys_core::nn::{Activation, DataError, Dataset, Status, TrainConfig, TrainError, Trainer};
 use dlsys_core::text::Lang;
 use egui::{Color32, Rect, Stroke, StrokeKind, Vec2};
-use egui_plot::{Heatmap, Legend, Line, Plot, PlotPoint, PlotPoints, Points};
+use egui_plot::{Heatmap, Line, Plot, PlotPoint, PlotPoints, Points};
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
-use crate::{datasets, theme};
+use crate::{datasets, figure, theme};
 
 /// What the learner set (persisted; the trained weights are not).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,6 +60,12 @@ impl TrainSettings {
     }
 }
 
+/// The epochs a data set starts with: MNIST's 8,000 images take about a
+/// second an epoch natively, so 10; the small 2-D sets 100.
+pub fn default_epochs(dataset: &str) -> u64 {
+    if dataset.starts_with("mnist") { 10 } else { 100 }
+}
+
 /// A wrong test prediction: (test index, predicted, true).
 type Misclassified = (usize, usize, usize);
 
@@ -74,6 +80,9 @@ pub struct TrainRun {
     /// Settings to start with once a data set has downloaded (web).
     waiting: Option<TrainSettings>,
     mistakes: Option<(usize, Vec<Misclassified>)>,
+    /// Wall time spent running (pauses excluded), for the ETA.
+    elapsed: web_time::Duration,
+    last_tick: Option<web_time::Instant>,
 }
 
 impl TrainRun {
@@ -137,8 +146,15 @@ impl TrainRun {
             return;
         };
         if !self.running {
+            self.last_tick = None;
             return;
         }
+        let now = web_time::Instant::now();
+        if let Some(last) = self.last_tick {
+            // A long gap (the window hidden) is not training time.
+            self.elapsed += (now - last).min(web_time::Duration::from_millis(500));
+        }
+        self.last_tick = Some(now);
         trainer.run_for(web_time::Duration::from_millis(12));
         if trainer.status != Status::Running {
             self.running = false;
@@ -170,12 +186,40 @@ impl TrainRun {
     }
 }
 
+/// While training: the last epoch's accuracies and the time left, from
+/// the time this run has trained so far.
+fn live_line(trainer: &Trainer, elapsed: web_time::Duration, busy: bool, lang: Lang) -> Option<String> {
+    if trainer.status != Status::Running {
+        return None;
+    }
+    let pct = |a: f64| format!("{:.1} %", a * 100.0);
+    let accuracy = trainer.history.last().map_or_else(
+        || TEXT.get(lang, "train.live_first").to_owned(),
+        |h| {
+            TEXT.fill(
+                lang,
+                "train.live_acc",
+                &[("train", &pct(h.train_accuracy)), ("test", &pct(h.test_accuracy))],
+            )
+        },
+    );
+    let p = trainer.progress();
+    let eta = if busy && p > 0.01 {
+        let left = elapsed.as_secs_f64() * (1.0 - p) / p;
+        TEXT.fill(lang, "train.eta", &[("eta", &dlsys_core::memory::show_seconds(left))])
+    } else {
+        String::new()
+    };
+    Some(format!("{accuracy}{eta}"))
+}
+
 pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut TrainRun, lang: Lang) {
     let t = |key| TEXT.get(lang, key);
     let busy = run.running;
     ui.add_enabled_ui(!busy, |ui| {
         ui.horizontal_wrapped(|ui| {
             let label = ui.label(t("train.dataset"));
+            let before = settings.dataset.clone();
             egui::ComboBox::from_id_salt("train_dataset")
                 .selected_text(settings.dataset.as_str())
                 .show_ui(ui, |ui| {
@@ -185,6 +229,9 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
                 })
                 .response
                 .labelled_by(label.id);
+            if settings.dataset != before {
+                settings.epochs = default_epochs(&settings.dataset);
+            }
             let label = ui.label(t("train.hidden"));
             ui.add(
                 egui::TextEdit::singleline(&mut settings.hidden)
@@ -272,6 +319,9 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
                         ],
                     )),
             );
+            if let Some(line) = live_line(trainer, run.elapsed, busy, lang) {
+                ui.label(line);
+            }
         }
     });
     if run.waiting.is_some() {
@@ -344,6 +394,7 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
         Plot::new("train_loss")
             .height(200.0)
             .x_axis_label(TEXT.get(lang, "plot.step"))
+            .x_grid_spacer(theme::readable_grid())
             .y_grid_spacer(theme::readable_grid())
             .allow_scroll(false)
             .show(&mut cols[0], |plot| {
@@ -365,8 +416,8 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
             .collect();
         Plot::new("train_accuracy")
             .height(200.0)
-            .legend(Legend::default())
             .x_axis_label(TEXT.get(lang, "plot.epoch"))
+            .x_grid_spacer(theme::readable_grid())
             .y_grid_spacer(theme::readable_grid())
             .include_y(0.0)
             .include_y(1.0)
@@ -381,6 +432,14 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
                         .color(theme::series(&visuals, 2)),
                 );
             });
+        figure::legend(
+            &mut cols[1],
+            "train_accuracy",
+            &[
+                figure::Key::line(t("train.train_acc"), theme::series(&visuals, 1)),
+                figure::Key::line(t("train.test_acc"), theme::series(&visuals, 2)),
+            ],
+        );
     });
 
     let epoch = trainer.history.len();
@@ -481,6 +540,14 @@ fn boundary_ui(
                 );
             }
         });
+    let keys: Vec<figure::Key> = [c0, c1]
+        .into_iter()
+        .enumerate()
+        .map(|(class, color)| {
+            figure::Key::points(TEXT.fill(lang, "plot.class", &[("class", &class)]), color)
+        })
+        .collect();
+    figure::legend(ui, "train_boundary", &keys);
 }
 
 fn mistakes_ui(

@@ -88,6 +88,7 @@ fn timeline(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
     let shade = |c: egui::Color32, i: usize| if i.is_multiple_of(2) { c } else { c.gamma_multiply(0.65) };
     gantt::legend(
         ui,
+        "dp_overlap_gantt",
         &[
             (forward, t(lang, "overlap.forward")),
             (backward, t(lang, "overlap.backward")),
@@ -182,7 +183,8 @@ fn timeline(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
 /// half a layer (below that every layer is a bucket of its own) to one
 /// bucket for everything.
 fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
-    use egui_plot::{Corner, HLine, Legend, Line, Plot, PlotPoints, VLine};
+    use crate::figure::Key;
+    use egui_plot::{HLine, Line, Plot, PlotPoints, VLine};
     let visuals = ui.visuals().clone();
     let total = 4.0 * s.gradient_elements() as f64;
     let layer = (total / s.layers as f64).max(1.0);
@@ -205,7 +207,6 @@ fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
     ui.label(t(lang, "overlap.plot"));
     Plot::new("dp_overlap_plot")
         .height(220.0)
-        .legend(Legend::default().position(Corner::RightBottom))
         .x_axis_label(t(lang, "axis.bucket"))
         .y_axis_label(t(lang, "axis.step_ms"))
         .y_grid_spacer(theme::readable_grid())
@@ -245,4 +246,14 @@ fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
                     .width(1.0),
             );
         });
+    crate::figure::legend(
+        ui,
+        "dp_overlap_plot",
+        &[
+            Key::line(t(lang, "overlap.series"), theme::series(&visuals, 0)),
+            Key::rule(t(lang, "overlap.none"), theme::series(&visuals, 1)),
+            Key::rule(t(lang, "overlap.best"), visuals.weak_text_color()),
+            Key::rule(t(lang, "overlap.current"), visuals.text_color()),
+        ],
+    );
 }

@@ -9,7 +9,8 @@ use dlsys_core::text::Lang;
 use super::{Settings, TEXT, algorithm_name, color, number, t};
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
-    use egui_plot::{Corner, Legend, Line, Plot, PlotPoints};
+    use crate::figure::{self, Key};
+    use egui_plot::{Line, Plot, PlotPoints};
     ui.label(t(lang, "scale.explain"));
     ui.horizontal_wrapped(|ui| {
         number(ui, t(lang, "scale.compute"), &mut s.compute_ms, 0.01..=1e5, 0.5);
@@ -21,7 +22,6 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     ui.label(t(lang, "scale.plot"));
     Plot::new("dp_scale_plot")
         .height(220.0)
-        .legend(Legend::default().position(Corner::LeftTop))
         .x_axis_label(t(lang, "axis.workers"))
         .y_axis_label(t(lang, "axis.speedup"))
         .include_y(0.0)
@@ -40,6 +40,9 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
                 plot.line(Line::new(algorithm_name(a, lang), PlotPoints::from(points)).color(color(&visuals, a)));
             }
         });
+    let mut keys = vec![Key::rule(t(lang, "scale.ideal"), visuals.weak_text_color())];
+    keys.extend(Algorithm::ALL.into_iter().map(|a| Key::line(algorithm_name(a, lang), color(&visuals, a))));
+    figure::legend(ui, "dp_scale_plot", &keys);
     let n = s.workers;
     let comm = comm_time(Algorithm::Ring, n, bytes, link);
     ui.label(TEXT.fill(

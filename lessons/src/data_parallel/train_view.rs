@@ -169,7 +169,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, training: &mut Training, lang: La
 }
 
 fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
-    use egui_plot::{Corner, Legend, Line, Plot, PlotPoints};
+    use egui_plot::{Line, Plot, PlotPoints};
     let visuals = ui.visuals().clone();
     let dp: Vec<f64> = trained.run.steps.iter().map(|x| x.loss).collect();
     let differs = largest_difference(trained);
@@ -191,22 +191,31 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
     };
     let dp_name = TEXT.fill(lang, "train.series_dp", &[("n", &n), ("b", &ran.shard)]);
     let single_name = TEXT.fill(lang, "train.series_single", &[("nb", &(n * ran.shard))]);
+    let single_key = single_name.clone();
     Plot::new("dp_train_loss")
         .height(180.0)
-        .legend(Legend::default().position(Corner::RightTop))
         .x_axis_label(t(lang, "axis.step"))
+        .x_grid_spacer(theme::readable_grid())
         .y_axis_label(t(lang, "axis.loss"))
         .y_grid_spacer(theme::readable_grid())
         .allow_scroll(false)
         .show(ui, |plot| {
             // Drawn wide and pale underneath: the data-parallel curve runs on top of it.
             plot.line(
-                Line::new(single_name, curve(&trained.single))
+                Line::new(single_name.clone(), curve(&trained.single))
                     .color(theme::series(&visuals, 1).gamma_multiply(0.6))
                     .width(5.0),
             );
-            plot.line(Line::new(dp_name, curve(&dp)).color(theme::series(&visuals, 0)));
+            plot.line(Line::new(dp_name.clone(), curve(&dp)).color(theme::series(&visuals, 0)));
         });
+    crate::figure::legend(
+        ui,
+        "dp_train_loss",
+        &[
+            crate::figure::Key::line(dp_name, theme::series(&visuals, 0)),
+            crate::figure::Key::line(single_key, theme::series(&visuals, 1).gamma_multiply(0.6)),
+        ],
+    );
     versus_async(ui, trained, lang);
     if let Some(step) = trained.run.steps.first() {
         step_timeline(ui, ran, step, lang);
@@ -225,7 +234,7 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
 /// Loss against virtual time: the synchronous run and the asynchronous one
 /// over the same examples, and how stale the asynchronous gradients were.
 fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
-    use egui_plot::{Corner, Legend, Line, Plot, PlotPoints};
+    use egui_plot::{Line, Plot, PlotPoints};
     let visuals = ui.visuals().clone();
     let ms = 1e3;
     let mut clock = 0.0;
@@ -267,8 +276,8 @@ fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
     ));
     Plot::new("dp_async_loss")
         .height(180.0)
-        .legend(Legend::default().position(Corner::RightTop))
         .x_axis_label(t(lang, "axis.virtual_ms"))
+        .x_grid_spacer(theme::readable_grid())
         .y_axis_label(t(lang, "axis.loss"))
         .y_grid_spacer(theme::readable_grid())
         .allow_scroll(false)
@@ -276,6 +285,14 @@ fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
             plot.line(Line::new(t(lang, "train.series_async"), PlotPoints::from(asynchronous)).color(theme::series(&visuals, 4)));
             plot.line(Line::new(t(lang, "train.series_sync"), PlotPoints::from(sync)).color(theme::series(&visuals, 0)).width(2.0));
         });
+    crate::figure::legend(
+        ui,
+        "dp_async_loss",
+        &[
+            crate::figure::Key::line(t(lang, "train.series_sync"), theme::series(&visuals, 0)),
+            crate::figure::Key::line(t(lang, "train.series_async"), theme::series(&visuals, 4)),
+        ],
+    );
 }
 
 /// One step per worker on the virtual clock: its compute, its wait for
@@ -289,6 +306,7 @@ fn step_timeline(ui: &mut egui::Ui, ran: &DpSettings, step: &dlsys_core::collect
     );
     gantt::legend(
         ui,
+        "dp_step_gantt",
         &[
             (compute_color, t(lang, "train.compute")),
             (wait_color, t(lang, "train.wait")),

@@ -99,14 +99,14 @@ fn simulated_sizes(n: usize) -> Vec<usize> {
 }
 
 fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
-    use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, Points, VLine, uniform_grid_spacer};
+    use crate::figure::{self, Key};
+    use egui_plot::{Line, Plot, PlotPoints, Points, VLine, uniform_grid_spacer};
     let (n, link) = (s.workers, s.link());
     let visuals = ui.visuals().clone();
     ui.label(TEXT.fill(lang, "wire.plot", &[("n", &n)]));
     let samples = 60;
     Plot::new("dp_wire_plot")
         .height(260.0)
-        .legend(Legend::default().position(Corner::LeftTop))
         .x_axis_label(t(lang, "axis.size"))
         .y_axis_label(t(lang, "axis.time"))
         .x_grid_spacer(uniform_grid_spacer(|_| [2.0, 10.0, 20.0]))
@@ -166,6 +166,16 @@ fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
                 }
             }
         });
+    let mut keys: Vec<Key> = Algorithm::ALL
+        .into_iter()
+        .map(|a| Key::line(algorithm_name(a, lang), color(&visuals, a)))
+        .collect();
+    if crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, link)
+        .is_some_and(|b| (LOG2_FROM..=LOG2_TO).contains(&b.log2()))
+    {
+        keys.push(Key::rule(t(lang, "wire.crossover_line"), visuals.text_color()));
+    }
+    figure::legend(ui, "dp_wire_plot", &keys);
 }
 
 /// One all-reduce of the chosen algorithm on the virtual clock: a row per
@@ -207,7 +217,7 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
         .filter(|kind| timeline.transfers.iter().any(|x| x.kind == *kind))
         .map(|kind| (kind_color(kind), TEXT.get(lang, &format!("kind.{}", kind.key())).to_owned()))
         .collect();
-    gantt::legend(ui, &names.iter().map(|(c, name)| (*c, name.as_str())).collect::<Vec<_>>());
+    gantt::legend(ui, "dp_gantt", &names.iter().map(|(c, name)| (*c, name.as_str())).collect::<Vec<_>>());
     // Each message on its sender's row; `index` finds it again for the tooltip.
     let mut rows: Vec<gantt::Row> = (0..schedule.nodes)
         .map(|node| gantt::Row {

@@ -2,6 +2,7 @@
 //! emulator's live demonstrations and self-checked exercises.
 
 mod exercises;
+mod spacing;
 mod ui;
 
 use dlsys_core::float::{self, Format, FormatError, Rounding};

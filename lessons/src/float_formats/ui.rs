@@ -4,7 +4,7 @@ use dlsys_core::errors::Localized as _;
 use dlsys_core::float::{self, Class, Format, Rounding, show, show_sig};
 use dlsys_core::text::Lang;
 use egui::{Color32, RichText};
-use egui_plot::{Axis, Legend, Line, Plot, PlotPoints, Points, Span, VLine};
+use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
 
 use super::{ACCUMULATION_COUNT, Computed, FloatFormats, Settings, TEXT};
 use crate::theme;
@@ -222,7 +222,7 @@ fn table_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                         "table.ulp",
                         "table.neighbours",
                     ] {
-                        ui.strong(t(lang, key));
+                        crate::column_header(ui, &TEXT, lang, key);
                     }
                     ui.end_row();
                     for (row, format) in computed.rows.iter().zip(&computed.formats) {
@@ -404,71 +404,7 @@ fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
 
     // Spacing across the whole range, with the focus format's zones shaded.
     ui.label(TEXT.fill(lang, "range.spacing", &[("format", &focus.name)]));
-    let visuals = ui.visuals().clone();
-    let range = focus.range();
-    let lg = |v: f64| v.log2();
-    Plot::new("float_spacing")
-        .height(260.0)
-        .legend(Legend::default())
-        .x_axis_label(t(lang, "plot.log_value"))
-        .y_axis_label(t(lang, "plot.log_spacing"))
-        .allow_scroll(false)
-        .show(ui, |plot| {
-            let zone = |color: Color32| color.gamma_multiply(0.18);
-            plot.span(
-                Span::new(
-                    t(lang, "zone.underflow"),
-                    lg(range.min_subnormal) - 6.0..=lg(range.underflow_to_zero_at),
-                )
-                .axis(Axis::X)
-                .fill(zone(theme::bad(&visuals))),
-            );
-            plot.span(
-                Span::new(
-                    t(lang, "zone.subnormal"),
-                    lg(range.min_subnormal)..=lg(range.min_normal),
-                )
-                .axis(Axis::X)
-                .fill(zone(theme::warn(&visuals))),
-            );
-            plot.span(
-                Span::new(
-                    t(lang, "zone.normal"),
-                    lg(range.min_normal)..=lg(range.max_finite),
-                )
-                .axis(Axis::X)
-                .fill(zone(theme::good(&visuals))),
-            );
-            plot.span(
-                Span::new(
-                    t(lang, "zone.overflow"),
-                    lg(range.max_finite)..=lg(range.max_finite) + 6.0,
-                )
-                .axis(Axis::X)
-                .fill(zone(theme::bad(&visuals))),
-            );
-            for (i, format) in computed.formats.iter().enumerate() {
-                let r = format.range();
-                let mut points = vec![
-                    [lg(r.min_subnormal), lg(r.min_subnormal)],
-                    [lg(r.min_normal), lg(r.min_subnormal)],
-                ];
-                for (v, spacing) in float::spacing_curve(format).into_iter().skip(1) {
-                    if v == r.max_finite {
-                        points.push([lg(v), lg(spacing)]);
-                    } else {
-                        points.push([lg(v), lg(spacing)]);
-                        points.push([lg(v) + 1.0, lg(spacing)]);
-                    }
-                }
-                let width = if format.name == focus.name { 2.5 } else { 1.2 };
-                plot.line(
-                    Line::new(format.name.clone(), PlotPoints::from(points))
-                        .color(theme::series(&visuals, i))
-                        .width(width),
-                );
-            }
-        });
+    super::spacing::plot(ui, computed, &focus, lang);
 
     ui.add_space(6.0);
     ui.strong(t(lang, "range.table"));
@@ -485,7 +421,7 @@ fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                 "range.eps",
                 "range.digits",
             ] {
-                ui.strong(t(lang, key));
+                crate::column_header(ui, &TEXT, lang, key);
             }
             ui.end_row();
             for format in &computed.formats {
@@ -613,7 +549,7 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
             let visuals = ui.visuals().clone();
             Plot::new("float_accumulation")
                 .height(200.0)
-                .legend(Legend::default())
+                .x_grid_spacer(theme::readable_grid())
                 .x_axis_label(t(lang, "plot.step"))
                 .y_axis_label(t(lang, "plot.running_sum"))
                 .allow_scroll(false)
@@ -627,6 +563,13 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                         );
                     }
                 });
+            let keys: Vec<crate::figure::Key> = computed
+                .accumulation
+                .iter()
+                .enumerate()
+                .map(|(i, demo)| crate::figure::Key::line(&demo.format, theme::series(&visuals, i)))
+                .collect();
+            crate::figure::legend(ui, "float_accumulation", &keys);
         },
     );
 
@@ -646,11 +589,14 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
             ],
         ));
         for r in &tf.results {
+            let convention = TEXT
+                .get(lang, &format!("tf32.convention.{:?}", r.rounding))
+                .to_owned();
             ui.monospace(TEXT.fill(
                 lang,
                 "demo.tf32.row",
                 &[
-                    ("convention", &r.convention),
+                    ("convention", &convention),
                     ("value", &show(r.value)),
                     ("f32bits", &format!("0x{:08x}", r.f32_bits)),
                     ("err", &show_sig(r.abs_error, 3)),

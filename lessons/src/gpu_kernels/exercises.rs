@@ -237,8 +237,10 @@ fn why_max(seed: u64, lang: Lang) -> Task {
             feedback: t(lang, "ex.max.wrong"),
         })
         .collect();
-    // The claim is computed, not asserted: exp(100) in f32.
+    // The claims are computed, not asserted: exp(100) in f32, and a very
+    // negative logit whose exp underflows to 0 (so Σexp can be 0, and 0/0 NaN).
     debug_assert!(100f32.exp().is_infinite());
+    debug_assert!((-200f32).exp() == 0.0);
     Task {
         prompt: t(lang, "ex.max.prompt"),
         kind: AnswerKind::Choice { options },
@@ -415,5 +417,16 @@ mod tests {
         let div = divergence(0, Lang::En);
         assert!(div.check("1").is_correct());
         assert!(div.check("2").message().contains("bank conflicts"));
+    }
+
+    #[test]
+    fn the_explanations_say_what_they_leave_out() {
+        // Subtracting the max also avoids 0/0 on a row of very negative logits.
+        let max = why_max(1, Lang::En);
+        assert!(max.explanation.contains("0/0"), "{}", max.explanation);
+        // The occupancy exercise counts two limits; the explanation names the rest.
+        let occ = occupancy(1, Lang::En);
+        assert!(occ.explanation.contains("shared memory"), "{}", occ.explanation);
+        assert!(!occ.explanation.contains('{'), "{}", occ.explanation);
     }
 }

@@ -126,7 +126,7 @@ impl GpuKernels {
                             "table.copy",
                             "table.error",
                         ] {
-                            ui.strong(t(key));
+                            crate::column_header(ui, &TEXT, lang, key);
                         }
                         ui.end_row();
                         for outcome in &self.results {
@@ -155,7 +155,20 @@ impl GpuKernels {
                                         r.fraction_of_copy
                                             .map_or("—".to_owned(), |f| show_sig(f, 2)),
                                     );
-                                    ui.monospace(show_sig(r.max_rel_error, 2));
+                                    if r.special_mismatches > 0 || !r.max_rel_error.is_finite() {
+                                        // NaN/inf against a finite reference: not an error of 0.
+                                        ui.colored_label(
+                                            theme::bad(&visuals),
+                                            t("table.error_nonfinite"),
+                                        )
+                                        .on_hover_text(TEXT.fill(
+                                            lang,
+                                            "table.error_nonfinite_hint",
+                                            &[("count", &r.special_mismatches)],
+                                        ));
+                                    } else {
+                                        ui.monospace(show_sig(r.max_rel_error, 2));
+                                    }
                                 }
                                 Outcome::Skipped { why, .. } => {
                                     let why = why.message(lang);

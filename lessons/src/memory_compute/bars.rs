@@ -61,6 +61,12 @@ pub fn stacked(ui: &mut egui::Ui, id: &str, bars: &[Bar], lang: Lang) {
         });
     }
     ui.add_space(4.0);
+    let shown: Vec<(String, Color32)> = Component::ALL
+        .into_iter()
+        .filter(|c| bars.iter().any(|b| b.parts.get(*c) != 0))
+        .map(|c| (component_name(c, lang), color(&visuals, c)))
+        .collect();
+    crate::figure::record(ui.ctx(), id, shown.iter().map(|(n, c)| (n.as_str(), *c)));
     theme::sideways(ui, id, |ui| {
         egui::Grid::new(id).striped(true).show(ui, |ui| {
             ui.label("");

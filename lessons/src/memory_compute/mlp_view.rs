@@ -431,12 +431,7 @@ fn timeline(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
     use egui_plot::{Line, Plot, PlotPoints, Points};
     let visuals = ui.visuals().clone();
     let color = |i: usize| theme::series(&visuals, i);
-    ui.horizontal_wrapped(|ui| {
-        ui.label(t(lang, "timeline.title"));
-        for (i, phase) in Phase::ALL.iter().enumerate() {
-            ui.colored_label(color(i), format!("■ {}", phase_name(*phase, lang)));
-        }
-    });
+    ui.label(t(lang, "timeline.title"));
     let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
     Plot::new("memory_timeline")
         .height(160.0)
@@ -473,6 +468,12 @@ fn timeline(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
                 );
             }
         });
+    let keys: Vec<crate::figure::Key> = Phase::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, phase)| crate::figure::Key::points(phase_name(*phase, lang), color(i)))
+        .collect();
+    crate::figure::legend(ui, "memory_timeline", &keys);
 }
 
 /// The classic beliefs, each held against this network's numbers.

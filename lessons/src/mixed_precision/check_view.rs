@@ -9,7 +9,7 @@ use dlsys_core::text::Lang;
 use egui_plot::{Plot, PlotPoints, Points};
 
 use super::TEXT;
-use crate::theme;
+use crate::{figure, theme};
 
 /// One precision's errors.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +132,7 @@ pub fn check_ui(ui: &mut egui::Ui, cache: &mut CheckCache, lang: Lang) {
             .include_x(PRECISIONS.len() as f64 - 0.5)
             .allow_scroll(false)
             .show(&mut cols[1], |plot| {
-                theme::band_zones(plot, &visuals, floor, lang);
+                theme::band_zones(plot, &visuals, floor, egui_plot::Axis::Y);
                 for (x, s) in spreads.iter().enumerate() {
                     let n = s.errors.len().max(1) as f64;
                     // Spread the points sideways by rank, so the density shows.
@@ -160,6 +160,13 @@ pub fn check_ui(ui: &mut egui::Ui, cache: &mut CheckCache, lang: Lang) {
                     );
                 }
             });
+        let mut keys: Vec<figure::Key> = spreads
+            .iter()
+            .enumerate()
+            .map(|(x, s)| figure::Key::points(s.precision, theme::series(&visuals, x)))
+            .collect();
+        keys.extend(theme::band_keys(&visuals, lang));
+        figure::legend(&mut cols[1], "precision_check_plot", &keys);
     });
 }
 

@@ -94,7 +94,20 @@ fn choose_scale(seed: u64, lang: Lang) -> Task {
     let overflowed = fp16.round((max_grad * twice) as f32);
     debug_assert!(overflowed.is_infinite());
     let small = 2f64.powi(smallest);
-    let kept = fp16.round((small * answer) as f32) != 0.0;
+    let fp16_range = Format::fp16().range();
+    // Rounded to 0, kept only as a subnormal (fewer significant bits), or normal.
+    let scaled_small = f64::from(fp16.round((small * answer) as f32));
+    let fate = if scaled_small == 0.0 {
+        t(lang, "ex.scale.lost")
+    } else if scaled_small.abs() < fp16_range.min_normal {
+        TEXT.fill(
+            lang,
+            "ex.scale.subnormal",
+            &[("normal", &show(fp16_range.min_normal))],
+        )
+    } else {
+        t(lang, "ex.scale.kept")
+    };
     let mut mistakes = vec![Mistake {
         answer: show(twice),
         feedback: TEXT.fill(
@@ -145,17 +158,7 @@ fn choose_scale(seed: u64, lang: Lang) -> Task {
                 ("max", &max_fp16),
                 ("small", &format!("2^{smallest}")),
                 ("scaled", &show(small * answer)),
-                (
-                    "fate",
-                    &t(
-                        lang,
-                        if kept {
-                            "ex.scale.kept"
-                        } else {
-                            "ex.scale.lost"
-                        },
-                    ),
-                ),
+                ("fate", &fate),
             ],
         ),
         reference: show(answer),
@@ -238,6 +241,7 @@ fn which_loses(seed: u64, lang: Lang) -> Task {
             "ex.loses.explain",
             &[
                 ("sub", &show(fp16.min_subnormal)),
+                ("normal", &show(fp16.min_normal)),
                 ("max", &fp16.max_finite),
                 ("bf16_sub", &show(Format::bf16().range().min_subnormal)),
                 ("bf16_max", &show_sig(Format::bf16().range().max_finite, 4)),
@@ -329,6 +333,28 @@ fn accumulation(seed: u64, lang: Lang) -> Task {
     }
 }
 
+/// What storing `w + update` in fp16 (giving `answer`; fp16's spacing at
+/// `w` is `ulp`) did to the update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MasterFate {
+    /// Rounded away: the weight did not move.
+    Lost,
+    /// Kept, but rounded to a whole number of fp16 steps.
+    Rounded,
+    /// A whole multiple of the spacing, stored exactly: nothing rounded off.
+    Whole,
+}
+
+fn master_fate(w: f64, update: f64, ulp: f64, answer: f64) -> MasterFate {
+    if answer == w {
+        MasterFate::Lost
+    } else if (update / ulp).fract() == 0.0 && answer == w + update {
+        MasterFate::Whole
+    } else {
+        MasterFate::Rounded
+    }
+}
+
 fn master_weights(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let w = [1.0f64, 2.0, 0.5, 4.0, 1.5][rng.random_range(0..5)];
@@ -350,10 +376,21 @@ fn master_weights(seed: u64, lang: Lang) -> Task {
         answer: show_sig(other, 12),
         feedback: t(lang, "ex.master.round"),
     });
-    let steps_lost = if answer == w {
-        t(lang, "ex.master.lost")
-    } else {
-        t(lang, "ex.master.kept")
+    let steps_lost = match master_fate(w, update, ulp, answer) {
+        MasterFate::Lost => t(lang, "ex.master.lost"),
+        MasterFate::Rounded => TEXT.fill(
+            lang,
+            "ex.master.kept",
+            &[
+                ("stored", &show_sig(answer - w, 8)),
+                ("u", &show_sig(update, 8)),
+            ],
+        ),
+        MasterFate::Whole => TEXT.fill(
+            lang,
+            "ex.master.whole",
+            &[("steps", &(update / ulp)), ("ulp", &show_sig(ulp, 6))],
+        ),
     };
     Task {
         prompt: TEXT.fill(
@@ -573,6 +610,54 @@ mod tests {
         // A scale that never overflows doubles every interval.
         assert_eq!(simulate(65536.0, 4, 8, &[]), 262_144.0);
         assert_eq!(simulate(65536.0, 4, 8, &[1]), 65536.0);
+    }
+
+    #[test]
+    fn a_scaled_gradient_in_the_subnormal_range_is_not_called_lost() {
+        // Over the seeds, the smallest scaled gradient lands in each zone;
+        // only at or below 2^-25 does it round to 0.
+        let (mut normal, mut subnormal, mut lost) = (0, 0, 0);
+        let mut seed = dlsys_core::exercise::FIRST_SEED;
+        for _ in 0..300 {
+            let task = choose_scale(seed, Lang::En);
+            let e = &task.explanation;
+            assert!(!e.contains('{'), "{e}");
+            if e.contains("subnormal, with fewer") {
+                subnormal += 1;
+            } else if e.contains("rounds to 0") {
+                lost += 1;
+            } else if e.contains("normal number") {
+                normal += 1;
+            }
+            seed = dlsys_core::exercise::next_seed(seed);
+        }
+        assert!(normal > 0 && subnormal > 0 && lost > 0, "{normal} {subnormal} {lost}");
+    }
+
+    #[test]
+    fn an_update_of_whole_fp16_steps_is_not_called_rounded() {
+        let ulp = 2f64.powi(-10);
+        assert_eq!(master_fate(1.0, ulp, ulp, 1.0 + ulp), MasterFate::Whole);
+        assert_eq!(master_fate(1.0, ulp / 1.5, ulp, 1.0 + ulp), MasterFate::Rounded);
+        assert_eq!(master_fate(1.0, ulp / 4.0, ulp, 1.0), MasterFate::Lost);
+        // Over the seeds: a variant whose update is exactly one step (no
+        // "exact sum" mistake, the weight moved) never says "rounded".
+        let (mut whole, mut rounded) = (0, 0);
+        let mut seed = dlsys_core::exercise::FIRST_SEED;
+        for _ in 0..200 {
+            let task = master_weights(seed, Lang::En);
+            let exact_sum_is_answer = task.mistakes.len() == 1;
+            if exact_sum_is_answer {
+                whole += 1;
+                assert!(!task.explanation.contains("rounded"), "{}", task.explanation);
+                assert!(task.explanation.contains("nothing"), "{}", task.explanation);
+            } else if task.explanation.contains("rounded to") {
+                rounded += 1;
+            }
+            assert!(!task.explanation.contains('{'), "{}", task.explanation);
+            seed = dlsys_core::exercise::next_seed(seed);
+        }
+        assert!(whole > 0 && rounded > 0, "{whole} whole, {rounded} rounded");
     }
 
     #[test]

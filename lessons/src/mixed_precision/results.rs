@@ -5,10 +5,11 @@
 use dlsys_core::float::{Format, show_sig};
 use dlsys_core::nn::{LayerGradients, Status, Trainer};
 use dlsys_core::text::Lang;
-use egui_plot::{Bar, BarChart, Legend, Line, Plot, PlotPoints, Points, Span};
+use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, Span};
 
 use super::TEXT;
 use super::runs::{PairRun, Side};
+use crate::figure::{self, Key};
 use crate::theme;
 
 /// The comparison: outcome lines, the per-epoch table, the plots.
@@ -23,25 +24,43 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
     for (i, side) in run.sides.iter().enumerate() {
         outcome_ui(ui, side, i, &visuals, lang);
     }
+    let losses: Vec<Trace> = run
+        .sides
+        .iter()
+        .map(|side| smoothed_log_loss(&side.trainer))
+        .collect();
+    let coincide = losses.len() == 2 && !losses[0].is_empty() && losses[0] == losses[1];
+    if coincide {
+        ui.label(t("plot.coincide"));
+    }
     ui.columns(2, |cols| {
         cols[0].label(t("plot.loss"));
+        let mut keys = Vec::new();
         Plot::new("mixed_loss")
             .height(220.0)
-            .legend(Legend::default())
             .x_axis_label(t("plot.step"))
             .y_axis_label(t("plot.log_loss"))
+            .x_grid_spacer(theme::readable_grid())
+            .y_grid_spacer(theme::readable_grid())
             .allow_scroll(false)
             .show(&mut cols[0], |plot| {
-                for (i, side) in run.sides.iter().enumerate() {
-                    plot.line(
-                        Line::new(
-                            side_name(i, lang),
-                            PlotPoints::from(smoothed_log_loss(&side.trainer)),
-                        )
-                        .color(theme::series(&visuals, i)),
-                    );
+                // The baseline first, so the policy's line is drawn on top
+                // (dashed when the two coincide, so both stay visible).
+                for (i, trace) in losses.iter().enumerate().rev() {
+                    let mut line = Line::new(side_name(i, lang), PlotPoints::from(trace.clone()))
+                        .color(theme::series(&visuals, i));
+                    if coincide && i == 0 {
+                        line = line.style(egui_plot::LineStyle::dashed_loose());
+                    } else if coincide {
+                        line = line.width(3.0);
+                    }
+                    plot.line(line);
                 }
             });
+        for i in 0..losses.len() {
+            keys.push(Key::line(side_name(i, lang), theme::series(&visuals, i)));
+        }
+        figure::legend(&mut cols[0], "mixed_loss", &keys);
         cols[1].label(t("plot.scale"));
         let traces: Vec<(usize, Trace, Trace)> = run
             .sides
@@ -56,11 +75,19 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
             .collect();
         let ys = traces.iter().flat_map(|(_, tr, _)| tr.iter().map(|p| p[1]));
         let (lo, hi) = ys.fold((0.0f64, 1.0f64), |(lo, hi), y| (lo.min(y), hi.max(y)));
+        let mut keys: Vec<Key> = traces
+            .iter()
+            .map(|(i, _, _)| Key::line(side_name(*i, lang), theme::series(&visuals, *i)))
+            .collect();
+        if traces.iter().any(|(_, _, skipped)| !skipped.is_empty()) {
+            keys.push(Key::points(t("plot.skipped"), theme::bad(&visuals)));
+        }
         Plot::new("mixed_scale")
             .height(220.0)
-            .legend(Legend::default())
             .x_axis_label(t("plot.step"))
             .y_axis_label(t("plot.log_scale"))
+            .x_grid_spacer(theme::readable_grid())
+            .y_grid_spacer(theme::readable_grid())
             .include_y(lo - 1.0)
             .include_y(hi + 1.0)
             .allow_scroll(false)
@@ -79,6 +106,7 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
                     }
                 }
             });
+        figure::legend(&mut cols[1], "mixed_scale", &keys);
     });
     epoch_table(ui, run, lang);
     if let Some(side) = run.sides.first() {
@@ -215,7 +243,7 @@ fn epoch_table(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
                                 "table.base_loss",
                                 "table.base_acc",
                             ] {
-                                ui.strong(t(key));
+                                crate::column_header(ui, &TEXT, lang, key);
                             }
                             ui.end_row();
                             for (i, h) in policy.trainer.history.iter().enumerate() {
@@ -301,6 +329,18 @@ fn histograms_ui(ui: &mut egui::Ui, side: &Side, visuals: &egui::Visuals, lang: 
             layer_histogram(col, layer, zones, shown, visuals, lang);
         }
     });
+    let zone = |c: egui::Color32| c.gamma_multiply(0.18);
+    figure::legend(
+        ui,
+        "mixed_hist",
+        &[
+            Key::fill(TEXT.get(lang, "hist.share"), theme::series(visuals, 0)),
+            Key::fill(TEXT.get(lang, "hist.lost"), zone(theme::bad(visuals)))
+                .hint(TEXT.fill(lang, "hist.lost_hint", &[("format", &shown)])),
+            Key::fill(TEXT.get(lang, "hist.subnormal"), zone(theme::warn(visuals)))
+                .hint(TEXT.fill(lang, "hist.subnormal_hint", &[("format", &shown)])),
+        ],
+    );
 }
 
 fn layer_histogram(
@@ -337,7 +377,7 @@ fn layer_histogram(
     let zone = |c: egui::Color32| c.gamma_multiply(0.18);
     Plot::new(("mixed_hist", layer.name.as_str()))
         .height(170.0)
-        .x_axis_label(TEXT.fill(lang, "hist.axis", &[("layer", &layer.name)]))
+        .x_grid_spacer(theme::readable_grid())
         .include_y(0.0)
         .include_x(lo)
         .include_x(hi)
@@ -346,24 +386,26 @@ fn layer_histogram(
         .allow_drag(false)
         .show(ui, |plot| {
             plot.span(
-                Span::new(TEXT.get(lang, "hist.flushed"), lo..=zones.flush.max(lo))
+                // Unnamed: a narrow band cannot hold its name; the legend
+                // under the histograms names each band.
+                Span::new("", lo..=zones.flush.max(lo))
                     .fill(zone(theme::bad(visuals))),
             );
             plot.span(
-                Span::new(
-                    TEXT.get(lang, "hist.subnormal"),
-                    zones.flush.max(lo)..=zones.normal.max(lo),
-                )
+                Span::new("", zones.flush.max(lo)..=zones.normal.max(lo))
                 .fill(zone(theme::warn(visuals))),
             );
             plot.span(
-                Span::new(TEXT.get(lang, "hist.overflow"), zones.overflow.min(hi)..=hi)
+                Span::new("", zones.overflow.min(hi)..=hi)
                     .fill(zone(theme::bad(visuals))),
             );
             plot.bar_chart(
                 BarChart::new(layer.name.clone(), bars).color(theme::series(visuals, 0)),
             );
         });
+    ui.vertical_centered(|ui| {
+        ui.small(TEXT.fill(lang, "hist.axis", &[("layer", &layer.name)]));
+    });
     let s = &layer.stats;
     ui.small(TEXT.fill(
         lang,

@@ -2,7 +2,7 @@
 //! stepped a slice of each frame so the UI never stalls.
 
 use dlsys_core::errors::Localized as _;
-use dlsys_core::float::Format;
+use dlsys_core::float::{Format, Rounding, show_sig};
 use dlsys_core::mixed::{LossScale, MasterWeights, Policy};
 use dlsys_core::nn::scenarios::Scenario;
 use dlsys_core::nn::{DataError, OptimizerKind, Status, TrainConfig, TrainError, Trainer};
@@ -261,13 +261,28 @@ fn scenario_hint(scenario: Scenario, lang: Lang) -> String {
         LossScale::None => 1.0,
         LossScale::Static(s) | LossScale::Dynamic { initial: s, .. } => s,
     };
+    let fp16 = Format::fp16();
+    let zones = super::results::Zones::of(&fp16);
+    // The ε of the scenario's Adam (the default Adam's for the other hints).
+    let eps = [config.optimizer, OptimizerKind::adam()]
+        .into_iter()
+        .find_map(|kind| match kind {
+            OptimizerKind::Adam { eps, .. } => Some(eps),
+            _ => None,
+        })
+        .unwrap_or(f64::NAN);
     TEXT.fill(
         lang,
         &format!("scenario.{}.hint", scenario.id()),
         &[
             ("scale", &format!("2^{}", scale.log2())),
             ("micro", &config.micro_batches),
-            ("max", &Format::fp16().range().max_finite),
+            ("max", &fp16.range().max_finite),
+            ("normal", &format!("2^{}", zones.normal)),
+            ("flush", &format!("2^{}", zones.flush)),
+            ("eps", &format!("{eps:e}")),
+            ("eps16", &show_sig(fp16.round_f64(eps, Rounding::NearestEven), 3)),
+            ("sub", &show_sig(fp16.range().min_subnormal, 3)),
         ],
     )
 }
@@ -448,6 +463,20 @@ fn custom_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairRun, la
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scenario_hints_say_subnormal_and_where_adams_eps_goes() {
+        for scenario in BUTTONS {
+            for lang in [Lang::En, Lang::Zh] {
+                let hint = scenario_hint(scenario, lang);
+                assert!(!hint.contains('{'), "{hint}");
+            }
+        }
+        let no_scaling = scenario_hint(Scenario::Fp16NoScaling, Lang::En);
+        assert!(no_scaling.contains("subnormal") && no_scaling.contains("2^-25"), "{no_scaling}");
+        let adam = scenario_hint(Scenario::AdamFp16Moments, Lang::En);
+        assert!(adam.contains("1e-8") && adam.contains("rounds to 0"), "{adam}");
+    }
 
     #[test]
     fn a_scenario_pair_trains_both_sides_in_slices() {

@@ -49,6 +49,8 @@ pub struct Attempt {
     pub right: usize,
     pub total: usize,
     pub seconds: f64,
+    /// The marked paper, to open again from the history (older saves have none).
+    pub paper: Option<Test>,
 }
 
 /// What survives a restart.
@@ -132,6 +134,18 @@ impl MockTest {
         self.tasks.as_ref().map_or(&[], |c| c.tasks.as_slice())
     }
 
+    /// Opens attempt `index`'s marked paper again (not while a test is being
+    /// answered: that paper would be lost).
+    fn reopen(&mut self, index: usize) {
+        if self.saved.current.as_ref().is_some_and(|t| t.marked.is_none()) {
+            return;
+        }
+        if let Some(paper) = self.saved.attempts.get(index).and_then(|a| a.paper.clone()) {
+            self.saved.current = Some(paper);
+            self.save_request = true;
+        }
+    }
+
     /// Marks the current test, records it in the review boxes and the
     /// history, and stops its clock.
     fn submit(&mut self, lang: Lang) {
@@ -154,16 +168,19 @@ impl MockTest {
             test.questions.iter().cloned().zip(&verdicts).filter_map(|(q, v)| v.map(|v| (q, v))).collect();
         self.saved.review.record(&results);
         let verdicts: Vec<bool> = verdicts.into_iter().map(|v| v.unwrap_or(false)).collect();
+        let right = verdicts.iter().filter(|v| **v).count();
+        let total = verdicts.len();
+        test.marked = Some(verdicts);
         self.saved.attempts.push(Attempt {
             seed: test.seed,
             review: test.review,
-            right: verdicts.iter().filter(|v| **v).count(),
-            total: verdicts.len(),
+            right,
+            total,
             seconds: elapsed,
+            paper: Some(test.clone()),
         });
         let excess = self.saved.attempts.len().saturating_sub(KEEP_ATTEMPTS);
         self.saved.attempts.drain(..excess);
-        test.marked = Some(verdicts);
         self.save_request = true;
     }
 }
@@ -273,5 +290,17 @@ mod tests {
         assert!(other.load_state("(questions: \"many\")").is_err());
         // The same seed draws what `dlsys-lab quiz --seed 11 --n 5` prints.
         assert_eq!(crate::quiz::draw(5, 11), questions);
+        // The marked paper opens again from the history, after a restart too.
+        let marked = other.saved.current.clone();
+        other.saved.current = None;
+        other.reopen(0);
+        assert_eq!(other.saved.current, marked);
+        // Not over a paper being answered: that one stays.
+        other.start(crate::quiz::draw(3, 12), false);
+        let answering = other.saved.current.clone();
+        other.reopen(0);
+        assert_eq!(other.saved.current, answering);
+        // Reviews recorded once: reopening marks nothing again.
+        assert_eq!(other.saved.review.due().len(), 4);
     }
 }

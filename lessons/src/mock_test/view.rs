@@ -80,13 +80,19 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
         let answer = &mut test.answers[i];
         match &task.kind {
             AnswerKind::Choice { options } => {
-                for (k, option) in options.iter().enumerate() {
-                    let value = (k + 1).to_string();
-                    if ui.radio(*answer == value, format!("{}. {option}", k + 1)).clicked() {
-                        *answer = value;
-                        changed = true;
+                // One radio group per question, named for screen readers.
+                let group = egui::UiBuilder::new()
+                    .accessibility_role(egui::accesskit::Role::RadioGroup)
+                    .accessibility_label(TEXT.fill(lang, "paper.answer", &[("i", &(i + 1))]));
+                ui.scope_builder(group, |ui| {
+                    for (k, option) in options.iter().enumerate() {
+                        let value = (k + 1).to_string();
+                        if ui.radio(*answer == value, format!("{}. {option}", k + 1)).clicked() {
+                            *answer = value;
+                            changed = true;
+                        }
                     }
-                }
+                });
             }
             kind => {
                 let label = ui.label(TEXT.fill(lang, "paper.answer", &[("i", &(i + 1))]));
@@ -179,24 +185,39 @@ fn marked(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     }
 }
 
-fn history(m: &MockTest, ui: &mut egui::Ui, lang: Lang) {
+fn history(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     if m.saved.attempts.is_empty() {
         return;
     }
     ui.add_space(8.0);
     ui.strong(t(lang, "history.heading"));
+    // A paper being answered must not be replaced by an old one.
+    let answering = m.saved.current.as_ref().is_some_and(|c| c.marked.is_none());
+    let mut open = None;
     egui::Grid::new("mock_history").striped(true).show(ui, |ui| {
         for key in ["history.kind", "history.seed", "history.score", "history.time"] {
             ui.label(egui::RichText::new(t(lang, key)).strong());
         }
         ui.end_row();
-        for a in m.saved.attempts.iter().rev().take(10) {
+        let count = m.saved.attempts.len();
+        for (back, a) in m.saved.attempts.iter().rev().take(10).enumerate() {
             ui.label(t(lang, if a.review { "history.review" } else { "history.test" }));
             // A review's draw is not the seed's: nothing to reproduce.
             ui.label(if a.review { "—".to_owned() } else { a.seed.to_string() });
             ui.label(format!("{} / {}", a.right, a.total));
             ui.label(clock(a.seconds));
+            if a.paper.is_some() {
+                let button = ui
+                    .add_enabled(!answering, egui::Button::new(t(lang, "history.open")))
+                    .on_disabled_hover_text(t(lang, "history.open_busy"));
+                if button.clicked() {
+                    open = Some(count - 1 - back);
+                }
+            }
             ui.end_row();
         }
     });
+    if let Some(index) = open {
+        m.reopen(index);
+    }
 }

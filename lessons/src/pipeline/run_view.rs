@@ -206,7 +206,7 @@ fn timeline(ui: &mut egui::Ui, workers: usize, records: &[StepRecord], lang: Lan
     };
     let visuals = ui.visuals().clone();
     let (load, wait, compute) = (theme::series(&visuals, 2), visuals.weak_text_color().gamma_multiply(0.5), theme::series(&visuals, 0));
-    gantt::legend(ui, &[(load, t(lang, "run.load")), (wait, t(lang, "run.wait")), (compute, t(lang, "run.compute"))]);
+    gantt::legend(ui, "pipe_gantt", &[(load, t(lang, "run.load")), (wait, t(lang, "run.wait")), (compute, t(lang, "run.compute"))]);
     let window = &records[records.len().saturating_sub(WINDOW)..];
     let from = window.first().map_or(0.0, |r| r.asked_s);
     let bar = |start_s, end_s, color| gantt::Bar { start_s, end_s, color };

@@ -9,7 +9,7 @@ use super::{Settings, TEXT, cores, t};
 use crate::theme;
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
-    use egui_plot::{Corner, Legend, Line, Plot, PlotPoints, Points, VLine};
+    use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
     ui.label(t(lang, "sweep.explain"));
     // One cooperative worker on the web: there is nothing to sweep.
     if cfg!(target_arch = "wasm32") {
@@ -39,7 +39,6 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     let bend = knee(costs, cores, MAX_WORKERS);
     Plot::new("pipe_sweep_plot")
         .height(220.0)
-        .legend(Legend::default().position(Corner::RightBottom))
         .x_axis_label(t(lang, "axis.workers"))
         .y_axis_label(t(lang, "axis.rate"))
         .y_grid_spacer(theme::readable_grid())
@@ -60,6 +59,14 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
                 );
             }
         });
+    let mut keys = vec![
+        crate::figure::Key::line(t(lang, "sweep.model"), theme::series(&visuals, 0)),
+        crate::figure::Key::points(t(lang, "sweep.measured"), theme::series(&visuals, 1)),
+    ];
+    if bend.is_some() {
+        keys.push(crate::figure::Key::rule(t(lang, "sweep.knee"), visuals.text_color()));
+    }
+    crate::figure::legend(ui, "pipe_sweep_plot", &keys);
     match bend {
         Some(k) => ui.label(TEXT.fill(lang, "sweep.knee_line", &[("k", &k), ("cores", &cores)])),
         None => ui.label(TEXT.fill(lang, "sweep.no_knee", &[("max", &MAX_WORKERS), ("cores", &cores)])),

@@ -220,10 +220,11 @@ fn token(s: &str, p: &Palette) -> (usize, Color32) {
 }
 
 /// The editor: line numbers, then the code. Returns the text edit's response.
+/// `code` is a `String` to edit, or a `&str` to show read-only (selectable).
 pub fn show(
     ui: &mut egui::Ui,
     id_salt: &str,
-    code: &mut String,
+    code: &mut dyn egui::TextBuffer,
     label: &str,
     error_line: Option<u32>,
 ) -> egui::Response {

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::{Env, GpuStatus, Lesson, theme};
 
 mod editor;
+mod help;
 
 crate::lesson_text!("write_kernels");
 
@@ -70,6 +71,14 @@ pub struct WriteKernels {
     /// A check waiting for the device: the exercise and the code to check.
     queued: Option<(&'static KernelExercise, String)>,
     shown: Option<(&'static str, Checked)>,
+    /// Failed checks per exercise this session (the reference unlocks after
+    /// [`help::REVEAL_AFTER`]).
+    failed_checks: BTreeMap<&'static str, u32>,
+    /// Hints shown per exercise.
+    hints_shown: BTreeMap<&'static str, usize>,
+    /// Exercises whose reference kernel is shown, read-only, under the editor
+    /// (the learner's code is never touched by it).
+    revealed: BTreeSet<&'static str>,
     confirm_reset: bool,
     /// Set when the learner's code changed or an exercise passed; the shell
     /// saves soon after (so an edit survives a crash).
@@ -85,6 +94,9 @@ impl Default for WriteKernels {
             race: None,
             queued: None,
             shown: None,
+            failed_checks: BTreeMap::new(),
+            hints_shown: BTreeMap::new(),
+            revealed: BTreeSet::new(),
             confirm_reset: false,
             save_requested: None,
         }
@@ -166,6 +178,7 @@ impl WriteKernels {
                 source,
             );
             self.saved.passed.remove(ex.id);
+            self.record_failure(ex);
             return;
         }
         self.ensure_device(env);
@@ -205,6 +218,9 @@ impl WriteKernels {
             }
         } else if current {
             self.saved.passed.remove(ex.id);
+        }
+        if !verdict.passed() {
+            self.record_failure(ex);
         }
         if abandon_device {
             self.abandon_device();
@@ -376,17 +392,25 @@ impl WriteKernels {
         }
     }
 
-    fn result_ui(&self, ui: &mut egui::Ui, lang: Lang, ex: &KernelExercise) {
+    /// The last verdict for `ex`; marked stale (and greyed) once the code in
+    /// the editor, `code`, is no longer the code it was for.
+    fn result_ui(&self, ui: &mut egui::Ui, lang: Lang, ex: &KernelExercise, code: &str) {
         let Some((id, Checked { shown, source })) = &self.shown else {
             return;
         };
         if *id != ex.id {
             return;
         }
+        let stale = self.verdict_is_stale(ex, code);
+        if stale {
+            ui.colored_label(theme::warn(ui.visuals()), TEXT.get(lang, "result.stale"));
+        }
+        let weak = ui.visuals().weak_text_color();
         match shown {
             Shown::ValidNoGpu(reason) => {
+                let color = if stale { weak } else { theme::warn(ui.visuals()) };
                 ui.colored_label(
-                    theme::warn(ui.visuals()),
+                    color,
                     TEXT.fill(lang, "status.valid_no_gpu", &[("reason", reason)]),
                 );
             }
@@ -396,6 +420,7 @@ impl WriteKernels {
                 } else {
                     (theme::bad(ui.visuals()), TEXT.get(lang, "status.failed"))
                 };
+                let color = if stale { weak } else { color };
                 ui.colored_label(color, format!("{head}: {}", dlsys_core::errors::Localized::message(verdict, lang)));
                 if let KernelVerdict::Invalid(d) = verdict
                     && let Some(line) = d.line
@@ -515,8 +540,9 @@ impl Lesson for WriteKernels {
         });
         self.status_ui(ui, lang);
         let code = self.code_mut(ex).clone();
-        self.result_ui(ui, lang, ex);
+        self.result_ui(ui, lang, ex, &code);
         self.race_ui(ui, lang, ex);
+        self.help_ui(ui, lang, ex);
         ui.add_space(4.0);
         let mut code = code;
         let label = TEXT.fill(lang, "editor.label", &[("exercise", &title(ex, lang))]);
@@ -542,6 +568,7 @@ impl Lesson for WriteKernels {
             *self.code_mut(ex) = code;
             self.save_requested = Some(web_time::Instant::now());
         }
+        self.reference_ui(ui, lang, ex);
         if self.confirm_reset {
             let modal = egui::Modal::new(egui::Id::unique("reset-kernel")).show(ui.ctx(), |ui| {
                 ui.label(TEXT.fill(lang, "reset.question", &[("exercise", &title(ex, lang))]));
@@ -619,20 +646,4 @@ pub fn title(ex: &KernelExercise, lang: Lang) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_state_round_trips() {
-        let mut lesson = WriteKernels::default();
-        let ex = &EXERCISES[1];
-        lesson.saved.selected = ex.id.to_owned();
-        lesson.code_mut(ex).push_str("\n// mine\n");
-        lesson.saved.passed.insert(ex.id.to_owned());
-        let text = lesson.save_state().unwrap_or_default();
-        let mut restored = WriteKernels::default();
-        assert!(restored.load_state(&text).is_ok());
-        assert_eq!(restored.saved, lesson.saved);
-        assert!(restored.load_state("not ron").is_err());
-    }
-}
+mod tests;
