@@ -59,6 +59,12 @@ fn main() {
             "扫描 1–8 个 worker",
             "Start the test",
             "开始测验",
+            "Race the GEMM ladder",
+            "运行 GEMM 阶梯",
+            "Race fused against unfused",
+            "对比融合与不融合",
+            "Race the access patterns",
+            "运行访存模式测试",
         ] {
             if harness.query_by_label(button).is_some() {
                 harness.get_by_label(button).scroll_to_me();

@@ -6,11 +6,11 @@ mod support;
 
 use std::process::Command;
 
-use support::{assert_one_line_error, dlsys_lab, fails_with_one_line};
+use support::{
+    assert_one_line_error, dlsys_lab, f32_bytes, fails_with_one_line, gpu_expected, with_stdin,
+};
 
-fn is_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
+use support::is_ci;
 
 /// True (and a skip outside CI) when the command failed for want of an adapter.
 fn gpu_missing(out: &std::process::Output) -> bool {
@@ -423,38 +423,6 @@ fn gradcheck_in_fp16_shows_why_checks_run_in_f64() {
     assert!(json["outside_good_band"].as_u64().unwrap() > 0);
     let out = dlsys_lab(&["gradcheck", "--precision", "fp64"]);
     assert!(!out.status.success());
-}
-
-fn gpu_expected() -> bool {
-    // On CI the software Vulkan adapter must be there; elsewhere a machine
-    // without any adapter skips the GPU commands' success checks.
-    let out = dlsys_lab(&["gpu-info", "--json"]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    let available = json["available"] == true && json["compute"] == true;
-    assert!(
-        available || !is_ci(),
-        "CI=true but no compute-capable GPU adapter"
-    );
-    available
-}
-
-fn with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
-    use std::io::Write as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dlsys-lab"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A command that rejects its arguments may exit before reading stdin:
-    // a broken pipe here is not the test's failure; its output says what happened.
-    let _ = child.stdin.take().unwrap().write_all(input);
-    child.wait_with_output().unwrap()
-}
-
-fn f32_bytes(values: &[f32]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 #[test]

@@ -12,7 +12,9 @@ pub mod exercise_panel;
 pub mod figure;
 pub mod fonts;
 pub mod gantt;
+pub mod kernel_plots;
 pub mod quiz;
+pub mod race;
 pub mod theme;
 pub mod welcome;
 
@@ -325,6 +327,7 @@ registry! {
     data_parallel::DataParallel,
     pipeline::Pipeline,
     gpu_kernels::GpuKernels,
+    gemm_fusion::GemmFusion,
     write_kernels::WriteKernels,
     mock_test::MockTest,
 }

@@ -178,11 +178,47 @@ pub fn readable_grid() -> impl Fn(egui_plot::GridInput) -> Vec<egui_plot::GridMa
 pub fn integer_grid() -> impl Fn(egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
     |input| {
         let (lo, hi) = input.bounds;
-        (lo.ceil().max(0.0) as i64..=hi.floor() as i64)
+        // At most a few hundred rows are ever named; never a mark per integer
+        // of a view zoomed far out.
+        (lo.ceil().max(0.0) as i64..=hi.floor().min(lo.ceil().max(0.0) + 512.0) as i64)
             .map(|v| egui_plot::GridMark {
                 value: v as f64,
                 step_size: 1.0,
             })
             .collect()
     }
+}
+
+/// Grid lines at every power of ten in view, for log₁₀ axes (at most a
+/// hundred, however far out the view goes).
+pub fn decade_grid() -> impl Fn(egui_plot::GridInput) -> Vec<egui_plot::GridMark> {
+    |input| {
+        let (lo, hi) = input.bounds;
+        let (lo, hi) = (lo.ceil().max(-300.0) as i64, hi.floor().min(300.0) as i64);
+        let step = ((hi - lo) / 100 + 1).max(1);
+        (lo..=hi)
+            .step_by(step as usize)
+            .map(|v| egui_plot::GridMark {
+                value: v as f64,
+                step_size: step as f64,
+            })
+            .collect()
+    }
+}
+
+/// The label of a grid line from [`readable_grid`]: its value with as many
+/// decimals as the step needs (a step of 0.5 shows 0.5, not 0).
+pub fn grid_label(mark: egui_plot::GridMark, _range: &std::ops::RangeInclusive<f64>) -> String {
+    let step = mark.step_size.abs();
+    let decimals = if step > 0.0 && step.is_finite() {
+        (-step.log10()).ceil().clamp(0.0, 12.0) as usize
+    } else {
+        0
+    };
+    let v = if mark.value.abs() < step * 1e-9 {
+        0.0
+    } else {
+        mark.value
+    };
+    format!("{v:.decimals$}")
 }

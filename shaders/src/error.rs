@@ -22,7 +22,7 @@ catalog_error! {
         NoGpu { reason: String } = "kernel.no_gpu",
         NoCompute { adapter: String } = "kernel.no_compute",
         NeedsSubgroups { kernel: String } = "kernel.needs_subgroups",
-        WrongLength { given: usize, rows: u32, cols: u32 } = "kernel.wrong_length",
+        WrongLength { given: usize, expected: u64, rows: u32, cols: u32 } = "kernel.wrong_length",
         Plan { reason: PlanError } = "kernel.plan",
         TooLarge { values: u64, mib: String, limit: u64, limit_mib: String } = "kernel.too_large",
         Source { reason: SourceError } = "kernel.source",

@@ -8,7 +8,8 @@
 use std::sync::Arc;
 
 use dlsys_core::kernels::{
-    self, Data, DeviceLimits, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, plan,
+    self, AccessKind, Data, DeviceLimits, Family, FusionKind, GemmKind, Kernel, Problem,
+    ReduceKind, ReduceOp, SoftmaxKind, plan,
 };
 use serde::Serialize;
 
@@ -21,6 +22,7 @@ dlsys_core::catalog_error! {
     pub enum LadderError {
         Empty = "ladder.empty",
         TooLarge { rows: u32, cols: u32, elements: u64, max: u64 } = "ladder.too_large",
+        GemmTooLarge { m: u32, n: u32, k: u32, elements: u64, max: u64 } = "ladder.gemm_too_large",
     }
 }
 
@@ -32,6 +34,10 @@ pub const MAX_TRIALS: u32 = 50;
 pub const SOFTMAX_SEED: u64 = 1;
 pub const REDUCE_SEED: u64 = 2;
 pub const COPY_SEED: u64 = 3;
+pub const GEMM_SEED: u64 = 4;
+pub const ACCESS_SEED: u64 = 5;
+/// The GEMM shape a ladder runs unless told otherwise.
+pub const GEMM_SHAPE: Problem = Problem::gemm(512, 512, 512);
 /// The largest problem a ladder accepts anywhere: what one storage buffer
 /// can index. A device's own buffers may hold less
 /// ([`KernelRunner::max_elements`]).
@@ -42,7 +48,9 @@ pub const CPU_MAX_ELEMENTS: u64 = 1 << 26;
 /// What to race.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LadderSettings {
-    /// Softmax runs on `rows × cols`; reductions and the copy on as many values.
+    /// Softmax, fusion and transposes run on `rows × cols`; reductions, the
+    /// copy, the strided reads, the channel sums and the FMA roof on as many
+    /// values.
     pub problem: Problem,
     pub data: Data,
     pub trials: u32,
@@ -50,18 +58,57 @@ pub struct LadderSettings {
     pub reduce: Vec<ReduceKind>,
     /// Each reduction variant runs once per op.
     pub ops: Vec<ReduceOp>,
+    pub gemm: Vec<GemmKind>,
+    /// The GEMM's M × N by K ([`Problem::gemm`]).
+    pub gemm_shape: Problem,
+    pub fusion: Vec<FusionKind>,
+    pub access: Vec<AccessKind>,
+    /// The FMA-chain kernel: the compute roof.
+    pub fma: bool,
 }
 
 impl LadderSettings {
-    /// Every variant, both reduction ops.
+    /// Every softmax and reduction variant, both reduction ops (the GPU
+    /// lesson's memory-bound ladder).
     pub fn everything(problem: Problem, data: Data, trials: u32) -> Self {
+        Self::families(&[Family::Softmax, Family::Reduce], problem, data, trials)
+    }
+
+    /// Every variant of the families named (the copy always runs first).
+    pub fn families(families: &[Family], problem: Problem, data: Data, trials: u32) -> Self {
+        let has = |f| families.contains(&f);
         Self {
             problem,
             data,
             trials,
-            softmax: SoftmaxKind::ALL.to_vec(),
-            reduce: ReduceKind::ALL.to_vec(),
+            softmax: if has(Family::Softmax) {
+                SoftmaxKind::ALL.to_vec()
+            } else {
+                Vec::new()
+            },
+            reduce: if has(Family::Reduce) {
+                ReduceKind::ALL.to_vec()
+            } else {
+                Vec::new()
+            },
             ops: vec![ReduceOp::Sum, ReduceOp::Max],
+            gemm: if has(Family::Gemm) {
+                GemmKind::ALL.to_vec()
+            } else {
+                Vec::new()
+            },
+            gemm_shape: GEMM_SHAPE,
+            fusion: if has(Family::Fusion) {
+                FusionKind::ALL.to_vec()
+            } else {
+                Vec::new()
+            },
+            access: if has(Family::Access) {
+                AccessKind::all()
+            } else {
+                Vec::new()
+            },
+            fma: has(Family::Compute),
         }
     }
 
@@ -81,10 +128,28 @@ impl LadderSettings {
                 max,
             });
         }
+        if !self.gemm.is_empty() {
+            let g = self.gemm_shape;
+            if g.rows == 0 || g.cols == 0 || g.k == 0 {
+                return Err(LadderError::Empty);
+            }
+            let kernel = Kernel::Gemm(GemmKind::Naive);
+            let elements = kernel.input_len(g).max(kernel.output_len(g));
+            if elements > max {
+                return Err(LadderError::GemmTooLarge {
+                    m: g.rows,
+                    n: g.cols,
+                    k: g.k,
+                    elements,
+                    max,
+                });
+            }
+        }
         Ok(())
     }
 
-    /// The kernels in the order they run: copy, softmax, then reductions per op.
+    /// The kernels in the order they run: copy, softmax, reductions per op,
+    /// the FMA roof, GEMM, fusion, access patterns.
     pub fn kernels(&self) -> Vec<Kernel> {
         let mut kernels = vec![Kernel::Copy];
         kernels.extend(
@@ -103,6 +168,27 @@ impl LadderSettings {
                 );
             }
         }
+        if self.fma {
+            kernels.push(Kernel::Fma);
+        }
+        kernels.extend(
+            GemmKind::ALL
+                .into_iter()
+                .filter(|k| self.gemm.contains(k))
+                .map(Kernel::Gemm),
+        );
+        kernels.extend(
+            FusionKind::ALL
+                .into_iter()
+                .filter(|k| self.fusion.contains(k))
+                .map(Kernel::Fusion),
+        );
+        kernels.extend(
+            AccessKind::all()
+                .into_iter()
+                .filter(|k| self.access.contains(k))
+                .map(Kernel::Access),
+        );
         kernels
     }
 }
@@ -110,16 +196,26 @@ impl LadderSettings {
 /// The inputs of one ladder run (shared, so the race can give one array to all).
 #[derive(Clone, Debug)]
 pub struct Inputs {
+    /// Softmax, fusion and the transposes: `rows × cols` of the chosen data.
     pub softmax: Arc<Vec<f32>>,
     pub reduce: Arc<Vec<f32>>,
     pub copy: Arc<Vec<f32>>,
+    /// A then B, as [`kernels::gemm_inputs`] lays them out.
+    pub gemm: Arc<Vec<f32>>,
+    pub strided: Arc<Vec<f32>>,
+    /// Non-negative, like the reductions' (sums stay well conditioned).
+    pub channel: Arc<Vec<f32>>,
 }
 
 impl Inputs {
-    /// The seeded inputs for `problem` filled with `data`.
-    pub fn generate(problem: Problem, data: Data) -> Self {
+    /// The seeded inputs for `problem` filled with `data`, and for a GEMM of
+    /// `gemm_shape` (none when `None`).
+    pub fn generate(problem: Problem, data: Data, gemm_shape: Option<Problem>) -> Self {
         let n = problem.elements() as usize;
-        let copy = Kernel::Copy.problem_for(problem).cols as usize;
+        let len = |k: Kernel| k.problem_for(problem).elements() as usize;
+        let copy = len(Kernel::Copy);
+        let strided = len(Kernel::Access(AccessKind::Strided(1)));
+        let channel = len(Kernel::Access(AccessKind::ChannelNchw));
         Self {
             softmax: Arc::new(data.generate(
                 problem.rows as usize,
@@ -129,6 +225,11 @@ impl Inputs {
             )),
             reduce: Arc::new(data.generate(1, n, REDUCE_SEED, true)),
             copy: Arc::new(Data::Random.generate(1, copy, COPY_SEED, false)),
+            gemm: Arc::new(gemm_shape.map_or_else(Vec::new, |g| {
+                kernels::gemm_inputs(g, GEMM_SEED, data == Data::Specials)
+            })),
+            strided: Arc::new(Data::Random.generate(1, strided, ACCESS_SEED, false)),
+            channel: Arc::new(Data::Random.generate(1, channel, ACCESS_SEED, true)),
         }
     }
 
@@ -138,15 +239,26 @@ impl Inputs {
         Self {
             softmax: values.clone(),
             reduce: values.clone(),
-            copy: values,
+            copy: values.clone(),
+            gemm: values.clone(),
+            strided: values.clone(),
+            channel: values,
         }
     }
 
     pub fn for_kernel(&self, kernel: Kernel) -> &[f32] {
         match kernel {
             Kernel::Copy => &self.copy,
-            Kernel::Softmax(_) => &self.softmax,
+            Kernel::Softmax(_) | Kernel::Fusion(_) => &self.softmax,
+            Kernel::Access(AccessKind::TransposeNaive | AccessKind::TransposeTiled) => {
+                &self.softmax
+            }
+            Kernel::Access(AccessKind::Strided(_)) => &self.strided,
+            Kernel::Access(AccessKind::ChannelNchw | AccessKind::ChannelNhwc) => &self.channel,
             Kernel::Reduce(..) => &self.reduce,
+            Kernel::Gemm(_) => &self.gemm,
+            // The FMA roof reads nothing; its one value is never used.
+            Kernel::Fma => &FMA_INPUT,
         }
     }
 
@@ -224,15 +336,19 @@ impl Outcome {
     }
 }
 
+static FMA_INPUT: [f32; 1] = [0.0];
+
 /// A ladder run: polled each frame by the app, waited on by the CLI.
 pub struct Ladder {
     problem: Problem,
+    gemm_shape: Problem,
     trials: u32,
     kernels: Vec<Kernel>,
     next: usize,
     current: Option<(Kernel, Job)>,
     inputs: Inputs,
     softmax_reference: Option<Reference>,
+    gemm_reference: Option<Reference>,
     copy_gb_per_s: Option<f64>,
     outcomes: Vec<Outcome>,
 }
@@ -245,12 +361,15 @@ impl Ladder {
     pub fn new(settings: &LadderSettings, max_elements: u64) -> Result<Self, LadderError> {
         settings.check(max_elements)?;
         let p = settings.problem;
-        Ok(Self::with_inputs(
+        let gemm = (!settings.gemm.is_empty()).then_some(settings.gemm_shape);
+        let mut ladder = Self::with_inputs(
             settings.kernels(),
             p,
-            Inputs::generate(p, settings.data),
+            Inputs::generate(p, settings.data, gemm),
             settings.trials,
-        ))
+        );
+        ladder.gemm_shape = settings.gemm_shape;
+        Ok(ladder)
     }
 
     /// A ladder over given kernels and inputs (the write-a-kernel race).
@@ -262,15 +381,23 @@ impl Ladder {
     ) -> Self {
         Self {
             problem,
+            gemm_shape: GEMM_SHAPE,
             trials: trials.clamp(1, MAX_TRIALS),
             kernels,
             next: 0,
             current: None,
             inputs,
             softmax_reference: None,
+            gemm_reference: None,
             copy_gb_per_s: None,
             outcomes: Vec::new(),
         }
+    }
+
+    /// The same ladder with its GEMMs on `shape` (their inputs must fit it).
+    pub fn with_gemm_shape(mut self, shape: Problem) -> Self {
+        self.gemm_shape = shape;
+        self
     }
 
     /// What each kernel will run: kernel, problem, warm-up and trials.
@@ -279,12 +406,20 @@ impl Ladder {
             .iter()
             .map(|&kernel| RunSpec {
                 kernel,
-                problem: kernel.problem_for(self.problem),
+                problem: self.problem_of(kernel),
                 warmup: WARMUP,
                 trials: self.trials,
                 instrumented: false,
             })
             .collect()
+    }
+
+    /// The problem `kernel` runs in this ladder.
+    pub fn problem_of(&self, kernel: Kernel) -> Problem {
+        match kernel {
+            Kernel::Gemm(_) => self.gemm_shape,
+            _ => kernel.problem_for(self.problem),
+        }
     }
 
     pub fn inputs(&self) -> &Inputs {
@@ -381,6 +516,12 @@ impl Ladder {
                     .get_or_insert_with(|| Reference::compute(kernel, input, problem))
                     .clone()
             }
+            Kernel::Gemm(_) => {
+                let problem = self.gemm_shape;
+                self.gemm_reference
+                    .get_or_insert_with(|| Reference::compute(kernel, input, problem))
+                    .clone()
+            }
             _ => Reference::compute(kernel, input, kernel.problem_for(self.problem)),
         }
     }
@@ -409,15 +550,12 @@ impl Ladder {
             let input = self.inputs.for_kernel(kernel);
             let ms = match kernel {
                 Kernel::Copy => time(&mut || drop(std::hint::black_box(input.to_vec()))),
-                Kernel::Softmax(_) => time(&mut || {
-                    std::hint::black_box(kernels::softmax_reference(
-                        input,
-                        spec.problem.rows as usize,
-                        spec.problem.cols as usize,
-                    ));
-                }),
                 Kernel::Reduce(_, op) => time(&mut || {
                     std::hint::black_box(kernels::reduce_reference(input, op));
+                }),
+                // Every other family: its f64 reference, as the check computes it.
+                _ => time(&mut || {
+                    std::hint::black_box(Reference::compute(kernel, input, spec.problem));
                 }),
             };
             self.outcomes.push(Outcome::Cpu(CpuRow {
@@ -438,8 +576,7 @@ mod tests {
 
     #[test]
     fn the_copy_kernel_runs_first_and_selections_keep_ladder_order() {
-        let mut settings =
-            LadderSettings::everything(Problem { rows: 8, cols: 8 }, Data::Random, 3);
+        let mut settings = LadderSettings::everything(Problem::new(8, 8), Data::Random, 3);
         settings.softmax = vec![SoftmaxKind::Online, SoftmaxKind::ThreePass];
         settings.reduce = vec![ReduceKind::GridStride];
         settings.ops = vec![ReduceOp::Max];
@@ -456,32 +593,18 @@ mod tests {
 
     #[test]
     fn sizes_are_refused_before_anything_is_allocated() {
-        let huge = LadderSettings::everything(
-            Problem {
-                rows: u32::MAX,
-                cols: u32::MAX,
-            },
-            Data::Random,
-            1,
-        );
+        let huge = LadderSettings::everything(Problem::new(u32::MAX, u32::MAX), Data::Random, 1);
         assert!(Ladder::new(&huge, MAX_ELEMENTS).is_err_and(|e| e.to_string().contains("buffer")));
-        let big = LadderSettings::everything(
-            Problem {
-                rows: 1024,
-                cols: 1025,
-            },
-            Data::Random,
-            1,
-        );
+        let big = LadderSettings::everything(Problem::new(1024, 1025), Data::Random, 1);
         assert!(Ladder::new(&big, 1 << 20).is_err_and(|e| e.to_string().contains("1048576")));
         assert!(Ladder::new(&big, 1 << 21).is_ok());
-        let empty = LadderSettings::everything(Problem { rows: 0, cols: 4 }, Data::Random, 1);
+        let empty = LadderSettings::everything(Problem::new(0, 4), Data::Random, 1);
         assert!(Ladder::new(&empty, MAX_ELEMENTS).is_err());
     }
 
     #[test]
     fn the_cpu_path_reports_every_kernel_with_its_own_problem() {
-        let settings = LadderSettings::everything(Problem { rows: 3, cols: 10 }, Data::Random, 1);
+        let settings = LadderSettings::everything(Problem::new(3, 10), Data::Random, 1);
         let outcomes = Ladder::new(&settings, CPU_MAX_ELEMENTS)
             .map(Ladder::run_on_cpu)
             .unwrap_or_default();

@@ -58,11 +58,10 @@ impl Row {
 /// (ops per byte, Gop/s) of `kernel` on `problem`, moving `bytes` in `ms`;
 /// `None` for the copy kernel (no arithmetic).
 pub fn roofline_point(kernel: Kernel, problem: Problem, bytes: u64, ms: f64) -> Option<(f64, f64)> {
-    let ops = kernel.ops_per_element();
-    if ops == 0.0 || bytes == 0 {
+    let work = kernel.ops(problem);
+    if work == 0.0 || bytes == 0 {
         return None;
     }
-    let work = ops * problem.elements() as f64;
     Some((work / bytes as f64, work / (ms * 1e6)))
 }
 
@@ -80,26 +79,62 @@ pub struct Measured {
 /// Softmax: relative error ≤ 1e-5 with the same NaN pattern; sums: ≤ 1e-5; max: exact.
 pub const TOLERANCE: f64 = 1e-5;
 
+/// What `kernel`'s error is held to: the relative error of each value
+/// (a GEMM's: relative to Σₖ|aᵢₖ|·|bₖⱼ|, fusion's: to max(|want|, 1)).
+pub fn tolerance(kernel: Kernel) -> f64 {
+    match kernel {
+        Kernel::Reduce(_, dlsys_core::kernels::ReduceOp::Max) => 0.0,
+        Kernel::Gemm(_) => dlsys_core::kernels::GEMM_TOLERANCE,
+        // 512 rounded steps of a recurrence: a few ulp each.
+        Kernel::Fma => 1e-4,
+        _ => TOLERANCE,
+    }
+}
+
 /// What a kernel's output is checked against (computed once per input).
 #[derive(Clone, Debug)]
 pub enum Reference {
-    /// Copy and softmax: the expected output, element by element.
+    /// Copy, softmax, transposes, fusion: the expected output, element by element.
     Values(Vec<f32>),
+    /// The same, each error relative to max(|want|, `floor`).
+    Floored(Vec<f32>, f64),
     /// A reduction: the expected value.
     Scalar(f64),
+    /// A GEMM: C in f64 and the bound's scale per element.
+    Gemm(dlsys_core::kernels::GemmReference),
 }
 
 impl Reference {
     /// The reference for `kernel` on `input` (the CPU work happens here).
     pub fn compute(kernel: Kernel, input: &[f32], problem: dlsys_core::kernels::Problem) -> Self {
+        use dlsys_core::kernels::{self as k, AccessKind};
+        let (rows, cols) = (problem.rows as usize, problem.cols as usize);
         match kernel {
             Kernel::Copy => Self::Values(input.to_vec()),
-            Kernel::Softmax(_) => Self::Values(softmax_reference(
-                input,
-                problem.rows as usize,
-                problem.cols as usize,
-            )),
+            Kernel::Softmax(_) => Self::Values(softmax_reference(input, rows, cols)),
             Kernel::Reduce(_, op) => Self::Scalar(reduce_reference(input, op)),
+            Kernel::Gemm(_) => Self::Gemm(k::gemm_reference(input, problem)),
+            // Near 0 a relative error says little: GELU(x) for x ≈ −3 is
+            // 1 − tanh's cancellation; held to 1e-5 of max(|y|, 1).
+            Kernel::Fusion(kind) => Self::Floored(k::fused_reference(kind, input, rows, cols), 1.0),
+            Kernel::Fma => Self::Values(k::fma_reference(cols, k::FMA_ITERATIONS)),
+            Kernel::Access(kind) => Self::Values(match kind {
+                AccessKind::Strided(stride) => {
+                    let n = input.len() as u32;
+                    (0..n)
+                        .map(|i| input[k::strided_source(i, n, stride) as usize])
+                        .collect()
+                }
+                AccessKind::TransposeNaive | AccessKind::TransposeTiled => {
+                    k::transpose_reference(input, rows, cols)
+                }
+                AccessKind::ChannelNchw | AccessKind::ChannelNhwc => {
+                    k::channel_sum_reference(input, problem, kind == AccessKind::ChannelNhwc)
+                        .into_iter()
+                        .map(|v| v as f32)
+                        .collect()
+                }
+            }),
         }
     }
 }
@@ -111,11 +146,23 @@ pub fn row(out: &RunOutput, reference: &Reference, copy_gb_per_s: Option<f64>) -
             let c = compare(&out.output, want);
             (c.max_abs_error, c.max_rel_error, c.special_mismatches)
         }
+        Reference::Floored(want, floor) => {
+            let c = dlsys_core::kernels::compare_with_floor(&out.output, want, *floor);
+            (c.max_abs_error, c.max_rel_error, c.special_mismatches)
+        }
+        Reference::Gemm(reference) => {
+            let c = reference.compare(&out.output);
+            (c.max_abs_error, c.max_rel_error, c.special_mismatches)
+        }
         Reference::Scalar(want) => {
             let want = *want;
             let got = out.output.first().map_or(f64::NAN, |v| f64::from(*v));
-            let special =
-                u64::from(got.is_nan() != want.is_nan() || (got.is_infinite() && got != want));
+            // The same rule as `compare`: a special value on either side
+            // must be matched exactly (NaN by NaN).
+            let matched = got == want
+                || (got.is_finite() && want.is_finite())
+                || (got.is_nan() && want.is_nan());
+            let special = u64::from(!matched);
             let finite = got.is_finite() && want.is_finite();
             // A NaN or inf that the reference does not have is an infinite
             // error, never 0 (matching specials are no error).
@@ -129,14 +176,7 @@ pub fn row(out: &RunOutput, reference: &Reference, copy_gb_per_s: Option<f64>) -
             (abs, rel, special)
         }
     };
-    let tolerance = if matches!(
-        out.spec.kernel,
-        Kernel::Reduce(_, dlsys_core::kernels::ReduceOp::Max)
-    ) {
-        0.0
-    } else {
-        TOLERANCE
-    };
+    let tolerance = tolerance(out.spec.kernel);
     let (min, max) = out.spread_ns();
     let gb = out.effective_gb_per_s();
     Row {

@@ -2,7 +2,7 @@
 //! size, a reduction op, the device's workgroup memory, and whether loads and
 //! stores are counted (the instrumented build).
 
-use dlsys_core::kernels::{Kernel, ReduceOp, WG};
+use dlsys_core::kernels::{self, Kernel, ReduceOp, WG};
 
 use crate::SourceError;
 
@@ -28,6 +28,12 @@ kernel_files![
     "softmax_subgroup_rows",
     "reduce",
     "reduce_subgroup",
+    "gemm",
+    "gemm_subgroup",
+    "fma",
+    "fusion",
+    "layernorm",
+    "access",
 ];
 
 /// The names of the kernel files.
@@ -58,7 +64,7 @@ impl Variant {
     pub fn of(kernel: Kernel, file: &'static str, instrumented: bool, cache_floats: u32) -> Self {
         let op = match kernel {
             Kernel::Reduce(_, op) => Some(op),
-            Kernel::Copy | Kernel::Softmax(_) => None,
+            _ => None,
         };
         Self {
             file,
@@ -66,6 +72,17 @@ impl Variant {
             instrumented,
             cache_floats,
         }
+    }
+}
+
+/// An f32 constant as a WGSL literal that parses back to the same bits
+/// (Rust's shortest round-trip form, with a decimal point).
+fn wgsl_f32(v: f32) -> String {
+    let text = format!("{v:?}");
+    if text.contains(['.', 'e']) {
+        text
+    } else {
+        format!("{text}.0")
     }
 }
 
@@ -115,6 +132,11 @@ pub fn build(variant: &Variant) -> Result<String, SourceError> {
         ("{{IDENTITY}}", identity.to_owned()),
         ("{{SUBGROUP_COMBINE}}", subgroup.to_owned()),
         ("{{UNROLLED_STEPS}}", unrolled),
+        ("{{GELU_SCALE}}", wgsl_f32(kernels::GELU_SCALE)),
+        ("{{GELU_BIAS}}", wgsl_f32(kernels::GELU_BIAS)),
+        ("{{LN_EPS}}", wgsl_f32(kernels::LAYERNORM_EPS)),
+        ("{{FMA_MUL}}", wgsl_f32(kernels::FMA_MUL)),
+        ("{{FMA_ADD}}", wgsl_f32(kernels::FMA_ADD)),
     ] {
         text = text.replace(token, &value);
     }
@@ -175,18 +197,20 @@ mod tests {
     #[test]
     fn every_kernel_builds_and_validates_in_both_builds() {
         for kernel in Kernel::all() {
+            // A GEMM's inner dimension, aligned so the vec4 entry is planned too.
+            let problem = match kernel {
+                Kernel::Gemm(_) => Problem::gemm(4, 1024, 64),
+                _ => kernel.problem_for(Problem::new(4, 1024)),
+            };
             let (steps, _) = plan(
                 kernel,
-                Problem {
-                    rows: 4,
-                    cols: 1024,
-                },
+                problem,
                 dlsys_core::kernels::DeviceLimits {
                     cache_floats: 2048,
                     ..dlsys_core::kernels::DeviceLimits::TYPICAL
                 },
             )
-            .unwrap_or_default();
+            .unwrap_or_else(|e| panic!("{}: {e}", kernel.id()));
             for step in steps {
                 let (file, entry) = step.entry.split_once(':').unwrap_or_default();
                 for instrumented in [false, true] {
@@ -215,8 +239,12 @@ mod tests {
                 ..dlsys_core::kernels::DeviceLimits::TYPICAL
             };
             for cols in [1024, 1023] {
-                let (steps, _) =
-                    plan(kernel, Problem { rows: 4, cols }, device).unwrap_or_default();
+                let problem = match kernel {
+                    Kernel::Gemm(_) => Problem::gemm(4, cols, 4),
+                    _ => kernel.problem_for(Problem::new(4, cols)),
+                };
+                let (steps, _) = plan(kernel, problem, device)
+                    .unwrap_or_else(|e| panic!("{}: {e}", kernel.id()));
                 for step in steps {
                     let name = step.entry.split_once(':').map_or("", |(f, _)| f);
                     assert!(file(name).is_some(), "{}", step.entry);

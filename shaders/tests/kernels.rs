@@ -1,6 +1,8 @@
-//! Every kernel against the CPU reference on adversarial shapes and values,
-//! and every plan's traffic model against the instrumented build's counts.
-//! Runs on the software Vulkan adapter in CI; fails (not skips) there without one.
+//! Every memory-bound kernel (copy, softmax, reductions) against the CPU
+//! reference on adversarial shapes and values, and every plan's traffic
+//! model against the instrumented build's counts (the compute-bound side:
+//! `compute_kernels.rs`). Runs on the software Vulkan adapter in CI; fails
+//! (not skips) there without one.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -41,6 +43,13 @@ fn run(
         .unwrap_or_else(|e| panic!("{}: {e}", kernel.id()))
 }
 
+/// The kernels this file tests.
+fn memory_bound() -> impl Iterator<Item = Kernel> {
+    Kernel::all()
+        .into_iter()
+        .filter(|k| matches!(k, Kernel::Copy | Kernel::Softmax(_) | Kernel::Reduce(..)))
+}
+
 fn softmax_kinds(r: &KernelRunner) -> Vec<SoftmaxKind> {
     SoftmaxKind::ALL
         .into_iter()
@@ -72,10 +81,7 @@ fn softmax_variants_match_the_reference_on_adversarial_inputs() {
             let x = data.generate(rows, cols, 7, false);
             let want = softmax_reference(&x, rows, cols);
             for kind in softmax_kinds(&r) {
-                let problem = Problem {
-                    rows: rows as u32,
-                    cols: cols as u32,
-                };
+                let problem = Problem::new(rows as u32, cols as u32);
                 let got = run(&mut r, Kernel::Softmax(kind), problem, &x, false).output;
                 let c = compare(&got, &want);
                 let expected_to_overflow =
@@ -118,17 +124,7 @@ fn reductions_match_the_reference() {
                         continue;
                     }
                     let got = f64::from(
-                        run(
-                            &mut r,
-                            kernel,
-                            Problem {
-                                rows: 1,
-                                cols: n as u32,
-                            },
-                            &x,
-                            false,
-                        )
-                        .output[0],
+                        run(&mut r, kernel, Problem::new(1, n as u32), &x, false).output[0],
                     );
                     let tolerance = if op == ReduceOp::Sum { 1e-5 } else { 0.0 };
                     let err = relative_error(got, want);
@@ -152,31 +148,13 @@ fn instrumented_counts_equal_the_traffic_model() {
         return;
     };
     let mut failures = Vec::new();
-    for kernel in Kernel::all() {
+    for kernel in memory_bound() {
         if r.supports(kernel).is_err() {
             continue;
         }
         let problems: Vec<Problem> = match kernel {
-            Kernel::Softmax(_) => vec![
-                Problem {
-                    rows: 3,
-                    cols: 1000,
-                },
-                Problem {
-                    rows: 2,
-                    cols: r.cache_floats + 7,
-                },
-            ],
-            _ => vec![
-                Problem {
-                    rows: 1,
-                    cols: 4096,
-                },
-                Problem {
-                    rows: 1,
-                    cols: 300_004,
-                },
-            ],
+            Kernel::Softmax(_) => vec![Problem::new(3, 1000), Problem::new(2, r.cache_floats + 7)],
+            _ => vec![Problem::new(1, 4096), Problem::new(1, 300_004)],
         };
         for problem in problems {
             let x = Data::Random.generate(problem.rows as usize, problem.cols as usize, 1, true);
@@ -200,10 +178,7 @@ fn copy_copies_and_trials_are_timed() {
     let x = Data::Random.generate(1, 1 << 16, 3, false);
     let spec = RunSpec {
         kernel: Kernel::Copy,
-        problem: Problem {
-            rows: 1,
-            cols: 1 << 16,
-        },
+        problem: Problem::new(1, 1 << 16),
         warmup: 2,
         trials: 5,
         instrumented: false,
@@ -221,17 +196,14 @@ fn bad_requests_are_errors_not_panics() {
     };
     let spec = |cols| RunSpec {
         kernel: Kernel::Softmax(SoftmaxKind::Online),
-        problem: Problem { rows: 1, cols },
+        problem: Problem::new(1, cols),
         warmup: 0,
         trials: 1,
         instrumented: false,
     };
     assert!(r.start(spec(0), &[]).is_err());
     assert!(r.start(spec(4), &[1.0, 2.0]).is_err());
-    let huge = Problem {
-        rows: 1,
-        cols: u32::MAX / 8,
-    };
+    let huge = Problem::new(1, u32::MAX / 8);
     let spec = RunSpec {
         kernel: Kernel::Copy,
         problem: huge,
@@ -253,21 +225,16 @@ fn every_kernel_is_right_at_its_largest_accepted_size() {
     let device = r.device();
     let limit = r.max_elements();
     let mut failures = Vec::new();
-    let kernels = Kernel::all()
-        .into_iter()
-        .filter(|k| !matches!(k, Kernel::Reduce(_, ReduceOp::Max)));
+    let kernels = memory_bound().filter(|k| !matches!(k, Kernel::Reduce(_, ReduceOp::Max)));
     for kernel in kernels {
         if r.supports(kernel).is_err() {
             continue;
         }
         let largest = dlsys_core::kernels::largest_accepted(kernel, device, limit);
         let cols = u32::try_from(largest).unwrap();
-        let problem = Problem { rows: 1, cols };
+        let problem = Problem::new(1, cols);
         if largest < limit {
-            let more = Problem {
-                rows: 1,
-                cols: cols + 1,
-            };
+            let more = Problem::new(1, cols + 1);
             let refused = dlsys_core::kernels::plan(kernel, more, device);
             if !refused
                 .as_ref()
@@ -288,6 +255,7 @@ fn every_kernel_is_right_at_its_largest_accepted_size() {
             Kernel::Reduce(_, op) => {
                 relative_error(f64::from(got[0]), reduce_reference(&x, op)) < 1e-5
             }
+            _ => false,
         };
         eprintln!(
             "{:<26} 1 × {cols}: {} in {:.2} s",

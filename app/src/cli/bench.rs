@@ -6,7 +6,10 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
+use dlsys_core::kernels::{
+    AccessKind, Data, Family, FusionKind, GemmKind, Kernel, Problem, ReduceKind, ReduceOp,
+    SoftmaxKind,
+};
 use dlsys_shaders::ladder::{LadderSettings, MAX_ELEMENTS, MAX_TRIALS};
 use dlsys_shaders::report::Row;
 use dlsys_shaders::{Ladder, Outcome};
@@ -20,14 +23,60 @@ use super::{t, tf};
 
 #[derive(Clone, Debug, Subcommand)]
 pub enum BenchWhat {
-    /// Every softmax and reduction variant and the copy kernel on the default
-    /// adapter: time, bytes moved, GB/s against copy, error against the reference.
+    /// A family of kernels (default: every softmax and reduction variant) and
+    /// the copy kernel on the default adapter: time, bytes moved, GB/s
+    /// against copy, GFLOP/s, error against the reference.
     #[command(after_help = variants_help())]
     Kernels(KernelsArgs),
 }
 
+/// Which kernels `bench kernels` runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    /// Copy, softmax and reductions: the memory-bound ladder.
+    Memory,
+    /// The GEMM ladder with the FMA compute roof.
+    Gemm,
+    Fusion,
+    Access,
+    All,
+}
+
+impl Which {
+    pub const ALL: [Self; 5] = [
+        Self::Memory,
+        Self::Gemm,
+        Self::Fusion,
+        Self::Access,
+        Self::All,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Gemm => "gemm",
+            Self::Fusion => "fusion",
+            Self::Access => "access",
+            Self::All => "all",
+        }
+    }
+
+    fn families(self) -> Vec<Family> {
+        match self {
+            Self::Memory => vec![Family::Softmax, Family::Reduce],
+            Self::Gemm => vec![Family::Compute, Family::Gemm],
+            Self::Fusion => vec![Family::Fusion],
+            Self::Access => vec![Family::Access],
+            Self::All => Family::ALL.to_vec(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, clap::Args)]
 pub struct KernelsArgs {
+    /// Which kernels: the copy kernel always runs first (the bandwidth ceiling).
+    #[arg(long, default_value = Which::Memory.id(), value_parser = choice(&Which::ALL, |w| w.id()))]
+    pub family: Which,
     #[arg(long, default_value_t = 4096)]
     pub rows: u32,
     #[arg(long, default_value_t = 1024)]
@@ -38,6 +87,15 @@ pub struct KernelsArgs {
     /// The input data (as the lesson's Data menu).
     #[arg(long, default_value = Data::Random.id(), value_parser = choice(&Data::ALL, |d| d.id()))]
     pub data: Data,
+    /// The GEMM's M (rows of A and C).
+    #[arg(long, default_value_t = 1024)]
+    pub m: u32,
+    /// The GEMM's N (columns of B and C).
+    #[arg(long, default_value_t = 1024)]
+    pub n: u32,
+    /// The GEMM's K (columns of A, rows of B).
+    #[arg(long, default_value_t = 1024)]
+    pub k: u32,
     /// Reduction ops to run (repeatable; default: both).
     #[arg(long = "op", value_name = "OP", value_parser = choice(&REDUCE_OPS, |op| op.id()))]
     pub ops: Vec<ReduceOp>,
@@ -53,14 +111,13 @@ pub struct KernelsArgs {
 impl KernelsArgs {
     /// The ladder these arguments ask for: every variant, the chosen ops.
     pub fn ladder(&self) -> LadderSettings {
-        let mut settings = LadderSettings::everything(
-            Problem {
-                rows: self.rows,
-                cols: self.cols,
-            },
+        let mut settings = LadderSettings::families(
+            &self.family.families(),
+            Problem::new(self.rows, self.cols),
             self.data,
             self.trials,
         );
+        settings.gemm_shape = Problem::gemm(self.m, self.n, self.k);
         if !self.ops.is_empty() {
             settings.ops.clone_from(&self.ops);
         }
@@ -70,11 +127,15 @@ impl KernelsArgs {
 
 /// What `bench kernels --help` says it runs: the real lists.
 fn variants_help() -> String {
+    let access: Vec<String> = AccessKind::all().into_iter().map(AccessKind::id).collect();
     format!(
-        "Softmax variants: {}.\nReduction variants: {} (each with the ops {}).",
+        "Softmax variants: {}.\nReduction variants: {} (each with the ops {}).\nGEMM rungs (--family gemm, with the fma roof): {}.\nFusion (--family fusion): {}.\nAccess patterns (--family access): {}.",
         list(&SoftmaxKind::ALL, |k| k.id()),
         list(&ReduceKind::ALL, |k| k.id()),
         list(&REDUCE_OPS, |op| op.id()),
+        list(&GemmKind::ALL, |k| k.id()),
+        list(&FusionKind::ALL, |k| k.id()),
+        access.join(", "),
     )
 }
 
@@ -86,8 +147,10 @@ struct BenchReport {
     #[serde(skip)]
     timer_kind: dlsys_shaders::TimerKind,
     timestamp_period_ns: f32,
+    family: &'static str,
     rows: u32,
     cols: u32,
+    gemm: Option<(u32, u32, u32)>,
     trials: u32,
     warmup: u32,
     results: Vec<Row>,
@@ -105,6 +168,24 @@ struct Summary {
     best_sum_fraction_of_copy: Option<f64>,
     best_vs_three_pass_speedup: Option<f64>,
     copy_gb_per_s: Option<f64>,
+    /// The FMA chain's GFLOP/s: the compute roof of this adapter.
+    compute_roof_gflops: Option<f64>,
+    best_gemm: Option<String>,
+    best_gemm_gflops: Option<f64>,
+    best_gemm_vs_naive: Option<f64>,
+    /// Unfused time ÷ fused time, and unfused bytes ÷ fused bytes.
+    gelu_fused_speedup: Option<f64>,
+    gelu_bytes_ratio: Option<f64>,
+    layernorm_fused_speedup: Option<f64>,
+    layernorm_bytes_ratio: Option<f64>,
+    /// NHWC time ÷ NCHW time for the per-channel sum.
+    nhwc_vs_nchw: Option<f64>,
+}
+
+/// GFLOP/s of a row whose kernel does arithmetic.
+fn gflops(r: &Row) -> Option<f64> {
+    let ops = r.kernel.ops(r.problem);
+    (ops > 0.0 && r.median_ms > 0.0).then(|| ops / (r.median_ms * 1e6))
 }
 
 pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
@@ -142,6 +223,13 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             .filter(|r| r.ok && family(r.kernel) && !r.kernel.expected_to_overflow())
             .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
     };
+    let find = |kernel: Kernel| results.iter().find(|r| r.kernel == kernel && r.ok);
+    let ratio = |slow: FusionKind, fast: FusionKind, of: fn(&Row) -> f64| {
+        find(Kernel::Fusion(slow))
+            .zip(find(Kernel::Fusion(fast)))
+            .map(|(s, f)| of(s) / of(f))
+    };
+    let best_gemm = best(|k| matches!(k, Kernel::Gemm(_)));
     let best_softmax = best(|k| matches!(k, Kernel::Softmax(_)));
     let best_sum = best(|k| matches!(k, Kernel::Reduce(_, ReduceOp::Sum)));
     let three_pass = results
@@ -155,10 +243,32 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         best_sum: best_sum.map(|r| r.kernel.id()),
         best_sum_fraction_of_copy: best_sum.and_then(|r| r.fraction_of_copy),
         best_vs_three_pass_speedup: best_softmax.zip(three_pass).map(|(b, t)| t / b.median_ms),
-        copy_gb_per_s: results
-            .iter()
-            .find(|r| r.kernel == Kernel::Copy)
-            .map(|r| r.gb_per_s),
+        copy_gb_per_s: find(Kernel::Copy).map(|r| r.gb_per_s),
+        compute_roof_gflops: find(Kernel::Fma).and_then(gflops),
+        best_gemm: best_gemm.map(|r| r.kernel.id()),
+        best_gemm_gflops: best_gemm.and_then(gflops),
+        best_gemm_vs_naive: best_gemm
+            .zip(find(Kernel::Gemm(GemmKind::Naive)))
+            .map(|(b, n)| n.median_ms / b.median_ms),
+        gelu_fused_speedup: ratio(FusionKind::GeluUnfused, FusionKind::GeluFused, |r| {
+            r.median_ms
+        }),
+        gelu_bytes_ratio: ratio(FusionKind::GeluUnfused, FusionKind::GeluFused, |r| {
+            r.bytes as f64
+        }),
+        layernorm_fused_speedup: ratio(
+            FusionKind::LayerNormPasses,
+            FusionKind::LayerNormFused,
+            |r| r.median_ms,
+        ),
+        layernorm_bytes_ratio: ratio(
+            FusionKind::LayerNormPasses,
+            FusionKind::LayerNormFused,
+            |r| r.bytes as f64,
+        ),
+        nhwc_vs_nchw: find(Kernel::Access(AccessKind::ChannelNhwc))
+            .zip(find(Kernel::Access(AccessKind::ChannelNchw)))
+            .map(|(h, c)| h.median_ms / c.median_ms),
     };
     let failed = results
         .iter()
@@ -171,8 +281,14 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         timer,
         timer_kind: runner.timer(),
         timestamp_period_ns: info.timestamp_period_ns,
+        family: args.family.id(),
         rows: args.rows,
         cols: args.cols,
+        gemm: settings
+            .kernels()
+            .iter()
+            .any(|k| matches!(k, Kernel::Gemm(_)))
+            .then_some((args.m, args.n, args.k)),
         trials: args.trials,
         warmup: dlsys_shaders::ladder::WARMUP,
         results,
@@ -194,7 +310,7 @@ impl Report for BenchReport {
                 ("backend", &self.backend),
                 (
                     "timer",
-                    &dlsys_lessons::gpu_kernels::timer_text(self.timer_kind, super::lang(), false),
+                    &dlsys_lessons::race::timer_text(self.timer_kind, super::lang(), false),
                 ),
             ],
         );
@@ -209,11 +325,19 @@ impl Report for BenchReport {
                 ("warmup", &self.warmup),
             ],
         );
-        writeln!(out, "{problem}\n")?;
+        writeln!(out, "{problem}")?;
+        if let Some((m, n, k)) = self.gemm {
+            writeln!(
+                out,
+                "{}",
+                tf("bench.gemm_problem", &[("m", &m), ("n", &n), ("k", &k)])
+            )?;
+        }
+        writeln!(out)?;
         let right = |key, width| pad_left(t(key), width);
         writeln!(
             out,
-            "{} {} {} {} {:>7} {:>8} {} {} {}",
+            "{} {} {} {} {:>7} {:>8} {} {:>9} {} {}",
             pad(t("bench.kernel"), 28),
             right("bench.median", 9),
             right("bench.min", 9),
@@ -221,13 +345,14 @@ impl Report for BenchReport {
             "MB",
             "GB/s",
             right("bench.copy", 7),
+            "GFLOP/s",
             right("bench.error", 10),
             t("bench.ok")
         )?;
         for r in &self.results {
             writeln!(
                 out,
-                "{:<28} {:>9.3} {:>9.3} {:>9.3} {:>7.1} {:>8.2} {:>7} {:>10.2e} {}",
+                "{:<28} {:>9.3} {:>9.3} {:>9.3} {:>7.1} {:>8.2} {:>7} {:>9} {:>10.2e} {}",
                 r.kernel.id(),
                 r.median_ms,
                 r.min_ms,
@@ -236,6 +361,7 @@ impl Report for BenchReport {
                 r.gb_per_s,
                 r.fraction_of_copy
                     .map_or("—".to_owned(), |f| format!("{f:.2}")),
+                gflops(r).map_or("—".to_owned(), |g| format!("{g:.2}")),
                 r.max_rel_error,
                 t(if r.ok {
                     "bench.yes"
@@ -271,6 +397,44 @@ impl Report for BenchReport {
             let fraction = format!("{:.2}", s.best_sum_fraction_of_copy.unwrap_or(f64::NAN));
             let line = tf("bench.best_sum", &[("best", best), ("fraction", &fraction)]);
             writeln!(out, "{line}")?;
+        }
+        let two = |v: Option<f64>| format!("{:.2}", v.unwrap_or(f64::NAN));
+        if let Some(roof) = s.compute_roof_gflops {
+            writeln!(out, "{}", tf("bench.roof", &[("gflops", &two(Some(roof)))]))?;
+        }
+        if let Some(best) = &s.best_gemm {
+            let line = tf(
+                "bench.best_gemm",
+                &[
+                    ("best", best),
+                    ("gflops", &two(s.best_gemm_gflops)),
+                    ("ratio", &two(s.best_gemm_vs_naive)),
+                ],
+            );
+            writeln!(out, "{line}")?;
+        }
+        for (key, time, bytes) in [
+            ("bench.gelu", s.gelu_fused_speedup, s.gelu_bytes_ratio),
+            (
+                "bench.layernorm",
+                s.layernorm_fused_speedup,
+                s.layernorm_bytes_ratio,
+            ),
+        ] {
+            if time.is_some() {
+                writeln!(
+                    out,
+                    "{}",
+                    tf(key, &[("speedup", &two(time)), ("bytes", &two(bytes))])
+                )?;
+            }
+        }
+        if s.nhwc_vs_nchw.is_some() {
+            writeln!(
+                out,
+                "{}",
+                tf("bench.layout", &[("ratio", &two(s.nhwc_vs_nchw))])
+            )?;
         }
         Ok(())
     }

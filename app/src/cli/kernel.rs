@@ -1,9 +1,9 @@
-//! `dlsys-lab kernel softmax|reduce`: one GPU kernel on your own data.
+//! `dlsys-lab kernel softmax|reduce|matmul`: one GPU kernel on your own data.
 
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use dlsys_core::kernels::{Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
+use dlsys_core::kernels::{GemmKind, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
 use dlsys_shaders::Gpu;
 
 use super::CliError;
@@ -42,6 +42,23 @@ pub enum KernelCommand {
             value_parser = choice(&REDUCE_OPS, |op| op.id()),
         )]
         op: ReduceOp,
+    },
+    /// C = A·B: reads A (M × K) then B (K × N) from stdin as little-endian
+    /// f32, row-major, and writes C (M × N) to stdout the same way.
+    Matmul {
+        #[arg(long)]
+        m: u32,
+        #[arg(long)]
+        n: u32,
+        #[arg(long)]
+        k: u32,
+        /// The GEMM rung.
+        #[arg(
+            long,
+            default_value = GemmKind::Vec4.id(),
+            value_parser = choice(&GemmKind::ALL, |k| k.id()),
+        )]
+        variant: GemmKind,
     },
 }
 
@@ -82,6 +99,11 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
     if let KernelCommand::Softmax { cols: 0, .. } = which {
         return Err(CliError::from(t("kernel.cols")));
     }
+    if let KernelCommand::Matmul { m, n, k, .. } = *which
+        && (m == 0 || n == 0 || k == 0)
+    {
+        return Err(CliError::from(t("kernel.matmul_empty")));
+    }
     // The device first: its buffers bound how much of stdin is read.
     let mut runner = kernel_runner()?;
     let max_values = runner.max_elements();
@@ -96,7 +118,7 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
             }
             let rows = u32::try_from(input.len() / cols as usize)
                 .map_err(|_| t("kernel.too_many_rows"))?;
-            (Kernel::Softmax(variant), Problem { rows, cols }, input)
+            (Kernel::Softmax(variant), Problem::new(rows, cols), input)
         }
         KernelCommand::Reduce { variant, op } => {
             let input = read_stdin_f32(max_values)?;
@@ -104,11 +126,33 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
                 return Err(CliError::from(t("kernel.empty")));
             }
             let n = u32::try_from(input.len()).map_err(|_| t("kernel.too_many_rows"))?;
-            (
-                Kernel::Reduce(variant, op),
-                Problem { rows: 1, cols: n },
-                input,
-            )
+            (Kernel::Reduce(variant, op), Problem::new(1, n), input)
+        }
+        KernelCommand::Matmul { m, n, k, variant } => {
+            let problem = Problem::gemm(m, n, k);
+            let a = u64::from(m) * u64::from(k);
+            let b = u64::from(k) * u64::from(n);
+            let input = read_stdin_f32(max_values.min(a.saturating_add(b)))?;
+            if input.len() as u64 != a + b {
+                return Err(CliError::from(tf(
+                    "kernel.matmul_len",
+                    &[
+                        ("count", &input.len()),
+                        ("m", &m),
+                        ("n", &n),
+                        ("k", &k),
+                        ("want", &(a + b)),
+                    ],
+                )));
+            }
+            // B starts at a whole vec4 in the kernel's buffer.
+            let offset = dlsys_core::kernels::gemm_b_offset(problem) as usize;
+            let mut laid = input;
+            laid.splice(
+                a as usize..a as usize,
+                std::iter::repeat_n(0.0, offset - a as usize),
+            );
+            (Kernel::Gemm(variant), problem, laid)
         }
     };
     let spec = dlsys_shaders::RunSpec {
@@ -125,7 +169,9 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     match which {
-        KernelCommand::Softmax { .. } => stdout.write_all(bytemuck::cast_slice(&out.output))?,
+        KernelCommand::Softmax { .. } | KernelCommand::Matmul { .. } => {
+            stdout.write_all(bytemuck::cast_slice(&out.output))?;
+        }
         KernelCommand::Reduce { .. } => writeln!(
             stdout,
             "{}",

@@ -6,13 +6,26 @@
 
 use serde::{Deserialize, Serialize};
 
+mod compute;
 mod data;
+mod gemm;
 mod plan;
 mod reference;
 
+pub use compute::{
+    AccessKind, CHANNELS, FMA_ADD, FMA_ITERATIONS, FMA_MUL, FusionKind, GELU_BIAS, GELU_SCALE,
+    LAYERNORM_EPS, STRIDES, channel_batch, channel_sum_reference, fma_reference, fused_reference,
+    gelu, layernorm_reference, strided_source, transpose_reference,
+};
 pub use data::Data;
+pub use gemm::{
+    GEMM_TOLERANCE, GemmKind, GemmReference, REGISTER_TILE, TILE, gemm_b_offset, gemm_inputs,
+    gemm_reference, largest_gemm_k,
+};
 pub use plan::{largest_accepted, loop_iterations, plan};
-pub use reference::{Comparison, compare, reduce_reference, relative_error, softmax_reference};
+pub use reference::{
+    Comparison, compare, compare_with_floor, reduce_reference, relative_error, softmax_reference,
+};
 
 crate::catalog_error! {
     /// Why a kernel cannot be planned for a problem.
@@ -23,6 +36,11 @@ crate::catalog_error! {
         UnknownOp { name: String } = "plan.unknown_op",
         /// An invocation would loop more often than drivers allow.
         LoopBudget { kernel: String, rows: u32, cols: u32, iterations: u64, budget: u32, largest: u64 } = "plan.loop_budget",
+        /// A GEMM whose inner dimension K would loop past the budget.
+        GemmTooDeep { kernel: String, k: u32, iterations: u64, budget: u32, largest: u32 } = "plan.gemm_too_deep",
+        /// The subgroup GEMM's traffic depends on a subgroup size the adapter does not fix.
+        SubgroupSizeVaries { min: u32, max: u32 } = "plan.subgroup_size_varies",
+        StrideNotDividing { n: u32, stride: u32 } = "plan.stride_not_dividing",
     }
 }
 
@@ -76,13 +94,58 @@ pub enum ReduceOp {
     Max,
 }
 
-/// Every kernel the lesson runs.
+/// Every kernel the GPU lessons run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Kernel {
     /// vec4 copy: the bandwidth ceiling.
     Copy,
     Softmax(SoftmaxKind),
     Reduce(ReduceKind, ReduceOp),
+    /// C = A·B, f32, `rows × k` by `k × cols`.
+    Gemm(GemmKind),
+    /// An elementwise chain or a LayerNorm, as separate kernels or fused.
+    Fusion(FusionKind),
+    /// Access patterns and layouts: strided reads, transposes, NCHW/NHWC.
+    Access(AccessKind),
+    /// Chains of fused multiply-adds in registers: the compute roof.
+    Fma,
+}
+
+/// The kernels' families: how the lessons and `bench kernels --family`
+/// group them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Family {
+    Copy,
+    Softmax,
+    Reduce,
+    Gemm,
+    Fusion,
+    Access,
+    Compute,
+}
+
+impl Family {
+    pub const ALL: [Self; 7] = [
+        Self::Copy,
+        Self::Softmax,
+        Self::Reduce,
+        Self::Gemm,
+        Self::Fusion,
+        Self::Access,
+        Self::Compute,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Copy => "copy",
+            Self::Softmax => "softmax",
+            Self::Reduce => "reduce",
+            Self::Gemm => "gemm",
+            Self::Fusion => "fusion",
+            Self::Access => "access",
+            Self::Compute => "compute",
+        }
+    }
 }
 
 impl SoftmaxKind {
@@ -170,15 +233,36 @@ impl Kernel {
         for op in [ReduceOp::Sum, ReduceOp::Max] {
             all.extend(ReduceKind::ALL.map(|k| Self::Reduce(k, op)));
         }
+        all.extend(GemmKind::ALL.map(Self::Gemm));
+        all.extend(FusionKind::ALL.map(Self::Fusion));
+        all.extend(AccessKind::all().into_iter().map(Self::Access));
+        all.push(Self::Fma);
         all
     }
 
-    /// A stable id: `copy`, `softmax/online`, `reduce-sum/sequential`.
+    /// A stable id: `copy`, `softmax/online`, `reduce-sum/sequential`,
+    /// `gemm/tiled`, `fusion/gelu-fused`, `access/stride-4`, `fma`.
     pub fn id(self) -> String {
         match self {
             Self::Copy => "copy".to_owned(),
             Self::Softmax(k) => format!("softmax/{}", k.id()),
             Self::Reduce(k, op) => format!("reduce-{}/{}", op.id(), k.id()),
+            Self::Gemm(k) => format!("gemm/{}", k.id()),
+            Self::Fusion(k) => format!("fusion/{}", k.id()),
+            Self::Access(k) => format!("access/{}", k.id()),
+            Self::Fma => "fma".to_owned(),
+        }
+    }
+
+    pub fn family(self) -> Family {
+        match self {
+            Self::Copy => Family::Copy,
+            Self::Softmax(_) => Family::Softmax,
+            Self::Reduce(..) => Family::Reduce,
+            Self::Gemm(_) => Family::Gemm,
+            Self::Fusion(_) => Family::Fusion,
+            Self::Access(_) => Family::Access,
+            Self::Fma => Family::Compute,
         }
     }
 
@@ -194,25 +278,27 @@ impl Kernel {
     }
 
     /// The problem this kernel's family runs for a `rows × cols` setting:
-    /// softmax the matrix; reductions all of its values as one row; the vec4
-    /// copy the same count rounded down to whole vec4s (at least one).
+    /// softmax, fusion and transposes the matrix; reductions all of its
+    /// values as one row; the vec4 copy the same count rounded down to whole
+    /// vec4s (at least one); strided reads a multiple of every stride; the
+    /// per-channel sums [`CHANNELS`] channels of a batch; the FMA roof one
+    /// invocation per value. A GEMM's shape is its own (M, N, K): it is
+    /// returned unchanged.
     pub fn problem_for(self, problem: Problem) -> Problem {
         let n = u32::try_from(problem.elements()).unwrap_or(u32::MAX);
         match self {
-            Self::Softmax(_) => problem,
-            Self::Copy => Problem {
-                rows: 1,
-                cols: (n / 4 * 4).max(4),
-            },
-            Self::Reduce(..) => Problem { rows: 1, cols: n },
+            Self::Softmax(_) | Self::Gemm(_) | Self::Fusion(_) => problem,
+            Self::Access(kind) => kind.problem_for(problem),
+            Self::Copy => Problem::new(1, (n / 4 * 4).max(4)),
+            Self::Reduce(..) | Self::Fma => Problem::new(1, n),
         }
     }
 
     /// Arithmetic per element (exp, max and division each count as one), for
-    /// the roofline plot.
+    /// the roofline plot of the memory-bound families.
     pub fn ops_per_element(self) -> f64 {
         match self {
-            Self::Copy => 0.0,
+            Self::Copy | Self::Access(_) => 0.0,
             // Σ exp, then exp and a division.
             Self::Softmax(SoftmaxKind::NaiveUnsafe) => 4.0,
             // max; subtract, exp, add; subtract, exp, divide.
@@ -220,6 +306,42 @@ impl Kernel {
             // The running update adds a compare and a rescale to the above.
             Self::Softmax(_) => 9.0,
             Self::Reduce(..) => 1.0,
+            Self::Fusion(kind) => kind.ops_per_element(),
+            // Multiply and add per term of the dot product.
+            Self::Gemm(_) => 0.0,
+            Self::Fma => 2.0 * 8.0 * f64::from(FMA_ITERATIONS),
+        }
+    }
+
+    /// The arithmetic of one run on `problem` (a GEMM: 2·M·N·K flops).
+    pub fn ops(self, problem: Problem) -> f64 {
+        match self {
+            Self::Gemm(_) => {
+                2.0 * f64::from(problem.rows) * f64::from(problem.cols) * f64::from(problem.k)
+            }
+            _ => self.ops_per_element() * problem.elements() as f64,
+        }
+    }
+
+    /// The values the kernel reads as input: a GEMM's A (padded to whole
+    /// vec4s) then B in one buffer, one unused value for the FMA roof (it
+    /// reads nothing), the problem's values otherwise.
+    pub fn input_len(self, problem: Problem) -> u64 {
+        match self {
+            Self::Gemm(_) => {
+                gemm_b_offset(problem) + u64::from(problem.k) * u64::from(problem.cols)
+            }
+            Self::Fma => 1,
+            _ => problem.elements(),
+        }
+    }
+
+    /// The values the kernel writes as its result.
+    pub fn output_len(self, problem: Problem) -> u64 {
+        match self {
+            Self::Reduce(..) => 1,
+            Self::Access(kind) if kind.is_channel_sum() => u64::from(problem.rows),
+            _ => problem.elements(),
         }
     }
 
@@ -228,6 +350,7 @@ impl Kernel {
             self,
             Self::Softmax(SoftmaxKind::Subgroup | SoftmaxKind::SubgroupRows)
                 | Self::Reduce(ReduceKind::Subgroup, _)
+                | Self::Gemm(GemmKind::Subgroup)
         )
     }
 }
@@ -276,14 +399,34 @@ impl Traffic {
     }
 }
 
-/// A problem: `rows × cols` for softmax, `cols` elements for reductions and copy (rows = 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A problem: `rows × cols` for softmax, `cols` elements for reductions and
+/// copy (rows = 1); for a GEMM C = A·B, M = `rows`, N = `cols` and the inner
+/// dimension `k` (0 for every other kernel); for the per-channel sums
+/// `rows` channels of `cols` values each, `k` per image (a batch of
+/// `cols / k` images).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Problem {
     pub rows: u32,
     pub cols: u32,
+    #[serde(default)]
+    pub k: u32,
 }
 
 impl Problem {
+    pub const fn new(rows: u32, cols: u32) -> Self {
+        Self { rows, cols, k: 0 }
+    }
+
+    /// C (m × n) = A (m × k) · B (k × n).
+    pub const fn gemm(m: u32, n: u32, k: u32) -> Self {
+        Self {
+            rows: m,
+            cols: n,
+            k,
+        }
+    }
+
+    /// `rows × cols`: a GEMM's C, every other kernel's input.
     pub fn elements(&self) -> u64 {
         u64::from(self.rows) * u64::from(self.cols)
     }
@@ -322,10 +465,7 @@ mod tests {
 
     #[test]
     fn softmax_traffic_follows_the_ladder() {
-        let p = Problem {
-            rows: 1024,
-            cols: 1024,
-        };
+        let p = Problem::new(1024, 1024);
         let traffic = |k| {
             plan(Kernel::Softmax(k), p, DEV)
                 .map(|(_, t)| t)
@@ -340,10 +480,7 @@ mod tests {
         // A row that does not fit in workgroup memory falls back to re-reading.
         let wide = plan(
             Kernel::Softmax(SoftmaxKind::Workgroup),
-            Problem {
-                rows: 2,
-                cols: 5000,
-            },
+            Problem::new(2, 5000),
             DEV,
         );
         assert!(wide.is_ok_and(|(s, t)| s[0].entry.ends_with("reread") && t.input_passes == 3));
@@ -351,10 +488,7 @@ mod tests {
 
     #[test]
     fn reductions_finish_in_levels_down_to_one_value() {
-        let p = Problem {
-            rows: 1,
-            cols: 1 << 24,
-        };
+        let p = Problem::new(1, 1 << 24);
         let (steps, t) = plan(
             Kernel::Reduce(ReduceKind::Sequential, ReduceOp::Sum),
             p,
@@ -376,13 +510,13 @@ mod tests {
         );
         let (one, _) = plan(
             Kernel::Reduce(ReduceKind::FirstAdd, ReduceOp::Sum),
-            Problem { rows: 1, cols: 1 },
+            Problem::new(1, 1),
             DEV,
         )
         .unwrap_or_default();
         assert_eq!(one.len(), 1);
-        assert!(plan(Kernel::Copy, Problem { rows: 1, cols: 0 }, DEV).is_err());
-        assert!(plan(Kernel::Copy, Problem { rows: 1, cols: 6 }, DEV).is_err());
+        assert!(plan(Kernel::Copy, Problem::new(1, 0), DEV).is_err());
+        assert!(plan(Kernel::Copy, Problem::new(1, 6), DEV).is_err());
     }
 
     #[test]

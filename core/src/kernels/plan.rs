@@ -43,6 +43,10 @@ pub fn loop_iterations(kernel: Kernel, problem: Problem, device: DeviceLimits) -
             };
             passes * cols.div_ceil(lanes)
         }
+        Kernel::Gemm(kind) => return super::gemm::loop_iterations(kind, problem.k, device),
+        Kernel::Fusion(kind) => return super::compute::fusion_loop_iterations(kind, problem),
+        Kernel::Access(kind) => return super::compute::access_loop_iterations(kind, problem),
+        Kernel::Fma => return u64::from(super::FMA_ITERATIONS) + 2,
         Kernel::Reduce(kind, _) => match kind {
             // Each invocation loads at most two values per level.
             ReduceKind::InterleavedDivergent
@@ -67,7 +71,7 @@ pub fn loop_iterations(kernel: Kernel, problem: Problem, device: DeviceLimits) -
 pub fn largest_accepted(kernel: Kernel, device: DeviceLimits, limit: u64) -> u64 {
     let fits = |n: u64| {
         let cols = u32::try_from(n).unwrap_or(u32::MAX);
-        loop_iterations(kernel, Problem { rows: 1, cols }, device) <= u64::from(LOOP_BUDGET)
+        loop_iterations(kernel, Problem::new(1, cols), device) <= u64::from(LOOP_BUDGET)
     };
     let limit = limit.min(u64::from(u32::MAX / 4));
     if fits(limit) {
@@ -97,16 +101,22 @@ pub fn plan(
     device: DeviceLimits,
 ) -> Result<(Vec<Step>, Traffic), PlanError> {
     let cache_floats = device.cache_floats;
-    let Problem { rows, cols } = problem;
+    let Problem { rows, cols, .. } = problem;
     if rows == 0 || cols == 0 {
         return Err(PlanError::Empty);
     }
-    let elements = problem.elements();
+    let elements = problem.elements().max(kernel.input_len(problem));
     if elements > u64::from(u32::MAX / 4) {
         return Err(PlanError::TooLarge { elements });
     }
+
     let iterations = loop_iterations(kernel, problem, device);
-    if iterations > u64::from(LOOP_BUDGET) {
+    // The newer families check their own loops, with their own limits.
+    let memory_bound = matches!(
+        kernel,
+        Kernel::Copy | Kernel::Softmax(_) | Kernel::Reduce(..)
+    );
+    if memory_bound && iterations > u64::from(LOOP_BUDGET) {
         return Err(PlanError::LoopBudget {
             kernel: kernel.id(),
             rows,
@@ -130,6 +140,10 @@ pub fn plan(
         aux: 0,
     };
     let (steps, input_passes) = match kernel {
+        Kernel::Gemm(kind) => return super::gemm::plan(kind, problem, device),
+        Kernel::Fma => return super::gemm::plan_fma(problem),
+        Kernel::Fusion(kind) => return super::compute::plan_fusion(kind, problem, device),
+        Kernel::Access(kind) => return super::compute::plan_access(kind, problem),
         Kernel::Copy => {
             if !n.is_multiple_of(4) {
                 return Err(PlanError::CopyNotVec4);

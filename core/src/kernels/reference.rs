@@ -72,6 +72,12 @@ impl Comparison {
 }
 
 pub fn compare(got: &[f32], want: &[f32]) -> Comparison {
+    compare_with_floor(got, want, 1e-30)
+}
+
+/// [`compare`] with each error relative to max(|want|, `floor`): where
+/// values near 0 are the result of a cancellation, an absolute error.
+pub fn compare_with_floor(got: &[f32], want: &[f32], floor: f64) -> Comparison {
     let mut c = Comparison::default();
     for (g, w) in got.iter().zip(want) {
         c.compared += 1;
@@ -88,7 +94,12 @@ pub fn compare(got: &[f32], want: &[f32]) -> Comparison {
         }
         let (g, w) = (f64::from(*g), f64::from(*w));
         c.max_abs_error = c.max_abs_error.max((g - w).abs());
-        c.max_rel_error = c.max_rel_error.max(relative_error(g, w));
+        let rel = if g == w {
+            0.0
+        } else {
+            (g - w).abs() / w.abs().max(floor)
+        };
+        c.max_rel_error = c.max_rel_error.max(rel);
     }
     if got.len() != want.len() {
         c.special_mismatches += got.len().abs_diff(want.len()) as u64;

@@ -395,7 +395,9 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
             .height(200.0)
             .x_axis_label(TEXT.get(lang, "plot.step"))
             .x_grid_spacer(theme::readable_grid())
+            .x_axis_formatter(theme::grid_label)
             .y_grid_spacer(theme::readable_grid())
+            .y_axis_formatter(theme::grid_label)
             .allow_scroll(false)
             .show(&mut cols[0], |plot| {
                 plot.line(
@@ -418,7 +420,9 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
             .height(200.0)
             .x_axis_label(TEXT.get(lang, "plot.epoch"))
             .x_grid_spacer(theme::readable_grid())
+            .x_axis_formatter(theme::grid_label)
             .y_grid_spacer(theme::readable_grid())
+            .y_axis_formatter(theme::grid_label)
             .include_y(0.0)
             .include_y(1.0)
             .allow_scroll(false)

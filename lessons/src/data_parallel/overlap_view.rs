@@ -210,6 +210,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
         .x_axis_label(t(lang, "axis.bucket"))
         .y_axis_label(t(lang, "axis.step_ms"))
         .y_grid_spacer(theme::readable_grid())
+            .y_axis_formatter(theme::grid_label)
         .x_grid_spacer(egui_plot::uniform_grid_spacer(|_| [1.0, 4.0, 8.0]))
         .x_axis_formatter(|mark, _| {
             if mark.value.fract() == 0.0 {

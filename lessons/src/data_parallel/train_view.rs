@@ -196,8 +196,10 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
         .height(180.0)
         .x_axis_label(t(lang, "axis.step"))
         .x_grid_spacer(theme::readable_grid())
+            .x_axis_formatter(theme::grid_label)
         .y_axis_label(t(lang, "axis.loss"))
         .y_grid_spacer(theme::readable_grid())
+            .y_axis_formatter(theme::grid_label)
         .allow_scroll(false)
         .show(ui, |plot| {
             // Drawn wide and pale underneath: the data-parallel curve runs on top of it.
@@ -278,8 +280,10 @@ fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
         .height(180.0)
         .x_axis_label(t(lang, "axis.virtual_ms"))
         .x_grid_spacer(theme::readable_grid())
+            .x_axis_formatter(theme::grid_label)
         .y_axis_label(t(lang, "axis.loss"))
         .y_grid_spacer(theme::readable_grid())
+            .y_axis_formatter(theme::grid_label)
         .allow_scroll(false)
         .show(ui, |plot| {
             plot.line(Line::new(t(lang, "train.series_async"), PlotPoints::from(asynchronous)).color(theme::series(&visuals, 4)));

@@ -408,33 +408,35 @@ fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
 
     ui.add_space(6.0);
     ui.strong(t(lang, "range.table"));
-    egui::Grid::new("float_range_table")
-        .striped(true)
-        .spacing([14.0, 4.0])
-        .show(ui, |ui| {
-            for key in [
-                "table.format",
-                "range.layout",
-                "range.max",
-                "range.min_normal",
-                "range.min_sub",
-                "range.eps",
-                "range.digits",
-            ] {
-                crate::column_header(ui, &TEXT, lang, key);
-            }
-            ui.end_row();
-            for format in &computed.formats {
-                let r = format.range();
-                ui.label(&format.name);
-                ui.monospace(format!("1-{}-{}", format.exp_bits, format.man_bits));
-                for v in [r.max_finite, r.min_normal, r.min_subnormal, r.epsilon] {
-                    ui.monospace(show_sig(v, 6));
+    theme::sideways(ui, "float_range_scroll", |ui| {
+        egui::Grid::new("float_range_table")
+            .striped(true)
+            .spacing([14.0, 4.0])
+            .show(ui, |ui| {
+                for key in [
+                    "table.format",
+                    "range.layout",
+                    "range.max",
+                    "range.min_normal",
+                    "range.min_sub",
+                    "range.eps",
+                    "range.digits",
+                ] {
+                    crate::column_header(ui, &TEXT, lang, key);
                 }
-                ui.monospace(show_sig(r.decimal_digits, 3));
                 ui.end_row();
-            }
-        });
+                for format in &computed.formats {
+                    let r = format.range();
+                    ui.label(&format.name);
+                    ui.monospace(format!("1-{}-{}", format.exp_bits, format.man_bits));
+                    for v in [r.max_finite, r.min_normal, r.min_subnormal, r.epsilon] {
+                        ui.monospace(show_sig(v, 6));
+                    }
+                    ui.monospace(show_sig(r.decimal_digits, 3));
+                    ui.end_row();
+                }
+            });
+    });
 }
 
 fn demo_frame(ui: &mut egui::Ui, title: &str, add: impl FnOnce(&mut egui::Ui)) {
@@ -550,6 +552,7 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
             Plot::new("float_accumulation")
                 .height(200.0)
                 .x_grid_spacer(theme::readable_grid())
+            .x_axis_formatter(theme::grid_label)
                 .x_axis_label(t(lang, "plot.step"))
                 .y_axis_label(t(lang, "plot.running_sum"))
                 .allow_scroll(false)

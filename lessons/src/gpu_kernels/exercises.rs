@@ -79,7 +79,7 @@ fn three_pass_bytes(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let rows = [1024u32, 2048, 4096, 8192][rng.random_range(0..4)];
     let cols = [512u32, 1000, 1024, 4096][rng.random_range(0..4)];
-    let problem = Problem { rows, cols };
+    let problem = Problem::new(rows, cols);
     let elems = problem.elements();
     // The plan's bytes include the per-row stats; the question leaves them out.
     let exact = 16.0 * elems as f64 / 1e6;
@@ -120,10 +120,7 @@ fn online_bytes(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     // Global-memory accesses per element, from the kernel's own traffic
     // plan (f32, a row long enough that the per-row max and sum vanish).
-    let problem = Problem {
-        rows: 1,
-        cols: 1 << 20,
-    };
+    let problem = Problem::new(1, 1 << 20);
     let per = |kind| (mb_of(kind, problem) * 1e6 / problem.elements() as f64 / 4.0).round();
     let (online, safe) = (per(SoftmaxKind::Online), per(SoftmaxKind::ThreePass));
     let (format, width) = [("f32", 4.0), ("f16", 2.0), ("bf16", 2.0), ("fp8", 1.0)][rng.random_range(0..4)];

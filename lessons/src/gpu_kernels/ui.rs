@@ -16,7 +16,7 @@ impl GpuKernels {
     pub(super) fn controls_ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
         let t = |key| TEXT.get(lang, key);
-        let busy = self.ladder.is_some();
+        let busy = self.race.is_busy();
         ui.add_enabled_ui(!busy, |ui| {
             let s = &mut self.settings;
             ui.horizontal_wrapped(|ui| {
@@ -74,37 +74,20 @@ impl GpuKernels {
                 }
             });
         });
-        ui.horizontal(|ui| {
-            if busy {
-                if ui.button(t("controls.cancel")).clicked() {
-                    self.ladder = None;
-                }
-                if let Some(ladder) = &self.ladder {
-                    let (done, total, current) = ladder.progress();
-                    let current = current.map_or(String::new(), Kernel::id);
-                    ui.add(
-                        egui::ProgressBar::new(done as f32 / total.max(1) as f32)
-                            .desired_width(200.0)
-                            .text(TEXT.fill(
-                                lang,
-                                "controls.running",
-                                &[("current", &current), ("done", &done), ("total", &total)],
-                            )),
-                    );
-                }
-            } else {
+        if !self.race.progress_ui(ui, lang) {
+            ui.horizontal(|ui| {
                 if ui.button(t("controls.run")).clicked() {
                     self.start(env, false);
                 }
                 if ui.button(t("controls.race")).clicked() {
                     self.start(env, true);
                 }
-            }
-        });
+            });
+        }
     }
 
     pub(super) fn results_ui(&self, ui: &mut egui::Ui, lang: Lang) {
-        if self.results.is_empty() {
+        if self.race.results.is_empty() {
             return;
         }
         let t = |key| TEXT.get(lang, key);
@@ -129,7 +112,7 @@ impl GpuKernels {
                             crate::column_header(ui, &TEXT, lang, key);
                         }
                         ui.end_row();
-                        for outcome in &self.results {
+                        for outcome in &self.race.results {
                             ui.label(outcome.kernel().id());
                             match outcome {
                                 Outcome::Ran(r) => {
@@ -186,7 +169,7 @@ impl GpuKernels {
                         }
                     });
             });
-        let ran: Vec<&Row> = self.results.iter().filter_map(Outcome::ran).collect();
+        let ran: Vec<&Row> = self.race.results.iter().filter_map(Outcome::ran).collect();
         for r in &ran {
             if r.dispatch_ms.len() > 1 {
                 let parts: Vec<String> = r
@@ -230,8 +213,8 @@ impl GpuKernels {
         if ran.iter().any(|r| r.kernel.expected_to_overflow() && !r.ok) {
             ui.colored_label(theme::warn(&visuals), t("summary.overflow"));
         }
-        let measured: Vec<_> = self.results.iter().filter_map(Outcome::measured).collect();
-        super::plots::show(ui, lang, &measured);
+        let measured: Vec<_> = self.race.results.iter().filter_map(Outcome::measured).collect();
+        crate::kernel_plots::show(ui, lang, &measured);
     }
 }
 

@@ -41,7 +41,9 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
             .x_axis_label(t("plot.step"))
             .y_axis_label(t("plot.log_loss"))
             .x_grid_spacer(theme::readable_grid())
+            .x_axis_formatter(theme::grid_label)
             .y_grid_spacer(theme::readable_grid())
+            .y_axis_formatter(theme::grid_label)
             .allow_scroll(false)
             .show(&mut cols[0], |plot| {
                 // The baseline first, so the policy's line is drawn on top
@@ -87,7 +89,9 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
             .x_axis_label(t("plot.step"))
             .y_axis_label(t("plot.log_scale"))
             .x_grid_spacer(theme::readable_grid())
+            .x_axis_formatter(theme::grid_label)
             .y_grid_spacer(theme::readable_grid())
+            .y_axis_formatter(theme::grid_label)
             .include_y(lo - 1.0)
             .include_y(hi + 1.0)
             .allow_scroll(false)
@@ -378,6 +382,7 @@ fn layer_histogram(
     Plot::new(("mixed_hist", layer.name.as_str()))
         .height(170.0)
         .x_grid_spacer(theme::readable_grid())
+            .x_axis_formatter(theme::grid_label)
         .include_y(0.0)
         .include_x(lo)
         .include_x(hi)

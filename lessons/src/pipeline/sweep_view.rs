@@ -42,6 +42,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
         .x_axis_label(t(lang, "axis.workers"))
         .y_axis_label(t(lang, "axis.rate"))
         .y_grid_spacer(theme::readable_grid())
+            .y_axis_formatter(theme::grid_label)
         .include_y(0.0)
         .allow_scroll(false)
         .show(ui, |plot| {

@@ -17,6 +17,8 @@ pub struct KernelCase {
     pub name: String,
     pub rows: u32,
     pub cols: u32,
+    /// A GEMM's inner dimension K (0 for the other layouts).
+    pub k: u32,
     pub x: Vec<f32>,
     pub bias: Vec<f32>,
 }
@@ -27,9 +29,30 @@ impl KernelCase {
             name: name.into(),
             rows,
             cols,
+            k: 0,
             x,
             bias: Vec::new(),
         }
+    }
+
+    /// A GEMM case: A (m × k) then B (k × n), uniform in ±1.
+    pub(super) fn gemm(rng: &mut StdRng, name: impl Into<String>, m: u32, n: u32, k: u32) -> Self {
+        let len = (m * k + k * n) as usize;
+        let mut case = Self::new(name, m, n, uniform(rng, len, -1.0, 1.0));
+        case.k = k;
+        case
+    }
+
+    /// A GEMM case's reference, through the core's (which wants B at a
+    /// whole vec4): C in f64 and each element's error scale.
+    fn gemm_reference(&self) -> dlsys_core::kernels::GemmReference {
+        let problem = dlsys_core::kernels::Problem::gemm(self.rows, self.cols, self.k);
+        let a = (self.rows * self.k) as usize;
+        let offset = dlsys_core::kernels::gemm_b_offset(problem) as usize;
+        let mut padded = self.x[..a].to_vec();
+        padded.resize(offset, 0.0);
+        padded.extend_from_slice(&self.x[a..]);
+        dlsys_core::kernels::gemm_reference(&padded, problem)
     }
 }
 
@@ -140,6 +163,48 @@ impl KernelExercise {
                     cases.push(KernelCase::new(format!("{rows} × {cols}"), rows, cols, x));
                 }
             }
+            Layout::Gemm => {
+                for (m, n, k) in [
+                    (1u32, 1u32, 1u32),
+                    (1, 17, 1),
+                    (17, 33, 65),
+                    (33, 16, 16),
+                    (64, 64, 64),
+                    (100, 7, 300),
+                ] {
+                    let name = format!("{m} × {k} by {k} × {n}");
+                    cases.push(KernelCase::gemm(&mut rng, name, m, n, k));
+                }
+                let mut case =
+                    KernelCase::gemm(&mut rng, "20 × 30 by 30 × 18 with ±inf in A", 20, 18, 30);
+                case.x[31] = f32::INFINITY;
+                case.x[95] = f32::NEG_INFINITY;
+                cases.push(case);
+            }
+            Layout::LayerNorm => {
+                for cols in [1u32, 2, 255, 257, 1000, 4097] {
+                    let x = uniform(&mut rng, 3 * cols as usize, -3.0, 3.0);
+                    cases.push(KernelCase::new(format!("3 rows of {cols}"), 3, cols, x));
+                }
+                let mut x = uniform(&mut rng, 2 * 300, -3.0, 3.0);
+                x[..300].fill(0.75);
+                cases.push(KernelCase::new(
+                    "2 rows of 300, the first constant",
+                    2,
+                    300,
+                    x,
+                ));
+                let x: Vec<f32> = uniform(&mut rng, 2 * 1000, -4.0, 4.0)
+                    .into_iter()
+                    .map(|v| 1e4 + v)
+                    .collect();
+                cases.push(KernelCase::new(
+                    "2 rows of 1000 values around 10,000 (spread ±4)",
+                    2,
+                    1000,
+                    x,
+                ));
+            }
         }
         cases
     }
@@ -161,15 +226,14 @@ impl KernelExercise {
                 .enumerate()
                 .map(|(i, v)| (v + case.bias[i % cols]).max(0.0))
                 .collect(),
-            Layout::Transpose => {
-                let mut y = vec![0.0; rows * cols];
-                for r in 0..rows {
-                    for c in 0..cols {
-                        y[c * rows + r] = case.x[r * cols + c];
-                    }
-                }
-                y
-            }
+            Layout::Transpose => dlsys_core::kernels::transpose_reference(&case.x, rows, cols),
+            Layout::Gemm => case
+                .gemm_reference()
+                .want
+                .iter()
+                .map(|v| *v as f32)
+                .collect(),
+            Layout::LayerNorm => dlsys_core::kernels::layernorm_reference(&case.x, rows, cols),
         }
     }
 
@@ -177,6 +241,7 @@ impl KernelExercise {
         match self.layout {
             Layout::Sum => 1,
             Layout::RowMax => case.rows as usize,
+            Layout::Gemm => (case.rows * case.cols) as usize,
             _ => case.x.len(),
         }
     }
@@ -184,14 +249,16 @@ impl KernelExercise {
     pub(super) fn workgroups(&self, case: &KernelCase) -> (u32, u32, u32) {
         match self.layout {
             Layout::Sum => (1, 1, 1),
-            Layout::RowMax | Layout::RowSoftmax => (case.rows, 1, 1),
+            Layout::RowMax | Layout::RowSoftmax | Layout::LayerNorm => (case.rows, 1, 1),
+            Layout::Gemm => (case.cols.div_ceil(16), case.rows.div_ceil(16), 1),
             Layout::BiasRelu => ((case.rows * case.cols).div_ceil(256), 1, 1),
             Layout::Transpose => (case.cols.div_ceil(16), case.rows.div_ceil(16), 1),
         }
     }
 
-    /// Whether `got` is close enough to `want` at one element.
-    fn agrees(&self, case: &KernelCase, got: f32, want: f32) -> bool {
+    /// Whether `got` is close enough to `want` at one element (`scale`: a
+    /// GEMM element's Σₖ|aᵢₖ|·|bₖⱼ|).
+    fn agrees(&self, case: &KernelCase, got: f32, want: f32, scale: f64) -> bool {
         if want.is_nan() || got.is_nan() {
             return want.is_nan() && got.is_nan();
         }
@@ -207,17 +274,31 @@ impl KernelExercise {
             }
             // exp on a GPU is a few ulp off; relative, with a floor for tiny outputs.
             Layout::RowSoftmax => (g - w).abs() <= 1e-4 * w.abs() + 1e-9,
+            // The ladder's GEMM bound.
+            Layout::Gemm => (g - w).abs() <= dlsys_core::kernels::GEMM_TOLERANCE * scale,
+            // f32 rounding of values around 1e4 costs ~1e-3 of the spread.
+            Layout::LayerNorm => (g - w).abs() <= 2e-3 * w.abs().max(1.0),
             _ => g == w,
         }
     }
 
     /// The first element that disagrees, explained.
     pub(super) fn judge(&self, case: &KernelCase, got: &[f32]) -> Result<(), Mismatch> {
-        let want = self.expected(case);
+        let (want, scales) = if self.layout == Layout::Gemm {
+            // NaN and ±inf where IEEE puts them: compared in f64 first.
+            let reference = case.gemm_reference();
+            let want = reference.want.iter().map(|v| *v as f32).collect();
+            (want, reference.scale)
+        } else {
+            let want = self.expected(case);
+            let scales = vec![0.0; want.len()];
+            (want, scales)
+        };
         let first = want
             .iter()
             .zip(got)
-            .position(|(w, g)| !self.agrees(case, *g, *w));
+            .zip(&scales)
+            .position(|((w, g), s)| !self.agrees(case, *g, *w, *s));
         let Some(index) = first else {
             return Ok(());
         };
@@ -256,6 +337,27 @@ impl KernelExercise {
                     )
                 } else {
                     String::new()
+                }
+            }
+            Layout::Gemm => {
+                let (i, j) = (index / case.cols as usize, index % case.cols as usize);
+                format!(
+                    "C[{i}][{j}] = Σₖ A[{i}][k]·B[k][{j}]. If tiles go through workgroup memory, every invocation must wait at workgroupBarrier() after loading a tile (before reading it) and again before the next tile overwrites it; outside A and B a tile holds 0"
+                )
+            }
+            Layout::LayerNorm => {
+                let cols = case.cols as usize;
+                let row = &case.x[(index / cols) * cols..(index / cols + 1) * cols];
+                let n = row.len() as f64;
+                let mean = row.iter().map(|v| f64::from(*v)).sum::<f64>() / n;
+                let spread = (row.iter().map(|v| (f64::from(*v) - mean).powi(2)).sum::<f64>() / n).sqrt();
+                if mean.abs() > 100.0 * spread.max(1e-30) {
+                    format!(
+                        "this row's values sit near {mean:.0} with a spread of {spread:.2}: E[x²] − E[x]² cancels in f32 (x² ≈ {:.0e} leaves no digits for the variance); shift by a value of the row, or subtract the mean first",
+                        mean * mean
+                    )
+                } else {
+                    "y = (x − mean) / √(var + 1e-5), var the mean of squared deviations (divide by n, not n − 1)".to_owned()
                 }
             }
             Layout::BiasRelu => {

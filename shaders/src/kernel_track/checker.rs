@@ -255,12 +255,13 @@ impl KernelExercise {
     /// marker everywhere.
     pub(super) fn bind(&self, gpu: &Gpu, pipeline: &Pipeline, case: &KernelCase) -> Bound {
         let device = &gpu.device;
-        let words = [
-            case.rows,
-            case.cols,
-            case.x.len() as u32,
-            f32::NEG_INFINITY.to_bits(),
-        ];
+        // params.n: a GEMM's K, otherwise the values in x.
+        let n = if self.layout == Layout::Gemm {
+            case.k
+        } else {
+            case.x.len() as u32
+        };
+        let words = [case.rows, case.cols, n, f32::NEG_INFINITY.to_bits()];
         let init = |label: &str, contents: &[u8], usage: wgpu::BufferUsages| {
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(label),

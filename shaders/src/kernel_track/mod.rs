@@ -43,6 +43,10 @@ pub enum Layout {
     BiasRelu,
     /// 16 × 16 tiles; y (cols × rows) = xᵀ.
     Transpose,
+    /// 16 × 16 tiles of C; x holds A (rows × n) then B (n × cols), y = A·B.
+    Gemm,
+    /// One workgroup of 256 per row; y = LayerNorm of each row (ε = 1e-5).
+    LayerNorm,
 }
 
 /// The line of a template or reference file that stands for the
@@ -52,7 +56,7 @@ pub const DECLARATIONS_MARKER: &str = "// @harness-declarations";
 impl Layout {
     pub fn workgroup_size(self) -> [u32; 3] {
         match self {
-            Self::Transpose => [16, 16, 1],
+            Self::Transpose | Self::Gemm => [16, 16, 1],
             _ => [256, 1, 1],
         }
     }
@@ -105,7 +109,7 @@ macro_rules! wgsl {
 }
 
 /// The exercises, in order.
-pub const EXERCISES: [KernelExercise; 6] = [
+pub const EXERCISES: [KernelExercise; 8] = [
     KernelExercise {
         id: "sum_reduction",
         layout: Layout::Sum,
@@ -185,6 +189,31 @@ pub const EXERCISES: [KernelExercise; 6] = [
                 ),
             ],
             expect: "is the input's element",
+        }],
+    },
+    KernelExercise {
+        id: "tiled_gemm",
+        layout: Layout::Gemm,
+        template_file: wgsl!("tiled_gemm.wgsl"),
+        reference_file: wgsl!("tiled_gemm.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "tile read before every invocation has loaded it (no barrier)",
+            edits: &[(
+                "        tile_b[lid.y][lid.x] = b;\n        workgroupBarrier();",
+                "        tile_b[lid.y][lid.x] = b;",
+            )],
+            expect: "workgroupBarrier",
+        }],
+    },
+    KernelExercise {
+        id: "layernorm",
+        layout: Layout::LayerNorm,
+        template_file: wgsl!("layernorm.wgsl"),
+        reference_file: wgsl!("layernorm.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "variance as E[x²] − E[x]², unshifted",
+            edits: &[("let shift = x[base];", "let shift = 0.0;")],
+            expect: "cancel",
         }],
     },
 ];

@@ -1,7 +1,9 @@
 //! The learner's kernel against the built-in ladder: the same device, the
 //! same problem, the ladder's own timer, warm-up and trials.
 
-use dlsys_core::kernels::{Kernel, ReduceKind, ReduceOp, SoftmaxKind};
+use dlsys_core::kernels::{
+    AccessKind, FusionKind, GemmKind, Kernel, ReduceKind, ReduceOp, SoftmaxKind,
+};
 use rand::{SeedableRng as _, rngs::StdRng};
 
 use super::KernelExercise;
@@ -42,9 +44,13 @@ impl KernelRace {
 }
 
 impl KernelExercise {
-    /// The problem kernels race on: 1024 × 1024 values (4 MiB).
+    /// The problem kernels race on: 1024 × 1024 values (4 MiB); a GEMM of
+    /// 256 × 256 by 256 × 256.
     pub fn bench_case(&self) -> KernelCase {
         let mut rng = StdRng::seed_from_u64(11);
+        if self.layout == Layout::Gemm {
+            return KernelCase::gemm(&mut rng, "256 × 256 by 256 × 256", 256, 256, 256);
+        }
         let (rows, cols) = (1024u32, 1024u32);
         let mut case = KernelCase::new(
             format!("{rows} × {cols}"),
@@ -71,7 +77,16 @@ impl KernelExercise {
                 kernels.extend(ReduceKind::ALL.map(|k| Kernel::Reduce(k, ReduceOp::Max)));
             }
             Layout::RowSoftmax => kernels.extend(SoftmaxKind::ALL.map(Kernel::Softmax)),
-            Layout::BiasRelu | Layout::Transpose => {}
+            Layout::Gemm => kernels.extend(GemmKind::ALL.map(Kernel::Gemm)),
+            Layout::LayerNorm => kernels.extend([
+                Kernel::Fusion(FusionKind::LayerNormPasses),
+                Kernel::Fusion(FusionKind::LayerNormFused),
+            ]),
+            Layout::BiasRelu => {}
+            Layout::Transpose => kernels.extend([
+                Kernel::Access(AccessKind::TransposeNaive),
+                Kernel::Access(AccessKind::TransposeTiled),
+            ]),
         }
         kernels
     }
@@ -210,23 +225,33 @@ pub fn race_blocking(
         timer: timer.label(),
     }];
     let mut runner = crate::KernelRunner::new(gpu.clone());
-    let problem = dlsys_core::kernels::Problem {
-        rows: case.rows,
-        cols: case.cols,
-    };
+    let problem = dlsys_core::kernels::Problem::new(case.rows, case.cols);
     let kernels = exercise
         .ladder()
         .into_iter()
         .filter(|k| runner.supports(*k).is_ok())
         .collect();
-    let ladder = Ladder::with_inputs(kernels, problem, Inputs::shared(case.x.clone()), trials);
+    // The ladder's GEMMs read B at a whole vec4: the same values, laid out so.
+    let (inputs, gemm) = if exercise.layout == Layout::Gemm {
+        let shape = dlsys_core::kernels::Problem::gemm(case.rows, case.cols, case.k);
+        let a = (case.rows * case.k) as usize;
+        let mut padded = case.x[..a].to_vec();
+        padded.resize(dlsys_core::kernels::gemm_b_offset(shape) as usize, 0.0);
+        padded.extend_from_slice(&case.x[a..]);
+        let mut inputs = Inputs::shared(case.x.clone());
+        inputs.gemm = std::sync::Arc::new(padded);
+        (inputs, shape)
+    } else {
+        (Inputs::shared(case.x.clone()), crate::ladder::GEMM_SHAPE)
+    };
+    let ladder = Ladder::with_inputs(kernels, problem, inputs, trials).with_gemm_shape(gemm);
     for outcome in ladder.run_blocking(&mut runner) {
         match outcome {
             Outcome::Ran(row) => {
                 let min_bytes = match row.kernel {
-                    Kernel::Reduce(..) => 4 * (case.x.len() + 1),
-                    _ => 8 * case.x.len(),
-                } as f64;
+                    Kernel::Reduce(..) => (4 * (case.x.len() + 1)) as f64,
+                    _ => bytes,
+                };
                 let ns = row.median_ms * 1e6;
                 laps.push(Lap {
                     kernel: row.kernel.id(),

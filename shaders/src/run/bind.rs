@@ -101,8 +101,16 @@ impl Buffers {
         };
         let copy_src = wgpu::BufferUsages::COPY_SRC;
         let elements = spec.problem.elements();
-        let reduce = matches!(spec.kernel, Kernel::Reduce(..));
-        let partial_len = |i: usize| steps.get(i).map_or(1, |s| u64::from(s.workgroups));
+        // Reductions' partials hold a value per workgroup of a level; an
+        // unfused chain's intermediates hold every value.
+        let chain = matches!(spec.kernel, Kernel::Fusion(_));
+        let partial_len = |i: usize| {
+            if chain {
+                elements
+            } else {
+                steps.get(i).map_or(1, |s| u64::from(s.workgroups))
+            }
+        };
         let params = steps
             .iter()
             .map(|s| {
@@ -129,7 +137,7 @@ impl Buffers {
                 contents: bytemuck::cast_slice(input),
                 usage: wgpu::BufferUsages::STORAGE,
             }),
-            output: storage("output", if reduce { 1 } else { elements }, copy_src),
+            output: storage("output", spec.kernel.output_len(spec.problem), copy_src),
             stats: storage(
                 "stats",
                 2 * u64::from(spec.problem.rows),

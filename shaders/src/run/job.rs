@@ -14,7 +14,7 @@
 use std::sync::Arc;
 use std::sync::mpsc;
 
-use dlsys_core::kernels::{Kernel, Step, Traffic};
+use dlsys_core::kernels::{Step, Traffic};
 
 use super::bind::{Buffers, Recorder};
 use super::{Prepared, RunOutput, RunSpec};
@@ -106,12 +106,7 @@ impl Job {
                 .record(&mut encoder, &s.steps, &s.plain, None, None);
             prelude.push(encoder);
         }
-        let reduce = matches!(spec.kernel, Kernel::Reduce(..));
-        let out_len = if reduce {
-            4
-        } else {
-            spec.problem.elements() * 4
-        };
+        let out_len = spec.kernel.output_len(spec.problem) * 4;
         let out_read = readback_buffer(device, "output readback", out_len);
         let mut readback = new_encoder();
         readback.copy_buffer_to_buffer(
@@ -398,11 +393,8 @@ impl Job {
             }
             None => None,
         };
-        let output = if matches!(self.spec.kernel, Kernel::Reduce(..)) {
-            output.into_iter().take(1).collect()
-        } else {
-            output
-        };
+        let len = self.spec.kernel.output_len(self.spec.problem) as usize;
+        let output: Vec<f32> = output.into_iter().take(len).collect();
         Ok(RunOutput {
             spec: self.spec,
             output,

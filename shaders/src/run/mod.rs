@@ -218,15 +218,16 @@ impl KernelRunner {
         input_len: usize,
     ) -> Result<(Vec<Step>, Traffic), KernelError> {
         self.supports(spec.kernel)?;
-        let elements = spec.problem.elements();
-        if input_len as u64 != elements {
+        let expected = spec.kernel.input_len(spec.problem);
+        if input_len as u64 != expected {
             return Err(KernelError::WrongLength {
                 given: input_len,
+                expected,
                 rows: spec.problem.rows,
                 cols: spec.problem.cols,
             });
         }
-        self.check_size(elements)?;
+        self.check_size(expected.max(spec.kernel.output_len(spec.problem)))?;
         let planned = plan(spec.kernel, spec.problem, self.device())?;
         Ok(planned)
     }

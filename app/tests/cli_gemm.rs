@@ -1,0 +1,144 @@
+//! `dlsys-lab kernel matmul` and `bench kernels --family gemm|fusion|access`:
+//! the compute-bound ladder from the command line.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod support;
+
+use support::{assert_one_line_error, dlsys_lab, f32_bytes, gpu_expected, with_stdin};
+
+#[test]
+fn matmul_reads_a_then_b_and_writes_c() {
+    if !gpu_expected() {
+        return;
+    }
+    // [[1, 2, 3], [4, 5, 6]] · [[7, 8], [9, 10], [11, 12]] = [[58, 64], [139, 154]],
+    // on every rung (the subgroup one where the adapter offers it).
+    let input = f32_bytes(&[
+        1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0,
+    ]);
+    for variant in ["naive", "coalesced", "tiled", "register", "vec4"] {
+        let out = with_stdin(
+            &[
+                "kernel",
+                "matmul",
+                "--m",
+                "2",
+                "--n",
+                "2",
+                "--k",
+                "3",
+                "--variant",
+                variant,
+            ],
+            &input,
+        );
+        assert!(
+            out.status.success(),
+            "{variant}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c: Vec<f32> = out
+            .stdout
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert_eq!(c, vec![58.0, 64.0, 139.0, 154.0], "{variant}");
+    }
+    for (args, input) in [
+        (
+            &["kernel", "matmul", "--m", "2", "--n", "2", "--k", "3"][..],
+            f32_bytes(&[1.0; 11]),
+        ),
+        (
+            &["kernel", "matmul", "--m", "0", "--n", "2", "--k", "3"],
+            f32_bytes(&[1.0; 6]),
+        ),
+        (
+            &[
+                "kernel",
+                "matmul",
+                "--m",
+                "2",
+                "--n",
+                "2",
+                "--k",
+                "3",
+                "--variant",
+                "fastest",
+            ],
+            input.clone(),
+        ),
+        (
+            &["kernel", "matmul", "--m", "1", "--n", "1", "--k", "70000"],
+            f32_bytes(&[1.0; 140_000]),
+        ),
+    ] {
+        let out = with_stdin(args, &input);
+        assert_one_line_error(args, &out);
+    }
+}
+
+#[test]
+fn bench_families_report_flops_fusion_and_layouts() {
+    if !gpu_expected() {
+        return;
+    }
+    let out = dlsys_lab(&[
+        "bench", "kernels", "--family", "all", "--rows", "16", "--cols", "512", "--m", "33", "--n",
+        "40", "--k", "20", "--trials", "1", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["failed"], 0, "{json}");
+    let ids: Vec<&str> = json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kernel"].as_str().unwrap())
+        .collect();
+    for id in [
+        "copy",
+        "fma",
+        "gemm/naive",
+        "gemm/vec4",
+        "fusion/gelu-fused",
+        "access/stride-32",
+        "access/channel-sum-nhwc",
+    ] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+    let s = &json["summary"];
+    for key in [
+        "compute_roof_gflops",
+        "best_gemm_gflops",
+        "best_gemm_vs_naive",
+        "gelu_bytes_ratio",
+        "nhwc_vs_nchw",
+    ] {
+        assert!(s[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {s}");
+    }
+    // Fusing three kernels moves a third of the bytes, whatever the timing.
+    assert!(
+        (s["gelu_bytes_ratio"].as_f64().unwrap() - 3.0).abs() < 1e-9,
+        "{s}"
+    );
+    // The text form names the roof and the ratios; piped into a closed pipe it does not panic.
+    let text = dlsys_lab(&[
+        "bench", "kernels", "--family", "gemm", "--m", "8", "--n", "8", "--k", "8", "--rows", "4",
+        "--cols", "64", "--trials", "1",
+    ]);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("GFLOP/s") && stdout.contains("compute roof"),
+        "{stdout}"
+    );
+    let bad = dlsys_lab(&["bench", "kernels", "--family", "everything"]);
+    assert_one_line_error(&["bench", "kernels", "--family", "everything"], &bad);
+    let deep = dlsys_lab(&["bench", "kernels", "--family", "gemm", "--k", "0"]);
+    assert!(!deep.status.success());
+}

@@ -1,0 +1,297 @@
+//! The lesson's exercises, each answer computed from its drawn numbers the
+//! way the lesson computes them (FLOPs 2·M·N·K, bytes from the shapes, the
+//! roofline's min, tiles re-read per tile of the other matrix).
+
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
+use dlsys_core::float::show_sig;
+use dlsys_core::text::Lang;
+use rand::{RngExt as _, SeedableRng as _};
+
+use super::TEXT;
+
+fn rng(seed: u64) -> rand::rngs::StdRng {
+    rand::rngs::StdRng::seed_from_u64(seed ^ 0x6e33_f051)
+}
+
+fn t(lang: Lang, key: &str) -> String {
+    TEXT.get(lang, key).to_owned()
+}
+
+fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
+    from[rng.random_range(0..from.len())]
+}
+
+fn show(x: f64) -> String {
+    show_sig(x, 4)
+}
+
+pub const EXERCISES: [Exercise; 9] = [
+    Exercise { id: "gemm_flops", title: |l| t(l, "ex.flops.title"), generate: gemm_flops },
+    Exercise { id: "gemm_intensity", title: |l| t(l, "ex.ai.title"), generate: gemm_intensity },
+    Exercise { id: "tiled_bytes", title: |l| t(l, "ex.tiled.title"), generate: tiled_bytes },
+    Exercise { id: "attainable", title: |l| t(l, "ex.bound.title"), generate: attainable },
+    Exercise { id: "fusion_saves", title: |l| t(l, "ex.fusion.title"), generate: fusion_saves },
+    Exercise { id: "elementwise_time", title: |l| t(l, "ex.elementwise.title"), generate: elementwise_time },
+    Exercise { id: "gemm_time", title: |l| t(l, "ex.gemm_time.title"), generate: gemm_time },
+    Exercise { id: "coalescing", title: |l| t(l, "ex.coalesce.title"), generate: coalescing },
+    Exercise { id: "shared_footprint", title: |l| t(l, "ex.shared.title"), generate: shared_footprint },
+];
+
+/// A GEMM shape drawn so M, N and K differ (a swapped role shows).
+fn shape(rng: &mut rand::rngs::StdRng) -> (f64, f64, f64) {
+    let sizes = [256.0, 512.0, 768.0, 1024.0, 1536.0, 2048.0, 4096.0];
+    let m = pick(rng, &sizes);
+    let mut n = pick(rng, &sizes);
+    while n == m {
+        n = pick(rng, &sizes);
+    }
+    let mut k = pick(rng, &sizes);
+    while k == m || k == n {
+        k = pick(rng, &sizes);
+    }
+    (m, n, k)
+}
+
+fn gemm_flops(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let (m, n, k) = shape(&mut rng);
+    let answer = 2.0 * m * n * k / 1e9;
+    Task::numeric(
+        TEXT.fill(lang, "ex.flops.prompt", &[("m", &m), ("n", &n), ("k", &k)]),
+        answer,
+        vec![t(lang, "ex.flops.hint1")],
+        TEXT.fill(lang, "ex.flops.explain", &[("m", &m), ("n", &n), ("k", &k), ("answer", &show(answer))]),
+        vec![
+            (m * n * k / 1e9, t(lang, "ex.flops.no_two")),
+            (2.0 * m * n / 1e9, t(lang, "ex.flops.no_k")),
+            (2.0 * m * n * k / 1e6, t(lang, "ex.flops.units")),
+        ],
+    )
+}
+
+fn gemm_intensity(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let (m, n, k) = shape(&mut rng);
+    let (format, bytes) = pick(&mut rng, &[("fp32", 4.0), ("fp16", 2.0), ("bf16", 2.0)]);
+    let flops = 2.0 * m * n * k;
+    let answer = flops / (bytes * (m * k + k * n + m * n));
+    Task::numeric(
+        TEXT.fill(lang, "ex.ai.prompt", &[("m", &m), ("n", &n), ("k", &k), ("format", &format)]),
+        answer,
+        vec![t(lang, "ex.ai.hint1"), TEXT.fill(lang, "ex.ai.hint2", &[("bytes", &bytes)])],
+        TEXT.fill(lang, "ex.ai.explain", &[("flops", &show(flops)), ("bytes", &bytes), ("answer", &show(answer))]),
+        vec![
+            (flops / (bytes * (m * k + k * n)), t(lang, "ex.ai.no_c")),
+            (flops / (4.0 * (m * k + k * n + m * n)), t(lang, "ex.ai.fp32_bytes")),
+            (m * n * k / (bytes * (m * k + k * n + m * n)), t(lang, "ex.ai.no_two")),
+        ],
+    )
+}
+
+fn tiled_bytes(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let (m, n, k) = shape(&mut rng);
+    let tile = pick(&mut rng, &[16.0, 32.0, 64.0, 128.0]);
+    // Each of the N/T columns of tiles reads all of A; each of the M/T rows all of B.
+    let answer = 4.0 * (m * k * (n / tile) + k * n * (m / tile)) / 1e6;
+    Task::numeric(
+        TEXT.fill(lang, "ex.tiled.prompt", &[("m", &m), ("n", &n), ("k", &k), ("t", &tile)]),
+        answer,
+        vec![t(lang, "ex.tiled.hint1"), t(lang, "ex.tiled.hint2")],
+        TEXT.fill(lang, "ex.tiled.explain", &[("m", &m), ("n", &n), ("k", &k), ("t", &tile), ("answer", &show(answer))]),
+        vec![
+            (4.0 * (m * k + k * n) / 1e6, t(lang, "ex.tiled.once")),
+            (8.0 * m * n * k / 1e6, t(lang, "ex.tiled.naive")),
+            (4.0 * (m * k * (m / tile) + k * n * (n / tile)) / 1e6, t(lang, "ex.tiled.swapped")),
+        ],
+    )
+}
+
+fn attainable(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let peak: f64 = pick(&mut rng, &[19.5, 60.0, 67.0, 312.0, 989.0]);
+    let bw = pick(&mut rng, &[0.9, 1.5, 2.0, 3.35, 4.8]);
+    // A GEMM of N × N × N in fp16, each matrix moved once: intensity N/3.
+    let size: f64 = pick(&mut rng, &[64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0, 8192.0]);
+    let ai = 2.0 * size.powi(3) / (2.0 * 3.0 * size * size);
+    let answer = peak.min(ai * bw);
+    let memory = ai * bw;
+    let (wrong, wrong_key) = if memory < peak {
+        (peak, "ex.bound.assumed_compute")
+    } else {
+        (memory, "ex.bound.past_roof")
+    };
+    Task::numeric(
+        TEXT.fill(lang, "ex.bound.prompt", &[("peak", &peak), ("bw", &bw), ("n", &size)]),
+        answer,
+        vec![t(lang, "ex.bound.hint1"), t(lang, "ex.bound.hint2")],
+        TEXT.fill(lang, "ex.bound.explain", &[("ai", &show(ai)), ("bw", &bw), ("memory", &show(memory)), ("peak", &peak), ("answer", &show(answer))]),
+        vec![
+            (wrong, t(lang, wrong_key)),
+            (peak + memory, t(lang, "ex.bound.sum")),
+            (2.0 * size.powi(3) / (4.0 * 3.0 * size * size) * bw, t(lang, "ex.bound.fp32")),
+        ],
+    )
+}
+
+fn fusion_saves(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let millions = pick(&mut rng, &[1.0, 4.0, 8.0, 16.0, 32.0, 64.0]);
+    let ops = pick(&mut rng, &[2.0, 3.0, 4.0, 5.0]);
+    let n = millions * 1e6;
+    // k kernels each read and write N fp32; fused: one read, one write.
+    let answer = 8.0 * n * (ops - 1.0) / 1e6;
+    Task::numeric(
+        TEXT.fill(lang, "ex.fusion.prompt", &[("n", &millions), ("k", &ops)]),
+        answer,
+        vec![t(lang, "ex.fusion.hint1")],
+        TEXT.fill(lang, "ex.fusion.explain", &[("n", &millions), ("k", &ops), ("answer", &show(answer))]),
+        vec![
+            (4.0 * n * (ops - 1.0) / 1e6, t(lang, "ex.fusion.reads_only")),
+            (8.0 * n * ops / 1e6, t(lang, "ex.fusion.all")),
+            (8.0 * n * (ops - 1.0) / 1048576.0, t(lang, "ex.fusion.mib")),
+        ],
+    )
+}
+
+fn elementwise_time(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let millions = pick(&mut rng, &[16.0, 32.0, 64.0, 128.0, 256.0]);
+    let (format, bytes) = pick(&mut rng, &[("fp32", 4.0), ("fp16", 2.0)]);
+    let gbs = pick(&mut rng, &[900.0, 1555.0, 2039.0, 3350.0]);
+    let moved = 2.0 * millions * 1e6 * bytes;
+    let answer = moved / (gbs * 1e9) * 1e3;
+    Task::numeric(
+        TEXT.fill(lang, "ex.elementwise.prompt", &[("n", &millions), ("format", &format), ("gbs", &gbs)]),
+        answer,
+        vec![t(lang, "ex.elementwise.hint1")],
+        TEXT.fill(lang, "ex.elementwise.explain", &[("mb", &show(moved / 1e6)), ("gbs", &gbs), ("answer", &show(answer))]),
+        vec![
+            (answer / 2.0, t(lang, "ex.elementwise.read_only")),
+            (answer * 1e9 / 1_073_741_824.0, t(lang, "ex.elementwise.gib")),
+            (answer * 4.0 / bytes, t(lang, "ex.elementwise.fp32")),
+        ],
+    )
+}
+
+fn gemm_time(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let (m, n, k) = shape(&mut rng);
+    let peak = pick(&mut rng, &[19.5, 60.0, 156.0]);
+    let gbs = pick(&mut rng, &[900.0, 1555.0, 2039.0, 3350.0]);
+    let flops = 2.0 * m * n * k;
+    let bytes = 4.0 * (m * k + k * n + m * n);
+    let (compute, memory) = (flops / (peak * 1e12) * 1e3, bytes / (gbs * 1e9) * 1e3);
+    let answer = compute.max(memory);
+    Task::numeric(
+        TEXT.fill(lang, "ex.gemm_time.prompt", &[("m", &m), ("n", &n), ("k", &k), ("peak", &peak), ("gbs", &gbs)]),
+        answer,
+        vec![t(lang, "ex.gemm_time.hint1")],
+        TEXT.fill(lang, "ex.gemm_time.explain", &[("compute", &show(compute)), ("memory", &show(memory)), ("answer", &show(answer))]),
+        vec![
+            (compute + memory, t(lang, "ex.gemm_time.sum")),
+            (compute.min(memory), t(lang, "ex.gemm_time.min")),
+            (flops / 2.0 / (peak * 1e12) * 1e3, t(lang, "ex.gemm_time.no_two")),
+        ],
+    )
+}
+
+/// Which of four access patterns of a warp (subgroup) coalesces: the
+/// contiguous one, among a strided, a column-of-row-major and a gathered
+/// one; the numbers and the options' order drawn.
+fn coalescing(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let cols = pick(&mut rng, &[256, 512, 1000, 1024, 4096]);
+    let stride = pick(&mut rng, &[2, 4, 8, 16, 32]);
+    let row = rng.random_range(1..64);
+    let patterns = [
+        ("ex.coalesce.contiguous", TEXT.fill(lang, "ex.coalesce.contiguous", &[("cols", &cols), ("row", &row)])),
+        ("ex.coalesce.column", TEXT.fill(lang, "ex.coalesce.column", &[("cols", &cols), ("row", &row)])),
+        ("ex.coalesce.strided", TEXT.fill(lang, "ex.coalesce.strided", &[("s", &stride)])),
+        ("ex.coalesce.gather", t(lang, "ex.coalesce.gather")),
+    ];
+    let mut order: Vec<usize> = (0..4).collect();
+    for i in (1..4).rev() {
+        let j = rng.random_range(0..=i);
+        order.swap(i, j);
+    }
+    let options: Vec<String> = order.iter().map(|i| patterns[*i].1.clone()).collect();
+    let correct = order.iter().position(|i| *i == 0).unwrap_or(0);
+    let mistakes = order
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| **i != 0)
+        .map(|(at, i)| Mistake {
+            answer: (at + 1).to_string(),
+            feedback: TEXT.fill(
+                lang,
+                &format!("{}_why", patterns[*i].0),
+                &[("cols", &cols), ("s", &stride)],
+            ),
+        })
+        .collect();
+    Task {
+        prompt: TEXT.fill(lang, "ex.coalesce.prompt", &[("cols", &cols), ("row", &row)]),
+        kind: AnswerKind::Choice { options },
+        checker: AnswerChecker::Choice { correct },
+        hints: vec![t(lang, "ex.coalesce.hint1")],
+        explanation: TEXT.fill(lang, "ex.coalesce.explain", &[("cols", &cols)]),
+        reference: (correct + 1).to_string(),
+        mistakes,
+    }
+}
+
+fn shared_footprint(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let tile = pick(&mut rng, &[32.0, 64.0, 128.0, 256.0]);
+    let depth = pick(&mut rng, &[8.0, 16.0, 32.0]);
+    let (format, bytes) = pick(&mut rng, &[("fp32", 4.0), ("fp16", 2.0)]);
+    let answer = 2.0 * tile * depth * bytes / 1024.0;
+    Task::numeric(
+        TEXT.fill(lang, "ex.shared.prompt", &[("t", &tile), ("d", &depth), ("format", &format)]),
+        answer,
+        vec![t(lang, "ex.shared.hint1")],
+        TEXT.fill(lang, "ex.shared.explain", &[("t", &tile), ("d", &depth), ("bytes", &bytes), ("answer", &show(answer))]),
+        vec![
+            (answer / 2.0, t(lang, "ex.shared.one_tile")),
+            (2.0 * tile * tile * bytes / 1024.0, t(lang, "ex.shared.square")),
+            (2.0 * tile * depth * bytes / 1000.0, t(lang, "ex.shared.kb")),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::exercise::FIRST_SEED;
+
+    #[test]
+    fn every_numeric_variant_has_a_real_answer_and_its_mistakes_are_caught() {
+        let numeric: Vec<Exercise> = EXERCISES
+            .into_iter()
+            .filter(|e| e.id != "coalescing")
+            .collect();
+        crate::check_numeric_exercises(&numeric, 2);
+    }
+
+    #[test]
+    fn classic_mistakes_by_hand() {
+        // 1024 × 512 by 256: 2·M·N·K = 0.268 GFLOP; forgetting the 2 is caught.
+        let task = gemm_flops(FIRST_SEED, Lang::En);
+        assert!(task.mistakes.iter().any(|m| m.feedback == t(Lang::En, "ex.flops.no_two")));
+        // The coalescing exercise: the contiguous pattern is right wherever it lands.
+        let mut seed = FIRST_SEED;
+        let mut positions = std::collections::BTreeSet::new();
+        for _ in 0..20 {
+            let task = coalescing(seed, Lang::En);
+            let AnswerChecker::Choice { correct } = task.checker else {
+                panic!("a choice")
+            };
+            positions.insert(correct);
+            assert!(task.check(&(correct + 1).to_string()).is_correct());
+            assert_eq!(task.mistakes.len(), 3);
+            seed = dlsys_core::exercise::next_seed(seed);
+        }
+        assert!(positions.len() >= 3);
+    }
+}
