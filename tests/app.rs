@@ -22,7 +22,7 @@ fn every_lesson_opens_from_the_sidebar_and_matches_its_snapshot() {
         }
     });
     // The plots every lesson draws before any run: no colour twice in one.
-    let drawn = common::plot_colours_are_distinct(&harness, &[]);
+    let drawn = common::plot_colours_are_distinct(&harness, common::PLOTS_ON_OPENING);
     eprintln!("plots drawn on opening: {drawn:?}");
     assert!(
         failures.is_empty(),

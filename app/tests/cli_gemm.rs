@@ -71,7 +71,7 @@ fn matmul_reads_a_then_b_and_writes_c() {
         ),
         (
             &["kernel", "matmul", "--m", "1", "--n", "1", "--k", "70000"],
-            f32_bytes(&[1.0; 140_000]),
+            f32_bytes(&vec![1.0; 140_000]),
         ),
     ] {
         let out = with_stdin(args, &input);

@@ -1,8 +1,8 @@
 //! What every plot shares: its legend, drawn under the plot as ordinary
 //! widgets (never over the data, readable by a screen reader, each entry
 //! with an optional tooltip), and the record of every plot's series that
-//! the colour test reads (`tests/plots.rs`: no two series of one plot share
-//! a colour).
+//! the app tests read (`tests/common`'s `plot_colours_are_distinct`: no two
+//! series of one plot share a colour).
 
 use egui::{Color32, Id, Sense, Ui};
 use std::collections::BTreeMap;
@@ -167,8 +167,9 @@ fn paint_swatch(ui: &Ui, rect: egui::Rect, key: &Key) {
 }
 
 /// Colours for `n` series that are all different: the theme's series
-/// palette while it lasts, then the same hues lightened or darkened (never
-/// two equal colours, however many series).
+/// palette while it lasts, then the same hues moved further toward the
+/// text colour each round (distinct for the first 48; no plot has a fifth
+/// of that).
 pub fn distinct(visuals: &egui::Visuals, n: usize) -> Vec<Color32> {
     (0..n).map(|i| nth(visuals, i)).collect()
 }
@@ -180,14 +181,10 @@ pub fn nth(visuals: &egui::Visuals, i: usize) -> Color32 {
     if round == 0 {
         return base;
     }
-    // Later rounds move towards the background's opposite, then towards it.
-    let toward = if round % 2 == 1 {
-        visuals.text_color()
-    } else {
-        visuals.extreme_bg_color
-    };
-    let t = (0.35 * round.div_ceil(2) as f32).min(0.7);
-    lerp(base, toward, t)
+    // Round r moves 1 − 0.75^r of the way to the text colour: every round
+    // lands somewhere new.
+    let t = 1.0 - 0.75f32.powi(round as i32);
+    lerp(base, visuals.text_color(), t)
 }
 
 fn lerp(a: Color32, b: Color32, t: f32) -> Color32 {
@@ -214,7 +211,7 @@ mod tests {
     #[test]
     fn distinct_colours_never_repeat_in_either_theme() {
         for visuals in [egui::Visuals::light(), egui::Visuals::dark()] {
-            let colours = distinct(&visuals, 40);
+            let colours = distinct(&visuals, 48);
             let keys: Vec<(String, Color32)> = colours
                 .iter()
                 .enumerate()

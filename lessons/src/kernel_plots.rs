@@ -148,13 +148,7 @@ pub fn bars(
         .x_axis_label(axis)
         .x_grid_spacer(theme::readable_grid())
         .x_axis_formatter(theme::grid_label)
-        .y_axis_formatter(move |mark, _| {
-            names
-                .get(mark.value.round() as usize)
-                .filter(|_| mark.value.fract() == 0.0)
-                .cloned()
-                .unwrap_or_default()
-        })
+        .y_axis_formatter(theme::row_names(names))
         .y_grid_spacer(theme::integer_grid())
         .include_x(0.0)
         .include_x(widest.max(1e-9) * 1.3)

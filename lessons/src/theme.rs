@@ -222,3 +222,17 @@ pub fn grid_label(mark: egui_plot::GridMark, _range: &std::ops::RangeInclusive<f
     };
     format!("{v:.decimals$}")
 }
+
+/// An axis of named rows: row i (from the bottom) is `names[i]`, and
+/// between rows nothing. With [`integer_grid`] for the marks.
+pub fn row_names(
+    names: Vec<String>,
+) -> impl Fn(egui_plot::GridMark, &std::ops::RangeInclusive<f64>) -> String {
+    move |mark, _| {
+        names
+            .get(mark.value.round() as usize)
+            .filter(|_| mark.value.fract() == 0.0)
+            .cloned()
+            .unwrap_or_default()
+    }
+}

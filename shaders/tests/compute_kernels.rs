@@ -12,39 +12,12 @@ use dlsys_core::kernels::{
     AccessKind, Data, FusionKind, GemmKind, Kernel, Problem, STRIDES, gemm_inputs, largest_gemm_k,
     plan,
 };
+use dlsys_shaders::KernelRunner;
 use dlsys_shaders::report::{Reference, row};
-use dlsys_shaders::{Gpu, KernelRunner, RunOutput, RunSpec};
 
-fn runner(test: &str) -> Option<KernelRunner> {
-    match Gpu::request_blocking() {
-        Ok(gpu) => Some(KernelRunner::new(gpu)),
-        Err(err) => {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-            assert!(!ci, "{test}: CI=true but no GPU adapter: {err}");
-            eprintln!("SKIPPED (not CI, no GPU adapter): {test}: {err}");
-            None
-        }
-    }
-}
+mod support;
 
-fn run(
-    r: &mut KernelRunner,
-    kernel: Kernel,
-    problem: Problem,
-    input: &[f32],
-    instrumented: bool,
-) -> RunOutput {
-    let spec = RunSpec {
-        kernel,
-        problem,
-        warmup: 0,
-        trials: 1,
-        instrumented,
-    };
-    r.start(spec, input)
-        .and_then(|job| job.wait())
-        .unwrap_or_else(|e| panic!("{} {problem:?}: {e}", kernel.id()))
-}
+use support::{run, runner};
 
 /// Runs `kernel` and judges it as the ladder does (its reference, its
 /// tolerance); `Err` says what was wrong.

@@ -10,38 +10,10 @@ use dlsys_core::kernels::{
     Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, compare, reduce_reference,
     relative_error, softmax_reference,
 };
-use dlsys_shaders::{Gpu, KernelRunner, RunSpec};
+mod support;
 
-fn runner(test: &str) -> Option<KernelRunner> {
-    match Gpu::request_blocking() {
-        Ok(gpu) => Some(KernelRunner::new(gpu)),
-        Err(err) => {
-            let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-            assert!(!ci, "{test}: CI=true but no GPU adapter: {err}");
-            eprintln!("SKIPPED (not CI, no GPU adapter): {test}: {err}");
-            None
-        }
-    }
-}
-
-fn run(
-    r: &mut KernelRunner,
-    kernel: Kernel,
-    problem: Problem,
-    input: &[f32],
-    instrumented: bool,
-) -> dlsys_shaders::RunOutput {
-    let spec = RunSpec {
-        kernel,
-        problem,
-        warmup: 0,
-        trials: 1,
-        instrumented,
-    };
-    r.start(spec, input)
-        .and_then(|job| job.wait())
-        .unwrap_or_else(|e| panic!("{}: {e}", kernel.id()))
-}
+use dlsys_shaders::{KernelRunner, RunSpec};
+use support::{run, runner};
 
 /// The kernels this file tests.
 fn memory_bound() -> impl Iterator<Item = Kernel> {

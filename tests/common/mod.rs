@@ -161,3 +161,13 @@ pub fn plot_colours_are_distinct(harness: &Harness<'_, DlsysApp>, expect: &[&str
     }
     drawn
 }
+
+/// The plots the lessons draw as soon as they open, before any run.
+pub const PLOTS_ON_OPENING: &[&str] = &[
+    "float_spacing",
+    "float_accumulation",
+    "gradcheck_plot",
+    "dp_wire_plot",
+    "dp_scale_plot",
+    "dp_overlap_plot",
+];

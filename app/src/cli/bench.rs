@@ -102,8 +102,9 @@ pub struct KernelsArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Also write the softmax input (f32, little-endian) here, for comparing
-    /// with another implementation on the same data.
+    /// Also write the input (f32, little-endian) here, for comparing with
+    /// another implementation on the same data: the GEMM's A, zeros up to a
+    /// multiple of 4 values, then B, when GEMMs run; else the softmax input.
     #[arg(long, value_name = "FILE")]
     pub dump_input: Option<std::path::PathBuf>,
 }
@@ -196,11 +197,15 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     let mut runner = kernel_runner()?;
     let ladder = Ladder::new(&settings, runner.max_elements()).map_err(|e| super::say(&e))?;
     if let Some(path) = &args.dump_input {
-        std::fs::write(
-            path,
-            bytemuck::cast_slice::<f32, u8>(&ladder.inputs().softmax),
-        )
-        .map_err(|err| {
+        // The GEMM's A, zeros up to a whole vec4, then B, when GEMMs run;
+        // otherwise the softmax input.
+        let inputs = ladder.inputs();
+        let values = if settings.gemm.is_empty() {
+            &inputs.softmax
+        } else {
+            &inputs.gemm
+        };
+        std::fs::write(path, bytemuck::cast_slice::<f32, u8>(values)).map_err(|err| {
             tf(
                 "bench.cannot_write",
                 &[("path", &path.display()), ("error", &err)],

@@ -451,11 +451,7 @@ mod tests {
     use super::*;
     use crate::kernels::{Kernel, plan};
 
-    const DEV: DeviceLimits = DeviceLimits {
-        cache_floats: 4096,
-        subgroup_max: 32,
-        subgroup_min: 32,
-    };
+    const DEV: DeviceLimits = crate::kernels::TEST_DEVICE;
 
     #[test]
     fn gelu_is_the_tanh_form_and_finite_far_out() {

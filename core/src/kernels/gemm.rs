@@ -340,11 +340,7 @@ mod tests {
     use super::*;
     use crate::kernels::{Kernel, plan as plan_kernel};
 
-    const DEV: DeviceLimits = DeviceLimits {
-        cache_floats: 4096,
-        subgroup_max: 32,
-        subgroup_min: 32,
-    };
+    const DEV: DeviceLimits = crate::kernels::TEST_DEVICE;
 
     #[test]
     fn traffic_falls_as_tiles_grow_and_flops_stay() {

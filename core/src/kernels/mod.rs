@@ -453,15 +453,20 @@ impl DeviceLimits {
     };
 }
 
+/// The device the core's plan tests assume: 4096 floats of row cache,
+/// subgroups of 32.
+#[cfg(test)]
+pub(crate) const TEST_DEVICE: DeviceLimits = DeviceLimits {
+    cache_floats: 4096,
+    subgroup_max: 32,
+    subgroup_min: 32,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const DEV: DeviceLimits = DeviceLimits {
-        cache_floats: 4096,
-        subgroup_max: 32,
-        subgroup_min: 32,
-    };
+    const DEV: DeviceLimits = TEST_DEVICE;
 
     #[test]
     fn softmax_traffic_follows_the_ladder() {

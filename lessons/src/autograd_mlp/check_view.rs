@@ -145,21 +145,18 @@ pub fn check_ui(
             .collect();
         let names: Vec<String> = reports.iter().rev().map(|r| r.name.clone()).collect();
         Plot::new("gradcheck_plot")
-            .height((20.0 * n as f32 + 60.0).max(200.0))
+            // egui_plot hides a tick label closer than 20 px to the next.
+            .height((28.0 * n as f32 + 60.0).max(200.0))
             .x_axis_label(t("check.axis"))
-            .y_axis_formatter(move |mark, _| {
-                names
-                    .get(mark.value.round() as usize)
-                    .filter(|_| mark.value.fract() == 0.0)
-                    .cloned()
-                    .unwrap_or_default()
-            })
+            .y_axis_formatter(theme::row_names(names))
             .y_grid_spacer(theme::integer_grid())
             .include_x(floor)
             .include_x(1.0)
             .include_y(-0.5)
             .include_y(n as f64 - 0.5)
             .allow_scroll(false)
+            .allow_zoom(false)
+            .allow_drag(false)
             .show(&mut columns[1], |plot| {
                 theme::band_zones(plot, &visuals, floor, egui_plot::Axis::X);
                 plot.points(

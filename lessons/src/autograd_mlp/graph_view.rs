@@ -234,8 +234,9 @@ fn applied(g: &Graph<f64>, v: Var, lang: Lang) -> String {
     let fill = |key: &str, args: &[(&str, &dyn std::fmt::Display)]| TEXT.fill(lang, key, args);
     let me = name(g, v);
     match &g.node(v).op {
-        Op::Leaf { .. } if g.value(v).numel() == 1 => {
-            fill("local.leaf", &[("name", &me), ("g", &n(grad))])
+        Op::Leaf { .. } => {
+            let kept = g.grad(v).map_or_else(String::new, |t| compact(&t));
+            fill("local.leaf", &[("name", &me), ("g", &kept)])
         }
         Op::Add(a, b) => fill(
             "local.add",

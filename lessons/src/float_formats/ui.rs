@@ -605,6 +605,9 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                     ("err", &show_sig(r.abs_error, 3)),
                 ],
             ));
+            if r.rounding == Rounding::TowardZero {
+                ui.weak(t(lang, "tf32.truncate_note"));
+            }
         }
     });
 

@@ -64,10 +64,12 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
         }
         figure::legend(&mut cols[0], "mixed_loss", &keys);
         cols[1].label(t("plot.scale"));
+        // The fp32 baseline has no loss scale: only the policy's is drawn.
         let traces: Vec<(usize, Trace, Trace)> = run
             .sides
             .iter()
             .enumerate()
+            .take(1)
             .filter_map(|(i, side)| {
                 let report = side.trainer.mixed_report()?;
                 let now = side.trainer.losses.last().map_or(0, |(s, _)| *s);

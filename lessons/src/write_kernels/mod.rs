@@ -392,7 +392,7 @@ impl WriteKernels {
         }
     }
 
-    /// The last verdict for `ex`; marked stale (and greyed) once the code in
+    /// The last verdict for `ex`; cleared (a note says why) once the code in
     /// the editor, `code`, is no longer the code it was for.
     fn result_ui(&self, ui: &mut egui::Ui, lang: Lang, ex: &KernelExercise, code: &str) {
         let Some((id, Checked { shown, source })) = &self.shown else {
@@ -401,16 +401,14 @@ impl WriteKernels {
         if *id != ex.id {
             return;
         }
-        let stale = self.verdict_is_stale(ex, code);
-        if stale {
-            ui.colored_label(theme::warn(ui.visuals()), TEXT.get(lang, "result.stale"));
+        if self.verdict_is_stale(ex, code) {
+            ui.weak(TEXT.get(lang, "result.stale"));
+            return;
         }
-        let weak = ui.visuals().weak_text_color();
         match shown {
             Shown::ValidNoGpu(reason) => {
-                let color = if stale { weak } else { theme::warn(ui.visuals()) };
                 ui.colored_label(
-                    color,
+                    theme::warn(ui.visuals()),
                     TEXT.fill(lang, "status.valid_no_gpu", &[("reason", reason)]),
                 );
             }
@@ -420,7 +418,6 @@ impl WriteKernels {
                 } else {
                     (theme::bad(ui.visuals()), TEXT.get(lang, "status.failed"))
                 };
-                let color = if stale { weak } else { color };
                 ui.colored_label(color, format!("{head}: {}", dlsys_core::errors::Localized::message(verdict, lang)));
                 if let KernelVerdict::Invalid(d) = verdict
                     && let Some(line) = d.line
