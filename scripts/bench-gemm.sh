@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bench=(./target/release/dlsys-lab bench kernels --trials "$trials")
 "${bench[@]}" --family gemm --m "$m" --n "$n" --k "$k" --rows 1024 --cols 1024 \
-  --dump-input "$tmp/ab.bin" --json > "$tmp/gemm.json" || true
+  --dump-input "$tmp/ab.bin" --json > "$tmp/gemm.json"
 python3 - "$tmp/ab.bin" "$tmp/gemm.json" "$m" "$n" "$k" "$trials" <<'PY'
 import json, sys, time
 import numpy as np

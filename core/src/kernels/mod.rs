@@ -307,7 +307,7 @@ impl Kernel {
             Self::Softmax(_) => 9.0,
             Self::Reduce(..) => 1.0,
             Self::Fusion(kind) => kind.ops_per_element(),
-            // Multiply and add per term of the dot product.
+            // Not per element: `ops` counts a GEMM's 2·M·N·K.
             Self::Gemm(_) => 0.0,
             Self::Fma => 2.0 * 8.0 * f64::from(FMA_ITERATIONS),
         }

@@ -129,7 +129,8 @@ fn attainable(seed: u64, lang: Lang) -> Task {
         vec![
             (wrong, t(lang, wrong_key)),
             (peak + memory, t(lang, "ex.bound.sum")),
-            (2.0 * size.powi(3) / (4.0 * 3.0 * size * size) * bw, t(lang, "ex.bound.fp32")),
+            (peak.min(size / 6.0 * bw), t(lang, "ex.bound.fp32")),
+            (answer * 1e3, t(lang, "ex.bound.units")),
         ],
     )
 }
@@ -191,7 +192,7 @@ fn gemm_time(seed: u64, lang: Lang) -> Task {
         vec![
             (compute + memory, t(lang, "ex.gemm_time.sum")),
             (compute.min(memory), t(lang, "ex.gemm_time.min")),
-            (flops / 2.0 / (peak * 1e12) * 1e3, t(lang, "ex.gemm_time.no_two")),
+            ((flops / 2.0 / (peak * 1e12) * 1e3).max(memory), t(lang, "ex.gemm_time.no_two")),
         ],
     )
 }
@@ -201,7 +202,9 @@ fn gemm_time(seed: u64, lang: Lang) -> Task {
 /// one; the numbers and the options' order drawn.
 fn coalescing(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
-    let cols = pick(&mut rng, &[256, 512, 1000, 1024, 4096]);
+    // Rows of whole 128-byte lines, so the contiguous read never straddles
+    // two lines (a stride of 2 would then tie with it).
+    let cols = pick(&mut rng, &[256, 512, 1024, 2048, 4096]);
     let stride = pick(&mut rng, &[2, 4, 8, 16, 32]);
     let row = rng.random_range(1..64);
     let patterns = [

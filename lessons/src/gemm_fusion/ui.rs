@@ -80,7 +80,11 @@ impl GemmFusion {
         gemm_results(ui, lang, &self.gemm);
         ui.add_space(6.0);
         section_heading(ui, lang, "fusion.heading");
-        ui.label(t(lang, "fusion.explain"));
+        ui.label(TEXT.fill(
+            lang,
+            "fusion.explain",
+            &[("scale", &dlsys_core::kernels::GELU_SCALE), ("bias", &dlsys_core::kernels::GELU_BIAS)],
+        ));
         for kind in FusionKind::ALL {
             ui.label(format!("• {}", t(lang, &format!("fusion.{}", kind.id()))));
         }

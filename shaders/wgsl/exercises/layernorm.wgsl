@@ -5,7 +5,7 @@
 // the variance in ONE pass over the row, combine them across the workgroup
 // in workgroup memory, then write the row in a second pass.
 // Careful: var = E[x²] − E[x]² cancels catastrophically when the values sit
-// far from 0 (a row around 10,000 with spread 2). Shift the data by a value
+// far from 0 (a row around 10,000, within ±4 of it). Shift the data by a value
 // of the row before squaring: with K = the row's first element,
 // var = E[(x − K)²] − E[x − K]².
 //
@@ -24,7 +24,7 @@
 // 对每一行计算 y = (x − mean) / sqrt(var + 1e-5)，其中 var 是相对均值的偏差平方的均值。
 // 只遍历一遍这一行，同时收集均值和方差需要的和，在工作组共享内存里把各线程的结果合并，
 // 然后第二遍写出这一行。
-// 注意：当数值远离 0 时（比如一行数都在 10,000 附近、波动为 2），
+// 注意：当数值远离 0 时（比如一行数都在 10,000 附近、上下波动 4 以内），
 // var = E[x²] − E[x]² 会发生灾难性的相消（catastrophic cancellation）。
 // 平方之前先把数据平移一个本行里的值：取 K 为本行第一个元素，
 // var = E[(x − K)²] − E[x − K]²。

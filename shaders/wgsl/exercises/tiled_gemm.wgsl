@@ -13,8 +13,8 @@
 // It dispatches 16 × 16 tiles of C: @workgroup_size(16, 16),
 // dispatchWorkgroups(ceil(N / 16), ceil(M / 16)); workgroup_id.x is the
 // tile column, .y the tile row (a workgroup is CUDA's thread block).
-// Checked on 1×1×1, 1×17×1, 17×33×65, 33×16×16, 64×64×64, 100×7×300 and
-// with ±inf in A: each C[i][j] within 1e-4 · Σₖ |A[i][k]|·|B[k][j]|.
+// Checked on M×N×K = 1×1×1, 1×17×1, 17×33×65, 33×16×16, 64×64×64,
+// 100×7×300 and with ±inf in A: each C[i][j] within 1e-4 · Σₖ |A[i][k]|·|B[k][j]|.
 //
 // 中文：
 // 练习：分块（tiling）矩阵乘法 C = A·B。
