@@ -17,7 +17,7 @@ use dlsys_shaders::report::{Reference, row};
 
 mod support;
 
-use support::{run, runner};
+use support::{run, runner, traffic_mismatch};
 
 /// Runs `kernel` and judges it as the ladder does (its reference, its
 /// tolerance); `Err` says what was wrong.
@@ -205,15 +205,7 @@ fn compute_plans_count_what_the_instrumented_build_counts() {
         }
         for problem in problems(kernel, r.cache_floats) {
             let x = input(kernel, problem, Data::Random);
-            let out = run(&mut r, kernel, problem, &x, true);
-            let counted = out.counted.unwrap();
-            let model = (out.traffic.bytes_read, out.traffic.bytes_written);
-            if counted != model {
-                failures.push(format!(
-                    "{} {problem:?}: counted {counted:?}, model {model:?}",
-                    kernel.id()
-                ));
-            }
+            failures.extend(traffic_mismatch(&mut r, kernel, problem, &x));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

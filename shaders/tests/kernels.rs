@@ -13,7 +13,7 @@ use dlsys_core::kernels::{
 mod support;
 
 use dlsys_shaders::{KernelRunner, RunSpec};
-use support::{run, runner};
+use support::{run, runner, traffic_mismatch};
 
 /// The kernels this file tests.
 fn memory_bound() -> impl Iterator<Item = Kernel> {
@@ -130,15 +130,7 @@ fn instrumented_counts_equal_the_traffic_model() {
         };
         for problem in problems {
             let x = Data::Random.generate(problem.rows as usize, problem.cols as usize, 1, true);
-            let out = run(&mut r, kernel, problem, &x, true);
-            let counted = out.counted.unwrap();
-            let model = (out.traffic.bytes_read, out.traffic.bytes_written);
-            if counted != model {
-                failures.push(format!(
-                    "{} {problem:?}: counted {counted:?}, model {model:?}",
-                    kernel.id()
-                ));
-            }
+            failures.extend(traffic_mismatch(&mut r, kernel, problem, &x));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

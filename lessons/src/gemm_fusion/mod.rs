@@ -52,6 +52,11 @@ impl Default for Settings {
     }
 }
 
+/// The most multiply-adds (M·N·K) a GEMM race of the page takes: its f64
+/// reference is computed in the page's thread (about a second at 1024³);
+/// `dlsys-lab bench kernels --family gemm` takes any size.
+const MAX_PAGE_MACS: u64 = 1 << 30;
+
 /// The three races of the lesson.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Section {
@@ -102,6 +107,19 @@ impl GemmFusion {
     }
 
     fn start(&mut self, section: Section, env: &Env<'_>) {
+        let s = &self.settings;
+        let macs = u64::from(s.m) * u64::from(s.n) * u64::from(s.k);
+        if section == Section::Gemm && macs > MAX_PAGE_MACS {
+            // The f64 reference runs in the page's thread, once per race.
+            let race = self.race(section);
+            race.results.clear();
+            race.error = Some(TEXT.fill(
+                env.lang,
+                "gemm.too_big",
+                &[("macs", &macs), ("max", &MAX_PAGE_MACS)],
+            ));
+            return;
+        }
         let settings = self.settings.ladder(section);
         self.race(section).start(&settings, env);
     }
@@ -201,6 +219,29 @@ mod tests {
                 race.results
             );
         }
+    }
+
+    #[test]
+    fn a_gemm_too_large_for_the_page_is_refused_with_the_cli_named() {
+        let gpu = GpuStatus::Unavailable {
+            reason: crate::NoGpu::NotWgpu,
+        };
+        let env = Env {
+            gpu: &gpu,
+            lang: Lang::En,
+        };
+        let mut lesson = GemmFusion {
+            settings: Settings {
+                m: 2048,
+                n: 1024,
+                k: 1024,
+                ..Settings::default()
+            },
+            ..GemmFusion::default()
+        };
+        lesson.start(Section::Gemm, &env);
+        assert!(lesson.gemm.results.is_empty());
+        assert!(lesson.gemm.error.as_ref().is_some_and(|e| e.contains("bench kernels")));
     }
 
     #[test]

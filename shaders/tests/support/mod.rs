@@ -37,3 +37,22 @@ pub fn run(
         .and_then(|job| job.wait())
         .unwrap_or_else(|e| panic!("{}: {e}", kernel.id()))
 }
+
+/// Runs the instrumented build of `kernel` once: `Some` with what differs
+/// when the bytes it counted are not the plan's traffic model.
+pub fn traffic_mismatch(
+    r: &mut KernelRunner,
+    kernel: Kernel,
+    problem: Problem,
+    input: &[f32],
+) -> Option<String> {
+    let out = run(r, kernel, problem, input, true);
+    let counted = out.counted.unwrap();
+    let model = (out.traffic.bytes_read, out.traffic.bytes_written);
+    (counted != model).then(|| {
+        format!(
+            "{} {problem:?}: counted {counted:?}, model {model:?}",
+            kernel.id()
+        )
+    })
+}
