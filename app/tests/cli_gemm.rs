@@ -13,11 +13,22 @@ fn matmul_reads_a_then_b_and_writes_c() {
         return;
     }
     // [[1, 2, 3], [4, 5, 6]] · [[7, 8], [9, 10], [11, 12]] = [[58, 64], [139, 154]],
-    // on every rung (the subgroup one where the adapter offers it).
+    // on every rung at every tile and block size.
     let input = f32_bytes(&[
         1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0,
     ]);
-    for variant in ["naive", "coalesced", "tiled", "register", "vec4"] {
+    for variant in [
+        "naive",
+        "coalesced",
+        "tiled-8",
+        "tiled-16",
+        "register-2x2",
+        "register-4x4",
+        "register-8x8",
+        "vec4-2x2",
+        "vec4-4x4",
+        "vec4-8x8",
+    ] {
         let out = with_stdin(
             &[
                 "kernel",
@@ -105,7 +116,9 @@ fn bench_families_report_flops_fusion_and_layouts() {
         "copy",
         "fma",
         "gemm/naive",
-        "gemm/vec4",
+        "gemm/tiled-8",
+        "gemm/register-2x2",
+        "gemm/vec4-8x8",
         "fusion/gelu-fused",
         "access/stride-32",
         "access/channel-sum-nhwc",

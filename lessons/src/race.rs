@@ -52,14 +52,19 @@ impl Race {
             .map_or(dlsys_core::kernels::DeviceLimits::TYPICAL, |r| r.device())
     }
 
+    /// The most values one buffer holds on this device (the CPU path's cap
+    /// without one): what limits a GEMM's M and N.
+    pub fn max_elements(&mut self, gpu: &GpuStatus) -> u64 {
+        self.ensure_runner(gpu)
+            .map_or(CPU_MAX_ELEMENTS, |runner| runner.max_elements())
+    }
+
     /// Starts `settings`' ladder on the GPU, or times it on the CPU at once
     /// when there is no compute GPU; a refused size becomes `error`.
     pub fn start(&mut self, settings: &LadderSettings, env: &Env<'_>) {
         self.results.clear();
         self.error = None;
-        let max_elements = self
-            .ensure_runner(env.gpu)
-            .map_or(CPU_MAX_ELEMENTS, |runner| runner.max_elements());
+        let max_elements = self.max_elements(env.gpu);
         let ladder = match Ladder::new(settings, max_elements) {
             Ok(ladder) => ladder,
             Err(err) => {

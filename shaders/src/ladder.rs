@@ -172,7 +172,7 @@ impl LadderSettings {
             kernels.push(Kernel::Fma);
         }
         kernels.extend(
-            GemmKind::ALL
+            GemmKind::EVERY
                 .into_iter()
                 .filter(|k| self.gemm.contains(k))
                 .map(Kernel::Gemm),

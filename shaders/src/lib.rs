@@ -13,6 +13,7 @@ pub mod plumbing;
 pub mod report;
 pub mod run;
 pub mod source;
+mod unroll;
 
 pub use error::{KernelError, SourceError};
 pub use gpu::{Gpu, GpuError, GpuInfo};

@@ -2,7 +2,7 @@
 //! size, a reduction op, the device's workgroup memory, and whether loads and
 //! stores are counted (the instrumented build).
 
-use dlsys_core::kernels::{self, Kernel, ReduceOp, WG};
+use dlsys_core::kernels::{self, Block, GemmKind, Kernel, ReduceOp, Tile, WG};
 
 use crate::SourceError;
 
@@ -57,6 +57,9 @@ pub struct Variant {
     pub instrumented: bool,
     /// f32 values the fused softmax keeps in workgroup memory.
     pub cache_floats: u32,
+    /// The GEMM's tile edge and register block (defaults for other kernels).
+    pub tile: Tile,
+    pub block: Block,
 }
 
 impl Variant {
@@ -66,11 +69,20 @@ impl Variant {
             Kernel::Reduce(_, op) => Some(op),
             _ => None,
         };
+        let (tile, block) = match kernel {
+            Kernel::Gemm(GemmKind::Tiled(tile)) => (tile, kernels::BLOCK),
+            Kernel::Gemm(GemmKind::Register(block) | GemmKind::Vec4(block)) => {
+                (kernels::TILE, block)
+            }
+            _ => (kernels::TILE, kernels::BLOCK),
+        };
         Self {
             file,
             op,
             instrumented,
             cache_floats,
+            tile,
+            block,
         }
     }
 }
@@ -119,6 +131,10 @@ pub fn build(variant: &Variant) -> Result<String, SourceError> {
             "    if (lid < {s}u) {{ sdata[lid] = combine(sdata[lid], sdata[lid + {s}u]); }}\n    workgroupBarrier();\n"
         ));
         s /= 2;
+    }
+    // The GEMM's sizes first: their text holds other tokens.
+    for (token, value) in crate::unroll::gemm_tokens(variant.tile, variant.block) {
+        text = text.replace(token, &value);
     }
     for (token, value) in [
         ("{{WG}}", WG.to_string()),

@@ -171,3 +171,35 @@ pub const PLOTS_ON_OPENING: &[&str] = &[
     "dp_scale_plot",
     "dp_overlap_plot",
 ];
+
+/// Scrolls a button into view, then clicks it as a pointer would.
+pub fn click_visible(harness: &mut egui_kittest::Harness<'_, dlsys_lab::DlsysApp>, label: &str) {
+    use egui_kittest::kittest::Queryable as _;
+    harness.get_by_label(label).scroll_to_me();
+    harness.run();
+    harness.get_by_label(label).click();
+    // Not `run`: the click may start work that keeps repainting.
+    harness.run_steps(2);
+}
+
+/// Runs frames, `steps` at a time, while `busy` holds; fails after
+/// `limit_s` seconds. Returns the frames run.
+pub fn run_while(
+    harness: &mut egui_kittest::Harness<'_, dlsys_lab::DlsysApp>,
+    steps: u32,
+    limit_s: u64,
+    what: &str,
+    busy: impl Fn(&egui_kittest::Harness<'_, dlsys_lab::DlsysApp>) -> bool,
+) -> u32 {
+    let start = std::time::Instant::now();
+    let mut frames = 0;
+    while busy(harness) {
+        harness.run_steps(steps as usize);
+        frames += steps;
+        assert!(
+            start.elapsed().as_secs() < limit_s,
+            "{what} did not finish in {limit_s} s ({frames} frames)"
+        );
+    }
+    frames
+}

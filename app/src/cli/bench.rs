@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use dlsys_core::kernels::{
-    AccessKind, Data, Family, FusionKind, GemmKind, Kernel, Problem, ReduceKind, ReduceOp,
-    SoftmaxKind,
+    AccessKind, Block, Data, Family, FusionKind, GemmKind, Kernel, Problem, ReduceKind, ReduceOp,
+    SoftmaxKind, Tile,
 };
 use dlsys_shaders::ladder::{LadderSettings, MAX_ELEMENTS, MAX_TRIALS};
 use dlsys_shaders::report::Row;
@@ -96,6 +96,12 @@ pub struct KernelsArgs {
     /// The GEMM's K (columns of A, rows of B).
     #[arg(long, default_value_t = 1024)]
     pub k: u32,
+    /// The tiled GEMM's tile edge (repeatable; default: every size).
+    #[arg(long = "tile", value_name = "EDGE", value_parser = choice(&Tile::ALL, |t| t.id()))]
+    pub tiles: Vec<Tile>,
+    /// The register-blocked GEMMs' block (repeatable; default: every size).
+    #[arg(long = "block", value_name = "BLOCK", value_parser = choice(&Block::ALL, |b| b.id()))]
+    pub blocks: Vec<Block>,
     /// Reduction ops to run (repeatable; default: both).
     #[arg(long = "op", value_name = "OP", value_parser = choice(&REDUCE_OPS, |op| op.id()))]
     pub ops: Vec<ReduceOp>,
@@ -119,6 +125,12 @@ impl KernelsArgs {
             self.trials,
         );
         settings.gemm_shape = Problem::gemm(self.m, self.n, self.k);
+        if !settings.gemm.is_empty() {
+            settings.gemm = GemmKind::EVERY
+                .into_iter()
+                .filter(|k| k.sized_in(&self.tiles, &self.blocks))
+                .collect();
+        }
         if !self.ops.is_empty() {
             settings.ops.clone_from(&self.ops);
         }
@@ -134,7 +146,7 @@ fn variants_help() -> String {
         list(&SoftmaxKind::ALL, |k| k.id()),
         list(&ReduceKind::ALL, |k| k.id()),
         list(&REDUCE_OPS, |op| op.id()),
-        list(&GemmKind::ALL, |k| k.id()),
+        list(&GemmKind::EVERY, |k| k.id()),
         list(&FusionKind::ALL, |k| k.id()),
         access.join(", "),
     )

@@ -55,8 +55,8 @@ pub enum KernelCommand {
         /// The GEMM rung.
         #[arg(
             long,
-            default_value = GemmKind::Vec4.id(),
-            value_parser = choice(&GemmKind::ALL, |k| k.id()),
+            default_value = GemmKind::Vec4(dlsys_core::kernels::BLOCK).id(),
+            value_parser = choice(&GemmKind::EVERY, |k| k.id()),
         )]
         variant: GemmKind,
     },

@@ -12,7 +12,8 @@ use super::{
     WG,
 };
 
-/// The rungs, slowest first.
+/// The rungs, slowest first; the tiled and register-blocked ones carry their
+/// tile and block sizes (the lesson's controls).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum GemmKind {
     /// One output per invocation, invocations walking down a column of C:
@@ -21,43 +22,196 @@ pub enum GemmKind {
     /// One output per invocation, neighbours along a row of C: B's reads and
     /// C's writes are contiguous across a subgroup.
     Coalesced,
-    /// 16 × 16 tiles of A and B staged in workgroup memory: each value read
-    /// from global memory is used 16 times.
-    Tiled,
-    /// 64 × 64 tiles, each invocation computing a 4 × 4 block of C in
-    /// registers (2-D register blocking).
-    Register,
+    /// Square tiles of A and B staged in workgroup memory, one invocation per
+    /// value of C's tile: each value read from global memory is used `edge`
+    /// times.
+    Tiled(Tile),
+    /// 16 × 16 invocations, each computing a block of C in registers (2-D
+    /// register blocking): tiles of 16·block on a side.
+    Register(Block),
     /// The register-blocked kernel with 16-byte (vec4) global loads, where N
     /// and K are multiples of 4 (else its scalar loads).
-    Vec4,
+    Vec4(Block),
     /// One output per invocation; each subgroup loads a run of A's row once
     /// and shares it lane to lane with `subgroupShuffle` (a warp shuffle).
     Subgroup,
 }
 
-/// The tile edge of the tiled kernel, and the depth of every k-tile.
-pub const TILE: u32 = 16;
-/// The tile edge of the register-blocked kernels (16 × 16 invocations of 4 × 4).
-pub const REGISTER_TILE: u32 = 64;
+/// The tiled kernel's tile edge, which is also its workgroup's edge (8 × 8 =
+/// 64 or 16 × 16 = 256 invocations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Tile {
+    T8,
+    T16,
+}
+
+impl Tile {
+    pub const ALL: [Self; 2] = [Self::T8, Self::T16];
+
+    pub fn edge(self) -> u32 {
+        match self {
+            Self::T8 => 8,
+            Self::T16 => 16,
+        }
+    }
+
+    /// Floats of workgroup memory: one tile of A and one of B.
+    pub fn workgroup_floats(self) -> u32 {
+        2 * self.edge() * self.edge()
+    }
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::T8 => "8",
+            Self::T16 => "16",
+        }
+    }
+}
+
+/// The block of C each invocation of the register-blocked kernels keeps in
+/// registers. The workgroup is always 16 × 16 invocations, so the tile of C
+/// is 16·block on a side; the k-tile is 16 deep (8 for the 8 × 8 block, so
+/// its two tiles stay 8 KiB).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Block {
+    B2,
+    B4,
+    B8,
+}
+
+impl Block {
+    pub const ALL: [Self; 3] = [Self::B2, Self::B4, Self::B8];
+
+    /// The block's edge: 2, 4 or 8 values of C.
+    pub fn edge(self) -> u32 {
+        match self {
+            Self::B2 => 2,
+            Self::B4 => 4,
+            Self::B8 => 8,
+        }
+    }
+
+    /// The tile of C a workgroup computes: 16 invocations × the block.
+    pub fn tile(self) -> u32 {
+        16 * self.edge()
+    }
+
+    /// How deep in K each staged tile is.
+    pub fn depth(self) -> u32 {
+        match self {
+            Self::B2 | Self::B4 => 16,
+            Self::B8 => 8,
+        }
+    }
+
+    /// Floats of workgroup memory: a tile × depth of A and depth × tile of B.
+    pub fn workgroup_floats(self) -> u32 {
+        2 * self.tile() * self.depth()
+    }
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::B2 => "2x2",
+            Self::B4 => "4x4",
+            Self::B8 => "8x8",
+        }
+    }
+}
+
+/// The tile edge of the default tiled rung.
+pub const TILE: Tile = Tile::T16;
+/// The default register block.
+pub const BLOCK: Block = Block::B8;
 
 impl GemmKind {
-    pub const ALL: [Self; 6] = [
+    /// The ladder at its default sizes.
+    pub const ALL: [Self; 6] = Self::ladder(TILE, BLOCK);
+
+    /// Every rung at every size, in ladder order.
+    pub const EVERY: [Self; 11] = [
         Self::Naive,
         Self::Coalesced,
-        Self::Tiled,
-        Self::Register,
-        Self::Vec4,
+        Self::Tiled(Tile::T8),
+        Self::Tiled(Tile::T16),
+        Self::Register(Block::B2),
+        Self::Register(Block::B4),
+        Self::Register(Block::B8),
+        Self::Vec4(Block::B2),
+        Self::Vec4(Block::B4),
+        Self::Vec4(Block::B8),
         Self::Subgroup,
     ];
 
+    /// The six rungs with the tiled rung at `tile` and the register-blocked
+    /// ones at `block`.
+    pub const fn ladder(tile: Tile, block: Block) -> [Self; 6] {
+        [
+            Self::Naive,
+            Self::Coalesced,
+            Self::Tiled(tile),
+            Self::Register(block),
+            Self::Vec4(block),
+            Self::Subgroup,
+        ]
+    }
+
+    /// The rung without its sizes: `naive`, `tiled`, `register`, ….
+    pub fn rung(self) -> &'static str {
+        match self {
+            Self::Naive => "naive",
+            Self::Coalesced => "coalesced",
+            Self::Tiled(_) => "tiled",
+            Self::Register(_) => "register",
+            Self::Vec4(_) => "vec4",
+            Self::Subgroup => "subgroup",
+        }
+    }
+
+    /// The rung with its sizes: `tiled-16`, `register-8x8`, `vec4-4x4`.
     pub fn id(self) -> &'static str {
         match self {
             Self::Naive => "naive",
             Self::Coalesced => "coalesced",
-            Self::Tiled => "tiled",
-            Self::Register => "register",
-            Self::Vec4 => "vec4",
+            Self::Tiled(Tile::T8) => "tiled-8",
+            Self::Tiled(Tile::T16) => "tiled-16",
+            Self::Register(Block::B2) => "register-2x2",
+            Self::Register(Block::B4) => "register-4x4",
+            Self::Register(Block::B8) => "register-8x8",
+            Self::Vec4(Block::B2) => "vec4-2x2",
+            Self::Vec4(Block::B4) => "vec4-4x4",
+            Self::Vec4(Block::B8) => "vec4-8x8",
             Self::Subgroup => "subgroup",
+        }
+    }
+
+    /// The same rung at `tile` and `block` (rungs without sizes unchanged).
+    pub fn sized(self, tile: Tile, block: Block) -> Self {
+        match self {
+            Self::Tiled(_) => Self::Tiled(tile),
+            Self::Register(_) => Self::Register(block),
+            Self::Vec4(_) => Self::Vec4(block),
+            other => other,
+        }
+    }
+
+    /// Whether the rung is at one of `tiles` and `blocks` (rungs without
+    /// sizes always are; an empty list means every size).
+    pub fn sized_in(self, tiles: &[Tile], blocks: &[Block]) -> bool {
+        match self {
+            Self::Tiled(tile) => tiles.is_empty() || tiles.contains(&tile),
+            Self::Register(block) | Self::Vec4(block) => {
+                blocks.is_empty() || blocks.contains(&block)
+            }
+            _ => true,
+        }
+    }
+
+    /// Floats of workgroup memory the rung declares.
+    pub fn workgroup_floats(self) -> u32 {
+        match self {
+            Self::Tiled(tile) => tile.workgroup_floats(),
+            Self::Register(block) | Self::Vec4(block) => block.workgroup_floats(),
+            _ => 0,
         }
     }
 }
@@ -85,11 +239,16 @@ fn fixed_subgroup(device: DeviceLimits) -> Result<u32, PlanError> {
 /// every iteration and every loop exit costs one, as the driver counts.
 pub(super) fn loop_iterations(kind: GemmKind, k: u32, device: DeviceLimits) -> u64 {
     let k = u64::from(k);
-    let tile = u64::from(TILE);
+    // Per k-tile: the outer iteration and an inner loop of the tile's depth
+    // (+ its exit); staging and the block's arithmetic are unrolled.
+    let tiles = |depth: u32| {
+        let depth = u64::from(depth);
+        k.div_ceil(depth) * (depth + 2) + 2
+    };
     match kind {
         GemmKind::Naive | GemmKind::Coalesced => k + 2,
-        // Per k-tile: the outer iteration and an inner loop of TILE (+ its exit).
-        GemmKind::Tiled | GemmKind::Register | GemmKind::Vec4 => k.div_ceil(tile) * (tile + 2) + 2,
+        GemmKind::Tiled(tile) => tiles(tile.edge()),
+        GemmKind::Register(block) | GemmKind::Vec4(block) => tiles(block.depth()),
         GemmKind::Subgroup => {
             let sg = u64::from(fixed_subgroup(device).unwrap_or(device.subgroup_min.max(1)));
             k.div_ceil(sg) * (sg + 2) + 2
@@ -145,47 +304,48 @@ pub(super) fn plan(
             elements: m64 * n64,
         })
     };
-    // Values each rung loads from global memory (guarded loads of values
-    // outside A or B are not made, so not counted).
+    // Workgroups, and the values each rung loads from global memory (guarded
+    // loads of values outside A or B are not made, so not counted): a tiled
+    // rung reads A once per column of tiles and B once per row of tiles.
+    let tiled_loads = |edge: u32| {
+        let (tm, tn) = tiles(edge);
+        (tm * tn, tn * m64 * k64 + tm * k64 * n64)
+    };
     let (entry, groups, loads) = match kind {
-        GemmKind::Naive => ("gemm:naive", m64 * n64, 2 * m64 * n64 * k64),
-        GemmKind::Coalesced => ("gemm:coalesced", m64 * n64, 2 * m64 * n64 * k64),
-        GemmKind::Tiled => {
-            let (tm, tn) = tiles(TILE);
-            (
-                "gemm:tiled",
-                tm * tn * u64::from(WG),
-                tn * m64 * k64 + tm * k64 * n64,
-            )
+        GemmKind::Naive => (
+            "gemm:naive",
+            (m64 * n64).div_ceil(u64::from(WG)),
+            2 * m64 * n64 * k64,
+        ),
+        GemmKind::Coalesced => (
+            "gemm:coalesced",
+            (m64 * n64).div_ceil(u64::from(WG)),
+            2 * m64 * n64 * k64,
+        ),
+        GemmKind::Tiled(tile) => {
+            let (groups, loads) = tiled_loads(tile.edge());
+            ("gemm:tiled", groups, loads)
         }
-        GemmKind::Register | GemmKind::Vec4 => {
-            let (tm, tn) = tiles(REGISTER_TILE);
+        GemmKind::Register(block) | GemmKind::Vec4(block) => {
+            let (groups, loads) = tiled_loads(block.tile());
             let aligned = n.is_multiple_of(4) && k.is_multiple_of(4);
-            let entry = if kind == GemmKind::Vec4 && aligned {
+            let entry = if matches!(kind, GemmKind::Vec4(_)) && aligned {
                 "gemm:blocked_vec4"
             } else {
                 "gemm:blocked"
             };
-            (
-                entry,
-                tm * tn * u64::from(WG),
-                tn * m64 * k64 + tm * k64 * n64,
-            )
+            (entry, groups, loads)
         }
         GemmKind::Subgroup => {
             let sg = u64::from(fixed_subgroup(device)?);
             let row_groups = n64.div_ceil(u64::from(WG));
             let a = m64 * row_groups * (u64::from(WG) / sg) * k64;
-            (
-                "gemm_subgroup:main",
-                m64 * row_groups * u64::from(WG),
-                a + m64 * n64 * k64,
-            )
+            ("gemm_subgroup:main", m64 * row_groups, a + m64 * n64 * k64)
         }
     };
     let step = Step {
         entry,
-        workgroups: workgroups(groups.div_ceil(u64::from(WG)))?,
+        workgroups: workgroups(groups)?,
         n: k,
         input: Buf::Input,
         output: Buf::Output,
@@ -356,12 +516,19 @@ mod tests {
             4 * (2 * 256 * 256 * 256 + 256 * 256)
         );
         // 16-wide tiles: each value of A and B read N/16 and M/16 times.
-        assert_eq!(bytes(GemmKind::Tiled), 4 * (2 * 16 * 256 * 256 + 256 * 256));
+        let tiled = GemmKind::Tiled(Tile::T16);
+        assert_eq!(bytes(tiled), 4 * (2 * 16 * 256 * 256 + 256 * 256));
+        // 8-wide tiles read each value twice as often.
         assert_eq!(
-            bytes(GemmKind::Register),
-            4 * (2 * 4 * 256 * 256 + 256 * 256)
+            bytes(GemmKind::Tiled(Tile::T8)),
+            4 * (2 * 32 * 256 * 256 + 256 * 256)
         );
-        assert_eq!(bytes(GemmKind::Vec4), bytes(GemmKind::Register));
+        // Register blocks of b: tiles of 16·b, so 256 / (16·b) reads each.
+        for (block, reads) in [(Block::B2, 8), (Block::B4, 4), (Block::B8, 2)] {
+            let want = 4 * (2 * reads * 256 * 256 + 256 * 256);
+            assert_eq!(bytes(GemmKind::Register(block)), want, "{block:?}");
+            assert_eq!(bytes(GemmKind::Vec4(block)), want, "{block:?}");
+        }
         assert_eq!(Kernel::Gemm(GemmKind::Naive).ops(p), 2.0 * 256f64.powi(3));
     }
 
@@ -370,22 +537,23 @@ mod tests {
         // 17 × 33 by 65: the tiled kernel's 2 × 3 tiles read A three times
         // and B twice, no more.
         let p = Problem::gemm(17, 33, 65);
-        let (steps, t) = plan_kernel(Kernel::Gemm(GemmKind::Tiled), p, DEV).unwrap_or_default();
+        let (steps, t) =
+            plan_kernel(Kernel::Gemm(GemmKind::Tiled(Tile::T16)), p, DEV).unwrap_or_default();
         assert_eq!(steps[0].workgroups, 6);
         assert_eq!(t.bytes_read, 4 * (3 * 17 * 65 + 2 * 65 * 33));
         // Misaligned shapes take the scalar entry of the vec4 rung.
-        let (steps, _) = plan_kernel(Kernel::Gemm(GemmKind::Vec4), p, DEV).unwrap_or_default();
+        let vec4 = Kernel::Gemm(GemmKind::Vec4(Block::B4));
+        let (steps, _) = plan_kernel(vec4, p, DEV).unwrap_or_default();
         assert_eq!(steps[0].entry, "gemm:blocked");
         let aligned = Problem::gemm(17, 32, 64);
-        let (steps, _) =
-            plan_kernel(Kernel::Gemm(GemmKind::Vec4), aligned, DEV).unwrap_or_default();
+        let (steps, _) = plan_kernel(vec4, aligned, DEV).unwrap_or_default();
         assert_eq!(steps[0].entry, "gemm:blocked_vec4");
         assert_eq!(gemm_b_offset(p) % 4, 0);
     }
 
     #[test]
     fn every_rung_refuses_a_k_past_the_loop_budget_and_names_its_largest() {
-        for kind in GemmKind::ALL {
+        for kind in GemmKind::EVERY {
             let largest = largest_gemm_k(kind, DEV);
             assert!(largest > 40_000, "{kind:?}: {largest}");
             assert!(plan_kernel(Kernel::Gemm(kind), Problem::gemm(2, 3, largest), DEV).is_ok());
@@ -409,6 +577,24 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn every_size_fits_the_workgroup_memory_every_adapter_has() {
+        // WebGPU guarantees 16 KiB of workgroup memory, so the sizes need no
+        // adapter check: the largest, the 8 × 8 block, takes 8 KiB.
+        for kind in GemmKind::EVERY {
+            assert!(kind.workgroup_floats() * 4 <= 16_384, "{kind:?}");
+        }
+        assert_eq!(GemmKind::Register(Block::B8).workgroup_floats(), 2048);
+        // Every id is distinct, and names its sizes.
+        let ids: std::collections::HashSet<_> = GemmKind::EVERY.map(GemmKind::id).into();
+        assert_eq!(ids.len(), GemmKind::EVERY.len());
+        assert_eq!(
+            GemmKind::Tiled(Tile::T8).sized(Tile::T16, Block::B2).id(),
+            "tiled-16"
+        );
+        assert_eq!(GemmKind::Naive.sized(Tile::T8, Block::B2), GemmKind::Naive);
     }
 
     #[test]

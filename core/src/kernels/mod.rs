@@ -19,7 +19,7 @@ pub use compute::{
 };
 pub use data::Data;
 pub use gemm::{
-    GEMM_TOLERANCE, GemmKind, GemmReference, REGISTER_TILE, TILE, gemm_b_offset, gemm_inputs,
+    BLOCK, Block, GEMM_TOLERANCE, GemmKind, GemmReference, TILE, Tile, gemm_b_offset, gemm_inputs,
     gemm_reference, largest_gemm_k,
 };
 pub use plan::{largest_accepted, loop_iterations, plan};
@@ -233,7 +233,7 @@ impl Kernel {
         for op in [ReduceOp::Sum, ReduceOp::Max] {
             all.extend(ReduceKind::ALL.map(|k| Self::Reduce(k, op)));
         }
-        all.extend(GemmKind::ALL.map(Self::Gemm));
+        all.extend(GemmKind::EVERY.map(Self::Gemm));
         all.extend(FusionKind::ALL.map(Self::Fusion));
         all.extend(AccessKind::all().into_iter().map(Self::Access));
         all.push(Self::Fma);
@@ -241,7 +241,7 @@ impl Kernel {
     }
 
     /// A stable id: `copy`, `softmax/online`, `reduce-sum/sequential`,
-    /// `gemm/tiled`, `fusion/gelu-fused`, `access/stride-4`, `fma`.
+    /// `gemm/tiled-16`, `fusion/gelu-fused`, `access/stride-4`, `fma`.
     pub fn id(self) -> String {
         match self {
             Self::Copy => "copy".to_owned(),

@@ -12,9 +12,7 @@ mod exercises;
 mod ui;
 mod vocab;
 
-use dlsys_core::kernels::{
-    Family, Problem, ReduceKind, SoftmaxKind,
-};
+use dlsys_core::kernels::{Block, Family, GemmKind, Problem, ReduceKind, SoftmaxKind, Tile};
 use dlsys_shaders::LadderSettings;
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +31,9 @@ pub struct Settings {
     pub m: u32,
     pub n: u32,
     pub k: u32,
+    /// The tiled rung's tile edge and the register-blocked rungs' block.
+    pub tile: Tile,
+    pub block: Block,
     /// The fusion and access kernels' `rows × cols`.
     pub rows: u32,
     pub cols: u32,
@@ -45,6 +46,8 @@ impl Default for Settings {
             m: 256,
             n: 256,
             k: 256,
+            tile: dlsys_core::kernels::TILE,
+            block: dlsys_core::kernels::BLOCK,
             rows: 1024,
             cols: 1024,
             trials: 3,
@@ -80,6 +83,7 @@ impl Settings {
             LadderSettings::families(&[family], problem, dlsys_core::kernels::Data::Random, self.trials);
         if section == Section::Gemm {
             settings.gemm_shape = Problem::gemm(self.m, self.n, self.k);
+            settings.gemm = GemmKind::ladder(self.tile, self.block).to_vec();
             settings.fma = true;
             settings.softmax = vec![SoftmaxKind::Online];
             settings.reduce = vec![ReduceKind::GridStride];
@@ -160,6 +164,7 @@ impl Lesson for GemmFusion {
             rows: 64,
             cols: 256,
             trials: 1,
+            ..Settings::default()
         };
         self.gemm.start(&quick.ladder(Section::Gemm), env);
         true
@@ -179,9 +184,25 @@ mod tests {
     use dlsys_shaders::Outcome;
 
     #[test]
+    fn the_size_controls_choose_the_rungs_that_race() {
+        use dlsys_core::kernels::{Block, Kernel, Tile};
+        let s = Settings {
+            tile: Tile::T8,
+            block: Block::B2,
+            ..Settings::default()
+        };
+        let kernels = s.ladder(Section::Gemm).kernels();
+        for kind in [GemmKind::Tiled(Tile::T8), GemmKind::Register(Block::B2), GemmKind::Vec4(Block::B2)] {
+            assert!(kernels.contains(&Kernel::Gemm(kind)), "{kind:?}");
+        }
+        let gemms = kernels.iter().filter(|k| matches!(k, Kernel::Gemm(_))).count();
+        assert_eq!(gemms, GemmKind::ALL.len());
+    }
+
+    #[test]
     fn every_rung_and_kernel_has_its_explanation_in_the_catalog() {
         for k in GemmKind::ALL {
-            assert!(TEXT.contains(&format!("rung.{}", k.id())), "{k:?}");
+            assert!(TEXT.contains(&format!("rung.{}", k.rung())), "{k:?}");
         }
         for k in FusionKind::ALL {
             assert!(TEXT.contains(&format!("fusion.{}", k.id())), "{k:?}");
@@ -205,6 +226,7 @@ mod tests {
             rows: 8,
             cols: 64,
             trials: 1,
+            ..Settings::default()
             },
             ..GemmFusion::default()
         };

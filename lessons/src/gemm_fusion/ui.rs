@@ -2,7 +2,7 @@
 //! and what they show, the CUDA ↔ WGSL vocabulary.
 
 use dlsys_core::float::show_sig;
-use dlsys_core::kernels::{AccessKind, FusionKind, GemmKind, Kernel, Problem, STRIDES, largest_gemm_k};
+use dlsys_core::kernels::{AccessKind, Block, FusionKind, GemmKind, Kernel, Problem, STRIDES, Tile, largest_gemm_k};
 use dlsys_core::text::Lang;
 use dlsys_shaders::Outcome;
 use dlsys_shaders::report::Measured;
@@ -71,11 +71,12 @@ impl GemmFusion {
         crate::race::device_ui(ui, env);
         let busy = self.busy();
         let device = self.gemm.device(env.gpu);
+        let max_values = self.gemm.max_elements(env.gpu);
         ui.add_enabled_ui(!busy, |ui| self.controls_ui(ui, lang));
         ui.add_space(6.0);
         section_heading(ui, lang, "gemm.heading");
         ui.label(t(lang, "gemm.explain"));
-        rungs_ui(ui, lang, device);
+        rungs_ui(ui, lang, (device, max_values), &self.settings);
         self.race_button(ui, env, Section::Gemm, "gemm.run", busy);
         gemm_results(ui, lang, &self.gemm);
         ui.add_space(6.0);
@@ -107,6 +108,33 @@ impl GemmFusion {
             crate::number_field(ui, &t(lang, "controls.m"), &mut s.m, 1..=8192, 1.0);
             crate::number_field(ui, &t(lang, "controls.n"), &mut s.n, 1..=8192, 1.0);
             crate::number_field(ui, &t(lang, "controls.k"), &mut s.k, 1..=65_536, 1.0);
+        });
+        // Two radio groups, each named for screen readers by its label.
+        let group = |key: &str| {
+            egui::UiBuilder::new()
+                .accessibility_role(egui::accesskit::Role::RadioGroup)
+                .accessibility_label(t(lang, key))
+        };
+        ui.horizontal_wrapped(|ui| {
+            ui.label(t(lang, "controls.tile")).on_hover_text(t(lang, "controls.tile_tip"));
+            ui.scope_builder(group("controls.tile"), |ui| {
+                ui.horizontal(|ui| {
+                    for tile in Tile::ALL {
+                        let e = tile.edge();
+                        ui.radio_value(&mut s.tile, tile, format!("{e}×{e}"));
+                    }
+                });
+            });
+            ui.separator();
+            ui.label(t(lang, "controls.block")).on_hover_text(t(lang, "controls.block_tip"));
+            ui.scope_builder(group("controls.block"), |ui| {
+                ui.horizontal(|ui| {
+                    for block in Block::ALL {
+                        let b = block.edge();
+                        ui.radio_value(&mut s.block, block, format!("{b}×{b}"));
+                    }
+                });
+            });
         });
         ui.horizontal_wrapped(|ui| {
             crate::number_field(ui, &t(lang, "controls.rows"), &mut s.rows, 1..=16_384, 1.0);
@@ -144,20 +172,36 @@ fn section_heading(ui: &mut egui::Ui, lang: Lang, key: &str) {
     ui.label(RichText::new(t(lang, key)).strong().size(16.0));
 }
 
-/// Each rung: what it changes (in CUDA's words too) and the largest K it
-/// accepts on this device under the loop budget.
-fn rungs_ui(ui: &mut egui::Ui, lang: Lang, device: dlsys_core::kernels::DeviceLimits) {
+/// Each rung at the chosen sizes: what it changes (in CUDA's words too), the
+/// largest K it accepts on this device under the loop budget, and what
+/// limits M and N.
+fn rungs_ui(
+    ui: &mut egui::Ui,
+    lang: Lang,
+    (device, max_values): (dlsys_core::kernels::DeviceLimits, u64),
+    s: &super::Settings,
+) {
     egui::CollapsingHeader::new(t(lang, "gemm.rungs"))
         .id_salt("gemm_rungs")
         .default_open(false)
         .show(ui, |ui| {
-            for kind in GemmKind::ALL {
+            for kind in GemmKind::ladder(s.tile, s.block) {
+                let (b, tile) = (s.block.edge(), s.block.tile());
                 ui.label(TEXT.fill(
                     lang,
-                    &format!("rung.{}", kind.id()),
-                    &[("largest", &largest_gemm_k(kind, device))],
+                    &format!("rung.{}", kind.rung()),
+                    &[
+                        ("largest", &largest_gemm_k(kind, device).to_string()),
+                        ("t", &s.tile.edge().to_string()),
+                        ("b", &b.to_string()),
+                        ("tile", &tile.to_string()),
+                        ("depth", &s.block.depth().to_string()),
+                        ("kib", &(kind.workgroup_floats() * 4 / 1024).to_string()),
+                        ("name", &kind.id().to_owned()),
+                    ],
                 ));
             }
+            ui.label(TEXT.fill(lang, "gemm.mn_limit", &[("max", &max_values)]));
         });
 }
 
@@ -365,6 +409,30 @@ fn access_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
         ));
     }
     kernel_plots::cpu_note(ui, lang, &measured(race));
+    // Transposes and layouts side by side, in the bandwidth they reach.
+    let items: Vec<BarItem> = [
+        AccessKind::TransposeNaive,
+        AccessKind::TransposeTiled,
+        AccessKind::ChannelNchw,
+        AccessKind::ChannelNhwc,
+    ]
+    .into_iter()
+    .filter_map(find)
+    .map(|r| BarItem {
+        kernel: r.kernel,
+        value: r.gb_per_s(),
+        label: TEXT.fill(
+            lang,
+            "plot.gbs_ms",
+            &[("gbs", &show_sig(r.gb_per_s(), 3)), ("ms", &show_sig(r.ms, 3))],
+        ),
+    })
+    .collect();
+    if !items.is_empty() {
+        ui.label(t(lang, "plot.layouts"));
+        let copy = rows.iter().find(|r| r.kernel == Kernel::Copy).map(Shown::gb_per_s);
+        kernel_plots::bars(ui, lang, "access_layouts", "GB/s", &items, copy.map(|c| (t(lang, "plot.copy"), c)));
+    }
     let sweep: Vec<[f64; 2]> = STRIDES
         .iter()
         .filter_map(|s| find(AccessKind::Strided(*s)).map(|r| [f64::from(*s).log2(), r.gb_per_s()]))

@@ -292,12 +292,8 @@ mod tests {
     fn every_kernel_file_declares_the_slots_by_their_names() {
         for file in source::files() {
             for instrumented in [false, true] {
-                let variant = Variant {
-                    file,
-                    op: None,
-                    instrumented,
-                    cache_floats: 1024,
-                };
+                let variant =
+                    Variant::of(dlsys_core::kernels::Kernel::Copy, file, instrumented, 1024);
                 let text = source::build(&variant).unwrap_or_else(|e| panic!("{e}"));
                 let checked = source::check(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
                 for (_, var) in checked.module.global_variables.iter() {
