@@ -276,7 +276,21 @@ fn gradcheck_passes_and_catches_a_planted_bug() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["outside_good_band"], 0);
     let checks = json["checks"].as_array().unwrap();
-    assert!(checks.len() >= 17);
+    assert!(checks.len() >= 27);
+    for layer in [
+        "layernorm",
+        "conv2d",
+        "attention",
+        "batchnorm (training)",
+        "embedding",
+    ] {
+        assert!(
+            checks
+                .iter()
+                .any(|c| c["check"].as_str().is_some_and(|n| n.starts_with(layer))),
+            "{layer} is not checked"
+        );
+    }
     assert!(
         checks
             .iter()
@@ -287,6 +301,19 @@ fn gradcheck_passes_and_catches_a_planted_bug() {
     assert!(!out.status.success(), "a planted bug must fail the check");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("wrong") && text.contains("b1"), "{text}");
+
+    // A layer's planted bug is caught on its own check.
+    let out = dlsys_lab(&["gradcheck", "--bug", "layernorm-no-mean", "--json"]);
+    assert!(!out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let wrong: Vec<&str> = json["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["band"] == "wrong")
+        .filter_map(|c| c["check"].as_str())
+        .collect();
+    assert_eq!(wrong, ["layernorm"], "{json}");
 
     let out = dlsys_lab(&["gradcheck", "--bug", "nonsense"]);
     assert!(!out.status.success());

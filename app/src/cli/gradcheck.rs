@@ -1,5 +1,5 @@
-//! `dlsys-lab gradcheck`: every autograd op and a whole MLP against
-//! numerical gradients.
+//! `dlsys-lab gradcheck`: every autograd op (the MLP's and the layers')
+//! and a whole MLP against numerical gradients.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -26,7 +26,7 @@ pub struct GradcheckArgs {
     )]
     pub precision: String,
     /// Plant a wrong backward rule to see the check catch it.
-    #[arg(long, value_name = "BUG", value_parser = choice(&PlantedBug::ALL, bug_id))]
+    #[arg(long, value_name = "BUG", value_parser = choice(&PlantedBug::EVERY, bug_id))]
     pub bug: Option<PlantedBug>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -38,6 +38,9 @@ fn bug_id(bug: &PlantedBug) -> &'static str {
         PlantedBug::BiasNotSummedOverBatch => "bias-not-summed",
         PlantedBug::SoftmaxMissingCoupling => "softmax-no-coupling",
         PlantedBug::CrossEntropyNotAveraged => "ce-not-averaged",
+        PlantedBug::LayerNormMissingMean => "layernorm-no-mean",
+        PlantedBug::BatchNormStatsAsConstants => "batchnorm-stats-constant",
+        PlantedBug::MaxPoolToEveryInput => "maxpool-to-every-input",
     }
 }
 
@@ -71,8 +74,7 @@ struct TensorRow {
 }
 
 pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
-    let reports: Vec<GradcheckReport> = Check::ALL
-        .iter()
+    let reports: Vec<GradcheckReport> = Check::every()
         .map(|check| check.run_in(&args.precision, args.seed, args.bug))
         .collect::<Result<_, _>>()
         .map_err(|e| super::say(&e))?;
@@ -112,18 +114,26 @@ impl Report for GradcheckOut {
         {
             writeln!(out, "{}", tf("grad.planted", &[("bug", &bug)]))?;
         }
+        // The widest check's name sets the first column.
+        let width = self
+            .checks
+            .iter()
+            .map(|r| r.check.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(24);
         writeln!(
             out,
             "{} {:>12}  {}",
-            pad(&tf("grad.check", &[("precision", &self.precision)]), 24),
+            pad(&tf("grad.check", &[("precision", &self.precision)]), width),
             t("grad.max_rel"),
             t("grad.band")
         )?;
         for r in &self.checks {
             writeln!(
                 out,
-                "{:<24} {:>12.3e}  {}",
-                r.check,
+                "{} {:>12.3e}  {}",
+                pad(&r.check, width),
                 r.max_rel_error,
                 dlsys_lessons::autograd_mlp::band_name(r.band_kind, super::lang())
             )?;
@@ -134,8 +144,11 @@ impl Report for GradcheckOut {
             {
                 writeln!(
                     out,
-                    "{:<24} {:>12.3e}  ({} {:?})",
-                    "", t.max_rel_error, t.name, t.shape
+                    "{} {:>12.3e}  ({} {:?})",
+                    pad("", width),
+                    t.max_rel_error,
+                    t.name,
+                    t.shape
                 )?;
             }
         }

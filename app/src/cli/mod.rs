@@ -78,7 +78,7 @@ pub enum Command {
     /// error, ulp, neighbours — or, with `--batch --to F`, round fp32 patterns
     /// read from stdin (hex, one per line) into F.
     Float(FloatArgs),
-    /// Check every autograd op and a whole MLP against numerical gradients;
+    /// Check every autograd op (the MLP's and the layers') and a whole MLP against numerical gradients;
     /// exits non-zero if any is outside the good band.
     Gradcheck(GradcheckArgs),
     /// Train an MLP and print per-epoch loss and train/test accuracy (and,

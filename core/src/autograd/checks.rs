@@ -5,7 +5,9 @@
 use rand::{RngExt as _, SeedableRng as _};
 use serde::Serialize;
 
+use super::conv::{Conv2d, Pool2d};
 use super::gradcheck::{GradcheckReport, gradcheck};
+use super::graph::dropout_mask;
 use super::tensor::{Real, Tensor};
 use super::{Graph, PlantedBug, Var};
 use crate::mixed::Rounder;
@@ -56,9 +58,26 @@ pub enum Check {
     Mse,
     /// A 5-6-4-3 MLP (tanh, then ReLU) with softmax cross-entropy, all parameters.
     Mlp,
+    Gelu,
+    /// Dropout with a fixed mask (p = 0.3).
+    Dropout,
+    LayerNorm,
+    /// BatchNorm with the batch's statistics (training mode).
+    BatchNorm,
+    /// BatchNorm with fixed running statistics (evaluation mode).
+    BatchNormEval,
+    /// A convolution with stride 2, padding 1 and dilation 2, with bias.
+    Conv2d,
+    MaxPool,
+    /// Overlapping 3 × 3 windows, stride 1.
+    AvgPool,
+    /// Two heads of causal self-attention: q, k, v all under test.
+    Attention,
+    Embedding,
 }
 
 impl Check {
+    /// The MLP's ops and the MLP (the autograd and mixed-precision lessons').
     pub const ALL: [Self; 17] = [
         Self::Add,
         Self::Sub,
@@ -79,6 +98,25 @@ impl Check {
         Self::Mlp,
     ];
 
+    /// The layers' ops.
+    pub const LAYERS: [Self; 10] = [
+        Self::Gelu,
+        Self::Dropout,
+        Self::LayerNorm,
+        Self::BatchNorm,
+        Self::BatchNormEval,
+        Self::Conv2d,
+        Self::MaxPool,
+        Self::AvgPool,
+        Self::Attention,
+        Self::Embedding,
+    ];
+
+    /// Every check: [`Self::ALL`], then [`Self::LAYERS`].
+    pub fn every() -> impl Iterator<Item = Self> {
+        Self::ALL.into_iter().chain(Self::LAYERS)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Self::Add => "add (bias broadcast)",
@@ -98,6 +136,16 @@ impl Check {
             Self::SoftmaxCrossEntropy => "softmax_cross_entropy",
             Self::Mse => "mse",
             Self::Mlp => "MLP 5-6-4-3",
+            Self::Gelu => "gelu",
+            Self::Dropout => "dropout (fixed mask)",
+            Self::LayerNorm => "layernorm",
+            Self::BatchNorm => "batchnorm (training)",
+            Self::BatchNormEval => "batchnorm (evaluation)",
+            Self::Conv2d => "conv2d (stride 2, pad 1, dilation 2)",
+            Self::MaxPool => "maxpool 2×2",
+            Self::AvgPool => "avgpool 3×3, stride 1",
+            Self::Attention => "attention (2 heads, causal)",
+            Self::Embedding => "embedding",
         }
     }
 
@@ -114,9 +162,15 @@ impl Check {
             .map(|(n, t)| (n, Tensor::from_f64(&t.data, &t.shape)))
             .collect();
         let weights: Tensor<T> = Tensor::from_f64(&extra.weights.data, &extra.weights.shape);
+        let constants: Vec<Tensor<T>> = extra
+            .constants
+            .iter()
+            .map(|t| Tensor::from_f64(&t.data, &t.shape))
+            .collect();
         let labels = extra.labels.clone();
-        let build =
-            move |g: &mut Graph<T>, v: &[Var]| -> Var { self.build(g, v, &weights, &labels) };
+        let build = move |g: &mut Graph<T>, v: &[Var]| -> Var {
+            self.build(g, v, (&weights, &constants), &labels)
+        };
         gradcheck(self.name(), &build, &inputs, Self::step::<T>(), bug)
     }
 
@@ -149,6 +203,7 @@ impl Check {
         let inputs: Vec<(String, Tensor<f32>)> =
             inputs.iter().map(|(n, t)| (n.clone(), round(t))).collect();
         let weights = round(&extra.weights);
+        let constants: Vec<Tensor<f32>> = extra.constants.iter().map(round).collect();
         let labels = extra.labels.clone();
         let build = move |g: &mut Graph<f32>, v: &[Var]| -> Var {
             let (outputs, grads) = (rounder.clone(), rounder.clone());
@@ -156,7 +211,7 @@ impl Check {
             g.set_grad_hook(Some(Arc::new(move |_: Var, d: &mut [f32]| {
                 grads.round_slice(d);
             })));
-            self.build(g, v, &weights, &labels)
+            self.build(g, v, (&weights, &constants), &labels)
         };
         let mut report = gradcheck(self.name(), &build, &inputs, EMULATED_STEP, bug);
         report.precision = name;
@@ -167,7 +222,7 @@ impl Check {
         self,
         g: &mut Graph<T>,
         v: &[Var],
-        weights: &Tensor<T>,
+        (weights, constants): (&Tensor<T>, &[Tensor<T>]),
         labels: &[usize],
     ) -> Var {
         let weighted_sum = |g: &mut Graph<T>, out: Var| {
@@ -246,6 +301,47 @@ impl Check {
                 let z = g.add(z, v[5]);
                 g.softmax_cross_entropy(z, labels)
             }
+            Self::Gelu => {
+                let y = g.gelu(v[0]);
+                weighted_sum(g, y)
+            }
+            Self::Dropout => {
+                let y = g.dropout(v[0], constants[0].clone());
+                weighted_sum(g, y)
+            }
+            Self::LayerNorm => {
+                let y = g.layer_norm(v[0], v[1], v[2]);
+                weighted_sum(g, y)
+            }
+            Self::BatchNorm => {
+                let (y, _, _) = g.batch_norm_train(v[0], v[1], v[2], BN_CHANNELS);
+                weighted_sum(g, y)
+            }
+            Self::BatchNormEval => {
+                let stats = (constants[0].data.as_slice(), constants[1].data.as_slice());
+                let y = g.batch_norm_eval(v[0], v[1], v[2], BN_CHANNELS, stats);
+                weighted_sum(g, y)
+            }
+            Self::Conv2d => {
+                let y = g.conv2d(v[0], v[1], Some(v[2]), CONV);
+                weighted_sum(g, y)
+            }
+            Self::MaxPool => {
+                let y = g.max_pool(v[0], MAX_POOL);
+                weighted_sum(g, y)
+            }
+            Self::AvgPool => {
+                let y = g.avg_pool(v[0], AVG_POOL);
+                weighted_sum(g, y)
+            }
+            Self::Attention => {
+                let a = g.attention(v[0], v[1], v[2], 2, true);
+                weighted_sum(g, a.output)
+            }
+            Self::Embedding => {
+                let y = g.embedding(v[0], labels);
+                weighted_sum(g, y)
+            }
         }
     }
 
@@ -263,6 +359,7 @@ impl Check {
         let mut extra = Extra {
             weights,
             labels: vec![1, 0, 4, 2],
+            constants: Vec::new(),
         };
         let inputs = match self {
             Self::Add | Self::Mul => named(vec![
@@ -312,12 +409,110 @@ impl Check {
                     ("b3", uniform(&[3], -0.2, 0.2)),
                 ])
             }
+            Self::Gelu => named(vec![("x", uniform(&[4, 5], -3.0, 3.0))]),
+            Self::Dropout => {
+                extra.constants = vec![dropout_mask(&[4, 5], 0.3, seed)];
+                named(vec![("x", uniform(&[4, 5], -2.0, 2.0))])
+            }
+            Self::LayerNorm => {
+                extra.weights = uniform(&[4, 6], -1.0, 1.0);
+                named(vec![
+                    ("x", uniform(&[4, 6], -2.0, 2.0)),
+                    ("γ", uniform(&[6], 0.5, 1.5)),
+                    ("β", uniform(&[6], -0.5, 0.5)),
+                ])
+            }
+            Self::BatchNorm | Self::BatchNormEval => {
+                // 3 images of 2 channels of 2 × 2 pixels.
+                extra.weights = uniform(&[3, 8], -1.0, 1.0);
+                extra.constants = vec![
+                    uniform(&[BN_CHANNELS], -0.5, 0.5),
+                    uniform(&[BN_CHANNELS], 0.5, 2.0),
+                ];
+                named(vec![
+                    ("x", uniform(&[3, 8], -2.0, 2.0)),
+                    ("γ", uniform(&[BN_CHANNELS], 0.5, 1.5)),
+                    ("β", uniform(&[BN_CHANNELS], -0.5, 0.5)),
+                ])
+            }
+            Self::Conv2d => {
+                extra.weights = uniform(&[2, CONV.output_len()], -1.0, 1.0);
+                named(vec![
+                    ("x", uniform(&[2, CONV.input_len()], -1.0, 1.0)),
+                    ("W", uniform(&[CONV.out_channels, CONV.patch()], -0.5, 0.5)),
+                    ("b", uniform(&[CONV.out_channels], -0.5, 0.5)),
+                ])
+            }
+            Self::MaxPool => {
+                // Distinct values 0.05 apart, shuffled: no window holds a tie
+                // within a finite-difference step of its maximum.
+                let n = 2 * MAX_POOL.input_len();
+                let mut values: Vec<f64> = (0..n).map(|i| i as f64 * 0.05 - 1.5).collect();
+                for i in (1..n).rev() {
+                    let j = (uniform(&[1], 0.0, 1.0).data[0] * (i + 1) as f64) as usize;
+                    values.swap(i, j.min(i));
+                }
+                extra.weights = uniform(&[2, MAX_POOL.output_len()], -1.0, 1.0);
+                named(vec![("x", Tensor::new(values, &[2, MAX_POOL.input_len()]))])
+            }
+            Self::AvgPool => {
+                extra.weights = uniform(&[2, AVG_POOL.output_len()], -1.0, 1.0);
+                named(vec![("x", uniform(&[2, AVG_POOL.input_len()], -1.0, 1.0))])
+            }
+            Self::Attention => {
+                extra.weights = uniform(&[4, 6], -1.0, 1.0);
+                named(vec![
+                    ("q", uniform(&[4, 6], -1.0, 1.0)),
+                    ("k", uniform(&[4, 6], -1.0, 1.0)),
+                    ("v", uniform(&[4, 6], -1.0, 1.0)),
+                ])
+            }
+            Self::Embedding => {
+                // Id 1 twice: its row collects both gradients.
+                extra.labels = vec![1, 0, 4, 1];
+                extra.weights = uniform(&[4, 3], -1.0, 1.0);
+                named(vec![("table", uniform(&[5, 3], -1.0, 1.0))])
+            }
         };
         (inputs, extra)
     }
 }
 
+/// The BatchNorm checks' channels.
+const BN_CHANNELS: usize = 2;
+
+/// The convolution check: 2 channels of 6 × 5 to 3, 3 × 3 taps 2 apart,
+/// stride 2, padding 1 (2 × 2 outputs).
+const CONV: Conv2d = Conv2d {
+    in_channels: 2,
+    out_channels: 3,
+    height: 6,
+    width: 5,
+    kernel: (3, 3),
+    stride: 2,
+    padding: 1,
+    dilation: 2,
+};
+
+const MAX_POOL: Pool2d = Pool2d {
+    channels: 2,
+    height: 4,
+    width: 4,
+    kernel: 2,
+    stride: 2,
+};
+
+const AVG_POOL: Pool2d = Pool2d {
+    channels: 2,
+    height: 4,
+    width: 4,
+    kernel: 3,
+    stride: 1,
+};
+
 struct Extra {
     weights: Tensor<f64>,
     labels: Vec<usize>,
+    /// Fixed tensors a check needs besides: a dropout mask, running statistics.
+    constants: Vec<Tensor<f64>>,
 }

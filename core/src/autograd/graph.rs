@@ -5,6 +5,10 @@
 use std::borrow::Cow;
 
 mod backward;
+mod backward_layers;
+mod layers;
+
+pub use layers::{Attention, dropout_mask};
 
 use super::op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
 use super::stored::{Half, Stored};
@@ -57,11 +61,13 @@ pub enum Buffer {
     Parameter,
     /// A leaf without a gradient (the data).
     Input,
-    /// An op's output, kept for backward.
+    /// An op's output, kept for backward (and what a layer keeps besides:
+    /// a dropout mask, a norm's x̂ and 1/σ).
     Saved,
     /// Softmax-cross-entropy's probabilities, kept for backward unrounded.
     SavedProbabilities,
-    /// Softmax-cross-entropy's label indices (`usize` each).
+    /// Indices, `usize` each: softmax-cross-entropy's labels, a max-pool's
+    /// argmax, an embedding's ids.
     Labels,
     /// A parameter's accumulated gradient.
     ParameterGrad,
@@ -110,6 +116,22 @@ impl<T: Real> Graph<T> {
                 Op::SoftmaxCrossEntropy { labels, probs, .. } => {
                     f(v, Buffer::SavedProbabilities, probs.numel(), false);
                     f(v, Buffer::Labels, labels.len(), false);
+                    (Buffer::Saved, Buffer::InnerGrad)
+                }
+                // What the layers keep for backward besides their outputs.
+                Op::Dropout { mask, .. } => {
+                    f(v, Buffer::Saved, mask.numel(), false);
+                    (Buffer::Saved, Buffer::InnerGrad)
+                }
+                Op::LayerNorm { xhat, inv_std, .. } | Op::BatchNorm { xhat, inv_std, .. } => {
+                    f(v, Buffer::Saved, xhat.numel() + inv_std.len(), false);
+                    (Buffer::Saved, Buffer::InnerGrad)
+                }
+                Op::MaxPool {
+                    argmax: indices, ..
+                }
+                | Op::Embedding { ids: indices, .. } => {
+                    f(v, Buffer::Labels, indices.len(), false);
                     (Buffer::Saved, Buffer::InnerGrad)
                 }
                 _ => (Buffer::Saved, Buffer::InnerGrad),

@@ -6,6 +6,7 @@
 //! checked against numerical ones by [`gradcheck()`].
 
 pub mod checks;
+pub mod conv;
 pub mod gradcheck;
 pub mod graph;
 pub mod op;
@@ -13,8 +14,9 @@ pub mod stored;
 pub mod tensor;
 
 pub use checks::Check;
+pub use conv::{Conv2d, Pool2d, conv_output_side};
 pub use gradcheck::{Band, GradcheckReport, gradcheck, relative_error};
-pub use graph::{Buffer, Graph, Stepped};
+pub use graph::{Attention, Buffer, Graph, Stepped, dropout_mask};
 pub use op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
 pub use stored::{Half, Stored};
 pub use tensor::{Real, Tensor, matmul};

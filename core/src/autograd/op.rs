@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::conv::{Conv2d, Pool2d};
 use super::stored::Stored;
 use super::tensor::{Real, Tensor};
 
@@ -21,13 +22,40 @@ pub enum PlantedBug {
     SoftmaxMissingCoupling,
     /// Softmax-cross-entropy's gradient is not divided by the batch size.
     CrossEntropyNotAveraged,
+    /// LayerNorm backward without the −mean(ĝ) term: as if the row's mean
+    /// did not depend on its inputs.
+    LayerNormMissingMean,
+    /// BatchNorm backward in training treating the batch's mean and
+    /// variance as constants (the evaluation-mode derivative).
+    BatchNormStatsAsConstants,
+    /// Max pooling passes the gradient to every value of the window, not
+    /// only to the one that was the maximum.
+    MaxPoolToEveryInput,
 }
 
 impl PlantedBug {
+    /// The MLP's bugs (the autograd lesson's).
     pub const ALL: [Self; 3] = [
         Self::BiasNotSummedOverBatch,
         Self::SoftmaxMissingCoupling,
         Self::CrossEntropyNotAveraged,
+    ];
+
+    /// The layers' bugs.
+    pub const LAYERS: [Self; 3] = [
+        Self::LayerNormMissingMean,
+        Self::BatchNormStatsAsConstants,
+        Self::MaxPoolToEveryInput,
+    ];
+
+    /// Every bug.
+    pub const EVERY: [Self; 6] = [
+        Self::BiasNotSummedOverBatch,
+        Self::SoftmaxMissingCoupling,
+        Self::CrossEntropyNotAveraged,
+        Self::LayerNormMissingMean,
+        Self::BatchNormStatsAsConstants,
+        Self::MaxPoolToEveryInput,
     ];
 
     pub fn describe(self) -> &'static str {
@@ -35,6 +63,11 @@ impl PlantedBug {
             Self::BiasNotSummedOverBatch => "bias gradient not summed over the batch",
             Self::SoftmaxMissingCoupling => "softmax backward without the −Σ p·g coupling term",
             Self::CrossEntropyNotAveraged => "cross-entropy gradient not divided by the batch size",
+            Self::LayerNormMissingMean => "LayerNorm backward without the −mean term",
+            Self::BatchNormStatsAsConstants => {
+                "BatchNorm backward treating the batch statistics as constants"
+            }
+            Self::MaxPoolToEveryInput => "max-pool gradient sent to every value of the window",
         }
     }
 }
@@ -66,6 +99,71 @@ pub enum Op<T> {
         probs: Tensor<T>,
     },
     Mse(Var, Var),
+    /// GELU, tanh form ([`crate::kernels::gelu`]).
+    Gelu(Var),
+    /// `x ⊙ mask`, the mask 0 or 1/(1 − p) per element, drawn when recorded.
+    Dropout {
+        input: Var,
+        mask: Tensor<T>,
+    },
+    /// Each row to mean 0 and variance 1 (biased, + ε), then `γ ⊙ x̂ + β`;
+    /// keeps x̂ and 1/σ per row.
+    LayerNorm {
+        input: Var,
+        gamma: Var,
+        beta: Var,
+        xhat: Tensor<T>,
+        inv_std: Vec<T>,
+    },
+    /// Each of `channels` channels (a row is `channels` runs of equal
+    /// length: NCHW's C·H·W, or features with H·W = 1) normalised over the
+    /// batch and its pixels, then `γ_c·x̂ + β_c`. In training the statistics
+    /// are the batch's (so they depend on it); in evaluation they are fixed
+    /// running ones. Keeps x̂ and 1/σ per channel.
+    BatchNorm {
+        input: Var,
+        gamma: Var,
+        beta: Var,
+        channels: usize,
+        training: bool,
+        xhat: Tensor<T>,
+        inv_std: Vec<T>,
+    },
+    /// A convolution of `[N, C·H·W]` images by `[OC, C·KH·KW]` filters
+    /// through im2col and a GEMM, plus a bias per output channel.
+    Conv2d {
+        input: Var,
+        weight: Var,
+        bias: Option<Var>,
+        geometry: Conv2d,
+    },
+    /// The maximum of each window; keeps which input it was.
+    MaxPool {
+        input: Var,
+        geometry: Pool2d,
+        argmax: Vec<usize>,
+    },
+    AvgPool {
+        input: Var,
+        geometry: Pool2d,
+    },
+    /// A matrix transposed.
+    Transpose(Var),
+    /// A square matrix of scores with every entry above the diagonal set to
+    /// −∞: a query attends to itself and earlier positions only.
+    CausalMask(Var),
+    /// Rows `ids` of a `[vocabulary, dim]` table.
+    Embedding {
+        table: Var,
+        ids: Vec<usize>,
+    },
+    /// Columns `start .. start + width` of a matrix (one attention head's).
+    Columns {
+        input: Var,
+        start: usize,
+    },
+    /// Matrices side by side (the heads' outputs).
+    Concat(Vec<Var>),
 }
 
 impl<T> Op<T> {
@@ -89,6 +187,18 @@ impl<T> Op<T> {
             Self::LogSoftmax(_) => "log_softmax",
             Self::SoftmaxCrossEntropy { .. } => "softmax_cross_entropy",
             Self::Mse(..) => "mse",
+            Self::Gelu(_) => "gelu",
+            Self::Dropout { .. } => "dropout",
+            Self::LayerNorm { .. } => "layernorm",
+            Self::BatchNorm { .. } => "batchnorm",
+            Self::Conv2d { .. } => "conv2d",
+            Self::MaxPool { .. } => "maxpool",
+            Self::AvgPool { .. } => "avgpool",
+            Self::Transpose(_) => "transpose",
+            Self::CausalMask(_) => "causal_mask",
+            Self::Embedding { .. } => "embedding",
+            Self::Columns { .. } => "columns",
+            Self::Concat(_) => "concat",
         }
     }
 
@@ -112,6 +222,25 @@ impl<T> Op<T> {
             | Self::Softmax(a)
             | Self::LogSoftmax(a) => vec![*a],
             Self::SoftmaxCrossEntropy { logits, .. } => vec![*logits],
+            Self::Gelu(a) | Self::Transpose(a) | Self::CausalMask(a) => vec![*a],
+            Self::Dropout { input, .. }
+            | Self::MaxPool { input, .. }
+            | Self::AvgPool { input, .. }
+            | Self::Columns { input, .. } => vec![*input],
+            Self::LayerNorm {
+                input, gamma, beta, ..
+            }
+            | Self::BatchNorm {
+                input, gamma, beta, ..
+            } => vec![*input, *gamma, *beta],
+            Self::Conv2d {
+                input,
+                weight,
+                bias,
+                ..
+            } => [*input, *weight].into_iter().chain(*bias).collect(),
+            Self::Embedding { table, .. } => vec![*table],
+            Self::Concat(parts) => parts.clone(),
         }
     }
 }

@@ -2,7 +2,7 @@ use super::*;
 
 #[test]
 fn every_op_and_the_mlp_pass_gradcheck_in_f64() {
-    for check in Check::ALL {
+    for check in Check::every() {
         for seed in [1, 2, 3] {
             let report = check.run::<f64>(seed, None);
             assert!(
@@ -27,6 +27,9 @@ fn planted_bugs_are_caught() {
             Check::SoftmaxCrossEntropy,
         ),
         (PlantedBug::CrossEntropyNotAveraged, Check::Mlp),
+        (PlantedBug::LayerNormMissingMean, Check::LayerNorm),
+        (PlantedBug::BatchNormStatsAsConstants, Check::BatchNorm),
+        (PlantedBug::MaxPoolToEveryInput, Check::MaxPool),
     ];
     for (bug, check) in cases {
         let report = check.run::<f64>(1, Some(bug));
@@ -38,6 +41,10 @@ fn planted_bugs_are_caught() {
             report.max_rel_error
         );
     }
+    // Evaluation mode's statistics are constants: the training-mode bug
+    // is its correct derivative there.
+    let eval = Check::BatchNormEval.run::<f64>(1, Some(PlantedBug::BatchNormStatsAsConstants));
+    assert_eq!(eval.band, Band::Good);
     // The bias bug hits the bias only; the other input is still right.
     let add = Check::Add.run::<f64>(1, Some(PlantedBug::BiasNotSummedOverBatch));
     assert!(add.tensors[0].max_rel_error < 1e-7 && add.tensors[1].max_rel_error > 1e-2);

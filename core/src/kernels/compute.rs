@@ -30,8 +30,27 @@ const BATCH: u32 = 8;
 /// a tanh computed from exp(2z) cannot overflow), so |x| up to 1e4 and
 /// beyond stays finite; NaN stays NaN.
 pub fn gelu(x: f64) -> f64 {
-    let inner = (0.797_884_560_8 * (x + 0.044_715 * x * x * x)).clamp(-20.0, 20.0);
+    let inner = (GELU_C * (x + GELU_A * x * x * x)).clamp(-20.0, 20.0);
     0.5 * x * (1.0 + inner.tanh())
+}
+
+/// √(2/π) to the ten digits GELU's tanh form is written with.
+const GELU_C: f64 = 0.797_884_560_8;
+/// The cubic term's coefficient.
+const GELU_A: f64 = 0.044_715;
+
+/// The derivative of [`gelu`]: 0.5·(1 + t) + 0.5·x·(1 − t²)·√(2/π)·(1 +
+/// 3·0.044715·x²), t the tanh; where the tanh's argument is clamped (it is
+/// ±1 exactly there) the second term is 0, as the clamped function's slope.
+pub fn gelu_derivative(x: f64) -> f64 {
+    let u = GELU_C * (x + GELU_A * x * x * x);
+    let t = u.clamp(-20.0, 20.0).tanh();
+    let inner = if u.abs() > 20.0 {
+        0.0
+    } else {
+        0.5 * x * (1.0 - t * t) * GELU_C * (1.0 + 3.0 * GELU_A * x * x)
+    };
+    0.5 * (1.0 + t) + inner
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -452,6 +471,17 @@ mod tests {
     use crate::kernels::{Kernel, plan};
 
     const DEV: DeviceLimits = crate::kernels::TEST_DEVICE;
+
+    #[test]
+    fn gelu_derivative_matches_a_central_difference() {
+        for x in [-6.0, -2.5, -1.0, -0.3, 0.0, 0.2, 1.0, 3.0, 7.0] {
+            let h = 1e-5;
+            let numeric = (gelu(x + h) - gelu(x - h)) / (2.0 * h);
+            assert!((gelu_derivative(x) - numeric).abs() < 1e-8, "{x}");
+        }
+        assert_eq!(gelu_derivative(1e4), 1.0);
+        assert_eq!(gelu_derivative(-1e4), 0.0);
+    }
 
     #[test]
     fn gelu_is_the_tanh_form_and_finite_far_out() {

@@ -15,7 +15,7 @@ mod reference;
 pub use compute::{
     AccessKind, CHANNELS, FMA_ADD, FMA_ITERATIONS, FMA_MUL, FusionKind, GELU_BIAS, GELU_SCALE,
     LAYERNORM_EPS, STRIDES, channel_batch, channel_sum_reference, fma_reference, fused_reference,
-    gelu, layernorm_reference, strided_source, transpose_reference,
+    gelu, gelu_derivative, layernorm_reference, strided_source, transpose_reference,
 };
 pub use data::Data;
 pub use gemm::{

@@ -153,6 +153,18 @@ impl<T: Real> Graph<T> {
                 give(*b, d.map(|x| -x));
                 give(*a, d);
             }
+            Op::Gelu(_)
+            | Op::Dropout { .. }
+            | Op::LayerNorm { .. }
+            | Op::BatchNorm { .. }
+            | Op::Conv2d { .. }
+            | Op::MaxPool { .. }
+            | Op::AvgPool { .. }
+            | Op::Transpose(_)
+            | Op::CausalMask(_)
+            | Op::Embedding { .. }
+            | Op::Columns { .. }
+            | Op::Concat(_) => self.propagate_layer(v, g, &mut give),
         }
     }
 
