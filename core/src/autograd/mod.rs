@@ -12,6 +12,7 @@ pub mod graph;
 pub mod op;
 pub mod stored;
 pub mod tensor;
+pub mod view;
 
 pub use checks::Check;
 pub use conv::{Conv2d, Pool2d, conv_output_side};

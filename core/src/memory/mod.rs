@@ -25,6 +25,7 @@ pub use precision::{Component, Components, Precision};
 pub use show::{show_bytes, show_count, show_flops, show_seconds};
 pub use transformer::{
     FfnKind, Norm, Preset, TransformerConfig, TransformerReport, TransformerRun, Zero,
+    attention_flops, kv_cache_bytes,
 };
 
 crate::catalog_error! {

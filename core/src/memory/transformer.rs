@@ -379,11 +379,35 @@ impl TransformerConfig {
     /// K and V of every layer for one token, in fp16.
     pub fn kv_cache_per_token(&self) -> Result<u64, MemoryError> {
         self.validate()?;
-        product(
-            Q::KvCache,
-            &[2, self.layers, self.kv_heads, self.head_dim(), 2],
-        )
+        kv_cache_bytes(self.layers, self.kv_heads, self.head_dim(), 1, 2)
     }
+}
+
+/// The KV cache: K and V (2) of every layer for every token, each
+/// `kv_heads · head_dim` values of `bytes` bytes. The one formula the
+/// memory calculator and the engine's KV cache (whose buffers are held to
+/// it) use.
+pub fn kv_cache_bytes(
+    layers: u64,
+    kv_heads: u64,
+    head_dim: u64,
+    tokens: u64,
+    bytes: u64,
+) -> Result<u64, MemoryError> {
+    product(Q::KvCache, &[2, layers, kv_heads, head_dim, tokens, bytes])
+}
+
+/// Attention's score FLOPs in a forward pass: per layer and sequence,
+/// Q·Kᵀ and P·V are each `2·seq·seq·hidden`, so `4·layers·seq·hidden` per
+/// token (`tokens` = sequences × seq); the projections are counted with
+/// the dense layers. Training's forward and backward take three times this.
+pub fn attention_flops(
+    layers: u64,
+    seq: u64,
+    hidden: u64,
+    tokens: u64,
+) -> Result<u64, MemoryError> {
+    product(Q::Flops, &[4, layers, seq, hidden, tokens])
 }
 
 /// `ceil(count / ranks)`: one rank's shard.
@@ -466,7 +490,10 @@ impl TransformerRun {
         let tokens = product(Q::Tokens, &[self.batch, self.seq])?;
         let attention_unit = product(Q::Flops, &[m.layers, self.seq, m.hidden, tokens])?;
         let flops_dense = product(Q::Flops, &[6, n, tokens])?;
-        let flops_attention = product(Q::Flops, &[12, attention_unit])?;
+        let flops_attention = product(
+            Q::Flops,
+            &[3, attention_flops(m.layers, self.seq, m.hidden, tokens)?],
+        )?;
         let flops_recompute = sum(
             Q::Flops,
             &[

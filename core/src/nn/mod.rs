@@ -13,6 +13,7 @@ pub mod config;
 pub mod data;
 mod error;
 pub mod layers;
+pub mod models;
 pub mod optimizers;
 mod pass;
 pub mod precision;
