@@ -478,3 +478,43 @@ fn the_mock_test_page_draws_what_the_cli_draws_and_marks_the_paper() {
             .is_some()
     );
 }
+
+#[test]
+fn the_layers_lesson_trains_its_cnn_and_transformer_between_frames() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("layers", &storage, Some("layers"));
+    harness.run();
+    for button in ["Train the CNN", "Train the transformer (400 steps)"] {
+        click_visible(&mut harness, button);
+        let frames = run_while(&mut harness, 2, 300, button, |h| {
+            h.state().lesson_busy("layers")
+        });
+        assert!(frames > 2, "{button} ran inside one frame");
+        harness.run();
+    }
+    // The three evaluations of the CNN, each a percentage.
+    use egui_kittest::kittest::NodeT as _;
+    let accuracies: Vec<f64> = harness
+        .query_all_by_label_contains(" %")
+        .filter_map(|n| {
+            let data = n.accesskit_node();
+            let label = data.label().or_else(|| data.value()).unwrap_or_default();
+            label.trim_end_matches(" %").trim().parse::<f64>().ok()
+        })
+        .collect();
+    // The last three (the zoom control reads "100 %" too).
+    assert!(accuracies.len() >= 3, "{accuracies:?}");
+    let modes = &accuracies[accuracies.len() - 3..];
+    let (running, initial) = (modes[0], modes[2]);
+    assert!(running >= 85.0 && initial < running - 5.0, "{accuracies:?}");
+    // The transformer's loss fell, and its continuation is shown.
+    assert!(
+        harness
+            .query_by_label_contains("Greedy continuation")
+            .is_some()
+    );
+    common::plot_colours_are_distinct(
+        &harness,
+        &["attn_flops", "attn_kv", "layers_gradcheck_plot"],
+    );
+}

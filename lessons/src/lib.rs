@@ -328,6 +328,7 @@ registry! {
     pipeline::Pipeline,
     gpu_kernels::GpuKernels,
     gemm_fusion::GemmFusion,
+    layers::Layers,
     write_kernels::WriteKernels,
     mock_test::MockTest,
 }

@@ -20,6 +20,7 @@ mod pipeline;
 mod quiz;
 mod train;
 mod train_dp;
+mod train_models;
 mod wgsl_exercise;
 
 use std::process::ExitCode;
@@ -84,7 +85,7 @@ pub enum Command {
     /// Train an MLP and print per-epoch loss and train/test accuracy (and,
     /// under a reduced precision, the loss scale, skipped steps and the
     /// fraction of gradient values that underflowed).
-    Train(TrainArgs),
+    Train(Box<TrainArgs>),
     /// A training step's memory by component and its FLOPs: for an MLP
     /// (`--mlp 784,128,10`) estimated and measured on the engine; for a
     /// transformer (`--transformer llama-7b`, or `--layers --hidden

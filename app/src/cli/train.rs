@@ -1,4 +1,5 @@
-//! `dlsys-lab train`: an MLP, one line per epoch.
+//! `dlsys-lab train`: an MLP, one line per epoch (`--model cnn` and
+//! `--model transformer` are in `train_models.rs`).
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -16,13 +17,17 @@ use super::tf;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct TrainArgs {
+    /// What to train: the MLP (every flag below), the CNN on MNIST, or the
+    /// tiny character-level transformer on the shipped text.
+    #[arg(long, default_value = MODELS[0], value_parser = name_of(&MODELS, |m| *m))]
+    pub(super) model: String,
+    /// The data set (default digits; the CNN trains on mnist only).
     #[arg(
         long,
-        default_value = "digits",
         ignore_case = true,
         value_parser = name_of(&data::NAMES, |n| *n),
     )]
-    dataset: String,
+    pub(super) dataset: Option<String>,
     /// Hidden layer sizes, comma-separated (e.g. 128,64).
     #[arg(long, default_value = "128")]
     hidden: String,
@@ -40,14 +45,20 @@ pub struct TrainArgs {
         value_parser = name_of(&OptimizerKind::NAMES, |o| *o),
     )]
     optimizer: String,
-    #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
-    lr: f64,
-    #[arg(long, default_value_t = 64)]
-    batch: usize,
-    #[arg(long, default_value_t = 10)]
-    epochs: u64,
+    /// Learning rate (default 0.05 for the MLP, 3e-3 for the CNN, 1e-2 for the transformer).
+    #[arg(long, allow_hyphen_values = true)]
+    pub(super) lr: Option<f64>,
+    /// Examples per step (default 64 for the MLP, 16 for the CNN, 8 sequences for the transformer).
+    #[arg(long)]
+    pub(super) batch: Option<usize>,
+    /// Epochs (default 10 for the MLP, 3 for the CNN).
+    #[arg(long)]
+    pub(super) epochs: Option<u64>,
+    /// Steps of the transformer (default 1000).
+    #[arg(long)]
+    pub(super) steps: Option<u64>,
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(super) seed: u64,
     /// Compute (op outputs and gradients) in fp32, tf32, bf16, fp16, fp8-e4m3, fp8-e5m2 or eXmY.
     #[arg(long, default_value = "fp32", value_name = "F")]
     precision: String,
@@ -116,6 +127,9 @@ pub struct TrainArgs {
 
 const MASTER_WEIGHTS: [MasterWeights; 2] = [MasterWeights::Fp32, MasterWeights::Same];
 
+/// The models `--model` names.
+pub(super) const MODELS: [&str; 3] = ["mlp", "cnn", "transformer"];
+
 fn master_weights_id(master: &MasterWeights) -> &'static str {
     match master {
         MasterWeights::Fp32 => "fp32",
@@ -124,17 +138,57 @@ fn master_weights_id(master: &MasterWeights) -> &'static str {
 }
 
 impl TrainArgs {
+    fn mlp_dataset(&self) -> &str {
+        self.dataset.as_deref().unwrap_or("digits")
+    }
+
+    fn mlp_lr(&self) -> f64 {
+        self.lr.unwrap_or(0.05)
+    }
+
+    fn mlp_batch(&self) -> usize {
+        self.batch.unwrap_or(64)
+    }
+
+    fn mlp_epochs(&self) -> u64 {
+        self.epochs.unwrap_or(10)
+    }
+
+    /// The MLP-only flags given a value other than their default, by name.
+    pub(super) fn mlp_only_flags(&self) -> Vec<&'static str> {
+        [
+            ("--hidden", self.hidden != "128"),
+            ("--activation", self.activation != Activation::Relu.name()),
+            ("--optimizer", self.optimizer != "momentum"),
+            ("--precision", self.precision != "fp32"),
+            ("--loss-scale", self.loss_scale != "none"),
+            ("--master-weights", self.master_weights != "fp32"),
+            ("--optimizer-state", self.optimizer_state != "fp32"),
+            ("--accumulate-in", self.accumulate_in != "fp32"),
+            ("--micro-batches", self.micro_batches != 1),
+            ("--loss-weight", self.loss_weight != "1"),
+            ("--workers", self.workers != 1),
+            ("--scenario", self.scenario.is_some()),
+            ("--allreduce", self.allreduce.is_some()),
+            ("--async", self.asynchronous),
+        ]
+        .into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| flag)
+        .collect()
+    }
+
     /// The data set and configuration these arguments ask for: the flags
     /// become the core's `RunSettings`, which the lesson fills too.
     fn config(&self) -> Result<(String, TrainConfig), String> {
         RunSettings {
-            dataset: self.dataset.clone(),
+            dataset: self.mlp_dataset().to_owned(),
             hidden: self.hidden.clone(),
             activation: self.activation.clone(),
             optimizer: self.optimizer.clone(),
-            lr: self.lr,
-            batch: self.batch,
-            epochs: self.epochs,
+            lr: self.mlp_lr(),
+            batch: self.mlp_batch(),
+            epochs: self.mlp_epochs(),
             seed: self.seed,
             precision: self.precision.clone(),
             loss_scale: self.loss_scale.clone(),
@@ -180,6 +234,15 @@ pub(super) struct Finished {
 }
 
 pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
+    if args.model != MODELS[0] {
+        return super::train_models::run(args);
+    }
+    if args.steps.is_some() {
+        return Err(CliError::from(tf(
+            "train.model_only",
+            &[("flag", &"--steps"), ("model", &MODELS[2])],
+        )));
+    }
     if args.workers > 1 {
         return args.data_parallel();
     }
@@ -224,13 +287,13 @@ impl TrainArgs {
             return Err(CliError::from(super::t("train.async_allreduce")));
         }
         super::train_dp::run(&super::train_dp::DpFlags {
-            dataset: &self.dataset,
+            dataset: self.mlp_dataset(),
             hidden: &self.hidden,
             activation: &self.activation,
             optimizer: &self.optimizer,
-            lr: self.lr,
-            batch: self.batch,
-            epochs: self.epochs,
+            lr: self.mlp_lr(),
+            batch: self.mlp_batch(),
+            epochs: self.mlp_epochs(),
             seed: self.seed,
             workers: self.workers as usize,
             algorithm: self.allreduce.unwrap_or(Algorithm::Ring),

@@ -141,7 +141,7 @@ impl Check {
             Self::LayerNorm => "layernorm",
             Self::BatchNorm => "batchnorm (training)",
             Self::BatchNormEval => "batchnorm (evaluation)",
-            Self::Conv2d => "conv2d (stride 2, pad 1, dilation 2)",
+            Self::Conv2d => "conv2d (s=2, p=1, d=2)",
             Self::MaxPool => "maxpool 2×2",
             Self::AvgPool => "avgpool 3×3, stride 1",
             Self::Attention => "attention (2 heads, causal)",

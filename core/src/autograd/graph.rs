@@ -8,7 +8,7 @@ mod backward;
 mod backward_layers;
 mod layers;
 
-pub use layers::{Attention, dropout_mask};
+pub use layers::{Attention, dropout_mask, mean_and_variance};
 
 use super::op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
 use super::stored::{Half, Stored};

@@ -17,7 +17,7 @@ pub mod view;
 pub use checks::Check;
 pub use conv::{Conv2d, Pool2d, conv_output_side};
 pub use gradcheck::{Band, GradcheckReport, gradcheck, relative_error};
-pub use graph::{Attention, Buffer, Graph, Stepped, dropout_mask};
+pub use graph::{Attention, Buffer, Graph, Stepped, dropout_mask, mean_and_variance};
 pub use op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
 pub use stored::{Half, Stored};
 pub use tensor::{Real, Tensor, matmul};

@@ -1,4 +1,5 @@
-//! The gradient-check panel: every op and a whole MLP, in f64 or f32, with an
+//! The gradient-check panel: a set of checks (the MLP's ops and a whole
+//! MLP here; the layers' ops in the layers lesson), in f64 or f32, with an
 //! optional planted bug, errors plotted against the CS231n bands.
 
 use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
@@ -28,17 +29,55 @@ impl Default for CheckSettings {
     }
 }
 
+/// Which checks a panel runs, the bugs it offers and its plot's id.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckSet {
+    pub checks: &'static [Check],
+    pub bugs: &'static [PlantedBug],
+    pub plot: &'static str,
+}
+
+/// The MLP's ops and a whole MLP (this lesson's panel).
+pub const MLP_CHECKS: CheckSet = CheckSet {
+    checks: &Check::ALL,
+    bugs: &PlantedBug::ALL,
+    plot: "gradcheck_plot",
+};
+
+/// The layers' ops (the layers lesson's panel).
+pub const LAYER_CHECKS: CheckSet = CheckSet {
+    checks: &Check::LAYERS,
+    bugs: &PlantedBug::LAYERS,
+    plot: "layers_gradcheck_plot",
+};
+
 /// Reports, computed when the settings change.
-#[derive(Default)]
 pub struct CheckCache {
+    set: CheckSet,
     key: Option<CheckSettings>,
     reports: Vec<GradcheckReport>,
 }
 
+impl Default for CheckCache {
+    fn default() -> Self {
+        Self::new(MLP_CHECKS)
+    }
+}
+
 impl CheckCache {
+    pub fn new(set: CheckSet) -> Self {
+        Self {
+            set,
+            key: None,
+            reports: Vec::new(),
+        }
+    }
+
     pub fn reports(&mut self, settings: &CheckSettings) -> &[GradcheckReport] {
         if self.key.as_ref() != Some(settings) {
-            self.reports = Check::ALL
+            self.reports = self
+                .set
+                .checks
                 .iter()
                 .map(|c| {
                     if settings.f32 {
@@ -70,6 +109,7 @@ pub fn check_ui(
     lang: Lang,
 ) {
     let t = |key| TEXT.get(lang, key);
+    let set = cache.set;
     ui.label(t("check.explain"));
     ui.horizontal_wrapped(|ui| {
         ui.label(t("check.precision"));
@@ -77,11 +117,11 @@ pub fn check_ui(
         ui.selectable_value(&mut settings.f32, true, "f32");
         ui.separator();
         let label = ui.label(t("check.bug"));
-        egui::ComboBox::from_id_salt("check_bug")
+        egui::ComboBox::from_id_salt((set.plot, "bug"))
             .selected_text(settings.bug.map_or(t("check.no_bug").to_owned(), |b| super::bug_text(b, lang)))
             .show_ui(ui, |ui| {
                 ui.selectable_value(&mut settings.bug, None, t("check.no_bug"));
-                for bug in PlantedBug::ALL {
+                for bug in set.bugs.iter().copied() {
                     ui.selectable_value(&mut settings.bug, Some(bug), super::bug_text(bug, lang));
                 }
             })
@@ -113,9 +153,12 @@ pub fn check_ui(
         );
     }
     ui.columns(2, |columns| {
-        egui::Grid::new("gradcheck_table")
+        // Wide names scroll inside their column instead of widening the page.
+        let table_id = format!("{}_table", set.plot);
+        crate::theme::sideways(&mut columns[0], &table_id, |ui| {
+        egui::Grid::new((set.plot, "table"))
             .striped(true)
-            .show(&mut columns[0], |ui| {
+            .show(ui, |ui| {
                 ui.strong(t("check.op"));
                 ui.strong(t("check.max"));
                 ui.strong(t("check.band"));
@@ -127,6 +170,7 @@ pub fn check_ui(
                     ui.end_row();
                 }
             });
+        });
         // One row per check, the first on top, its name on the axis;
         // log₁₀ of the error across, the bands shaded behind.
         let floor = -17.0;
@@ -144,7 +188,7 @@ pub fn check_ui(
             })
             .collect();
         let names: Vec<String> = reports.iter().rev().map(|r| r.name.clone()).collect();
-        Plot::new("gradcheck_plot")
+        Plot::new(set.plot)
             // egui_plot hides a tick label closer than 20 px to the next.
             .height((28.0 * n as f32 + 60.0).max(200.0))
             .x_axis_label(t("check.axis"))
@@ -170,6 +214,6 @@ pub fn check_ui(
             theme::exponent(&visuals),
         )];
         keys.extend(theme::band_keys(&visuals, lang));
-        figure::legend(&mut columns[1], "gradcheck_plot", &keys);
+        figure::legend(&mut columns[1], set.plot, &keys);
     });
 }

@@ -1,7 +1,7 @@
 //! "Autograd & MLP": a computation graph stepped backward node by node, the
 //! gradient checks of every op, and an MLP trained live.
 
-mod check_view;
+pub(crate) mod check_view;
 mod exercises;
 mod graph_view;
 mod trainer_view;

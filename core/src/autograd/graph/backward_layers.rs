@@ -61,7 +61,7 @@ impl<T: Real> Graph<T> {
                 let gam = value(*gamma);
                 let mut dx = Vec::with_capacity(g.numel());
                 let keep_mean = self.planted_bug != Some(PlantedBug::LayerNormMissingMean);
-                for r in 0..rows {
+                for (r, inv) in inv_std.iter().enumerate().take(rows) {
                     let ghat: Vec<T> = g
                         .row(r)
                         .iter()
@@ -71,7 +71,7 @@ impl<T: Real> Graph<T> {
                     dx.extend(normalise_backward(
                         &ghat,
                         xhat.row(r),
-                        inv_std[r],
+                        *inv,
                         (keep_mean, true),
                     ));
                 }

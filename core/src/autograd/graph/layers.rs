@@ -55,6 +55,13 @@ fn moments<T: Real>(values: impl Iterator<Item = T> + Clone, n: usize) -> (T, T,
     (mean, T::ONE / (var + eps()).sqrt(), var)
 }
 
+/// The mean and the biased variance a norm computes over `values` (what
+/// LayerNorm takes per row, BatchNorm per channel in training).
+pub fn mean_and_variance<T: Real>(values: &[T]) -> (T, T) {
+    let (mean, _, var) = moments(values.iter().copied(), values.len());
+    (mean, var)
+}
+
 impl<T: Real> Graph<T> {
     /// GELU in its tanh form, the one formula ([`crate::kernels::gelu`]).
     pub fn gelu(&mut self, a: Var) -> Var {
@@ -91,8 +98,8 @@ impl<T: Real> Graph<T> {
             let row = x.row(r);
             let (mean, inv, _) = moments(row.iter().copied(), cols);
             inv_std.push(inv);
-            for c in 0..cols {
-                let h = (row[c] - mean) * inv;
+            for (c, v) in row.iter().enumerate() {
+                let h = (*v - mean) * inv;
                 xhat.data[r * cols + c] = h;
                 y.data[r * cols + c] = g.data[c] * h + b.data[c];
             }

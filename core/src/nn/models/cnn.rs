@@ -293,17 +293,36 @@ impl Cnn {
         g.value(logits).into_owned()
     }
 
-    /// Accuracy on `data`, evaluated in batches of `batch`.
-    pub fn accuracy(&self, data: &Dataset, stats: BnStats, batch: usize) -> f64 {
-        let mut correct = 0;
+    /// Mean cross-entropy and accuracy on `data`, evaluated in batches of `batch`.
+    pub fn evaluate(&self, data: &Dataset, stats: BnStats, batch: usize) -> (f64, f64) {
+        let (mut correct, mut loss) = (0, 0.0);
         let indices: Vec<usize> = (0..data.len()).collect();
         for chunk in indices.chunks(batch.max(1)) {
             let (x, y) = data.gather(chunk);
-            let predicted = self.logits(&x, y.len(), stats).argmax_rows();
+            let logits = self.logits(&x, y.len(), stats);
+            for (r, label) in y.iter().enumerate() {
+                let row = logits.row(r);
+                let max = row.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+                let sum: f64 = row.iter().map(|v| f64::from(v - max).exp()).sum();
+                loss += sum.ln() - f64::from(row[*label] - max);
+            }
+            let predicted = logits.argmax_rows();
             correct += predicted.iter().zip(&y).filter(|(p, l)| p == l).count();
         }
-        correct as f64 / data.len().max(1) as f64
+        let n = data.len().max(1) as f64;
+        (loss / n, correct as f64 / n)
     }
+
+    /// Accuracy on `data`, evaluated in batches of `batch`.
+    pub fn accuracy(&self, data: &Dataset, stats: BnStats, batch: usize) -> f64 {
+        self.evaluate(data, stats, batch).1
+    }
+}
+
+/// A cosine schedule: `base` at step 0, falling to 0 at step `total`.
+pub fn cosine_lr(base: f64, step: u64, total: u64) -> f64 {
+    let t = step as f64 / total.max(1) as f64;
+    base * 0.5 * (1.0 + (std::f64::consts::PI * t.min(1.0)).cos())
 }
 
 /// Adam at `lr`: what the CNN trains with.

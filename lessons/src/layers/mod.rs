@@ -1,0 +1,110 @@
+//! "Layers: norms, convolution, attention": LayerNorm and BatchNorm on one
+//! batch and the train/eval bug on a real CNN, convolution as im2col + GEMM,
+//! strides and NCHW/NHWC as views, attention weights of a tiny transformer
+//! trained here, its cost and the KV cache, and the gradient checks of
+//! every layer — all computed by the core's engine.
+
+mod attention;
+mod conv;
+mod exercises;
+mod jobs;
+mod norms;
+mod strides;
+
+use serde::{Deserialize, Serialize};
+
+use crate::autograd_mlp::check_view::{self, CheckCache, CheckSettings, LAYER_CHECKS};
+use crate::{Env, Lesson};
+
+pub use exercises::EXERCISES;
+
+crate::lesson_text!("layers");
+
+/// What the learner set up; survives restarts.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub norms: norms::NormSettings,
+    pub conv: conv::ConvSettings,
+    pub strides: strides::StrideSettings,
+    pub check: CheckSettings,
+}
+
+pub struct Layers {
+    settings: Settings,
+    cnn: jobs::CnnJob,
+    text: jobs::TextJob,
+    checks: CheckCache,
+}
+
+impl Default for Layers {
+    fn default() -> Self {
+        Self {
+            settings: Settings::default(),
+            cnn: jobs::CnnJob::default(),
+            text: jobs::TextJob::default(),
+            checks: CheckCache::new(LAYER_CHECKS),
+        }
+    }
+}
+
+impl Lesson for Layers {
+    crate::lesson_identity!(exercises: EXERCISES);
+
+    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+        self.cnn.logic(ctx);
+        self.text.logic(ctx);
+    }
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        crate::header_ui(ui, &TEXT, lang);
+        ui.add_space(8.0);
+        let Self {
+            settings,
+            cnn,
+            text,
+            checks,
+        } = self;
+        let section = |ui: &mut egui::Ui, key: &str, add: &mut dyn FnMut(&mut egui::Ui)| {
+            egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, key)).strong())
+                .default_open(true)
+                .show(ui, |ui| add(ui));
+        };
+        section(ui, "norms.heading", &mut |ui| {
+            norms::norms_ui(ui, &mut settings.norms, lang);
+            ui.add_space(6.0);
+            jobs::cnn_ui(ui, cnn, lang);
+        });
+        section(ui, "conv.heading", &mut |ui| conv::conv_ui(ui, &mut settings.conv, lang));
+        section(ui, "strides.heading", &mut |ui| {
+            strides::strides_ui(ui, &mut settings.strides, lang);
+        });
+        section(ui, "attn.heading", &mut |ui| attention::attention_ui(ui, text, lang));
+        section(ui, "check.heading", &mut |ui| {
+            check_view::check_ui(ui, &mut settings.check, checks, lang);
+        });
+    }
+
+    fn is_busy(&self) -> bool {
+        self.cnn.is_running() || self.text.is_running()
+    }
+
+    crate::persist_field!(settings);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip() {
+        let mut lesson = Layers::default();
+        lesson.settings.conv.stride = 2;
+        lesson.settings.strides.nhwc = true;
+        let saved = lesson.save_state().unwrap_or_default();
+        let mut other = Layers::default();
+        assert!(other.load_state(&saved).is_ok());
+        assert_eq!(other.settings, lesson.settings);
+    }
+}
