@@ -80,6 +80,9 @@ struct CnnEpoch {
     train_accuracy: f64,
     test_loss: f64,
     test_accuracy: f64,
+    /// The epoch's training steps alone.
+    train_seconds: f64,
+    /// Since the start, evaluations included.
     seconds: f64,
 }
 
@@ -128,6 +131,7 @@ fn train_cnn(args: &TrainArgs) -> Result<ExitCode, CliError> {
     let mut step_number = 0;
     for epoch in 1..=epochs {
         let (mut loss, mut correct) = (0.0, 0);
+        let epoch_started = Instant::now();
         for indices in loader.batches(epoch) {
             optimizer.lr = cnn::cosine_lr(lr, step_number, total);
             step_number += 1;
@@ -142,6 +146,7 @@ fn train_cnn(args: &TrainArgs) -> Result<ExitCode, CliError> {
             loss += f64::from(step.loss) * y.len() as f64;
             correct += step.correct;
         }
+        let train_seconds = epoch_started.elapsed().as_secs_f64();
         let (test_loss, test_accuracy) = model.evaluate(&test, BnStats::Running, EVAL_BATCH);
         last = test_accuracy;
         emit_line(
@@ -152,6 +157,7 @@ fn train_cnn(args: &TrainArgs) -> Result<ExitCode, CliError> {
                 train_accuracy: correct as f64 / train.len() as f64,
                 test_loss,
                 test_accuracy,
+                train_seconds,
                 seconds: started.elapsed().as_secs_f64(),
             },
             args.json,
@@ -223,11 +229,12 @@ fn train_transformer(args: &TrainArgs) -> Result<ExitCode, CliError> {
     let started = Instant::now();
     let mut recent = Vec::new();
     let mut last = f64::from(model.loss(&held_out));
+    let probe = train.windows(HELD_OUT, config.context, args.seed ^ 0x9e37);
     emit_line(
         &TextStep {
             step: 0,
             steps,
-            train_loss: last,
+            train_loss: f64::from(model.loss(&probe)),
             held_out_loss: last,
             seconds: 0.0,
         },
@@ -237,7 +244,7 @@ fn train_transformer(args: &TrainArgs) -> Result<ExitCode, CliError> {
         let windows = train.windows(
             batch,
             config.context,
-            args.seed.wrapping_mul(1_000_003) + step,
+            args.seed.wrapping_mul(1_000_003).wrapping_add(step),
         );
         let loss = model.train_step(&mut optimizer, &windows);
         if !loss.is_finite() {

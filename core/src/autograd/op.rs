@@ -63,7 +63,7 @@ impl PlantedBug {
             Self::BiasNotSummedOverBatch => "bias gradient not summed over the batch",
             Self::SoftmaxMissingCoupling => "softmax backward without the −Σ p·g coupling term",
             Self::CrossEntropyNotAveraged => "cross-entropy gradient not divided by the batch size",
-            Self::LayerNormMissingMean => "LayerNorm backward without the −mean term",
+            Self::LayerNormMissingMean => "LayerNorm backward without its −mean(ĝ) term",
             Self::BatchNormStatsAsConstants => {
                 "BatchNorm backward treating the batch statistics as constants"
             }

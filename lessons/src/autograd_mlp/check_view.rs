@@ -110,6 +110,10 @@ pub fn check_ui(
 ) {
     let t = |key| TEXT.get(lang, key);
     let set = cache.set;
+    // A bug saved from another panel does not apply to these checks.
+    if settings.bug.is_some_and(|b| !set.bugs.contains(&b)) {
+        settings.bug = None;
+    }
     ui.label(t("check.explain"));
     ui.horizontal_wrapped(|ui| {
         ui.label(t("check.precision"));

@@ -90,6 +90,7 @@ pub fn conv_ui(ui: &mut egui::Ui, s: &mut ConvSettings, lang: Lang) {
         "conv.sizes",
         &[
             ("h", &s.height),
+            ("w", &s.width),
             ("p", &s.padding),
             ("d", &s.dilation),
             ("k", &s.kernel),

@@ -75,7 +75,10 @@ fn conv_output(seed: u64, lang: Lang) -> Task {
             (side(h, k, s, 0, d), t(lang, "ex.out.no_padding")),
             (side(h, k, s, p, 1), t(lang, "ex.out.no_dilation")),
             (((h + 2 * p - span) / s) as f64, t(lang, "ex.out.no_one")),
-            (((h + p - span) / s + 1) as f64, t(lang, "ex.out.one_side")),
+            (
+                (h + p).checked_sub(span).map_or(f64::NAN, |v| (v / s + 1) as f64),
+                t(lang, "ex.out.one_side"),
+            ),
             ((h + 2 * p - span + 1) as f64, t(lang, "ex.out.no_stride")),
         ],
     )
@@ -177,7 +180,7 @@ fn fold_bias(seed: u64, lang: Lang) -> Task {
     let b = pick(&mut rng, &[-0.6, -0.1, 0.2, 0.5, 0.9]);
     let (_, answer) = folded(1.0, b, bn);
     let (gamma, beta, mean, var) = bn;
-    let s = gamma / var.sqrt();
+    let s = gamma / (var + 1e-5).sqrt();
     Task::numeric(
         TEXT.fill(
             lang,
@@ -279,7 +282,7 @@ fn nhwc_offset(seed: u64, lang: Lang) -> Task {
         TEXT.fill(
             lang,
             "ex.nhwc.prompt",
-            &[("n", &n), ("c", &c), ("h", &h), ("w", &w), ("i", &format!("{at:?}"))],
+            &[("n", &n), ("c", &c), ("h", &h), ("w", &w), ("i", &format!("({}, {}, {}, {})", at[0], at[1], at[2], at[3]))],
         ),
         answer,
         vec![t(lang, "ex.nhwc.hint1"), t(lang, "ex.nhwc.hint2")],

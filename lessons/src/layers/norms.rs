@@ -95,7 +95,8 @@ pub fn norms_ui(ui: &mut egui::Ui, s: &mut NormSettings, lang: Lang) {
                 ui.monospace(n.to_string());
                 for c in 0..C {
                     let (id, members) = group(s.batch, n, c);
-                    let values: Vec<f64> = members.iter().map(|i| x[*i]).collect();
+                    // The statistics of what is shown: the input's, or ≈ 0 and 1.
+                    let values: Vec<f64> = members.iter().map(|i| shown[*i]).collect();
                     let (mean, var) = mean_and_variance(&values);
                     let name = if s.batch {
                         TEXT.fill(lang, "norms.group_batch", &[("i", &id)])

@@ -173,7 +173,10 @@ impl<T: Real> Graph<T> {
         let (_, spatial) = Self::channel_layout(&x, channels, "batch_norm");
         let (g, b) = (self.value(gamma), self.value(beta));
         assert!(
-            g.numel() == channels && b.numel() == channels && mean.len() == channels,
+            g.numel() == channels
+                && b.numel() == channels
+                && mean.len() == channels
+                && var.len() == channels,
             "batch_norm: γ, β and the statistics need {channels} values"
         );
         let inv_std: Vec<T> = var.iter().map(|v| T::ONE / (*v + eps()).sqrt()).collect();

@@ -48,6 +48,12 @@ pub fn fold_conv<T: Real>(
     bn: &BatchNormParams<T>,
 ) -> (Tensor<T>, Tensor<T>) {
     let (channels, patch) = weight.rows_cols();
+    assert_eq!(
+        bn.gamma.len(),
+        channels,
+        "fold_conv: BatchNorm has {} channels, the conv {channels}",
+        bn.gamma.len()
+    );
     let mut w = weight.clone();
     let mut b = Vec::with_capacity(channels);
     for (o, (s, shift)) in bn.scale_shift().into_iter().enumerate().take(channels) {
