@@ -8,6 +8,7 @@
 
 pub mod background;
 pub mod datasets;
+pub mod exercise_kit;
 pub mod exercise_panel;
 pub mod figure;
 pub mod fonts;

@@ -185,6 +185,17 @@ impl<T: Real> Graph<T> {
         self.nodes[v.0].grad()
     }
 
+    /// The gradients of `vars`, zeros where none reached a node: what an
+    /// optimizer step takes.
+    pub fn grads_or_zeros(&self, vars: &[Var]) -> Vec<Tensor<T>> {
+        vars.iter()
+            .map(|v| {
+                self.grad(*v)
+                    .map_or_else(|| Tensor::zeros(self.shape(*v)), Cow::into_owned)
+            })
+            .collect()
+    }
+
     /// Moves a node's value out (leaving an empty tensor): for taking
     /// parameters back after a step without copying them.
     pub fn take_value(&mut self, v: Var) -> Tensor<T> {

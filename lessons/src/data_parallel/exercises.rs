@@ -7,11 +7,11 @@ use dlsys_core::collective::{
     speedup, sync_step,
 };
 use dlsys_core::exercise::{Exercise, Task};
-use dlsys_core::float::show_sig;
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::SeedableRng as _;
 
 use super::{TEXT, algorithm_name};
+use crate::exercise_kit::{pick, show};
 
 fn rng(seed: u64) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed ^ 0xd47a_0a11)
@@ -20,16 +20,6 @@ fn rng(seed: u64) -> rand::rngs::StdRng {
 fn t(lang: Lang, key: &str) -> String {
     TEXT.get(lang, key).to_owned()
 }
-
-fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
-    from[rng.random_range(0..from.len())]
-}
-
-/// Four significant digits, as the reference a learner would type.
-fn show(x: f64) -> String {
-    show_sig(x, 4)
-}
-
 
 const MB: f64 = 1e6;
 

@@ -3,11 +3,11 @@
 //! roofline's min, tiles re-read per tile of the other matrix).
 
 use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
-use dlsys_core::float::show_sig;
 use dlsys_core::text::Lang;
 use rand::{RngExt as _, SeedableRng as _};
 
 use super::TEXT;
+use crate::exercise_kit::{pick, show};
 
 fn rng(seed: u64) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed ^ 0x6e33_f051)
@@ -15,14 +15,6 @@ fn rng(seed: u64) -> rand::rngs::StdRng {
 
 fn t(lang: Lang, key: &str) -> String {
     TEXT.get(lang, key).to_owned()
-}
-
-fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
-    from[rng.random_range(0..from.len())]
-}
-
-fn show(x: f64) -> String {
-    show_sig(x, 4)
 }
 
 pub const EXERCISES: [Exercise; 9] = [

@@ -7,13 +7,13 @@
 use dlsys_core::autograd::view::Layout;
 use dlsys_core::autograd::{Conv2d, Graph, PlantedBug, Tensor, conv_output_side};
 use dlsys_core::exercise::{Exercise, Task};
-use dlsys_core::float::show_sig;
 use dlsys_core::memory::{attention_flops, kv_cache_bytes};
 use dlsys_core::nn::models::fold::{BatchNormParams, fold_conv};
 use dlsys_core::text::Lang;
 use rand::{RngExt as _, SeedableRng as _};
 
 use super::TEXT;
+use crate::exercise_kit::{pick, show};
 
 fn rng(seed: u64) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed ^ 0x1a7e_55ed)
@@ -21,14 +21,6 @@ fn rng(seed: u64) -> rand::rngs::StdRng {
 
 fn t(lang: Lang, key: &str) -> String {
     TEXT.get(lang, key).to_owned()
-}
-
-fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
-    from[rng.random_range(0..from.len())]
-}
-
-fn show(x: f64) -> String {
-    show_sig(x, 4)
 }
 
 pub const EXERCISES: [Exercise; 9] = [

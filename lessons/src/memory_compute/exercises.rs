@@ -12,6 +12,7 @@ use dlsys_core::text::Lang;
 use rand::{RngExt as _, SeedableRng as _};
 
 use super::TEXT;
+use crate::exercise_kit::{pick, show};
 
 fn rng(seed: u64) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed ^ 0x3e3_0a11)
@@ -21,10 +22,6 @@ fn t(lang: Lang, key: &str) -> String {
     TEXT.get(lang, key).to_owned()
 }
 
-fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
-    from[rng.random_range(0..from.len())]
-}
-
 /// Within 0.5 % (answers are rounded to three or four digits).
 fn close(expected: f64) -> AnswerChecker {
     AnswerChecker::close(expected, 5e-3)
@@ -32,11 +29,6 @@ fn close(expected: f64) -> AnswerChecker {
 
 const GB: f64 = 1e9;
 const GIB: f64 = (1u64 << 30) as f64;
-
-/// Four significant digits, as the reference a learner would type.
-fn show(x: f64) -> String {
-    show_sig(x, 4)
-}
 
 /// The known mistakes, leaving out any that the checker would accept as
 /// the answer or that repeat an earlier one.

@@ -3,12 +3,12 @@
 //! epoch time) or, for pinned memory, from the overlap rule it states.
 
 use dlsys_core::exercise::{Exercise, Task};
-use dlsys_core::float::show_sig;
 use dlsys_core::pipeline::{Costs, epoch_seconds, knee, predict};
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::SeedableRng as _;
 
 use super::TEXT;
+use crate::exercise_kit::{pick, show};
 
 fn rng(seed: u64) -> rand::rngs::StdRng {
     rand::rngs::StdRng::seed_from_u64(seed ^ 0x9199_e11e)
@@ -17,15 +17,6 @@ fn rng(seed: u64) -> rand::rngs::StdRng {
 fn t(lang: Lang, key: &str) -> String {
     TEXT.get(lang, key).to_owned()
 }
-
-fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
-    from[rng.random_range(0..from.len())]
-}
-
-fn show(x: f64) -> String {
-    show_sig(x, 4)
-}
-
 
 /// Data that takes `data_ms` per batch on one worker's core-free wait
 /// (plenty of cores): the model's costs.

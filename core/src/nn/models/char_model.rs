@@ -201,13 +201,7 @@ impl CharModel {
         };
         let loss = g.scale(total, 1.0 / batch.len() as f32);
         g.backward(loss);
-        let grads: Vec<Tensor<f32>> = leaves
-            .iter()
-            .map(|v| {
-                g.grad(*v)
-                    .map_or_else(|| Tensor::zeros(g.shape(*v)), std::borrow::Cow::into_owned)
-            })
-            .collect();
+        let grads = g.grads_or_zeros(&leaves);
         let mut params: Vec<&mut Tensor<f32>> = self.params.iter_mut().collect();
         optimizer.step(&mut params, &grads);
         g.value(loss).item()

@@ -269,13 +269,7 @@ impl Cnn {
             .zip(y)
             .filter(|(p, l)| p == l)
             .count();
-        let grads: Vec<Tensor<f32>> = leaves
-            .iter()
-            .map(|v| {
-                g.grad(*v)
-                    .map_or_else(|| Tensor::zeros(g.shape(*v)), std::borrow::Cow::into_owned)
-            })
-            .collect();
+        let grads = g.grads_or_zeros(&leaves);
         optimizer.step(&mut self.params_mut(), &grads);
         self.bn1.update(&stats[0].0, &stats[0].1);
         self.bn2.update(&stats[1].0, &stats[1].1);
