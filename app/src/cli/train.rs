@@ -154,12 +154,10 @@ impl TrainArgs {
         self.epochs.unwrap_or(10)
     }
 
-    /// The MLP-only flags given a value other than their default, by name.
-    pub(super) fn mlp_only_flags(&self) -> Vec<&'static str> {
+    /// The precision policy's flags, each with whether it was given a
+    /// value other than plain fp32 steps (data-parallel training takes none).
+    fn policy_flags(&self) -> [(&'static str, bool); 8] {
         [
-            ("--hidden", self.hidden != "128"),
-            ("--activation", self.activation != Activation::Relu.name()),
-            ("--optimizer", self.optimizer != "momentum"),
             ("--precision", self.precision != "fp32"),
             ("--loss-scale", self.loss_scale != "none"),
             ("--master-weights", self.master_weights != "fp32"),
@@ -167,12 +165,22 @@ impl TrainArgs {
             ("--accumulate-in", self.accumulate_in != "fp32"),
             ("--micro-batches", self.micro_batches != 1),
             ("--loss-weight", self.loss_weight != "1"),
-            ("--workers", self.workers != 1),
             ("--scenario", self.scenario.is_some()),
+        ]
+    }
+
+    /// The MLP-only flags given a value other than their default, by name.
+    pub(super) fn mlp_only_flags(&self) -> Vec<&'static str> {
+        [
+            ("--hidden", self.hidden != "128"),
+            ("--activation", self.activation != Activation::Relu.name()),
+            ("--optimizer", self.optimizer != "momentum"),
+            ("--workers", self.workers != 1),
             ("--allreduce", self.allreduce.is_some()),
             ("--async", self.asynchronous),
         ]
         .into_iter()
+        .chain(self.policy_flags())
         .filter(|(_, given)| *given)
         .map(|(flag, _)| flag)
         .collect()
@@ -267,17 +275,7 @@ impl TrainArgs {
     /// `--workers N`: the data-parallel path, which trains in fp32 with
     /// plain steps; the flags it does not take are refused by name.
     fn data_parallel(&self) -> Result<ExitCode, CliError> {
-        let unsupported = [
-            ("--precision", self.precision != "fp32"),
-            ("--loss-scale", self.loss_scale != "none"),
-            ("--master-weights", self.master_weights != "fp32"),
-            ("--optimizer-state", self.optimizer_state != "fp32"),
-            ("--accumulate-in", self.accumulate_in != "fp32"),
-            ("--micro-batches", self.micro_batches != 1),
-            ("--loss-weight", self.loss_weight != "1"),
-            ("--scenario", self.scenario.is_some()),
-        ];
-        if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
+        if let Some((flag, _)) = self.policy_flags().iter().find(|(_, given)| *given) {
             return Err(CliError::from(tf(
                 "train.dp_unsupported",
                 &[("flag", flag)],

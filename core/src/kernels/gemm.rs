@@ -184,16 +184,6 @@ impl GemmKind {
         }
     }
 
-    /// The same rung at `tile` and `block` (rungs without sizes unchanged).
-    pub fn sized(self, tile: Tile, block: Block) -> Self {
-        match self {
-            Self::Tiled(_) => Self::Tiled(tile),
-            Self::Register(_) => Self::Register(block),
-            Self::Vec4(_) => Self::Vec4(block),
-            other => other,
-        }
-    }
-
     /// Whether the rung is at one of `tiles` and `blocks` (rungs without
     /// sizes always are; an empty list means every size).
     pub fn sized_in(self, tiles: &[Tile], blocks: &[Block]) -> bool {
@@ -590,11 +580,6 @@ mod tests {
         // Every id is distinct, and names its sizes.
         let ids: std::collections::HashSet<_> = GemmKind::EVERY.map(GemmKind::id).into();
         assert_eq!(ids.len(), GemmKind::EVERY.len());
-        assert_eq!(
-            GemmKind::Tiled(Tile::T8).sized(Tile::T16, Block::B2).id(),
-            "tiled-16"
-        );
-        assert_eq!(GemmKind::Naive.sized(Tile::T8, Block::B2), GemmKind::Naive);
     }
 
     #[test]

@@ -164,7 +164,7 @@ pub fn cnn_ui(ui: &mut egui::Ui, job: &mut CnnJob, lang: Lang) {
         lang,
         "cnn.explain",
         &[
-            ("parameters", &Cnn::new(1).parameter_count()),
+            ("parameters", &Cnn::architecture_parameters()),
             ("images", &CNN_IMAGES),
             ("test", &job.result.as_ref().map_or(2000, |r| r.test)),
         ],

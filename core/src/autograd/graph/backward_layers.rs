@@ -1,6 +1,7 @@
 //! The layers' local derivatives, written out: how a layer node's gradient
 //! reaches its inputs (the ops of `layers.rs`).
 
+use super::layers::channel_indices;
 use super::{Graph, PlantedBug};
 use crate::autograd::Var;
 use crate::autograd::op::Op;
@@ -97,12 +98,8 @@ impl<T: Real> Graph<T> {
                 let mut dgamma = vec![T::ZERO; channels];
                 let mut dbeta = vec![T::ZERO; channels];
                 for c in 0..channels {
-                    let indices: Vec<usize> = (0..g.rows_cols().0)
-                        .flat_map(|r| {
-                            let start = (r * channels + c) * spatial;
-                            start..start + spatial
-                        })
-                        .collect();
+                    let indices: Vec<usize> =
+                        channel_indices(g.rows_cols().0, channels, spatial, c).collect();
                     let gc: Vec<T> = indices.iter().map(|i| g.data[*i]).collect();
                     let xc: Vec<T> = indices.iter().map(|i| xhat.data[*i]).collect();
                     dbeta[c] = gc.iter().fold(T::ZERO, |s, x| s + *x);

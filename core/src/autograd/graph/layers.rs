@@ -62,6 +62,20 @@ pub fn mean_and_variance<T: Real>(values: &[T]) -> (T, T) {
     (mean, var)
 }
 
+/// Where channel `c`'s values are in `[rows, channels·S]`: each row's run
+/// `c·S .. (c + 1)·S` (BatchNorm's group, forward and backward).
+pub(super) fn channel_indices(
+    rows: usize,
+    channels: usize,
+    spatial: usize,
+    c: usize,
+) -> impl Iterator<Item = usize> + Clone {
+    (0..rows).flat_map(move |r| {
+        let start = (r * channels + c) * spatial;
+        start..start + spatial
+    })
+}
+
 impl<T: Real> Graph<T> {
     /// GELU in its tanh form, the one formula ([`crate::kernels::gelu`]).
     pub fn gelu(&mut self, a: Var) -> Var {
@@ -212,18 +226,14 @@ impl<T: Real> Graph<T> {
         (n, cols / channels)
     }
 
-    /// Every value of channel `c` (each row's run `c·S .. (c + 1)·S`).
+    /// Every value of channel `c`.
     pub(super) fn channel_values(
         x: &Tensor<T>,
         channels: usize,
         spatial: usize,
         c: usize,
     ) -> impl Iterator<Item = T> + Clone + '_ {
-        let (n, _) = x.rows_cols();
-        (0..n).flat_map(move |r| {
-            let start = r * channels * spatial + c * spatial;
-            x.data[start..start + spatial].iter().copied()
-        })
+        channel_indices(x.rows_cols().0, channels, spatial, c).map(|i| x.data[i])
     }
 
     /// A convolution of `[N, C·H·W]` by `[OC, C·KH·KW]` filters, plus a

@@ -155,6 +155,13 @@ impl Cnn {
         self.params().iter().map(|t| t.numel()).sum()
     }
 
+    /// The same count from the geometry alone, without building a model:
+    /// the convolutions' weights (no bias: BatchNorm's β is one), γ and β
+    /// per channel, the linear layer with its bias.
+    pub fn architecture_parameters() -> usize {
+        CONV1.parameters(false) + 2 * C1 + CONV2.parameters(false) + 2 * C2 + FLAT * 10 + 10
+    }
+
     fn params(&self) -> [&Tensor<f32>; 8] {
         [
             &self.conv1,
@@ -338,6 +345,7 @@ mod tests {
             cnn.parameter_count(),
             C1 * 25 + 2 * C1 + C2 * C1 * 9 + 2 * C2 + FLAT * 10 + 10
         );
+        assert_eq!(cnn.parameter_count(), Cnn::architecture_parameters());
         // Four fake images, learnt by heart.
         let x: Vec<f32> = (0..4 * 784)
             .map(|i| ((i * 7919) % 97) as f32 / 97.0)
