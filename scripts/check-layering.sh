@@ -21,5 +21,24 @@ if grep -Eq '^(eframe|dlsys-lab)( |$)' <<<"$lessons"; then
   echo "layering: dlsys-lessons depends on the app shell (eframe / dlsys-lab)" >&2
   fail=1
 fi
-[ "$fail" = 0 ] && echo "layering: ok (core: no egui/wgpu; shaders: no egui; lessons: no eframe)"
+# Inside the lessons crate the arrows point one way too: a lesson imports no
+# other lesson, and the kit (what pages share) imports no lesson.
+lessons_src=lessons/src
+lesson_dirs=$(for d in "$lessons_src"/*/; do b=$(basename "$d"); [ "$b" = kit ] || echo "$b"; done)
+for a in $lesson_dirs kit; do
+  for b in $lesson_dirs; do
+    [ "$a" = "$b" ] && continue
+    hits=$(grep -rnE "(crate|dlsys_lessons)::$b(::|[^A-Za-z0-9_]|$)|super::super::$b(::|[^A-Za-z0-9_]|$)" "$lessons_src/$a" 2>/dev/null || true)
+    if [ -n "$hits" ]; then
+      if [ "$a" = kit ]; then
+        echo "layering: the kit imports the lesson $b (move what it needs into kit/):" >&2
+      else
+        echo "layering: the lesson $a imports the lesson $b (move what they share into kit/):" >&2
+      fi
+      echo "$hits" >&2
+      fail=1
+    fi
+  done
+done
+[ "$fail" = 0 ] && echo "layering: ok (core: no egui/wgpu; shaders: no egui; lessons: no eframe; no lesson imports another, the kit none)"
 exit "$fail"

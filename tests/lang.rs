@@ -55,8 +55,9 @@ fn every_lesson_fits_in_chinese_at_1400_and_800_px_and_in_english_at_800() {
             for cut in text_past_the_window(harness, width) {
                 failures.push(format!("{id} at {width} px, {code}: {cut}"));
             }
-            if gpu && let Err(err) = harness.try_snapshot(format!("{code}_{width}_{id}")) {
-                failures.push(err.to_string());
+            let name = format!("{code}_{width}_{id}");
+            if gpu && let Err(err) = common::snapshot_lesson(harness, lang, id, &name) {
+                failures.push(err);
             }
         });
     }

@@ -2,7 +2,8 @@
 //! theme, zoom, "About this GPU", and persistence.
 
 use dlsys_core::text::Lang;
-use dlsys_lessons::exercise_panel::{ExercisePanel, shell_text};
+use dlsys_lessons::kit::exercise_panel::ExercisePanel;
+use dlsys_lessons::kit::text as shell_text;
 use dlsys_lessons::{Env, GpuStatus, Lesson};
 
 use crate::persist::{self, STORAGE_KEY, SavedState, Store};
@@ -120,7 +121,7 @@ impl DlsysApp {
                 .map(|l| l.id().to_owned())
                 .unwrap_or_default();
         }
-        dlsys_lessons::fonts::install(&cc.egui_ctx);
+        dlsys_lessons::kit::fonts::install(&cc.egui_ctx);
         // A steady cursor: a blinking one repaints the whole window twice a
         // second, 40 % of a core on the software renderer for as long as a
         // text field has focus (measured by scripts/idle-cpu.sh; 0 % without).
@@ -223,6 +224,19 @@ impl DlsysApp {
         &self.state.lesson
     }
 
+    /// Starts lesson `id`'s self-test action (its main action at a small
+    /// size, as `?selftest` runs it); `false` if it has none.
+    pub fn start_self_test_action(&mut self, id: &str) -> bool {
+        let env = Env {
+            gpu: &self.gpu,
+            lang: self.shown_lang,
+        };
+        self.lessons
+            .iter_mut()
+            .find(|l| l.id() == id)
+            .is_some_and(|lesson| lesson.self_test_start(&env))
+    }
+
     /// Whether a lesson has work in flight.
     pub fn lesson_busy(&self, id: &str) -> bool {
         self.lessons.iter().any(|l| l.id() == id && l.is_busy())
@@ -295,7 +309,14 @@ impl DlsysApp {
     fn top_bar_ui(&mut self, ui: &mut egui::Ui) {
         let lang = self.shown_lang;
         let text = shell_text();
-        ui.horizontal(|ui| {
+        // Wrapped: at 800 px the language buttons go to a second line
+        // rather than past the window's edge.
+        ui.horizontal_wrapped(|ui| {
+            ui.toggle_value(
+                &mut self.state.sidebar,
+                format!("☰ {}", text.get(lang, "app.lessons")),
+            )
+            .on_hover_text(text.get(lang, "app.sidebar"));
             ui.strong(text.get(lang, "app.title"));
             ui.separator();
             ui.label(text.get(lang, "app.theme"));
@@ -358,7 +379,7 @@ impl DlsysApp {
                 }
             }
             if self.state.lang != lang {
-                let note = dlsys_lessons::fonts::cjk_failure().map_or_else(
+                let note = dlsys_lessons::kit::fonts::cjk_failure().map_or_else(
                     || text.get(lang, "app.loading_font").to_owned(),
                     |why| text.fill(lang, "app.font_failed", &[("why", &why)]),
                 );
@@ -373,7 +394,7 @@ impl DlsysApp {
         for (i, notice) in self.notices.iter().enumerate() {
             ui.horizontal_wrapped(|ui| {
                 ui.colored_label(
-                    dlsys_lessons::theme::warn(ui.visuals()),
+                    dlsys_lessons::kit::theme::warn(ui.visuals()),
                     format!("⚠ {notice}"),
                 );
                 if ui.button(shell_text().get(lang, "app.dismiss")).clicked() {
@@ -570,7 +591,7 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
             },
         );
         let color = if enabled {
-            dlsys_lessons::theme::good(ui.visuals())
+            dlsys_lessons::kit::theme::good(ui.visuals())
         } else {
             ui.visuals().weak_text_color()
         };
@@ -581,7 +602,7 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
     }
     if let GpuStatus::RenderOnly { reason, .. } = gpu {
         ui.colored_label(
-            dlsys_lessons::theme::warn(ui.visuals()),
+            dlsys_lessons::kit::theme::warn(ui.visuals()),
             text.fill(lang, "app.cpu_path", &[("reason", &reason.message(lang))]),
         );
     }
@@ -589,11 +610,12 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
 
 impl eframe::App for DlsysApp {
     fn logic(&mut self, ctx: &egui::Context, frame: &mut eframe::Frame) {
-        self.shown_lang = if self.state.lang == Lang::Zh && !dlsys_lessons::fonts::cjk_ready(ctx) {
-            Lang::En
-        } else {
-            self.state.lang
-        };
+        self.shown_lang =
+            if self.state.lang == Lang::Zh && !dlsys_lessons::kit::fonts::cjk_ready(ctx) {
+                Lang::En
+            } else {
+                self.state.lang
+            };
         self.selftest_logic(ctx);
         self.lesson_keys(ctx);
         self.route_logic();
@@ -618,12 +640,14 @@ impl eframe::App for DlsysApp {
                 self.notices_ui(ui);
             }
         });
-        egui::Panel::left("lessons")
-            .resizable(true)
-            .default_size(190.0)
-            .show(ui, |ui| {
-                egui::ScrollArea::vertical().show(ui, |ui| self.sidebar_ui(ui));
-            });
+        if self.state.sidebar {
+            egui::Panel::left("lessons")
+                .resizable(true)
+                .default_size(190.0)
+                .show(ui, |ui| {
+                    egui::ScrollArea::vertical().show(ui, |ui| self.sidebar_ui(ui));
+                });
+        }
 
         let mut outcome = Default::default();
         let mut opened: Option<String> = None;
@@ -664,7 +688,7 @@ impl eframe::App for DlsysApp {
         if let Some(route) = opened {
             self.open_route(&route);
         }
-        let outcome: dlsys_lessons::exercise_panel::PanelOutcome = outcome;
+        let outcome: dlsys_lessons::kit::exercise_panel::PanelOutcome = outcome;
         if outcome.newly_solved {
             self.save_now(frame);
         } else {

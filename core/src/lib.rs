@@ -12,6 +12,7 @@ pub mod float;
 pub mod kernels;
 pub mod memory;
 pub mod mixed;
+pub mod names;
 pub mod nn;
 pub mod pipeline;
 pub mod text;

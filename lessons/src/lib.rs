@@ -6,112 +6,14 @@
 //! self-check and font-coverage tests without new test code. A lesson never
 //! talks to another lesson.
 
-pub mod background;
-pub mod datasets;
-pub mod exercise_kit;
-pub mod exercise_panel;
-pub mod figure;
-pub mod fonts;
-pub mod gantt;
-pub mod kernel_plots;
-pub mod quiz;
-pub mod race;
-pub mod theme;
+pub mod kit;
 pub mod welcome;
 
 use dlsys_core::exercise::Exercise;
+pub use dlsys_core::exercise::quiz::Listed;
 pub use dlsys_core::text::{Catalog, Lang};
 pub use dlsys_shaders::{Gpu, GpuInfo};
-
-/// What the GPU can do for lessons, decided once at start-up.
-#[derive(Clone, Debug)]
-pub enum GpuStatus {
-    /// A device that runs compute shaders.
-    Compute(Box<Gpu>),
-    /// A device that renders the UI but cannot run compute (WebGL2, old GL).
-    RenderOnly { info: GpuInfo, reason: NoGpu },
-    /// No wgpu device at all (or the app runs with another renderer).
-    Unavailable { reason: NoGpu },
-}
-
-/// Why the GPU lessons take the CPU path, in either language.
-#[derive(Clone, Debug, PartialEq)]
-pub enum NoGpu {
-    /// The GPU layer refused (e.g. native OpenGL, declined for compute).
-    Gpu(dlsys_shaders::GpuError),
-    /// The adapter cannot run compute shaders (WebGL2).
-    Kernel(dlsys_shaders::KernelError),
-    /// The app renders without wgpu, so there is no device to share.
-    NotWgpu,
-}
-
-impl NoGpu {
-    pub fn message(&self, lang: Lang) -> String {
-        use dlsys_core::errors::Localized as _;
-        match self {
-            Self::Gpu(err) => err.message(lang),
-            Self::Kernel(err) => err.message(lang),
-            Self::NotWgpu => exercise_panel::shell_text()
-                .get(lang, "app.not_wgpu")
-                .to_owned(),
-        }
-    }
-}
-
-impl GpuStatus {
-    /// The device to run kernels on, if any.
-    pub fn compute(&self) -> Option<&Gpu> {
-        match self {
-            Self::Compute(gpu) => Some(gpu),
-            Self::RenderOnly { .. } | Self::Unavailable { .. } => None,
-        }
-    }
-
-    pub fn info(&self) -> Option<GpuInfo> {
-        match self {
-            Self::Compute(gpu) => Some(gpu.info()),
-            Self::RenderOnly { info, .. } => Some(info.clone()),
-            Self::Unavailable { .. } => None,
-        }
-    }
-
-    /// One line for learners: which path GPU lessons take and why.
-    pub fn summary(&self, lang: Lang) -> String {
-        let text = exercise_panel::shell_text();
-        match self {
-            Self::Compute(gpu) => {
-                let info = gpu.info();
-                text.fill(
-                    lang,
-                    "app.gpu_summary",
-                    &[
-                        ("adapter", &adapter_label(&info, lang)),
-                        ("backend", &info.backend),
-                    ],
-                )
-            }
-            Self::RenderOnly { reason, .. } | Self::Unavailable { reason } => text.fill(
-                lang,
-                "app.cpu_summary",
-                &[("reason", &reason.message(lang))],
-            ),
-        }
-    }
-}
-
-/// The adapter's name for learners. Browsers hide it (WebGPU reports an
-/// empty name), so then it says whose adapter it is and what it does report.
-pub fn adapter_label(info: &GpuInfo, lang: Lang) -> String {
-    if info.adapter.trim().is_empty() {
-        exercise_panel::shell_text().fill(
-            lang,
-            "app.browser_adapter",
-            &[("kind", &info.device_type), ("backend", &info.backend)],
-        )
-    } else {
-        info.adapter.clone()
-    }
-}
+pub use kit::{GpuStatus, NoGpu, adapter_label};
 
 /// What every lesson gets each frame from the shell.
 pub struct Env<'a> {
@@ -161,6 +63,11 @@ pub trait Lesson {
     fn exercises(&self) -> &'static [Exercise] {
         &[]
     }
+
+    /// Sees the registry's lessons once, when [`all`] builds it: the
+    /// welcome page lists them, the mock test draws from their exercises.
+    /// No lesson reaches another any other way.
+    fn see_registry(&mut self, _lessons: &[Listed]) {}
 
     /// A lesson the learner asked to open from this one (a mock test's
     /// "open the lesson"). Asking clears the request.
@@ -250,7 +157,33 @@ macro_rules! lesson_identity {
         $crate::lesson_identity!();
 
         fn exercises(&self) -> &'static [dlsys_core::exercise::Exercise] {
-            &$list
+            $list
+        }
+    };
+}
+
+/// Declares a lesson's exercises once, in its `exercises.rs`: `EXERCISES`
+/// (each exercise's title is `ex.<id>.title` in `catalog`, its generator the
+/// function named), and for the generators `rng(seed)`, the task's seeded
+/// generator (the lesson's `salt` keeps two lessons' draws apart), and
+/// `t(lang, key)`, a text from `catalog`.
+#[macro_export]
+macro_rules! exercises {
+    (catalog: $catalog:ident, salt: $salt:expr, $($id:ident => $generate:path),+ $(,)?) => {
+        pub const EXERCISES: &[dlsys_core::exercise::Exercise] = &[$(
+            dlsys_core::exercise::Exercise {
+                id: stringify!($id),
+                title: |lang| $catalog.get(lang, concat!("ex.", stringify!($id), ".title")).to_owned(),
+                generate: $generate,
+            }
+        ),+];
+
+        fn rng(seed: u64) -> rand::rngs::StdRng {
+            $crate::kit::exercise_kit::rng(seed, $salt)
+        }
+
+        fn t(lang: dlsys_core::text::Lang, key: &str) -> String {
+            $catalog.get(lang, key).to_owned()
         }
     };
 }
@@ -271,39 +204,10 @@ macro_rules! persist_field {
     };
 }
 
-/// A lesson page's heading and introduction: `title` and `intro` from its catalog.
-pub fn header_ui(ui: &mut egui::Ui, text: &Catalog, lang: Lang) {
-    ui.heading(text.get(lang, "title"));
-    ui.label(text.get(lang, "intro"));
-}
-
-/// A table's column header, with the catalog's `<key>.tip` as its tooltip
-/// where there is one (what the column means, how it is computed).
-pub fn column_header(ui: &mut egui::Ui, text: &Catalog, lang: Lang, key: &str) {
-    let header = ui.strong(text.get(lang, key));
-    let tip = format!("{key}.tip");
-    if text.contains(&tip) {
-        header.on_hover_text(text.get(lang, &tip));
-    }
-}
-
-/// A number field with its label, the label naming it for screen readers.
-pub fn number_field<T: egui::emath::Numeric>(
-    ui: &mut egui::Ui,
-    label: &str,
-    value: &mut T,
-    range: std::ops::RangeInclusive<T>,
-    speed: f64,
-) {
-    let label = ui.label(label);
-    ui.add(egui::DragValue::new(value).range(range).speed(speed))
-        .labelled_by(label.id);
-}
-
 /// Every prose catalog the app shows, by name (for the coverage tests): the
 /// shell's, then each registered lesson's under its id.
 pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
-    let mut catalogs = vec![("shell", exercise_panel::shell_text())];
+    let mut catalogs = vec![("shell", kit::text())];
     catalogs.extend(all().iter().map(|lesson| (lesson.id(), lesson.catalog())));
     catalogs
 }
@@ -334,13 +238,29 @@ registry! {
     mock_test::MockTest,
 }
 
-/// Every lesson, in sidebar order: the welcome page, then the lessons it
-/// lists.
+/// Every lesson, in sidebar order: the welcome page, then the registry's;
+/// each has seen the registry ([`Lesson::see_registry`]).
 pub fn all() -> Vec<Box<dyn Lesson>> {
-    let lessons = registered();
-    let topics = lessons.iter().map(|lesson| lesson.catalog()).collect();
-    let welcome: Box<dyn Lesson> = Box::new(welcome::Welcome::new(topics));
-    std::iter::once(welcome).chain(lessons).collect()
+    let welcome: Box<dyn Lesson> = Box::<welcome::Welcome>::default();
+    let mut lessons: Vec<Box<dyn Lesson>> = std::iter::once(welcome).chain(registered()).collect();
+    let listed = listed();
+    for lesson in &mut lessons {
+        lesson.see_registry(&listed);
+    }
+    lessons
+}
+
+/// The registry's lessons as [`Listed`]: ids, catalogs and exercises (what
+/// the mock test and `dlsys-lab quiz` draw from).
+pub fn listed() -> Vec<Listed> {
+    registered()
+        .iter()
+        .map(|lesson| Listed {
+            id: lesson.id(),
+            catalog: lesson.catalog(),
+            exercises: lesson.exercises(),
+        })
+        .collect()
 }
 
 /// Holds a lesson's numeric exercises over 200 seeds in both languages:
@@ -374,15 +294,16 @@ pub(crate) fn check_numeric_exercises(exercises: &[Exercise], min_mistakes: usiz
                     exercise.id,
                     task.mistakes.len()
                 );
-                for m in &task.mistakes {
+                for (i, m) in task.mistakes.iter().enumerate() {
                     let verdict = task.check(&m.answer);
-                    assert!(
-                        !verdict.is_correct(),
-                        "{} seed {seed}: {} accepted",
+                    assert_eq!(
+                        verdict,
+                        dlsys_core::exercise::AnswerVerdict::Wrong { mistake: Some(i) },
+                        "{} seed {seed}: {} not recognised as its own mistake",
                         exercise.id,
                         m.answer
                     );
-                    assert_eq!(verdict.message(), m.feedback, "{} seed {seed}", exercise.id);
+                    assert_eq!(task.verdict_text(&verdict, lang), m.feedback);
                 }
                 if lang == Lang::En {
                     prompts.insert(task.prompt);
@@ -519,7 +440,7 @@ mod tests {
     #[test]
     fn every_catalog_text_has_glyphs_in_the_apps_fonts() {
         let ctx = egui::Context::default();
-        fonts::install(&ctx);
+        kit::fonts::install(&ctx);
         let mut output = ctx.run_ui(egui::RawInput::default(), |_| {});
         output.textures_delta.clear();
         let mut missing = Vec::new();

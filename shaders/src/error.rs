@@ -35,6 +35,26 @@ catalog_error! {
         Wait { error: String } = "kernel.wait",
         TrialsLost = "kernel.trials_lost",
         Thread { error: String } = "kernel.thread",
+        /// The checker's last device was abandoned to a kernel that did not finish.
+        DeviceAbandoned = "kernel.device_abandoned",
+        DeviceLost = "kernel.device_lost",
+        /// The device refused a learner's run (its validation's words).
+        RunRejected { error: String } = "kernel.run_rejected",
+        /// The learner's kernel overran the race's time budget.
+        RaceTimeout { ms: u64, rows: u32, cols: u32 } = "kernel.race_timeout",
+        TimingStopped = "kernel.timing_stopped",
+        /// A program binds or reads a buffer it does not have.
+        NoBuffer { program: String, name: String } = "kernel.no_buffer",
+        /// A buffer's elements are not what the WGSL declares.
+        BufferType { name: String, given: String, declared: String } = "kernel.buffer_type",
+        /// A ladder kernel the race needs could not run here.
+        Skipped { kernel: String, why: Box<KernelError> } = "kernel.skipped",
+    }
+}
+
+impl dlsys_core::errors::Arg for Box<KernelError> {
+    fn render(&self, lang: Lang) -> String {
+        self.message(lang)
     }
 }
 

@@ -15,7 +15,26 @@ use serde::Serialize;
 
 use crate::error::as_text;
 use crate::report::{Reference, Row, kernel_id, row};
+use crate::run::program::{Program, ProgramRow};
 use crate::{Job, KernelError, KernelRunner, RunSpec};
+
+/// One rung of a ladder: a built-in kernel, planned by the core, or a
+/// program given as data (its WGSL, typed named buffers and dispatches).
+#[derive(Clone, Debug)]
+pub enum Rung {
+    Kernel(Kernel),
+    Program(Arc<Program>),
+}
+
+impl Rung {
+    /// Its id, as results show it.
+    pub fn id(&self) -> String {
+        match self {
+            Self::Kernel(k) => k.id(),
+            Self::Program(p) => p.id.clone(),
+        }
+    }
+}
 
 dlsys_core::catalog_error! {
     /// Why a ladder refuses its settings.
@@ -296,6 +315,24 @@ pub enum Outcome {
         why: KernelError,
     },
     Cpu(CpuRow),
+    /// A program's run, or why it could not run.
+    Program(#[serde(serialize_with = "program_result")] Result<ProgramRow, (String, KernelError)>),
+}
+
+fn program_result<S: serde::Serializer>(
+    result: &Result<ProgramRow, (String, KernelError)>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match result {
+        Ok(row) => row.serialize(s),
+        Err((id, why)) => {
+            use serde::ser::SerializeStruct as _;
+            let mut st = s.serialize_struct("Skipped", 2)?;
+            st.serialize_field("program", id)?;
+            st.serialize_field("why", &why.to_string())?;
+            st.end()
+        }
+    }
 }
 
 impl Outcome {
@@ -303,7 +340,15 @@ impl Outcome {
     pub fn ran(&self) -> Option<&Row> {
         match self {
             Self::Ran(row) => Some(row),
-            Self::Skipped { .. } | Self::Cpu(_) => None,
+            Self::Skipped { .. } | Self::Cpu(_) | Self::Program(_) => None,
+        }
+    }
+
+    /// The program's result, if this rung was a program that ran.
+    pub fn program(&self) -> Option<&ProgramRow> {
+        match self {
+            Self::Program(Ok(row)) => Some(row),
+            _ => None,
         }
     }
 
@@ -323,15 +368,26 @@ impl Outcome {
                 roofline: roofline_point(c.kernel, c.problem, c.bytes, c.ms),
                 on_cpu: true,
             }),
-            Self::Skipped { .. } => None,
+            Self::Skipped { .. } | Self::Program(_) => None,
         }
     }
 
-    pub fn kernel(&self) -> Kernel {
+    /// The id of what ran (a kernel's or a program's).
+    pub fn id(&self) -> String {
         match self {
-            Self::Ran(r) => r.kernel,
-            Self::Skipped { kernel, .. } => *kernel,
-            Self::Cpu(c) => c.kernel,
+            Self::Program(Ok(row)) => row.id.clone(),
+            Self::Program(Err((id, _))) => id.clone(),
+            other => other.kernel().map(Kernel::id).unwrap_or_default(),
+        }
+    }
+
+    /// The built-in kernel of this outcome (`None` for a program).
+    pub fn kernel(&self) -> Option<Kernel> {
+        match self {
+            Self::Ran(r) => Some(r.kernel),
+            Self::Skipped { kernel, .. } => Some(*kernel),
+            Self::Cpu(c) => Some(c.kernel),
+            Self::Program(_) => None,
         }
     }
 }
@@ -343,9 +399,10 @@ pub struct Ladder {
     problem: Problem,
     gemm_shape: Problem,
     trials: u32,
-    kernels: Vec<Kernel>,
+    rungs: Vec<Rung>,
     next: usize,
-    current: Option<(Kernel, Job)>,
+    /// The rung running (its index) and its job.
+    current: Option<(usize, Job)>,
     inputs: Inputs,
     softmax_reference: Option<Reference>,
     gemm_reference: Option<Reference>,
@@ -383,7 +440,7 @@ impl Ladder {
             problem,
             gemm_shape: GEMM_SHAPE,
             trials: trials.clamp(1, MAX_TRIALS),
-            kernels,
+            rungs: kernels.into_iter().map(Rung::Kernel).collect(),
             next: 0,
             current: None,
             inputs,
@@ -400,18 +457,32 @@ impl Ladder {
         self
     }
 
-    /// What each kernel will run: kernel, problem, warm-up and trials.
+    /// The same ladder with `programs` run after its built-in kernels.
+    pub fn with_programs(mut self, programs: impl IntoIterator<Item = Program>) -> Self {
+        self.rungs
+            .extend(programs.into_iter().map(|p| Rung::Program(Arc::new(p))));
+        self
+    }
+
+    /// What each built-in kernel will run: kernel, problem, warm-up and trials.
     pub fn specs(&self) -> Vec<RunSpec> {
-        self.kernels
+        self.rungs
             .iter()
-            .map(|&kernel| RunSpec {
-                kernel,
-                problem: self.problem_of(kernel),
-                warmup: WARMUP,
-                trials: self.trials,
-                instrumented: false,
+            .filter_map(|rung| match rung {
+                Rung::Kernel(kernel) => Some(self.spec(*kernel)),
+                Rung::Program(_) => None,
             })
             .collect()
+    }
+
+    fn spec(&self, kernel: Kernel) -> RunSpec {
+        RunSpec {
+            kernel,
+            problem: self.problem_of(kernel),
+            warmup: WARMUP,
+            trials: self.trials,
+            instrumented: false,
+        }
     }
 
     /// The problem `kernel` runs in this ladder.
@@ -439,43 +510,54 @@ impl Ladder {
         self.outcomes
     }
 
-    /// (kernels finished, kernels in all, the one running).
-    pub fn progress(&self) -> (usize, usize, Option<Kernel>) {
-        let running = self.current.as_ref().map(|(k, _)| *k);
+    /// (rungs finished, rungs in all, the id of the one running).
+    pub fn progress(&self) -> (usize, usize, Option<String>) {
+        let running = self.current.as_ref().map(|(i, _)| self.rungs[*i].id());
         (
             self.next - usize::from(running.is_some()),
-            self.kernels.len(),
+            self.rungs.len(),
             running,
         )
     }
 
     pub fn is_done(&self) -> bool {
-        self.current.is_none() && self.next >= self.kernels.len()
+        self.current.is_none() && self.next >= self.rungs.len()
     }
 
     /// Advances; `true` once every kernel has its outcome. It never waits for
     /// the GPU, except on the CPU clock, where a poll times one trial (see
     /// [`Job::poll`]).
     pub fn poll(&mut self, runner: &mut KernelRunner) -> bool {
-        if let Some((kernel, job)) = self.current.as_mut() {
+        if let Some((index, job)) = self.current.as_mut() {
             let Some(result) = job.poll() else {
                 return false;
             };
-            let kernel = *kernel;
+            let index = *index;
             self.current = None;
-            self.finish(kernel, result);
+            self.finish(index, result);
         }
         while self.current.is_none() {
-            let Some(spec) = self.specs().get(self.next).copied() else {
+            let Some(rung) = self.rungs.get(self.next).cloned() else {
                 return true;
             };
+            let index = self.next;
             self.next += 1;
-            match runner.start(spec, self.inputs.for_kernel(spec.kernel)) {
-                Ok(job) => self.current = Some((spec.kernel, job)),
-                Err(why) => self.outcomes.push(Outcome::Skipped {
-                    kernel: spec.kernel,
-                    why,
-                }),
+            let started = match &rung {
+                Rung::Kernel(kernel) => {
+                    let spec = self.spec(*kernel);
+                    runner.start(spec, self.inputs.for_kernel(spec.kernel))
+                }
+                Rung::Program(program) => runner.start_program(program, WARMUP, self.trials, false),
+            };
+            match (started, rung) {
+                (Ok(job), _) => self.current = Some((index, job)),
+                (Err(why), Rung::Kernel(kernel)) => {
+                    self.outcomes.push(Outcome::Skipped { kernel, why });
+                }
+                (Err(why), Rung::Program(program)) => {
+                    self.outcomes
+                        .push(Outcome::Program(Err((program.id.clone(), why))));
+                }
             }
         }
         false
@@ -493,7 +575,17 @@ impl Ladder {
         self.outcomes
     }
 
-    fn finish(&mut self, kernel: Kernel, result: Result<crate::RunOutput, KernelError>) {
+    fn finish(&mut self, index: usize, result: Result<crate::RunOutput, KernelError>) {
+        let kernel = match &self.rungs[index] {
+            Rung::Kernel(kernel) => *kernel,
+            Rung::Program(program) => {
+                let row = result
+                    .map(|out| ProgramRow::of(program, &out))
+                    .map_err(|why| (program.id.clone(), why));
+                self.outcomes.push(Outcome::Program(row));
+                return;
+            }
+        };
         match result {
             Ok(out) => {
                 let reference = self.reference(kernel);
@@ -526,8 +618,9 @@ impl Ladder {
         }
     }
 
-    /// Without a compute GPU: every kernel's CPU reference, timed, with the
-    /// bytes its plan would move on a typical device.
+    /// Without a compute GPU: every built-in kernel's CPU reference, timed,
+    /// with the bytes its plan would move on a typical device (programs have
+    /// no CPU path of their own: their callers time their references).
     pub fn run_on_cpu(mut self) -> Vec<Outcome> {
         let device = DeviceLimits::TYPICAL;
         let time = |f: &mut dyn FnMut()| {

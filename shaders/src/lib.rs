@@ -13,10 +13,13 @@ pub mod plumbing;
 pub mod report;
 pub mod run;
 pub mod source;
+pub mod summary;
 mod unroll;
 
 pub use error::{KernelError, SourceError};
 pub use gpu::{Gpu, GpuError, GpuInfo};
 pub use ladder::{Ladder, LadderSettings, Outcome};
 pub use plumbing::TimerKind;
+pub use run::program::{Program, ProgramRow};
 pub use run::{Job, KernelRunner, RunOutput, RunSpec};
+pub use summary::Summary;

@@ -22,6 +22,37 @@ pub enum TimerKind {
 }
 
 impl TimerKind {
+    /// How runs are timed, in `lang`, short (for a table's header).
+    pub fn short_name(self, lang: dlsys_core::text::Lang) -> String {
+        use dlsys_core::names::Named as _;
+        let key = format!("{}_short", self.name_key());
+        dlsys_core::names::catalog().fill(lang, &key, &[("tick", &self.tick_ns())])
+    }
+
+    fn tick_ns(self) -> f32 {
+        match self {
+            Self::Timestamps { period_ns } => period_ns,
+            Self::WallPerTrial => 0.0,
+        }
+    }
+}
+
+/// How runs are timed, in full (`timer.*` in `assets/names.ron`).
+impl dlsys_core::names::Named for TimerKind {
+    fn name_key(&self) -> String {
+        match self {
+            Self::Timestamps { .. } => "timer.timestamps",
+            Self::WallPerTrial => "timer.cpu",
+        }
+        .to_owned()
+    }
+
+    fn name(&self, lang: dlsys_core::text::Lang) -> String {
+        dlsys_core::names::catalog().fill(lang, &self.name_key(), &[("tick", &self.tick_ns())])
+    }
+}
+
+impl TimerKind {
     /// The timer runs on `gpu` use: timestamps on a real GPU that has them,
     /// else the CPU clock around each trial.
     pub fn for_gpu(gpu: &Gpu) -> Self {

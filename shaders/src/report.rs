@@ -14,7 +14,7 @@ pub fn kernel_id<S: Serializer>(kernel: &Kernel, s: S) -> Result<S::Ok, S::Error
     s.serialize_str(&kernel.id())
 }
 
-fn timer_label<S: Serializer>(timer: &TimerKind, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn timer_label<S: Serializer>(timer: &TimerKind, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&timer.label())
 }
 
@@ -52,6 +52,12 @@ impl Row {
     /// roofline, from this run's own problem; `None` for the copy kernel.
     pub fn roofline_point(&self) -> Option<(f64, f64)> {
         roofline_point(self.kernel, self.problem, self.bytes, self.median_ms)
+    }
+
+    /// GFLOP/s, for a kernel that does arithmetic.
+    pub fn gflops(&self) -> Option<f64> {
+        let ops = self.kernel.ops(self.problem);
+        (ops > 0.0 && self.median_ms > 0.0).then(|| ops / (self.median_ms * 1e6))
     }
 }
 

@@ -140,16 +140,50 @@ pub fn visit_every_lesson(
     }
 }
 
+/// Snapshots the open lesson's own page as `name`, with the list of lessons
+/// hidden (by its toggle, as a learner hides it), so a new lesson changes
+/// no other lesson's picture; the list is shown again after. The welcome
+/// page, which lists every lesson, is the one shared picture
+/// ([`snapshot_sidebar`]), and has none of its own here.
+pub fn snapshot_lesson(
+    harness: &mut Harness<'_, DlsysApp>,
+    lang: dlsys_core::text::Lang,
+    id: &str,
+    name: &str,
+) -> Result<(), String> {
+    if id == "welcome" {
+        return Ok(());
+    }
+    toggle_sidebar(harness, lang);
+    let result = harness.try_snapshot(name).map_err(|e| e.to_string());
+    toggle_sidebar(harness, lang);
+    result
+}
+
+/// The one picture a new lesson changes: the welcome page and the list of
+/// lessons beside it.
+pub fn snapshot_sidebar(harness: &mut Harness<'_, DlsysApp>) -> Result<(), String> {
+    harness.try_snapshot("sidebar").map_err(|e| e.to_string())
+}
+
+/// Clicks the top bar's toggle of the list of lessons.
+pub fn toggle_sidebar(harness: &mut Harness<'_, DlsysApp>, lang: dlsys_core::text::Lang) {
+    use egui_kittest::kittest::Queryable as _;
+    let label = format!("☰ {}", dlsys_lessons::kit::text().get(lang, "app.lessons"));
+    harness.get_by_label(&label).click();
+    harness.run();
+}
+
 /// Fails when two series of one plot share a colour (in any plot drawn so
 /// far), or when a plot named in `expect` was never drawn (so the check
 /// cannot pass by drawing nothing). Returns the ids of the plots drawn.
 pub fn plot_colours_are_distinct(harness: &Harness<'_, DlsysApp>, expect: &[&str]) -> Vec<String> {
-    let recorded = dlsys_lessons::figure::recorded(&harness.ctx);
+    let recorded = dlsys_lessons::kit::figure::recorded(&harness.ctx);
     for (plot, keys) in &recorded.0 {
         assert!(
-            dlsys_lessons::figure::repeated(keys).is_none(),
+            dlsys_lessons::kit::figure::repeated(keys).is_none(),
             "plot `{plot}`: two series share a colour: {:?}",
-            dlsys_lessons::figure::repeated(keys)
+            dlsys_lessons::kit::figure::repeated(keys)
         );
     }
     let drawn: Vec<String> = recorded.0.keys().cloned().collect();

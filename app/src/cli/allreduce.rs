@@ -2,6 +2,7 @@
 //! checked, the bytes and messages of every node, the time on the α-β
 //! virtual clock beside the closed form.
 
+use dlsys_core::names::{Named as _, Node};
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -157,8 +158,8 @@ pub fn run_args(args: &AllreduceArgs) -> Result<ExitCode, CliError> {
     emit(&report, args.json)
 }
 
-fn node_name(w: usize, workers: usize) -> String {
-    dlsys_lessons::data_parallel::node_name(w, workers, super::lang())
+fn node_name(index: usize, workers: usize) -> String {
+    Node { index, workers }.name(super::lang())
 }
 
 impl Report for AllreduceOut {
@@ -171,10 +172,7 @@ impl Report for AllreduceOut {
             tf(
                 "allreduce.setup",
                 &[
-                    (
-                        "algo",
-                        &dlsys_lessons::data_parallel::algorithm_name(algorithm, lang)
-                    ),
+                    ("algo", &algorithm.name(lang)),
                     ("op", &self.op),
                     ("size", &show_bytes(self.bytes_per_worker)),
                     ("elements", &self.elements),

@@ -2,6 +2,7 @@
 //! adapter, through the same `Ladder` the lesson polls — same order, inputs,
 //! seeds, warm-up and references.
 
+use dlsys_core::names::Named as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -12,7 +13,7 @@ use dlsys_core::kernels::{
 };
 use dlsys_shaders::ladder::{LadderSettings, MAX_ELEMENTS, MAX_TRIALS};
 use dlsys_shaders::report::Row;
-use dlsys_shaders::{Ladder, Outcome};
+use dlsys_shaders::{Ladder, Outcome, Summary};
 
 use super::CliError;
 use super::choice::{choice, list};
@@ -172,35 +173,6 @@ struct BenchReport {
     failed: usize,
 }
 
-#[derive(serde::Serialize)]
-struct Summary {
-    best_softmax: Option<String>,
-    best_softmax_fraction_of_copy: Option<f64>,
-    best_softmax_ms: Option<f64>,
-    best_sum: Option<String>,
-    best_sum_fraction_of_copy: Option<f64>,
-    best_vs_three_pass_speedup: Option<f64>,
-    copy_gb_per_s: Option<f64>,
-    /// The FMA chain's GFLOP/s: the compute roof of this adapter.
-    compute_roof_gflops: Option<f64>,
-    best_gemm: Option<String>,
-    best_gemm_gflops: Option<f64>,
-    best_gemm_vs_naive: Option<f64>,
-    /// Unfused time ÷ fused time, and unfused bytes ÷ fused bytes.
-    gelu_fused_speedup: Option<f64>,
-    gelu_bytes_ratio: Option<f64>,
-    layernorm_fused_speedup: Option<f64>,
-    layernorm_bytes_ratio: Option<f64>,
-    /// NHWC time ÷ NCHW time for the per-channel sum.
-    nhwc_vs_nchw: Option<f64>,
-}
-
-/// GFLOP/s of a row whose kernel does arithmetic.
-fn gflops(r: &Row) -> Option<f64> {
-    let ops = r.kernel.ops(r.problem);
-    (ops > 0.0 && r.median_ms > 0.0).then(|| ops / (r.median_ms * 1e6))
-}
-
 pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     let settings = args.ladder();
     // Sizes are checked before a GPU is asked for, then against its buffers,
@@ -225,68 +197,17 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         })?;
     }
     let timer = runner.timer().label();
+    let outcomes = ladder.run_blocking(&mut runner);
+    let summary = Summary::of(&outcomes);
     let mut results = Vec::new();
     let mut skipped = Vec::new();
-    for outcome in ladder.run_blocking(&mut runner) {
+    for outcome in outcomes {
         match outcome {
             Outcome::Ran(row) => results.push(row),
             Outcome::Skipped { kernel, why } => skipped.push(format!("{}: {why}", kernel.id())),
-            Outcome::Cpu(_) => {}
+            Outcome::Cpu(_) | Outcome::Program(_) => {}
         }
     }
-    let best = |family: fn(Kernel) -> bool| {
-        results
-            .iter()
-            .filter(|r| r.ok && family(r.kernel) && !r.kernel.expected_to_overflow())
-            .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
-    };
-    let find = |kernel: Kernel| results.iter().find(|r| r.kernel == kernel && r.ok);
-    let ratio = |slow: FusionKind, fast: FusionKind, of: fn(&Row) -> f64| {
-        find(Kernel::Fusion(slow))
-            .zip(find(Kernel::Fusion(fast)))
-            .map(|(s, f)| of(s) / of(f))
-    };
-    let best_gemm = best(|k| matches!(k, Kernel::Gemm(_)));
-    let best_softmax = best(|k| matches!(k, Kernel::Softmax(_)));
-    let best_sum = best(|k| matches!(k, Kernel::Reduce(_, ReduceOp::Sum)));
-    let three_pass = results
-        .iter()
-        .find(|r| r.kernel == Kernel::Softmax(SoftmaxKind::ThreePass))
-        .map(|r| r.median_ms);
-    let summary = Summary {
-        best_softmax: best_softmax.map(|r| r.kernel.id()),
-        best_softmax_fraction_of_copy: best_softmax.and_then(|r| r.fraction_of_copy),
-        best_softmax_ms: best_softmax.map(|r| r.median_ms),
-        best_sum: best_sum.map(|r| r.kernel.id()),
-        best_sum_fraction_of_copy: best_sum.and_then(|r| r.fraction_of_copy),
-        best_vs_three_pass_speedup: best_softmax.zip(three_pass).map(|(b, t)| t / b.median_ms),
-        copy_gb_per_s: find(Kernel::Copy).map(|r| r.gb_per_s),
-        compute_roof_gflops: find(Kernel::Fma).and_then(gflops),
-        best_gemm: best_gemm.map(|r| r.kernel.id()),
-        best_gemm_gflops: best_gemm.and_then(gflops),
-        best_gemm_vs_naive: best_gemm
-            .zip(find(Kernel::Gemm(GemmKind::Naive)))
-            .map(|(b, n)| n.median_ms / b.median_ms),
-        gelu_fused_speedup: ratio(FusionKind::GeluUnfused, FusionKind::GeluFused, |r| {
-            r.median_ms
-        }),
-        gelu_bytes_ratio: ratio(FusionKind::GeluUnfused, FusionKind::GeluFused, |r| {
-            r.bytes as f64
-        }),
-        layernorm_fused_speedup: ratio(
-            FusionKind::LayerNormPasses,
-            FusionKind::LayerNormFused,
-            |r| r.median_ms,
-        ),
-        layernorm_bytes_ratio: ratio(
-            FusionKind::LayerNormPasses,
-            FusionKind::LayerNormFused,
-            |r| r.bytes as f64,
-        ),
-        nhwc_vs_nchw: find(Kernel::Access(AccessKind::ChannelNhwc))
-            .zip(find(Kernel::Access(AccessKind::ChannelNchw)))
-            .map(|(h, c)| h.median_ms / c.median_ms),
-    };
     let failed = results
         .iter()
         .filter(|r| !r.ok && !r.kernel.expected_to_overflow())
@@ -325,10 +246,7 @@ impl Report for BenchReport {
             &[
                 ("adapter", &self.adapter),
                 ("backend", &self.backend),
-                (
-                    "timer",
-                    &dlsys_lessons::race::timer_text(self.timer_kind, super::lang(), false),
-                ),
+                ("timer", &self.timer_kind.name(super::lang())),
             ],
         );
         writeln!(out, "{adapter}")?;
@@ -378,7 +296,7 @@ impl Report for BenchReport {
                 r.gb_per_s,
                 r.fraction_of_copy
                     .map_or("—".to_owned(), |f| format!("{f:.2}")),
-                gflops(r).map_or("—".to_owned(), |g| format!("{g:.2}")),
+                r.gflops().map_or("—".to_owned(), |g| format!("{g:.2}")),
                 r.max_rel_error,
                 t(if r.ok {
                     "bench.yes"

@@ -1,6 +1,7 @@
 //! `dlsys-lab float`: one value in every float format, or a batch of fp32
 //! patterns rounded into one.
 
+use dlsys_core::names::Named as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -147,7 +148,7 @@ impl Report for FloatReport {
             "{} {} ({})",
             label("float.rounding"),
             self.rounding,
-            dlsys_lessons::float_formats::rounding_name(self.rounding_mode, super::lang())
+            self.rounding_mode.name(super::lang())
         )?;
         let field = |key| pad(t(key), 5);
         for FormatRow {
@@ -162,7 +163,7 @@ impl Report for FloatReport {
                 "          {} {}  ({})",
                 field("float.value"),
                 float::show(d.value),
-                dlsys_lessons::float_formats::class_name(d.class, super::lang())
+                d.class.name(super::lang())
             )?;
             if d.abs_error.is_finite() {
                 writeln!(

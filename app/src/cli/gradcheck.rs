@@ -1,6 +1,7 @@
 //! `dlsys-lab gradcheck`: every autograd op (the MLP's and the layers')
 //! and a whole MLP against numerical gradients.
 
+use dlsys_core::names::Named;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -108,10 +109,7 @@ pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
 
 impl Report for GradcheckOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        if let Some(bug) = self
-            .bug
-            .map(|b| dlsys_lessons::autograd_mlp::bug_text(b, super::lang()))
-        {
+        if let Some(bug) = self.bug.map(|b| b.name(super::lang())) {
             writeln!(out, "{}", tf("grad.planted", &[("bug", &bug)]))?;
         }
         // The widest check's name sets the first column.
@@ -135,7 +133,7 @@ impl Report for GradcheckOut {
                 "{} {:>12.3e}  {}",
                 pad(&r.check, width),
                 r.max_rel_error,
-                dlsys_lessons::autograd_mlp::band_name(r.band_kind, super::lang())
+                Named::name(&r.band_kind, super::lang())
             )?;
             for t in r
                 .tensors

@@ -2,15 +2,16 @@
 //! estimated and measured on the engine; for a transformer, from its
 //! configuration (a preset, or sizes given one by one).
 
+use dlsys_core::names::Named as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::memory::{
-    Component, FfnKind, Measured, MlpEstimate, MlpShape, Precision, Preset, TransformerReport,
-    TransformerRun, Zero, estimate_mlp, measure_step, show_bytes, show_count, show_flops,
+    Component, FfnKind, Measured, MlpEstimate, MlpSettings, MlpShape, Precision, Preset,
+    TransformerReport, TransformerRun, Zero, estimate_mlp, measure_step, show_bytes, show_count,
+    show_flops,
 };
 use dlsys_core::nn::OptimizerKind;
-use dlsys_core::nn::settings::parse_hidden;
 
 use super::choice::{choice, name_of};
 use super::lang::{pad, pad_left};
@@ -102,17 +103,18 @@ struct TransformerOut {
 }
 
 pub fn run(args: &MemoryArgs) -> Result<ExitCode, CliError> {
-    let optimizer = OptimizerKind::by_name(&args.optimizer).map_err(|e| say(&e))?;
     if let Some(sizes) = &args.mlp {
-        let shape = MlpShape {
-            sizes: parse_hidden(sizes).map_err(|e| say(&e))?,
+        let settings = MlpSettings {
+            sizes: sizes.clone(),
             batch: usize::try_from(args.batch.unwrap_or(64)).unwrap_or(usize::MAX),
-            optimizer,
+            optimizer: args.optimizer.clone(),
             precision: args.precision,
-            checkpoint: args
+            checkpoint: args.checkpoint.is_some(),
+            segment: args
                 .checkpoint
-                .map_or(0, |k| usize::try_from(k).unwrap_or(usize::MAX)),
+                .map_or(1, |k| usize::try_from(k).unwrap_or(usize::MAX)),
         };
+        let shape = settings.shape().map_err(|e| say(&e))?;
         let estimate = estimate_mlp(&shape).map_err(|e| say(&e))?;
         let measured = if args.estimate_only {
             None
@@ -128,6 +130,7 @@ pub fn run(args: &MemoryArgs) -> Result<ExitCode, CliError> {
             args.json,
         );
     }
+    let optimizer = OptimizerKind::by_name(&args.optimizer).map_err(|e| say(&e))?;
     let (model, run) = transformer_run(args, optimizer)?;
     let report = run.report().map_err(|e| say(&e))?;
     emit(&TransformerOut { model, run, report }, args.json)
@@ -201,7 +204,7 @@ fn transformer_run(
 
 /// The component's name in this run's language (the lesson's words).
 fn component_name(c: Component) -> String {
-    dlsys_lessons::memory_compute::component_name(c, super::lang())
+    c.name(super::lang())
 }
 
 const NAME: usize = 26;
@@ -267,7 +270,7 @@ impl Report for MlpOut {
                 tf("memory.peak", &[("peak", &show_bytes(m.peak))])
             )?;
             for phase in &m.phases {
-                let name = dlsys_lessons::memory_compute::phase_name(phase.phase, super::lang());
+                let name = phase.phase.name(super::lang());
                 writeln!(
                     out,
                     "  {}",

@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::exercise::AnswerKind;
-use dlsys_lessons::quiz::{MAX_QUESTIONS, MAX_SEED, draw, tasks};
+use dlsys_core::exercise::quiz::{MAX_QUESTIONS, MAX_SEED, draw, tasks};
 
 use super::output::{Report, emit};
 use super::{CliError, t, tf};
@@ -45,8 +45,9 @@ struct QuizReport {
 
 pub fn run(args: &QuizArgs) -> Result<ExitCode, CliError> {
     let lang = super::lang();
-    let drawn = draw(args.n as usize, args.seed);
-    let questions = tasks(&drawn, lang)
+    let lessons = dlsys_lessons::listed();
+    let drawn = draw(&lessons, args.n as usize, args.seed);
+    let questions = tasks(&lessons, &drawn, lang)
         .into_iter()
         .zip(drawn)
         .filter_map(|(found, q)| {

@@ -1,6 +1,7 @@
 //! `dlsys-lab train --workers N`: synchronous data-parallel training, one
 //! line per epoch with the all-reduce's bytes and the virtual clock.
 
+use dlsys_core::names::Named as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -163,10 +164,7 @@ impl Report for Setup {
                     ("workers", &self.workers),
                     ("shard", &self.shard),
                     ("global", &self.global_batch),
-                    (
-                        "algo",
-                        &dlsys_lessons::data_parallel::algorithm_name(algorithm, super::lang())
-                    ),
+                    ("algo", &algorithm.name(super::lang())),
                     ("parameters", &self.parameters),
                     ("bytes", &show_bytes(self.gradient_bytes)),
                     ("steps", &self.steps_per_epoch),

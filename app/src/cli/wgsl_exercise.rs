@@ -1,6 +1,7 @@
 //! `dlsys-lab wgsl-exercise`: list the WGSL exercises, print a template, or
 //! check a kernel (and race it against the built-in ones).
 
+use dlsys_core::names::Named as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -58,7 +59,7 @@ pub fn run(args: &WgslExerciseArgs) -> Result<ExitCode, CliError> {
             .iter()
             .map(|ex| Listed {
                 id: ex.id,
-                title: dlsys_lessons::write_kernels::title(ex, super::lang()),
+                title: ex.name(super::lang()),
             })
             .collect();
         return emit(&Listing(listing), args.json);

@@ -59,6 +59,8 @@ pub struct SavedState {
     pub theme: egui::ThemePreference,
     pub zoom: f32,
     pub lang: Lang,
+    /// Whether the list of lessons is shown (hidden: the page has the width).
+    pub sidebar: bool,
     pub progress: Progress,
     /// Each lesson's own state, as RON, keyed by lesson id.
     pub lesson_states: BTreeMap<String, String>,
@@ -73,6 +75,7 @@ impl Default for SavedState {
             theme: egui::ThemePreference::System,
             zoom: 1.0,
             lang: Lang::En,
+            sidebar: true,
             progress: Progress::default(),
             lesson_states: BTreeMap::new(),
             unreadable: BTreeMap::new(),

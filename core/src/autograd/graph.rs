@@ -40,8 +40,10 @@ fn broadcast(a: &[usize], b: &[usize], op: &str) -> Broadcast {
 }
 
 /// The graph of one computation.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Graph<T: Real> {
+    /// Tells graphs apart in an allocation trace (see [`Graph::serial`]).
+    serial: u64,
     nodes: Vec<Node<T>>,
     output_hook: Option<OutputHook<T>>,
     grad_hook: Option<GradHook<T>>,
@@ -75,9 +77,19 @@ pub enum Buffer {
     InnerGrad,
 }
 
+impl<T: Real> Default for Graph<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The serial number of the next graph made.
+static NEXT_SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl<T: Real> Graph<T> {
     pub fn new() -> Self {
         Self {
+            serial: NEXT_SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             nodes: Vec::new(),
             output_hook: None,
             grad_hook: None,
@@ -85,6 +97,12 @@ impl<T: Real> Graph<T> {
             free_inner_grads: false,
             pack: None,
         }
+    }
+
+    /// A number no other graph made by this process has: it keys the
+    /// graph's buffers in an allocation trace.
+    pub fn serial(&self) -> u64 {
+        self.serial
     }
 
     /// Keeps every value and gradient that is exactly in `half` packed in

@@ -9,11 +9,11 @@
 //! carefully as the cores.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::float::parse::{Dialect, parse_number, parse_pattern};
+use crate::errors::Localized as _;
+use crate::float::parse::{Dialect, ParseError, parse_number, parse_pattern};
 use crate::text::Lang;
 
 /// The first seed of every exercise; re-rolls step from it.
@@ -61,8 +61,6 @@ pub enum AnswerChecker {
         accepted: Vec<String>,
         case_sensitive: bool,
     },
-    /// Any other rule, e.g. running learner code against a reference.
-    Custom(Arc<dyn Fn(&str) -> AnswerVerdict + Send + Sync>),
 }
 
 impl std::fmt::Debug for AnswerChecker {
@@ -83,36 +81,73 @@ impl std::fmt::Debug for AnswerChecker {
             }
             Self::Choice { correct } => write!(f, "Choice {{ correct: {correct} }}"),
             Self::Text { accepted, .. } => write!(f, "Text {{ accepted: {accepted:?} }}"),
-            Self::Custom(_) => f.write_str("Custom"),
         }
     }
 }
 
-/// The outcome of checking one answer.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+crate::catalog_error! {
+    /// Why an answer could not be read as the kind of answer asked for.
+    #[derive(Serialize, Deserialize)]
+    pub enum AnswerError {
+        Empty = "answer.empty",
+        /// Not a number (or not a bit pattern), and why.
+        Unreadable { reason: ParseError } = "answer.unreadable",
+        /// An option's number outside 1..=count.
+        ChoiceRange { count: usize } = "answer.choice_range",
+        /// Text that is neither an option's number nor its text.
+        ChoiceUnknown { count: usize } = "answer.choice_unknown",
+        /// A verdict saved before verdicts were typed: the reason was not kept.
+        NotKept = "answer.not_kept",
+    }
+}
+
+/// The outcome of checking one answer: a typed reason, never a sentence.
+/// A page renders it in the learner's language with [`Task::verdict_text`];
+/// a save keeps the reason, so it reads in whatever language is chosen later.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StoredVerdict")]
 pub enum AnswerVerdict {
-    Correct {
-        feedback: String,
+    Right,
+    /// Wrong; `mistake` is the index of the known mistake it matched.
+    Wrong {
+        mistake: Option<usize>,
     },
-    Incorrect {
-        feedback: String,
-    },
+    /// Right, but read off the revealed answer: no credit.
+    NoCredit,
     /// The input could not be read as the expected kind of answer.
-    Malformed {
-        message: String,
-    },
+    Unparsable(AnswerError),
+}
+
+/// What a save may hold: today's verdicts and those of saves written before
+/// verdicts were typed (English sentences, mapped to a reason).
+#[derive(Deserialize)]
+#[allow(dead_code)] // the old sentences are read and dropped
+enum StoredVerdict {
+    Right,
+    Wrong { mistake: Option<usize> },
+    NoCredit,
+    Unparsable(AnswerError),
+    Correct { feedback: String },
+    Incorrect { feedback: String },
+    Malformed { message: String },
+}
+
+impl From<StoredVerdict> for AnswerVerdict {
+    fn from(stored: StoredVerdict) -> Self {
+        match stored {
+            StoredVerdict::Right | StoredVerdict::Correct { .. } => Self::Right,
+            StoredVerdict::Wrong { mistake } => Self::Wrong { mistake },
+            StoredVerdict::Incorrect { .. } => Self::Wrong { mistake: None },
+            StoredVerdict::NoCredit => Self::NoCredit,
+            StoredVerdict::Unparsable(err) => Self::Unparsable(err),
+            StoredVerdict::Malformed { .. } => Self::Unparsable(AnswerError::NotKept),
+        }
+    }
 }
 
 impl AnswerVerdict {
     pub fn is_correct(&self) -> bool {
-        matches!(self, Self::Correct { .. })
-    }
-
-    pub fn message(&self) -> &str {
-        match self {
-            Self::Correct { feedback } | Self::Incorrect { feedback } => feedback,
-            Self::Malformed { message } => message,
-        }
+        matches!(self, Self::Right)
     }
 }
 
@@ -161,34 +196,33 @@ impl Task {
     pub fn check(&self, input: &str) -> AnswerVerdict {
         let input = input.trim();
         if input.is_empty() {
-            return AnswerVerdict::Malformed {
-                message: "Type an answer first.".to_owned(),
-            };
-        }
-        if let AnswerChecker::Custom(check) = &self.checker {
-            return check(input);
+            return AnswerVerdict::Unparsable(AnswerError::Empty);
         }
         let answer = match parse_answer(&self.kind, input) {
             Ok(answer) => answer,
-            Err(message) => return AnswerVerdict::Malformed { message },
+            Err(err) => return AnswerVerdict::Unparsable(err),
         };
         if matches_checker(&self.checker, &answer) {
-            return AnswerVerdict::Correct {
-                feedback: "Correct.".to_owned(),
-            };
+            return AnswerVerdict::Right;
         }
-        for mistake in &self.mistakes {
-            let Ok(known) = parse_answer(&self.kind, &mistake.answer) else {
-                continue;
-            };
-            if same_answer(&self.checker, &known, &answer) {
-                return AnswerVerdict::Incorrect {
-                    feedback: mistake.feedback.clone(),
-                };
-            }
-        }
-        AnswerVerdict::Incorrect {
-            feedback: "Not quite. Try a hint.".to_owned(),
+        let mistake = self.mistakes.iter().position(|mistake| {
+            parse_answer(&self.kind, &mistake.answer)
+                .is_ok_and(|known| same_answer(&self.checker, &known, &answer))
+        });
+        AnswerVerdict::Wrong { mistake }
+    }
+
+    /// `verdict` in words, in `lang`: a known mistake's feedback (in the
+    /// language the task was generated in), or the verdict's own sentence.
+    pub fn verdict_text(&self, verdict: &AnswerVerdict, lang: Lang) -> String {
+        let says = |key: &str| crate::names::catalog().get(lang, key).to_owned();
+        match verdict {
+            AnswerVerdict::Right => says("verdict.right"),
+            AnswerVerdict::Wrong { mistake } => mistake
+                .and_then(|i| self.mistakes.get(i))
+                .map_or_else(|| says("verdict.wrong"), |m| m.feedback.clone()),
+            AnswerVerdict::NoCredit => says("verdict.no_credit"),
+            AnswerVerdict::Unparsable(err) => err.message(lang),
         }
     }
 }
@@ -262,31 +296,31 @@ enum Answer {
     Text(String),
 }
 
-fn parse_answer(kind: &AnswerKind, input: &str) -> Result<Answer, String> {
+fn parse_answer(kind: &AnswerKind, input: &str) -> Result<Answer, AnswerError> {
+    let unreadable = |reason| AnswerError::Unreadable { reason };
     match kind {
-        AnswerKind::Number => parse_number(input)
-            .map(Answer::Number)
-            .map_err(|e| e.to_string()),
+        AnswerKind::Number => parse_number(input).map(Answer::Number).map_err(unreadable),
         AnswerKind::Bits { width } => parse_pattern(input, *width, Dialect::Answer)
             .map(Answer::Bits)
-            .map_err(|e| e.to_string()),
+            .map_err(unreadable),
         AnswerKind::Choice { options } => parse_choice(input, options).map(Answer::Choice),
         AnswerKind::Text => Ok(Answer::Text(input.to_owned())),
     }
 }
 
-fn parse_choice(input: &str, options: &[String]) -> Result<usize, String> {
+fn parse_choice(input: &str, options: &[String]) -> Result<usize, AnswerError> {
+    let count = options.len();
     if let Ok(number) = input.trim_end_matches(['.', ')']).parse::<usize>() {
-        if (1..=options.len()).contains(&number) {
+        if (1..=count).contains(&number) {
             return Ok(number - 1);
         }
-        return Err(format!("Pick an option from 1 to {}.", options.len()));
+        return Err(AnswerError::ChoiceRange { count });
     }
     let wanted = normalize_text(input, false);
     options
         .iter()
         .position(|option| normalize_text(option, false) == wanted)
-        .ok_or_else(|| format!("Pick an option by its number, 1 to {}.", options.len()))
+        .ok_or(AnswerError::ChoiceUnknown { count })
 }
 
 fn normalize_text(text: &str, case_sensitive: bool) -> String {
@@ -416,7 +450,7 @@ pub fn self_check(exercise: &Exercise, seed: u64) -> SelfCheck {
     let mut accepted_mistakes = Vec::new();
     for mistake in &task.mistakes {
         match task.check(&mistake.answer) {
-            AnswerVerdict::Incorrect { .. } => {}
+            AnswerVerdict::Wrong { .. } => {}
             other => {
                 accepted_mistakes.push(mistake.answer.clone());
                 problems.push(format!("mistake `{}` was judged {other:?}", mistake.answer));
@@ -428,10 +462,7 @@ pub fn self_check(exercise: &Exercise, seed: u64) -> SelfCheck {
     }
     let malformed_rejected = match task.kind {
         AnswerKind::Text => true,
-        _ => matches!(
-            task.check("#not an answer#"),
-            AnswerVerdict::Malformed { .. }
-        ),
+        _ => matches!(task.check("#not an answer#"), AnswerVerdict::Unparsable(_)),
     };
     if !malformed_rejected {
         problems.push("a malformed answer was not reported as malformed".to_owned());
@@ -515,7 +546,7 @@ impl Progress {
         let progress = self.entry(lesson_id, exercise_id);
         let verdict = task.check(input);
         progress.draft = input.to_owned();
-        if !matches!(verdict, AnswerVerdict::Malformed { .. }) {
+        if !matches!(verdict, AnswerVerdict::Unparsable(_)) {
             progress.attempts += 1;
         }
         let newly_solved = verdict.is_correct() && !progress.solved;
@@ -526,6 +557,8 @@ impl Progress {
         (verdict, newly_solved)
     }
 }
+
+pub mod quiz;
 
 #[cfg(test)]
 mod tests;

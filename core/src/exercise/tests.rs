@@ -30,16 +30,29 @@ fn number_checker_accepts_forms_and_names_mistakes() {
     assert!(task.check("0x1.ffcp15").is_correct());
     assert_eq!(
         task.check("65536"),
-        AnswerVerdict::Incorrect {
-            feedback: "that is 2^16, which overflows".into()
-        }
+        AnswerVerdict::Wrong { mistake: Some(0) }
+    );
+    assert_eq!(
+        task.verdict_text(&task.check("65536"), Lang::Zh),
+        "that is 2^16, which overflows"
+    );
+    assert_eq!(task.check("65503"), AnswerVerdict::Wrong { mistake: None });
+    assert_eq!(
+        task.verdict_text(&task.check("65503"), Lang::Zh),
+        "不对。可以看看提示。"
     );
     assert!(matches!(
-        task.check("65503"),
-        AnswerVerdict::Incorrect { .. }
+        task.check("six"),
+        AnswerVerdict::Unparsable(AnswerError::Unreadable { .. })
     ));
-    assert!(matches!(task.check("six"), AnswerVerdict::Malformed { .. }));
-    assert!(matches!(task.check("  "), AnswerVerdict::Malformed { .. }));
+    assert_eq!(
+        task.check("  "),
+        AnswerVerdict::Unparsable(AnswerError::Empty)
+    );
+    assert_eq!(
+        task.verdict_text(&task.check(""), Lang::Zh),
+        "请先输入答案。"
+    );
 }
 
 #[test]
@@ -76,15 +89,15 @@ fn bits_checker_reads_hex_and_binary_and_rejects_too_wide() {
     };
     assert!(task.check("0b0011_1100_0000_0000").is_correct());
     assert!(task.check("0X3C00").is_correct());
-    assert_eq!(task.check("0x3f80").message(), "that is bf16's 1.0");
+    assert_eq!(
+        task.verdict_text(&task.check("0x3f80"), Lang::En),
+        "that is bf16's 1.0"
+    );
     assert!(matches!(
         task.check("0x13c00"),
-        AnswerVerdict::Malformed { .. }
+        AnswerVerdict::Unparsable(_)
     ));
-    assert!(matches!(
-        task.check("0xzz"),
-        AnswerVerdict::Malformed { .. }
-    ));
+    assert!(matches!(task.check("0xzz"), AnswerVerdict::Unparsable(_)));
 }
 
 #[test]
@@ -102,8 +115,11 @@ fn choice_and_text() {
     };
     assert!(task.check("2").is_correct());
     assert!(task.check("BF16").is_correct());
-    assert_eq!(task.check("fp16").message(), "fp16 has 5 exponent bits");
-    assert!(matches!(task.check("3"), AnswerVerdict::Malformed { .. }));
+    assert_eq!(
+        task.verdict_text(&task.check("fp16"), Lang::En),
+        "fp16 has 5 exponent bits"
+    );
+    assert!(matches!(task.check("3"), AnswerVerdict::Unparsable(_)));
     let text = Task {
         kind: AnswerKind::Text,
         checker: AnswerChecker::Text {
@@ -118,7 +134,7 @@ fn choice_and_text() {
         ..number_task()
     };
     assert!(text.check("  P   -  Y ").is_correct());
-    assert_eq!(text.check("y - p").message(), "sign");
+    assert_eq!(text.verdict_text(&text.check("y - p"), Lang::En), "sign");
 }
 
 #[test]
@@ -171,7 +187,7 @@ fn progress_records_attempts_and_first_solve() {
     let task = number_task();
     let mut progress = Progress::default();
     let (verdict, newly) = progress.submit("float", "max", &task, "x");
-    assert!(matches!(verdict, AnswerVerdict::Malformed { .. }) && !newly);
+    assert!(matches!(verdict, AnswerVerdict::Unparsable(_)) && !newly);
     assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(0));
     let (_, newly) = progress.submit("float", "max", &task, "65504");
     assert!(newly);
@@ -179,4 +195,37 @@ fn progress_records_attempts_and_first_solve() {
     assert!(!newly);
     assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(2));
     assert_eq!(progress.solved_count("float", ["max", "other"]), 1);
+}
+
+/// A saved verdict keeps its reason, not a sentence: it reads in the
+/// language chosen later, and saves from before verdicts were typed load.
+#[test]
+fn a_saved_verdict_is_a_reason_rendered_in_any_language() {
+    let task = number_task();
+    let verdict = task.check("");
+    let saved = ron::to_string(&verdict).unwrap_or_default();
+    assert!(!saved.contains("Type"), "{saved}");
+    let back: AnswerVerdict = ron::from_str(&saved).unwrap_or(AnswerVerdict::Right);
+    assert_eq!(back, verdict);
+    assert_eq!(task.verdict_text(&back, Lang::Zh), "请先输入答案。");
+    let bad: AnswerVerdict = ron::from_str(&ron::to_string(&task.check("x1")).unwrap_or_default())
+        .unwrap_or(AnswerVerdict::Right);
+    assert!(
+        task.verdict_text(&bad, Lang::Zh)
+            .chars()
+            .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+    );
+    for (old, new) in [
+        ("Correct(feedback: \"Correct.\")", AnswerVerdict::Right),
+        (
+            "Incorrect(feedback: \"Not quite.\")",
+            AnswerVerdict::Wrong { mistake: None },
+        ),
+        (
+            "Malformed(message: \"Type an answer first.\")",
+            AnswerVerdict::Unparsable(AnswerError::NotKept),
+        ),
+    ] {
+        assert_eq!(ron::from_str::<AnswerVerdict>(old).ok(), Some(new), "{old}");
+    }
 }

@@ -4,6 +4,7 @@
 crate::catalog_error! {
     /// A format or rounding mode that does not exist, or an fp32 pattern
     /// that does not read.
+    #[derive(serde::Serialize, serde::Deserialize)]
     pub enum FormatError {
         UnknownFormat { name: String, choices: String } = "format.unknown",
         ExponentWidth { name: String, bits: u32 } = "format.exponent_width",

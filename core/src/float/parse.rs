@@ -50,6 +50,7 @@ pub enum Dialect {
 crate::catalog_error! {
     /// Why text could not be read as a value or a bit pattern. `text` is
     /// what was typed (trimmed).
+    #[derive(serde::Serialize, serde::Deserialize)]
     pub enum ParseError {
         Empty = "parse.empty",
         TooLong = "parse.too_long",

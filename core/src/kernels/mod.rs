@@ -366,6 +366,37 @@ pub enum Buf {
     PartialB,
 }
 
+/// The roofline model: what a kernel of a given arithmetic intensity can
+/// attain under a memory roof (bandwidth × intensity) and a compute roof
+/// (the peak). Any consistent units: GFLOP/s with GB/s, TFLOP/s with TB/s.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Roofline {
+    pub peak: f64,
+    pub bandwidth: f64,
+}
+
+impl Roofline {
+    /// The memory roof at `intensity` (operations per byte).
+    pub fn memory_roof(&self, intensity: f64) -> f64 {
+        self.bandwidth * intensity
+    }
+
+    /// min(peak, bandwidth × intensity).
+    pub fn attainable(&self, intensity: f64) -> f64 {
+        self.memory_roof(intensity).min(self.peak)
+    }
+
+    /// Whether the memory roof is the lower one at `intensity`.
+    pub fn is_memory_bound(&self, intensity: f64) -> bool {
+        self.memory_roof(intensity) < self.peak
+    }
+
+    /// The intensity where the roofs meet (the ridge point).
+    pub fn ridge(&self) -> f64 {
+        self.peak / self.bandwidth
+    }
+}
+
 /// One dispatch of a plan.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Step {

@@ -20,6 +20,7 @@ use serde::Serialize;
 use super::MemoryError;
 use super::mlp::MlpShape;
 use super::precision::{Component, Components};
+use super::trace::{BufKey, Event, Live, Trace};
 use crate::autograd::{Buffer, Graph, Stored, Var};
 use crate::mixed::Policy;
 use crate::nn::{Dataset, Status, TrainConfig, Trainer};
@@ -71,6 +72,15 @@ pub fn storage_bytes(name: &str) -> u64 {
 }
 
 impl Formats {
+    /// Everything in f32 (the CNN and the character model train so).
+    pub const F32: Self = Self {
+        compute: 4,
+        packs: false,
+        accumulation: 4,
+        state: 4,
+        state_packs: false,
+    };
+
     pub fn of(policy: &Policy) -> Self {
         Self {
             compute: storage_bytes(&policy.compute),
@@ -102,35 +112,61 @@ pub(crate) fn f32s(elements: u64, format_bytes: u64) -> (u64, u64) {
     )
 }
 
-/// What is held at one moment: bytes in the format, and the emulation's
-/// extra bytes, by role.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What is held at one moment: every buffer (the allocation trace's
+/// unit), and their bytes in the format and the emulation's extra bytes,
+/// by role.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Held {
     pub format: Components,
     pub overhead: Components,
+    buffers: Vec<Live>,
 }
 
 impl Held {
-    /// `elements` f32 values of `role`, each `format_bytes` in its format.
-    pub fn f32s(&mut self, role: Component, elements: usize, format_bytes: u64) {
+    /// Buffer `key`: `elements` f32 values of `role`, each `format_bytes` in its format.
+    pub fn f32s(&mut self, key: BufKey, role: Component, elements: usize, format_bytes: u64) {
         let (bytes, overhead) = f32s(elements as u64, format_bytes);
-        self.format.add(role, bytes);
-        self.overhead.add(role, overhead);
+        self.buffer(key, role, bytes, overhead);
     }
 
-    /// A tensor as the engine keeps it: packed, 2 bytes an element; else
-    /// f32 values each `format_bytes` in their format.
-    pub fn stored(&mut self, role: Component, t: &Stored<f32>, format_bytes: u64) {
+    /// Buffer `key`, a tensor as the engine keeps it: packed, 2 bytes an
+    /// element; else f32 values each `format_bytes` in their format.
+    pub fn stored(&mut self, key: BufKey, role: Component, t: &Stored<f32>, format_bytes: u64) {
         if t.is_packed() {
-            self.exact(role, t.numel(), 2);
+            self.exact(key, role, t.numel(), 2);
         } else {
-            self.f32s(role, t.numel(), format_bytes);
+            self.f32s(key, role, t.numel(), format_bytes);
         }
     }
 
-    /// `elements` values stored exactly as they are (`bytes` each).
-    pub fn exact(&mut self, role: Component, elements: usize, bytes: u64) {
-        self.format.add(role, elements as u64 * bytes);
+    /// Buffer `key`: `elements` values stored exactly as they are (`bytes` each).
+    pub fn exact(&mut self, key: BufKey, role: Component, elements: usize, bytes: u64) {
+        self.buffer(key, role, elements as u64 * bytes, 0);
+    }
+
+    /// Buffer `key` of `role`: `format` bytes and `overhead` bytes on top.
+    pub fn buffer(&mut self, key: BufKey, role: Component, format: u64, overhead: u64) {
+        self.add_bytes(role, format, overhead);
+        if format + overhead == 0 {
+            return;
+        }
+        self.buffers.push(Live {
+            key,
+            role,
+            format,
+            overhead,
+        });
+    }
+
+    /// Bytes of `role` without a buffer of their own (a replayed point).
+    pub(crate) fn add_bytes(&mut self, role: Component, format: u64, overhead: u64) {
+        self.format.add(role, format);
+        self.overhead.add(role, overhead);
+    }
+
+    /// The buffers held.
+    pub fn buffers(&self) -> &[Live] {
+        &self.buffers
     }
 
     pub fn total(&self) -> u64 {
@@ -154,6 +190,7 @@ impl Held {
             self.format.add(c, other.format.get(c));
             self.overhead.add(c, other.overhead.get(c));
         }
+        self.buffers.extend_from_slice(&other.buffers);
         self
     }
 
@@ -163,7 +200,19 @@ impl Held {
     pub fn graph(g: &Graph<f32>, f: &Formats, reads: u64, inner: &[Var]) -> Self {
         let mut held = Self::default();
         let usize_bytes = std::mem::size_of::<usize>() as u64;
+        let mut last = (usize::MAX, 0u8);
         g.buffers(|v, kind, n, packed| {
+            // Each of a node's buffers, in the order the graph lists them.
+            last = if last.0 == v.0 {
+                (v.0, last.1 + 1)
+            } else {
+                (v.0, 0)
+            };
+            let key = BufKey::Node {
+                graph: g.serial(),
+                node: v.0 as u32,
+                part: last.1,
+            };
             let (role, bytes) = match kind {
                 Buffer::Parameter if inner.contains(&v) => (Component::Activations, f.compute),
                 Buffer::Parameter => (Component::Parameters, reads),
@@ -171,46 +220,67 @@ impl Held {
                 Buffer::Saved => (Component::Activations, f.compute),
                 Buffer::SavedProbabilities => (Component::Activations, 4),
                 Buffer::Labels => {
-                    held.exact(Component::Inputs, n, usize_bytes);
+                    held.exact(key, Component::Inputs, n, usize_bytes);
                     return;
                 }
                 Buffer::ParameterGrad if !inner.contains(&v) => (Component::Gradients, f.compute),
                 Buffer::ParameterGrad | Buffer::InnerGrad => (Component::Temporaries, f.compute),
             };
             if packed {
-                held.exact(role, n, 2);
+                held.exact(key, role, n, 2);
             } else {
-                held.f32s(role, n, bytes);
+                held.f32s(key, role, n, bytes);
             }
         });
         held
     }
 }
 
-/// Records what a step holds at each point.
+/// What a model holds outside its step's graph, in f32: its weights and
+/// its optimizer's state.
+pub fn held_by(
+    params: &[&crate::autograd::Tensor<f32>],
+    optimizer: &crate::nn::Optimizer<f32>,
+) -> Held {
+    let mut held = Held::default();
+    for (i, p) in params.iter().enumerate() {
+        held.f32s(BufKey::Param(i as u32), Component::Parameters, p.numel(), 4);
+    }
+    for (i, s) in optimizer.state_tensors().enumerate() {
+        held.stored(BufKey::State(i as u32), Component::OptimizerState, s, 4);
+    }
+    held
+}
+
+/// Meters a step of any f32 graph once its forward pass is recorded: the
+/// graph and `outside` after forward, then after every node of backward
+/// from `loss` (with the gradients in flight). The caller records the
+/// optimizer step.
+pub fn metered_backward(g: &mut Graph<f32>, loss: Var, outside: &Held, meter: &mut Meter) {
+    let f = Formats::F32;
+    meter.record(Phase::Forward, &Held::graph(g, &f, 4, &[]).plus(outside));
+    let seed = crate::autograd::Tensor::full(g.shape(loss), 1.0);
+    g.backward_from(loss, seed, &mut |g, in_flight| {
+        let mut held = Held::graph(g, &f, 4, &[]).plus(outside);
+        held.f32s(BufKey::InFlight, Component::Temporaries, in_flight, 4);
+        meter.record(Phase::Backward, &held);
+    });
+}
+
+/// Records what a step holds at each point, as the allocation trace.
 #[derive(Clone, Debug, Default)]
 pub struct Meter {
-    /// The most each role held (format bytes and overhead bytes apart).
-    most: Held,
-    /// The largest total, per phase, and what made it up.
-    peaks: Vec<(Phase, u64, Held)>,
-    /// (phase, total bytes) at every point, in order.
-    pub timeline: Vec<(Phase, u64)>,
+    pub trace: Trace,
 }
 
 impl Meter {
-    pub fn record(&mut self, phase: Phase, held: Held) {
-        let total = held.total();
-        self.most = Held {
-            format: self.most.format.max(&held.format),
-            overhead: self.most.overhead.max(&held.overhead),
-        };
-        self.timeline.push((phase, total));
-        match self.peaks.iter_mut().find(|(p, _, _)| *p == phase) {
-            Some(peak) if peak.1 >= total => {}
-            Some(peak) => *peak = (phase, total, held),
-            None => self.peaks.push((phase, total, held)),
-        }
+    pub fn record(&mut self, phase: Phase, held: &Held) {
+        self.trace.record(phase, held);
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.trace.points.is_empty()
     }
 }
 
@@ -237,14 +307,33 @@ pub struct Measured {
     /// Median wall time of a step on this machine, over `timed_steps`, seconds.
     pub step_seconds: f64,
     pub timed_steps: usize,
+    /// The step's allocation trace (what the figures were computed from).
+    #[serde(skip)]
+    pub events: Vec<Event>,
 }
 
 impl Measured {
-    fn from_meter(meter: Meter, step_seconds: f64, timed_steps: usize) -> Self {
+    /// The figures of a metered step, computed from its allocation trace:
+    /// the most each role held, each phase's peak and what made it up, the
+    /// total at every point.
+    pub fn from_meter(meter: Meter, step_seconds: f64, timed_steps: usize) -> Self {
+        let points = meter.trace.replay();
+        let mut most = Held::default();
+        let mut peaks: Vec<(Phase, u64, &Held)> = Vec::new();
+        for (phase, held) in &points {
+            most.format = most.format.max(&held.format);
+            most.overhead = most.overhead.max(&held.overhead);
+            let total = held.total();
+            match peaks.iter_mut().find(|(p, _, _)| p == phase) {
+                Some(peak) if peak.1 >= total => {}
+                Some(peak) => *peak = (*phase, total, held),
+                None => peaks.push((*phase, total, held)),
+            }
+        }
         let phases = Phase::ALL
             .into_iter()
             .filter_map(|phase| {
-                let (_, peak, held) = meter.peaks.iter().find(|(p, _, _)| *p == phase)?;
+                let (_, peak, held) = peaks.iter().find(|(p, _, _)| *p == phase)?;
                 Some(PhaseBytes {
                     phase,
                     peak: *peak,
@@ -252,14 +341,14 @@ impl Measured {
                 })
             })
             .collect();
-        let components = meter.most.as_reported();
         Self {
-            components,
-            peak: meter.peaks.iter().map(|p| p.1).max().unwrap_or(0),
+            components: most.as_reported(),
+            peak: peaks.iter().map(|p| p.1).max().unwrap_or(0),
             phases,
-            timeline: meter.timeline,
+            timeline: points.iter().map(|(p, held)| (*p, held.total())).collect(),
             step_seconds,
             timed_steps,
+            events: meter.trace.events,
         }
     }
 }
@@ -364,7 +453,7 @@ pub fn measure_step(shape: &MlpShape) -> Result<Measured, MemoryError> {
     trainer.meter = Some(Meter::default());
     trainer.step();
     let meter = trainer.meter.take().unwrap_or_default();
-    if meter.timeline.is_empty() || matches!(trainer.status, Status::Diverged { .. }) {
+    if meter.is_empty() || matches!(trainer.status, Status::Diverged { .. }) {
         // The step did not run, or stopped after forward: a non-finite loss.
         return Err(MemoryError::Diverged);
     }

@@ -39,6 +39,55 @@ pub struct MlpShape {
     pub checkpoint: usize,
 }
 
+/// An MLP step as people write it — the memory lesson's fields and
+/// `dlsys-lab memory --mlp`'s flags are one value — turned into an
+/// [`MlpShape`] in one place, [`MlpSettings::shape`].
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct MlpSettings {
+    /// Layer sizes, input to output, comma-separated (`784,128,10`).
+    pub sizes: String,
+    pub batch: usize,
+    /// An optimizer's name (`sgd`, `momentum`, `adam`, …).
+    pub optimizer: String,
+    pub precision: Precision,
+    /// Activation checkpointing, in segments of `segment` layers.
+    pub checkpoint: bool,
+    pub segment: usize,
+}
+
+impl Default for MlpSettings {
+    fn default() -> Self {
+        Self {
+            sizes: "784,256,256,10".to_owned(),
+            batch: 64,
+            optimizer: "adam".to_owned(),
+            precision: Precision::MixedFp16,
+            checkpoint: false,
+            segment: 1,
+        }
+    }
+}
+
+impl MlpSettings {
+    /// The shape these settings describe, or why they describe none.
+    pub fn shape(&self) -> Result<MlpShape, MemoryError> {
+        let shape = MlpShape {
+            sizes: crate::nn::settings::parse_hidden(&self.sizes)?,
+            batch: self.batch,
+            optimizer: OptimizerKind::by_name(&self.optimizer)?,
+            precision: self.precision,
+            checkpoint: if self.checkpoint {
+                self.segment.max(1)
+            } else {
+                0
+            },
+        };
+        shape.validate()?;
+        Ok(shape)
+    }
+}
+
 /// The estimate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MlpEstimate {

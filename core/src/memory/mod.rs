@@ -15,12 +15,14 @@
 
 pub mod measure;
 pub mod mlp;
+pub mod models;
 pub mod precision;
 pub mod show;
+pub mod trace;
 pub mod transformer;
 
 pub use measure::{Measured, PhaseBytes, check_measurable, measure_step};
-pub use mlp::{MlpEstimate, MlpShape, estimate_mlp};
+pub use mlp::{MlpEstimate, MlpSettings, MlpShape, estimate_mlp};
 pub use precision::{Component, Components, Precision};
 pub use show::{show_bytes, show_count, show_flops, show_seconds};
 pub use transformer::{
@@ -78,6 +80,8 @@ crate::catalog_error! {
         /// A measurement would hold or compute more than this machine is
         /// asked to here.
         TooLargeToMeasure { bytes: String, limit: String } = "memory.too_large",
+        /// A model's metered step takes batches of 1..=max.
+        MeteredBatch { batch: u64, max: u64 } = "memory.metered_batch",
         /// A model with learned positions cannot see more tokens than it has positions.
         SeqBeyondPositions { seq: u64, positions: u64 } = "memory.seq_beyond_positions",
         /// The MLP cannot be built or trained for a step.

@@ -90,7 +90,7 @@ impl Precision {
 }
 
 /// What a byte of training memory is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub enum Component {
     /// The weights the forward pass reads (in the compute format).
     Parameters,

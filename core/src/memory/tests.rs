@@ -336,3 +336,81 @@ fn bad_mlp_shapes_are_errors() {
     assert!(bad(&[10, 9000, 2], 4));
     assert!(measure_step(&shape(&[10, 2], 0, OptimizerKind::Sgd, Precision::Fp32, 0)).is_err());
 }
+
+/// The allocation trace: a buffer appears as an alloc, a resized one as a
+/// free and an alloc, a gone one as a free; replaying the events gives
+/// back exactly what was held at every point.
+#[test]
+fn the_trace_replays_what_was_held_at_every_point() {
+    use super::measure::{Held, Phase};
+    use super::trace::{BufKey, EventKind, Trace};
+    let mut trace = Trace::default();
+    let mut a = Held::default();
+    a.f32s(BufKey::Param(0), Component::Parameters, 10, 4);
+    a.f32s(BufKey::Param(1), Component::Parameters, 3, 2);
+    let mut b = a.clone();
+    b.exact(BufKey::Labels, Component::Inputs, 4, 8);
+    let mut c = Held::default();
+    c.f32s(BufKey::Param(0), Component::Parameters, 10, 4);
+    c.f32s(BufKey::Param(1), Component::Parameters, 5, 2);
+    let points = [
+        (Phase::Forward, a),
+        (Phase::Backward, b),
+        (Phase::Optimizer, c),
+    ];
+    for (phase, held) in &points {
+        trace.record(*phase, held);
+    }
+    let kinds: Vec<(u32, EventKind, u64)> = trace
+        .events
+        .iter()
+        .map(|e| (e.op, e.kind, e.bytes))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (0, EventKind::Alloc, 40),
+            (0, EventKind::Alloc, 12),
+            (1, EventKind::Alloc, 32),
+            // Param(1) grew from 3 to 5 values: freed and made again; the labels went.
+            (2, EventKind::Free, 12),
+            (2, EventKind::Free, 32),
+            (2, EventKind::Alloc, 20),
+        ]
+    );
+    let replayed = trace.replay();
+    for ((phase, held), (p, r)) in points.iter().zip(&replayed) {
+        assert_eq!(phase, p);
+        assert_eq!((held.format, held.overhead), (r.format, r.overhead));
+    }
+    assert_eq!(trace.peak(), 40 + 12 + 32);
+}
+
+/// The CNN's and the character model's steps are traced too: every buffer
+/// allocated is a real one of the step, the weights and the optimizer's
+/// state are held throughout, and the peak is above both.
+#[test]
+fn the_cnn_and_the_char_model_have_a_traced_peak() {
+    use super::models::{measure_char_step, measure_cnn_step};
+    for (name, measured) in [
+        ("cnn", measure_cnn_step(8, 1)),
+        ("char", measure_char_step(4, 1)),
+    ] {
+        let m = measured.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let weights = m.components.get(Component::Parameters);
+        let state = m.components.get(Component::OptimizerState);
+        // The model's weights and the graph's copies of them: 2 × P; Adam's
+        // two moments: 2 × P.
+        assert!(
+            weights > 0 && state == weights,
+            "{name}: {weights} vs {state}"
+        );
+        assert!(
+            m.peak > weights + state,
+            "{name}: peak {} vs {weights} + {state}",
+            m.peak
+        );
+        assert!(!m.events.is_empty(), "{name}");
+        assert!(super::models::measure_cnn_step(0, 1).is_err());
+    }
+}

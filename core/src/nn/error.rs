@@ -31,6 +31,14 @@ crate::catalog_error! {
         TooWide = "train.too_wide",
         EmptyTrainingSet = "train.empty_training_set",
         Data { reason: DataError } = "train.data",
+        /// A model's batch beyond what its memory allows.
+        ModelBatch { value: u64, max: u64 } = "train.model_batch",
+        ModelEpochs { value: u64, max: u64 } = "train.model_epochs",
+        ModelSteps { value: u64, max: u64 } = "train.model_steps",
+        /// The loss stopped being finite in this epoch.
+        Diverged { epoch: u64 } = "train.diverged",
+        /// The loss stopped being finite at this step.
+        TextDiverged { step: u64 } = "train.text_diverged",
     }
 }
 

@@ -13,6 +13,7 @@ use super::precision::MixedState;
 use crate::autograd::{Graph, Stored, Tensor, Var};
 use crate::memory::measure::{Formats, Held, Meter, Phase};
 use crate::memory::precision::Component;
+use crate::memory::trace::BufKey;
 
 /// Byte accounting for a pass: the meter, what the trainer holds outside
 /// the pass, and the formats things are counted in.
@@ -66,7 +67,7 @@ impl Pass<'_> {
             let held = Held::graph(g, &m.formats, m.reads, inner)
                 .plus(&m.outside)
                 .plus(extra);
-            m.meter.record(phase, held);
+            m.meter.record(phase, &held);
         }
     }
 
@@ -93,12 +94,17 @@ impl Pass<'_> {
             return;
         };
         let (formats, reads) = (m.formats, m.reads);
-        let outside = m.outside.plus(extra);
+        let outside = m.outside.clone().plus(extra);
         let meter = &mut *m.meter;
         g.backward_from(root, seed, &mut |g, in_flight| {
             let mut held = Held::graph(g, &formats, reads, inner).plus(&outside);
-            held.f32s(Component::Temporaries, in_flight, formats.compute);
-            meter.record(Phase::Backward, held);
+            held.f32s(
+                BufKey::InFlight,
+                Component::Temporaries,
+                in_flight,
+                formats.compute,
+            );
+            meter.record(Phase::Backward, &held);
         });
     }
 
@@ -269,14 +275,18 @@ impl Pass<'_> {
                 Component::Activations
             };
             if let Some(a) = a {
-                held.stored(role, a, c);
+                held.stored(BufKey::Kept(i as u32), role, a, c);
             }
         }
-        for v in vals.iter().flatten() {
-            held.stored(Component::Parameters, v, m.reads);
+        for (i, v) in vals.iter().enumerate() {
+            if let Some(v) = v {
+                held.stored(BufKey::Value(i as u32), Component::Parameters, v, m.reads);
+            }
         }
-        for g in grads.iter().flatten() {
-            held.stored(Component::Gradients, g, c);
+        for (i, g) in grads.iter().enumerate() {
+            if let Some(g) = g {
+                held.stored(BufKey::Grad(i as u32), Component::Gradients, g, c);
+            }
         }
         held
     }

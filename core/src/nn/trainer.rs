@@ -12,6 +12,7 @@ use super::precision::{MixedEpoch, MixedReport, MixedState};
 use crate::autograd::{Stored, Tensor};
 use crate::memory::measure::{Formats, Held, Meter, Phase};
 use crate::memory::precision::Component;
+use crate::memory::trace::BufKey;
 use crate::mixed::MasterWeights;
 
 /// What the trainer is doing.
@@ -250,8 +251,13 @@ impl Trainer {
                     // The gradients are still held while the optimizer steps.
                     let mut held = self.optimizer_moment(None, &formats, &y);
                     let elements = grads.iter().map(Tensor::numel).sum();
-                    held.f32s(Component::Gradients, elements, formats.accumulation);
-                    meter.record(Phase::Optimizer, held);
+                    held.f32s(
+                        BufKey::Gradients,
+                        Component::Gradients,
+                        elements,
+                        formats.accumulation,
+                    );
+                    meter.record(Phase::Optimizer, &held);
                 }
             }
         }
@@ -260,7 +266,7 @@ impl Trainer {
                 // The accumulation buffer holds the gradients until released.
                 meter.record(
                     Phase::Optimizer,
-                    self.optimizer_moment(Some(m), &formats, &y),
+                    &self.optimizer_moment(Some(m), &formats, &y),
                 );
             }
             m.release_grads(&self.config);
@@ -278,24 +284,42 @@ impl Trainer {
     /// gradient (accumulation) buffer and this batch's labels.
     fn held_outside(&self, mixed: Option<&MixedState>, f: &Formats, y: &[usize]) -> Held {
         let mut held = Held::default();
-        let model: usize = self.model.params().iter().map(|p| p.numel()).sum();
         let masters = mixed.is_some() && self.config.policy.master_weights != MasterWeights::Same;
-        if masters {
-            held.f32s(Component::MasterWeights, model, 4);
-        } else {
-            held.f32s(Component::Parameters, model, f.compute);
+        for (i, p) in self.model.params().iter().enumerate() {
+            if masters {
+                held.f32s(
+                    BufKey::Master(i as u32),
+                    Component::MasterWeights,
+                    p.numel(),
+                    4,
+                );
+            } else {
+                held.f32s(
+                    BufKey::Param(i as u32),
+                    Component::Parameters,
+                    p.numel(),
+                    f.compute,
+                );
+            }
         }
         if let Some(m) = mixed {
             held.f32s(
+                BufKey::Gradients,
                 Component::Gradients,
                 m.accumulated_elements(),
                 f.accumulation,
             );
         }
-        for s in self.optimizer.state_tensors() {
-            held.stored(Component::OptimizerState, s, f.state);
+        for (i, s) in self.optimizer.state_tensors().enumerate() {
+            held.stored(
+                BufKey::State(i as u32),
+                Component::OptimizerState,
+                s,
+                f.state,
+            );
         }
         held.exact(
+            BufKey::Labels,
             Component::Inputs,
             y.len(),
             std::mem::size_of::<usize>() as u64,
@@ -310,7 +334,7 @@ impl Trainer {
     fn optimizer_moment(&self, mixed: Option<&MixedState>, f: &Formats, y: &[usize]) -> Held {
         let mut held = self.held_outside(mixed, f, y);
         let scratch = self.optimizer.scratch_elements() as u64 * 4;
-        held.overhead.add(Component::OptimizerState, scratch);
+        held.buffer(BufKey::StateScratch, Component::OptimizerState, 0, scratch);
         held
     }
 

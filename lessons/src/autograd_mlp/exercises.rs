@@ -2,21 +2,13 @@
 //! `dlsys_core::autograd` / `nn` (or from the formula the prompt names).
 
 use dlsys_core::autograd::{Band, Graph, Tensor, softmax_rows};
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
 use dlsys_core::float::show_sig;
 use dlsys_core::nn::{Optimizer, OptimizerKind};
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::RngExt as _;
 
 use super::TEXT;
-
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed ^ 0xa17d_6ad0)
-}
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
 
 /// A value with at most 2 decimals, so prompts are short and exact.
 fn small(rng: &mut rand::rngs::StdRng, lo: f64, hi: f64) -> f64 {
@@ -37,48 +29,18 @@ fn decimals(expected: f64, places: i32) -> AnswerChecker {
     }
 }
 
-pub const EXERCISES: [Exercise; 8] = [
-    Exercise {
-        id: "bias_gradient",
-        title: |l| t(l, "ex.bias.title"),
-        generate: bias_gradient,
-    },
-    Exercise {
-        id: "gradient_shapes",
-        title: |l| t(l, "ex.shape.title"),
-        generate: gradient_shapes,
-    },
-    Exercise {
-        id: "softmax_ce_gradient",
-        title: |l| t(l, "ex.ce.title"),
-        generate: softmax_ce_gradient,
-    },
-    Exercise {
-        id: "softmax_backward",
-        title: |l| t(l, "ex.softmax.title"),
-        generate: softmax_backward,
-    },
-    Exercise {
-        id: "momentum_step",
-        title: |l| t(l, "ex.momentum.title"),
-        generate: momentum_step,
-    },
-    Exercise {
-        id: "initial_loss",
-        title: |l| t(l, "ex.initloss.title"),
-        generate: initial_loss,
-    },
-    Exercise {
-        id: "gradcheck_band",
-        title: |l| t(l, "ex.band.title"),
-        generate: gradcheck_band,
-    },
-    Exercise {
-        id: "adam_first_step",
-        title: |l| t(l, "ex.adam.title"),
-        generate: adam_first_step,
-    },
-];
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0xa17d_6ad0,
+    bias_gradient => bias_gradient,
+    gradient_shapes => gradient_shapes,
+    softmax_ce_gradient => softmax_ce_gradient,
+    softmax_backward => softmax_backward,
+    momentum_step => momentum_step,
+    initial_loss => initial_loss,
+    gradcheck_band => gradcheck_band,
+    adam_first_step => adam_first_step,
+}
 
 fn bias_gradient(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
@@ -103,26 +65,26 @@ fn bias_gradient(seed: u64, lang: Lang) -> Task {
     let dy_text = format!("[{}]", rows.join(", "));
     let mut mistakes = vec![Mistake {
         answer: format!("{:.2}", dy[col]),
-        feedback: t(lang, "ex.bias.one_row"),
+        feedback: t(lang, "ex.bias_gradient.one_row"),
     }];
     let mean = answer / batch as f64;
     if (mean - answer).abs() > 0.011 && (mean - dy[col]).abs() > 0.011 {
         mistakes.push(Mistake {
             answer: format!("{mean:.4}"),
-            feedback: t(lang, "ex.bias.mean"),
+            feedback: t(lang, "ex.bias_gradient.mean"),
         });
     }
     Task {
-        prompt: TEXT.fill(lang, "ex.bias.prompt", &[("dy", &dy_text), ("col", &col)]),
+        prompt: TEXT.fill(lang, "ex.bias_gradient.prompt", &[("dy", &dy_text), ("col", &col)]),
         kind: AnswerKind::Number,
         checker: decimals(answer, 2),
         hints: vec![
-            t(lang, "ex.bias.hint1"),
-            TEXT.fill(lang, "ex.bias.hint2", &[("col", &col)]),
+            t(lang, "ex.bias_gradient.hint1"),
+            TEXT.fill(lang, "ex.bias_gradient.hint2", &[("col", &col)]),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.bias.explain",
+            "ex.bias_gradient.explain",
             &[
                 ("db", &list(&db, 2)),
                 ("col", &col),
@@ -186,11 +148,11 @@ fn gradient_shapes(seed: u64, lang: Lang) -> Task {
         let feedback = if which == "X" {
             TEXT.fill(
                 lang,
-                "ex.shape.dy_x",
+                "ex.gradient_shapes.dy_x",
                 &[("dy", &dy_shape), ("shape", &shape)],
             )
         } else {
-            TEXT.fill(lang, "ex.shape.dy", &[("which", &which)])
+            TEXT.fill(lang, "ex.gradient_shapes.dy", &[("which", &which)])
         };
         mistakes.push(Mistake {
             answer: (i + 1).to_string(),
@@ -200,13 +162,13 @@ fn gradient_shapes(seed: u64, lang: Lang) -> Task {
     if let Some(i) = index_of(&transposed).filter(|i| *i != correct) {
         mistakes.push(Mistake {
             answer: (i + 1).to_string(),
-            feedback: t(lang, "ex.shape.transposed"),
+            feedback: t(lang, "ex.gradient_shapes.transposed"),
         });
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.shape.prompt",
+            "ex.gradient_shapes.prompt",
             &[
                 ("batch", &batch),
                 ("inp", &inp),
@@ -216,10 +178,10 @@ fn gradient_shapes(seed: u64, lang: Lang) -> Task {
         ),
         kind: AnswerKind::Choice { options },
         checker: AnswerChecker::Choice { correct },
-        hints: vec![t(lang, "ex.shape.hint1"), t(lang, "ex.shape.hint2")],
+        hints: vec![t(lang, "ex.gradient_shapes.hint1"), t(lang, "ex.gradient_shapes.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.shape.explain",
+            "ex.gradient_shapes.explain",
             &[("which", &which), ("shape", &shape), ("formula", &formula)],
         ),
         reference: (correct + 1).to_string(),
@@ -243,27 +205,27 @@ fn softmax_ce_gradient(seed: u64, lang: Lang) -> Task {
     if (p[k] - answer).abs() > 0.002 {
         mistakes.push(Mistake {
             answer: format!("{:.3}", p[k]),
-            feedback: TEXT.fill(lang, "ex.ce.p_only", &[("k", &k)]),
+            feedback: TEXT.fill(lang, "ex.softmax_ce_gradient.p_only", &[("k", &k)]),
         });
     }
     if answer.abs() > 0.002 {
         mistakes.push(Mistake {
             answer: format!("{:.3}", -answer),
-            feedback: t(lang, "ex.ce.sign"),
+            feedback: t(lang, "ex.softmax_ce_gradient.sign"),
         });
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.ce.prompt",
+            "ex.softmax_ce_gradient.prompt",
             &[("z", &list(&z, 2)), ("label", &label), ("k", &k)],
         ),
         kind: AnswerKind::Number,
         checker: decimals(answer, 3),
-        hints: vec![t(lang, "ex.ce.hint1"), t(lang, "ex.ce.hint2")],
+        hints: vec![t(lang, "ex.softmax_ce_gradient.hint1"), t(lang, "ex.softmax_ce_gradient.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.ce.explain",
+            "ex.softmax_ce_gradient.explain",
             &[
                 ("p", &list(&p, 3)),
                 ("k", &k),
@@ -296,21 +258,21 @@ fn softmax_backward(seed: u64, lang: Lang) -> Task {
     if (naive - answer).abs() > 0.0002 {
         mistakes.push(Mistake {
             answer: format!("{naive:.4}"),
-            feedback: t(lang, "ex.softmax.no_coupling"),
+            feedback: t(lang, "ex.softmax_backward.no_coupling"),
         });
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.softmax.prompt",
+            "ex.softmax_backward.prompt",
             &[("p", &list(&pv, 4)), ("g", &list(&gvals, 2)), ("k", &k)],
         ),
         kind: AnswerKind::Number,
         checker: decimals(answer, 4),
-        hints: vec![t(lang, "ex.softmax.hint1"), t(lang, "ex.softmax.hint2")],
+        hints: vec![t(lang, "ex.softmax_backward.hint1"), t(lang, "ex.softmax_backward.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.softmax.explain",
+            "ex.softmax_backward.explain",
             &[
                 ("dot", &format!("{dot:.4}")),
                 ("k", &k),
@@ -349,7 +311,7 @@ fn momentum_step(seed: u64, lang: Lang) -> Task {
     let plain = theta - lr * g;
     let flipped = theta + mu * v + lr * g;
     let mut mistakes = Vec::new();
-    for (value, key) in [(plain, "ex.momentum.plain"), (flipped, "ex.momentum.sign")] {
+    for (value, key) in [(plain, "ex.momentum_step.plain"), (flipped, "ex.momentum_step.sign")] {
         if (value - answer).abs() > 1e-4 {
             mistakes.push(Mistake {
                 answer: format!("{value:.4}"),
@@ -361,7 +323,7 @@ fn momentum_step(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.momentum.prompt",
+            "ex.momentum_step.prompt",
             &[
                 ("theta", &f(theta)),
                 ("v", &f(v)),
@@ -377,10 +339,10 @@ fn momentum_step(seed: u64, lang: Lang) -> Task {
             rel_tol: 0.0,
         },
         hints: vec![
-            t(lang, "ex.momentum.hint1"),
+            t(lang, "ex.momentum_step.hint1"),
             TEXT.fill(
                 lang,
-                "ex.momentum.hint2",
+                "ex.momentum_step.hint2",
                 &[
                     ("mu", &mu),
                     ("v", &f(v)),
@@ -392,7 +354,7 @@ fn momentum_step(seed: u64, lang: Lang) -> Task {
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.momentum.explain",
+            "ex.momentum_step.explain",
             &[
                 ("v_new", &f(v_new)),
                 ("theta", &f(theta)),
@@ -416,23 +378,23 @@ fn initial_loss(seed: u64, lang: Lang) -> Task {
     let answer = g.value(loss).item();
     let mut mistakes = vec![Mistake {
         answer: format!("{:.4}", 1.0 / k as f64),
-        feedback: t(lang, "ex.initloss.inverse"),
+        feedback: t(lang, "ex.initial_loss.inverse"),
     }];
     mistakes.push(Mistake {
         answer: format!("{:.2}", (k as f64).log10()),
-        feedback: t(lang, "ex.initloss.log10"),
+        feedback: t(lang, "ex.initial_loss.log10"),
     });
     Task {
-        prompt: TEXT.fill(lang, "ex.initloss.prompt", &[("k", &k)]),
+        prompt: TEXT.fill(lang, "ex.initial_loss.prompt", &[("k", &k)]),
         kind: AnswerKind::Number,
         checker: decimals(answer, 2),
         hints: vec![
-            t(lang, "ex.initloss.hint1"),
-            TEXT.fill(lang, "ex.initloss.hint2", &[("k", &k)]),
+            t(lang, "ex.initial_loss.hint1"),
+            TEXT.fill(lang, "ex.initial_loss.hint2", &[("k", &k)]),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.initloss.explain",
+            "ex.initial_loss.explain",
             &[("k", &k), ("answer", &format!("{answer:.3}"))],
         ),
         reference: format!("{answer:.2}"),
@@ -448,10 +410,10 @@ fn gradcheck_band(seed: u64, lang: Lang) -> Task {
     let err: f64 = err_text.parse().unwrap_or(err);
     let band = Band::of(err);
     let keys = [
-        "ex.band.good",
-        "ex.band.kinks",
-        "ex.band.suspicious",
-        "ex.band.wrong",
+        "ex.gradcheck_band.good",
+        "ex.gradcheck_band.kinks",
+        "ex.gradcheck_band.suspicious",
+        "ex.gradcheck_band.wrong",
     ];
     let options: Vec<String> = keys.iter().map(|k| t(lang, k)).collect();
     // The prompt's op has no kinks and the check runs in f64, so neither
@@ -468,26 +430,26 @@ fn gradcheck_band(seed: u64, lang: Lang) -> Task {
         .map(|i| Mistake {
             answer: (i + 1).to_string(),
             feedback: if no_excuse && i == 1 {
-                TEXT.fill(lang, "ex.band.no_excuse", &[("err", &err_text)])
+                TEXT.fill(lang, "ex.gradcheck_band.no_excuse", &[("err", &err_text)])
             } else {
-                TEXT.fill(lang, "ex.band.other", &[("err", &err_text)])
+                TEXT.fill(lang, "ex.gradcheck_band.other", &[("err", &err_text)])
             },
         })
         .collect();
     let explain_key = if no_excuse {
-        "ex.band.explain_no_kinks"
+        "ex.gradcheck_band.explain_no_kinks"
     } else {
-        "ex.band.explain"
+        "ex.gradcheck_band.explain"
     };
     Task {
-        prompt: TEXT.fill(lang, "ex.band.prompt", &[("err", &err_text)]),
+        prompt: TEXT.fill(lang, "ex.gradcheck_band.prompt", &[("err", &err_text)]),
         kind: AnswerKind::Choice {
             options: options.clone(),
         },
         checker: AnswerChecker::Choice { correct },
         hints: vec![
-            t(lang, "ex.band.hint1"),
-            TEXT.fill(lang, "ex.band.hint2", &[("err", &err_text), ("exp", &exp)]),
+            t(lang, "ex.gradcheck_band.hint1"),
+            TEXT.fill(lang, "ex.gradcheck_band.hint2", &[("err", &err_text), ("exp", &exp)]),
         ],
         explanation: TEXT.fill(
             lang,
@@ -519,7 +481,7 @@ fn adam_first_step(seed: u64, lang: Lang) -> Task {
     if distinct(sgd) {
         mistakes.push(Mistake {
             answer: format!("{sgd:e}"),
-            feedback: t(lang, "ex.adam.sgd"),
+            feedback: t(lang, "ex.adam_first_step.sgd"),
         });
     }
     // Without bias correction the first step uses m = (1−β₁)·g and
@@ -532,7 +494,7 @@ fn adam_first_step(seed: u64, lang: Lang) -> Task {
             answer: format!("{uncorrected:e}"),
             feedback: TEXT.fill(
                 lang,
-                "ex.adam.no_bias_correction",
+                "ex.adam_first_step.no_bias_correction",
                 &[
                     ("ratio", &show_sig(uncorrected / lr, 3)),
                     ("lr", &lr),
@@ -544,7 +506,7 @@ fn adam_first_step(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.adam.prompt",
+            "ex.adam_first_step.prompt",
             &[
                 ("g", &g),
                 ("lr", &lr),
@@ -559,8 +521,8 @@ fn adam_first_step(seed: u64, lang: Lang) -> Task {
             abs_tol: 0.0,
             rel_tol,
         },
-        hints: vec![t(lang, "ex.adam.hint1"), t(lang, "ex.adam.hint2")],
-        explanation: TEXT.fill(lang, "ex.adam.explain", &[("lr", &lr)]),
+        hints: vec![t(lang, "ex.adam_first_step.hint1"), t(lang, "ex.adam_first_step.hint2")],
+        explanation: TEXT.fill(lang, "ex.adam_first_step.explain", &[("lr", &lr)]),
         reference: format!("{lr}"),
         mistakes,
     }
@@ -575,8 +537,7 @@ mod tests {
         let task = bias_gradient(3, Lang::En);
         let first_row = &task.mistakes[0];
         assert!(
-            task.check(&first_row.answer)
-                .message()
+            task.verdict_text(&task.check(&first_row.answer), Lang::En)
                 .contains("first row")
         );
         let loss = initial_loss(1, Lang::En);
@@ -607,10 +568,10 @@ mod tests {
             let verdict = task.check(&forgot);
             assert!(!verdict.is_correct(), "{}", task.prompt);
             assert!(
-                verdict.message().contains("bias correction"),
+                task.verdict_text(&verdict, Lang::En).contains("bias correction"),
                 "{}: {forgot} got “{}”",
                 task.prompt,
-                verdict.message()
+                task.verdict_text(&verdict, Lang::En)
             );
             seed = dlsys_core::exercise::next_seed(seed);
         }

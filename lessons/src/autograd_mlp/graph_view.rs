@@ -8,7 +8,7 @@ use egui::{Align2, Color32, FontId, Pos2, Rect, Stroke, StrokeKind, Vec2};
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
-use crate::theme;
+use crate::kit::theme;
 
 /// Which expression is shown.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,7 +208,7 @@ pub fn graph_ui(ui: &mut egui::Ui, settings: &mut GraphSettings, lang: Lang) {
         ui.label(applied(&g, *last, lang));
     }
     let next = order.iter().rev().nth(settings.steps).copied();
-    crate::theme::sideways(ui, "graph_canvas", |ui| {
+    crate::kit::theme::sideways(ui, "graph_canvas", |ui| {
         draw(ui, &g, &order, &stepped, next, lang);
     });
 

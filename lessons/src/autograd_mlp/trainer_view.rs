@@ -10,7 +10,7 @@ use egui_plot::{Heatmap, Line, Plot, PlotPoint, PlotPoints, Points};
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
-use crate::{datasets, figure, theme};
+use crate::kit::{datasets, figure, theme};
 
 /// What the learner set (persisted; the trained weights are not).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

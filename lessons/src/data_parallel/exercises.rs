@@ -2,24 +2,16 @@
 //! collective core: the bytes the algorithms' schedules send, their step
 //! counts, the α-β closed forms, the speedup and step-time rules.
 
+use dlsys_core::names::Named as _;
 use dlsys_core::collective::{
     Algorithm, Link, Op, OverlapPlan, Schedule, comm_time, crossover_bytes, equal_layers, overlap_step, overlapped_step,
     speedup, sync_step,
 };
-use dlsys_core::exercise::{Exercise, Task};
+use dlsys_core::exercise::Task;
 use dlsys_core::text::Lang;
-use rand::SeedableRng as _;
 
-use super::{TEXT, algorithm_name};
-use crate::exercise_kit::{pick, show};
-
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed ^ 0xd47a_0a11)
-}
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
+use super::TEXT;
+use crate::kit::exercise_kit::{pick, show};
 
 const MB: f64 = 1e6;
 
@@ -32,53 +24,19 @@ fn link(alpha_us: f64, gbps: f64) -> Link {
     })
 }
 
-pub const EXERCISES: [Exercise; 9] = [
-    Exercise {
-        id: "ring_bytes_per_worker",
-        title: |l| t(l, "ex.ring_bytes.title"),
-        generate: ring_bytes,
-    },
-    Exercise {
-        id: "server_traffic",
-        title: |l| t(l, "ex.server.title"),
-        generate: server_traffic,
-    },
-    Exercise {
-        id: "all_reduce_steps",
-        title: |l| t(l, "ex.steps.title"),
-        generate: steps,
-    },
-    Exercise {
-        id: "ring_tree_crossover",
-        title: |l| t(l, "ex.crossover.title"),
-        generate: crossover,
-    },
-    Exercise {
-        id: "ring_time",
-        title: |l| t(l, "ex.ring_time.title"),
-        generate: ring_time,
-    },
-    Exercise {
-        id: "speedup",
-        title: |l| t(l, "ex.speedup.title"),
-        generate: speedup_task,
-    },
-    Exercise {
-        id: "straggler",
-        title: |l| t(l, "ex.straggler.title"),
-        generate: straggler,
-    },
-    Exercise {
-        id: "overlap",
-        title: |l| t(l, "ex.overlap.title"),
-        generate: overlap,
-    },
-    Exercise {
-        id: "last_bucket",
-        title: |l| t(l, "ex.bucket.title"),
-        generate: last_bucket,
-    },
-];
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0xd47a_0a11,
+    ring_bytes_per_worker => ring_bytes,
+    server_traffic => server_traffic,
+    all_reduce_steps => steps,
+    ring_tree_crossover => crossover,
+    ring_time => ring_time,
+    speedup => speedup_task,
+    straggler => straggler,
+    overlap => overlap,
+    last_bucket => last_bucket,
+}
 
 /// Bytes worker 0 sends in `algorithm`'s all-reduce of `mb` MB of f32 over
 /// `n` workers, read off the schedule (the sizes used here divide evenly).
@@ -99,15 +57,15 @@ fn ring_bytes(seed: u64, lang: Lang) -> Task {
     let answer = sent_mb(Algorithm::Ring, n, elements, 0);
     let total: f64 = (0..n).map(|w| sent_mb(Algorithm::Ring, n, elements, w)).sum();
     Task::numeric(
-        TEXT.fill(lang, "ex.ring_bytes.prompt", &[("n", &n), ("size", &mb)]),
+        TEXT.fill(lang, "ex.ring_bytes_per_worker.prompt", &[("n", &n), ("size", &mb)]),
         answer,
-        vec![t(lang, "ex.ring_bytes.hint1"), t(lang, "ex.ring_bytes.hint2")],
-        TEXT.fill(lang, "ex.ring_bytes.explain", &[("n", &n), ("n1", &(n - 1)), ("size", &mb), ("answer", &show(answer))]),
+        vec![t(lang, "ex.ring_bytes_per_worker.hint1"), t(lang, "ex.ring_bytes_per_worker.hint2")],
+        TEXT.fill(lang, "ex.ring_bytes_per_worker.explain", &[("n", &n), ("n1", &(n - 1)), ("size", &mb), ("answer", &show(answer))]),
         vec![
-            (mb, t(lang, "ex.ring_bytes.s")),
-            (answer / 2.0, t(lang, "ex.ring_bytes.half")),
-            (total, t(lang, "ex.ring_bytes.total")),
-            (2.0 * mb, t(lang, "ex.ring_bytes.two_s")),
+            (mb, t(lang, "ex.ring_bytes_per_worker.s")),
+            (answer / 2.0, t(lang, "ex.ring_bytes_per_worker.half")),
+            (total, t(lang, "ex.ring_bytes_per_worker.total")),
+            (2.0 * mb, t(lang, "ex.ring_bytes_per_worker.two_s")),
         ],
     )
 }
@@ -125,14 +83,14 @@ fn server_traffic(seed: u64, lang: Lang) -> Task {
         })
         .unwrap_or((f64::NAN, f64::NAN));
     Task::numeric(
-        TEXT.fill(lang, "ex.server.prompt", &[("n", &n), ("size", &mb)]),
+        TEXT.fill(lang, "ex.server_traffic.prompt", &[("n", &n), ("size", &mb)]),
         received,
-        vec![t(lang, "ex.server.hint1")],
-        TEXT.fill(lang, "ex.server.explain", &[("n", &n), ("size", &mb), ("answer", &show(received))]),
+        vec![t(lang, "ex.server_traffic.hint1")],
+        TEXT.fill(lang, "ex.server_traffic.explain", &[("n", &n), ("size", &mb), ("answer", &show(received))]),
         vec![
-            (mb, t(lang, "ex.server.one")),
-            (received + sent, t(lang, "ex.server.both")),
-            (sent_mb(Algorithm::Ring, n, elements, 0), t(lang, "ex.server.ring")),
+            (mb, t(lang, "ex.server_traffic.one")),
+            (received + sent, t(lang, "ex.server_traffic.both")),
+            (sent_mb(Algorithm::Ring, n, elements, 0), t(lang, "ex.server_traffic.ring")),
         ],
     )
 }
@@ -143,24 +101,24 @@ fn steps(seed: u64, lang: Lang) -> Task {
     let n = pick(&mut rng, &[3, 4, 5, 6, 8, 10, 12, 16]);
     let count = |a: Algorithm| a.cost(n).steps as f64;
     let answer = count(algorithm);
-    let mut candidates = vec![(answer / 2.0, t(lang, "ex.steps.half"))];
+    let mut candidates = vec![(answer / 2.0, t(lang, "ex.all_reduce_steps.half"))];
     for other in [Algorithm::Ring, Algorithm::Tree, Algorithm::HalvingDoubling] {
         if other != algorithm {
-            candidates.push((count(other), t(lang, "ex.steps.other")));
+            candidates.push((count(other), t(lang, "ex.all_reduce_steps.other")));
         }
     }
     if algorithm == Algorithm::Tree {
-        candidates.push((2.0 * (n as f64).log2().floor(), t(lang, "ex.steps.floor")));
+        candidates.push((2.0 * (n as f64).log2().floor(), t(lang, "ex.all_reduce_steps.floor")));
     }
     if algorithm == Algorithm::HalvingDoubling && !n.is_power_of_two() {
-        candidates.push((2.0 * (n as f64).log2().floor(), t(lang, "ex.steps.no_fold")));
+        candidates.push((2.0 * (n as f64).log2().floor(), t(lang, "ex.all_reduce_steps.no_fold")));
     }
-    let algo = algorithm_name(algorithm, lang);
+    let algo = algorithm.name(lang);
     Task::numeric(
-        TEXT.fill(lang, "ex.steps.prompt", &[("n", &n), ("algo", &algo)]),
+        TEXT.fill(lang, "ex.all_reduce_steps.prompt", &[("n", &n), ("algo", &algo)]),
         answer,
-        vec![t(lang, &format!("ex.steps.hint.{}", algorithm.id()))],
-        TEXT.fill(lang, "ex.steps.explain", &[("answer", &answer)]),
+        vec![t(lang, &format!("ex.all_reduce_steps.hint.{}", algorithm.id()))],
+        TEXT.fill(lang, "ex.all_reduce_steps.explain", &[("answer", &answer)]),
         candidates,
     )
 }
@@ -180,13 +138,13 @@ fn crossover(seed: u64, lang: Lang) -> Task {
     let no_ring_bw = (ring.latency_terms - tree.latency_terms) * alpha_beta / tree.bandwidth_terms;
     let levels = tree.steps / 2;
     Task::numeric(
-        TEXT.fill(lang, "ex.crossover.prompt", &[("n", &n), ("alpha", &alpha), ("gbps", &gbps)]),
+        TEXT.fill(lang, "ex.ring_tree_crossover.prompt", &[("n", &n), ("alpha", &alpha), ("gbps", &gbps)]),
         answer,
-        vec![t(lang, "ex.crossover.hint1"), t(lang, "ex.crossover.hint2")],
-        TEXT.fill(lang, "ex.crossover.explain", &[("levels", &levels), ("answer", &show(answer))]),
+        vec![t(lang, "ex.ring_tree_crossover.hint1"), t(lang, "ex.ring_tree_crossover.hint2")],
+        TEXT.fill(lang, "ex.ring_tree_crossover.explain", &[("levels", &levels), ("answer", &show(answer))]),
         vec![
-            (kb(alpha_beta), t(lang, "ex.crossover.alpha_beta")),
-            (kb(no_ring_bw), t(lang, "ex.crossover.no_ring_bw")),
+            (kb(alpha_beta), t(lang, "ex.ring_tree_crossover.alpha_beta")),
+            (kb(no_ring_bw), t(lang, "ex.ring_tree_crossover.no_ring_bw")),
         ],
     )
 }
@@ -320,14 +278,14 @@ fn last_bucket(seed: u64, lang: Lang) -> Task {
     Task::numeric(
         TEXT.fill(
             lang,
-            "ex.bucket.prompt",
+            "ex.last_bucket.prompt",
             &[("l", &layers), ("p", &layer_mb), ("k", &per_bucket), ("n", &n), ("alpha", &alpha), ("gbps", &gbps)],
         ),
         answer,
-        vec![t(lang, "ex.bucket.hint1"), TEXT.fill(lang, "ex.bucket.hint2", &[("l", &layers), ("k", &per_bucket)])],
+        vec![t(lang, "ex.last_bucket.hint1"), TEXT.fill(lang, "ex.last_bucket.hint2", &[("l", &layers), ("k", &per_bucket)])],
         TEXT.fill(
             lang,
-            "ex.bucket.explain",
+            "ex.last_bucket.explain",
             &[
                 ("last", &last),
                 ("mb", &last_mb),
@@ -339,15 +297,15 @@ fn last_bucket(seed: u64, lang: Lang) -> Task {
             ],
         ),
         vec![
-            (0.0, t(lang, "ex.bucket.zero")),
-            (ring(layers as f64 * layer_mb), t(lang, "ex.bucket.whole")),
+            (0.0, t(lang, "ex.last_bucket.zero")),
+            (ring(layers as f64 * layer_mb), t(lang, "ex.last_bucket.whole")),
             (
                 ring(per_bucket as f64 * layer_mb),
-                TEXT.fill(lang, "ex.bucket.full", &[("k", &per_bucket), ("last", &last)]),
+                TEXT.fill(lang, "ex.last_bucket.full", &[("k", &per_bucket), ("last", &last)]),
             ),
             (
                 ms(Algorithm::Ring.cost(n).bandwidth_terms * last_mb * MB / link.bytes_per_s),
-                t(lang, "ex.bucket.no_alpha"),
+                t(lang, "ex.last_bucket.no_alpha"),
             ),
         ],
     )
@@ -363,7 +321,7 @@ mod tests {
     /// the numbers move with the seed.
     #[test]
     fn every_variant_has_a_real_answer_and_its_mistakes_are_caught() {
-        crate::check_numeric_exercises(&EXERCISES, 1);
+        crate::check_numeric_exercises(EXERCISES, 1);
     }
 
     /// The last bucket's all-reduce is all that shows, and it holds what
@@ -381,7 +339,7 @@ mod tests {
         let mut seed = FIRST_SEED;
         for _ in 0..200 {
             let task = last_bucket(seed, Lang::En);
-            for key in ["ex.bucket.no_alpha", "ex.bucket.zero", "ex.bucket.whole"] {
+            for key in ["ex.last_bucket.no_alpha", "ex.last_bucket.zero", "ex.last_bucket.whole"] {
                 assert!(task.mistakes.iter().any(|m| m.feedback == t(Lang::En, key)), "seed {seed}: {key}");
             }
             seed = next_seed(seed);

@@ -9,13 +9,14 @@ mod step_view;
 mod train_view;
 mod wire_view;
 
+use dlsys_core::names::Named as _;
 use dlsys_core::collective::{Algorithm, Link, MAX_WORKERS, MIN_WORKERS};
 use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
 /// The lesson's views take their number fields from here.
-use crate::number_field as number;
+use crate::kit::number_field as number;
 
 pub use exercises::EXERCISES;
 
@@ -25,20 +26,6 @@ crate::lesson_text!("data_parallel");
 pub const VIEW_ELEMENTS: usize = 16;
 /// The largest gradient the wire view takes, in MiB (2²⁶ f32 elements).
 pub const MAX_MIB: f64 = 256.0;
-
-/// An algorithm's name in `lang` (the CLI uses it too).
-pub fn algorithm_name(a: Algorithm, lang: Lang) -> String {
-    TEXT.get(lang, &format!("algo.{}", a.id())).to_owned()
-}
-
-/// Node `w`'s name: `w3`, or the server (node N of a parameter server).
-pub fn node_name(w: usize, workers: usize, lang: Lang) -> String {
-    if w >= workers {
-        TEXT.get(lang, "server").to_owned()
-    } else {
-        TEXT.fill(lang, "worker", &[("w", &w)])
-    }
-}
 
 /// Everything the learner set up; survives restarts (and is clamped to
 /// what the views take when read back).
@@ -151,27 +138,23 @@ impl Lesson for DataParallel {
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
         self.settings.clamped();
-        crate::header_ui(ui, &TEXT, lang);
+        crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
         let s = &mut self.settings;
-        let sections: [(&str, &'static str, View); 5] = [
-            ("dp_step", "step.heading", step_view::ui),
-            ("dp_wire", "wire.heading", wire_view::ui),
-            ("dp_gantt", "gantt.heading", wire_view::gantt_ui),
-            ("dp_scale", "scale.heading", scaling_view::ui),
-            ("dp_overlap", "overlap.heading", overlap_view::ui),
+        let sections: [(&str, View); 5] = [
+            ("step", step_view::ui),
+            ("wire", wire_view::ui),
+            ("gantt", wire_view::gantt_ui),
+            ("scale", scaling_view::ui),
+            ("overlap", overlap_view::ui),
         ];
-        for (id, key, body) in sections {
-            egui::CollapsingHeader::new(egui::RichText::new(t(lang, key)).strong())
-                .id_salt(id)
-                .default_open(true)
-                .show(ui, |ui| body(ui, s, lang));
+        for (id, body) in sections {
+            crate::kit::section(ui, &TEXT, lang, id, |ui| body(ui, s, lang));
         }
         let training = &mut self.training;
-        egui::CollapsingHeader::new(egui::RichText::new(t(lang, "train.heading")).strong())
-            .id_salt("dp_train")
-            .default_open(true)
-            .show(ui, |ui| train_view::ui(ui, s, training, lang));
+        crate::kit::section(ui, &TEXT, lang, "train", |ui| {
+            train_view::ui(ui, s, training, lang);
+        });
     }
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
@@ -199,10 +182,10 @@ impl Lesson for DataParallel {
 fn algorithm_combo(ui: &mut egui::Ui, id: &str, value: &mut Algorithm, lang: Lang) {
     let label = ui.label(t(lang, "algo.label"));
     egui::ComboBox::from_id_salt(id)
-        .selected_text(algorithm_name(*value, lang))
+        .selected_text(value.name(lang))
         .show_ui(ui, |ui| {
             for a in Algorithm::ALL {
-                ui.selectable_value(value, a, algorithm_name(a, lang))
+                ui.selectable_value(value, a, a.name(lang))
                     .on_hover_text(TEXT.get(lang, &format!("algo.{}.tip", a.id())));
             }
         })
@@ -215,7 +198,7 @@ fn algorithm_combo(ui: &mut egui::Ui, id: &str, value: &mut Algorithm, lang: Lan
 /// An algorithm's series colour, the same in every plot of the lesson.
 fn color(visuals: &egui::Visuals, a: Algorithm) -> egui::Color32 {
     let index = Algorithm::ALL.iter().position(|x| *x == a).unwrap_or(0);
-    crate::theme::series(visuals, index)
+    crate::kit::theme::series(visuals, index)
 }
 
 #[cfg(test)]
@@ -251,7 +234,7 @@ mod tests {
     fn every_algorithm_and_step_kind_has_a_name_in_both_languages() {
         for lang in Lang::ALL {
             for a in Algorithm::ALL {
-                assert!(!algorithm_name(a, lang).starts_with("algo."), "{a:?}");
+                assert!(!a.name(lang).starts_with("algo."), "{a:?}");
             }
             for k in dlsys_core::collective::StepKind::ALL {
                 let key = format!("kind.{}", k.key());

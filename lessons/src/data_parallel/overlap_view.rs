@@ -2,13 +2,14 @@
 //! (as DDP does), drawn against the step that all-reduces after backward,
 //! and the step time against the bucket size.
 
+use dlsys_core::names::Named as _;
 use dlsys_core::collective::{OverlapPlan, OverlapStep, comm_time, equal_layers, overlap_step};
 use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::text::Lang;
 
-use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, number, t};
-use crate::{gantt, theme};
+use super::{MAX_MIB, Settings, TEXT, algorithm_combo, number, t};
+use crate::kit::{gantt, theme};
 
 /// The most layers the view splits the model into (a bar each).
 pub const MAX_VIEW_LAYERS: usize = 64;
@@ -124,7 +125,7 @@ fn timeline(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
         lang,
         "overlap.gantt",
         &[
-            ("algo", &algorithm_name(s.algorithm, lang)),
+            ("algo", &s.algorithm.name(lang)),
             ("none", &show_seconds(timed.no_overlap_s)),
             ("with", &show_seconds(timed.end_s)),
         ],
@@ -183,7 +184,7 @@ fn timeline(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
 /// half a layer (below that every layer is a bucket of its own) to one
 /// bucket for everything.
 fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
-    use crate::figure::Key;
+    use crate::kit::figure::Key;
     use egui_plot::{HLine, Line, Plot, PlotPoints, VLine};
     let visuals = ui.visuals().clone();
     let total = 4.0 * s.gradient_elements() as f64;
@@ -247,7 +248,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
                     .width(1.0),
             );
         });
-    crate::figure::legend(
+    crate::kit::figure::legend(
         ui,
         "dp_overlap_plot",
         &[

@@ -1,15 +1,16 @@
 //! How far N workers scale: the speedup N·T_compute / (T_compute + T_comm)
 //! for each algorithm's all-reduce of the gradient, against the ideal N.
 
+use dlsys_core::names::Named as _;
 use dlsys_core::collective::{Algorithm, MAX_WORKERS, comm_time, speedup};
 use dlsys_core::float::show_sig;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::text::Lang;
 
-use super::{Settings, TEXT, algorithm_name, color, number, t};
+use super::{Settings, TEXT, color, number, t};
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
-    use crate::figure::{self, Key};
+    use crate::kit::figure::{self, Key};
     use egui_plot::{Line, Plot, PlotPoints};
     ui.label(t(lang, "scale.explain"));
     ui.horizontal_wrapped(|ui| {
@@ -37,11 +38,11 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
                 let points: Vec<[f64; 2]> = (1..=MAX_WORKERS)
                     .map(|n| [n as f64, speedup(n, compute, comm_time(a, n, bytes, link))])
                     .collect();
-                plot.line(Line::new(algorithm_name(a, lang), PlotPoints::from(points)).color(color(&visuals, a)));
+                plot.line(Line::new(a.name(lang), PlotPoints::from(points)).color(color(&visuals, a)));
             }
         });
     let mut keys = vec![Key::rule(t(lang, "scale.ideal"), visuals.weak_text_color())];
-    keys.extend(Algorithm::ALL.into_iter().map(|a| Key::line(algorithm_name(a, lang), color(&visuals, a))));
+    keys.extend(Algorithm::ALL.into_iter().map(|a| Key::line(a.name(lang), color(&visuals, a))));
     figure::legend(ui, "dp_scale_plot", &keys);
     let n = s.workers;
     let comm = comm_time(Algorithm::Ring, n, bytes, link);

@@ -2,6 +2,7 @@
 //! after each step, whose values each element holds, the messages of the
 //! step, and at the end the check of the result.
 
+use dlsys_core::names::{Named as _, Node};
 use dlsys_core::collective::{
     Combine, Op, RELATIVE_TOLERANCE, Schedule, Trace, check_result, run_traced,
 };
@@ -11,8 +12,8 @@ use dlsys_core::text::Lang;
 use egui::{RichText, Sense, Stroke, Vec2};
 use rand::{RngExt as _, SeedableRng as _};
 
-use super::{Settings, TEXT, VIEW_ELEMENTS, algorithm_combo, node_name, number, t};
-use crate::theme;
+use super::{Settings, TEXT, VIEW_ELEMENTS, algorithm_combo, number, t};
+use crate::kit::theme;
 
 /// The messages listed under the grid before "… and k more".
 const LISTED: usize = 8;
@@ -79,7 +80,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
         let kind = TEXT.get(lang, &key);
         ui.label(RichText::new(TEXT.fill(lang, "step.at", &[("k", &k), ("steps", &steps), ("kind", &kind)])).strong());
     }
-    crate::theme::sideways(ui, "dp_step_grid", |ui| grid(ui, &schedule, &trace, k, lang));
+    crate::kit::theme::sideways(ui, "dp_step_grid", |ui| grid(ui, &schedule, &trace, k, lang));
     if k > 0 {
         messages(ui, &schedule, k, lang);
     }
@@ -87,7 +88,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     let list: Vec<String> = sent
         .iter()
         .enumerate()
-        .map(|(w, e)| format!("{} {}", node_name(w, schedule.workers, lang), show_bytes(4 * e)))
+        .map(|(w, e)| format!("{} {}", Node { index: w, workers: schedule.workers }.name(lang), show_bytes(4 * e)))
         .collect();
     ui.weak(TEXT.fill(lang, "step.sent", &[("list", &list.join(t(lang, "list.sep")))]));
     if k == steps {
@@ -118,7 +119,7 @@ fn grid(ui: &mut egui::Ui, schedule: &Schedule, trace: &Trace<f32>, k: usize, la
         }
         ui.end_row();
         for node in 0..schedule.nodes {
-            let name = node_name(node, n, lang);
+            let name = Node { index: node, workers: n }.name(lang);
             ui.label(RichText::new(&name).monospace());
             for i in 0..schedule.elements {
                 let value = trace.values[k][node][i];
@@ -166,8 +167,8 @@ fn messages(ui: &mut egui::Ui, schedule: &Schedule, k: usize, lang: Lang) {
             lang,
             key,
             &[
-                ("from", &node_name(m.from, n, lang)),
-                ("to", &node_name(m.to, n, lang)),
+                ("from", &Node { index: m.from, workers: n }.name(lang)),
+                ("to", &Node { index: m.to, workers: n }.name(lang)),
                 ("lo", &m.start),
                 ("hi", &(m.start + m.len - 1)),
             ],

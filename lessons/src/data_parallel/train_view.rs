@@ -3,6 +3,7 @@
 //! loss beside one worker with the whole batch, and one step on the
 //! virtual clock per worker (compute, waiting, all-reduce).
 
+use dlsys_core::names::{Named as _, Node};
 use dlsys_core::collective::{
     AsyncRun, CollectiveError, DpRun, DpSettings, Straggler, train_async, train_single, train_sync,
 };
@@ -11,9 +12,9 @@ use dlsys_core::float::show_sig;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::nn::{Activation, OptimizerKind, data};
 use dlsys_core::text::Lang;
-use super::{Settings, TEXT, node_name, number, t};
-use crate::background::Background;
-use crate::{gantt, theme};
+use super::{Settings, TEXT, number, t};
+use crate::kit::background::Background;
+use crate::kit::{gantt, theme};
 
 /// What a finished run shows.
 pub struct Trained {
@@ -210,12 +211,12 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
             );
             plot.line(Line::new(dp_name.clone(), curve(&dp)).color(theme::series(&visuals, 0)));
         });
-    crate::figure::legend(
+    crate::kit::figure::legend(
         ui,
         "dp_train_loss",
         &[
-            crate::figure::Key::line(dp_name, theme::series(&visuals, 0)),
-            crate::figure::Key::line(single_key, theme::series(&visuals, 1).gamma_multiply(0.6)),
+            crate::kit::figure::Key::line(dp_name, theme::series(&visuals, 0)),
+            crate::kit::figure::Key::line(single_key, theme::series(&visuals, 1).gamma_multiply(0.6)),
         ],
     );
     versus_async(ui, trained, lang);
@@ -289,12 +290,12 @@ fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
             plot.line(Line::new(t(lang, "train.series_async"), PlotPoints::from(asynchronous)).color(theme::series(&visuals, 4)));
             plot.line(Line::new(t(lang, "train.series_sync"), PlotPoints::from(sync)).color(theme::series(&visuals, 0)).width(2.0));
         });
-    crate::figure::legend(
+    crate::kit::figure::legend(
         ui,
         "dp_async_loss",
         &[
-            crate::figure::Key::line(t(lang, "train.series_sync"), theme::series(&visuals, 0)),
-            crate::figure::Key::line(t(lang, "train.series_async"), theme::series(&visuals, 4)),
+            crate::kit::figure::Key::line(t(lang, "train.series_sync"), theme::series(&visuals, 0)),
+            crate::kit::figure::Key::line(t(lang, "train.series_async"), theme::series(&visuals, 4)),
         ],
     );
 }
@@ -330,7 +331,7 @@ fn step_timeline(ui: &mut egui::Ui, ran: &DpSettings, step: &dlsys_core::collect
             }
             bars.push(bar(slowest, step.step_s, comm_color));
             gantt::Row {
-                label: node_name(w, ran.workers, lang),
+                label: Node { index: w, workers: ran.workers }.name(lang),
                 bars,
             }
         })

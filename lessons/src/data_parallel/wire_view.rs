@@ -2,6 +2,7 @@
 //! simulation of the real schedules, the crossover, the algorithms side by
 //! side for one gradient, and one all-reduce drawn on the virtual clock.
 
+use dlsys_core::names::{Named as _, Node};
 use dlsys_core::collective::{
     Algorithm, MAX_ELEMENTS, Network, Op, Schedule, StepKind, compare, crossover_bytes, simulate,
     simulate_on,
@@ -10,8 +11,8 @@ use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::text::Lang;
-use super::{MAX_MIB, Settings, TEXT, algorithm_combo, algorithm_name, color, node_name, number, t};
-use crate::{gantt, theme};
+use super::{MAX_MIB, Settings, TEXT, algorithm_combo, color, number, t};
+use crate::kit::{gantt, theme};
 
 /// The plot's message sizes: 2⁸ to 2²⁸ bytes (log₂ on the axis).
 const LOG2_FROM: f64 = 8.0;
@@ -62,7 +63,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             }
             ui.end_row();
             for r in &rows {
-                ui.colored_label(color(ui.visuals(), r.algorithm), algorithm_name(r.algorithm, lang));
+                ui.colored_label(color(ui.visuals(), r.algorithm), r.algorithm.name(lang));
                 ui.label(r.steps.to_string());
                 ui.label(show_bytes(r.worker_max_bytes));
                 ui.label(show_bytes(r.busiest_bytes));
@@ -99,7 +100,7 @@ fn simulated_sizes(n: usize) -> Vec<usize> {
 }
 
 fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
-    use crate::figure::{self, Key};
+    use crate::kit::figure::{self, Key};
     use egui_plot::{Line, Plot, PlotPoints, Points, VLine, uniform_grid_spacer};
     let (n, link) = (s.workers, s.link());
     let visuals = ui.visuals().clone();
@@ -142,7 +143,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
                         [x, cost.time(x.exp2(), link).log10()]
                     })
                     .collect();
-                plot.line(Line::new(algorithm_name(a, lang), PlotPoints::from(line)).color(color(&visuals, a)));
+                plot.line(Line::new(a.name(lang), PlotPoints::from(line)).color(color(&visuals, a)));
                 let points: Vec<[f64; 2]> = simulated_sizes(n)
                     .into_iter()
                     .filter_map(|e| {
@@ -152,7 +153,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
                     })
                     .collect();
                 // Under the line's name: one legend entry shows and hides both.
-                plot.points(Points::new(algorithm_name(a, lang), PlotPoints::from(points)).radius(3.0).color(color(&visuals, a)));
+                plot.points(Points::new(a.name(lang), PlotPoints::from(points)).radius(3.0).color(color(&visuals, a)));
             }
             if let Some(bytes) = crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, link) {
                 let x = bytes.log2();
@@ -168,7 +169,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
         });
     let mut keys: Vec<Key> = Algorithm::ALL
         .into_iter()
-        .map(|a| Key::line(algorithm_name(a, lang), color(&visuals, a)))
+        .map(|a| Key::line(a.name(lang), color(&visuals, a)))
         .collect();
     if crossover_bytes(Algorithm::Ring, Algorithm::Tree, n, link)
         .is_some_and(|b| (LOG2_FROM..=LOG2_TO).contains(&b.log2()))
@@ -185,7 +186,7 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     ui.label(t(lang, "gantt.explain"));
     ui.horizontal_wrapped(|ui| {
         algorithm_combo(ui, "dp_gantt_algo", &mut s.algorithm, lang);
-        ui.checkbox(&mut s.slow_link, TEXT.fill(lang, "gantt.slow", &[("worker", &node_name(s.workers - 1, s.workers, lang))]));
+        ui.checkbox(&mut s.slow_link, TEXT.fill(lang, "gantt.slow", &[("worker", &Node { index: s.workers - 1, workers: s.workers }.name(lang))]));
         if s.slow_link {
             number(ui, t(lang, "gantt.slow_factor"), &mut s.slow_factor, 1.0..=100.0, 0.05);
         }
@@ -221,7 +222,7 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     // Each message on its sender's row; `index` finds it again for the tooltip.
     let mut rows: Vec<gantt::Row> = (0..schedule.nodes)
         .map(|node| gantt::Row {
-            label: node_name(node, n, lang),
+            label: Node { index: node, workers: n }.name(lang),
             bars: Vec::new(),
         })
         .collect();
@@ -238,7 +239,7 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
         lang,
         "gantt.summary",
         &[
-            ("algo", &algorithm_name(s.algorithm, lang)),
+            ("algo", &s.algorithm.name(lang)),
             ("size", &show_bytes(4 * elements as u64)),
             ("end", &show_seconds(timeline.end_s)),
             ("messages", &timeline.transfers.len()),
@@ -250,7 +251,7 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             lang,
             "gantt.slow_summary",
             &[
-                ("worker", &node_name(n - 1, n, lang)),
+                ("worker", &Node { index: n - 1, workers: n }.name(lang)),
                 ("uniform", &show_seconds(uniform.end_s)),
                 ("ratio", &show_sig(timeline.end_s / uniform.end_s.max(f64::MIN_POSITIVE), 3)),
             ],
@@ -262,8 +263,8 @@ pub fn gantt_ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             lang,
             "gantt.tip",
             &[
-                ("from", &node_name(x.from, n, lang)),
-                ("to", &node_name(x.to, n, lang)),
+                ("from", &Node { index: x.from, workers: n }.name(lang)),
+                ("to", &Node { index: x.to, workers: n }.name(lang)),
                 ("bytes", &show_bytes(x.bytes)),
                 ("start", &show_seconds(x.start_s)),
                 ("end", &show_seconds(x.end_s)),

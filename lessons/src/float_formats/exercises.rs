@@ -1,20 +1,12 @@
 //! The float lesson's exercises: each task is generated from a seed and every
 //! expected answer is computed by the emulator.
 
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
 use dlsys_core::float::{Format, Rounding, show, show_sig};
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::RngExt as _;
 
 use super::TEXT;
-
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed)
-}
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
 
 fn layout(format: &Format) -> String {
     format!("1-{}-{}", format.exp_bits, format.man_bits)
@@ -33,48 +25,18 @@ fn number(expected: f64, digits: i32) -> AnswerChecker {
     }
 }
 
-pub const EXERCISES: [Exercise; 8] = [
-    Exercise {
-        id: "fp16_bits",
-        title: |l| t(l, "ex.bits.title"),
-        generate: fp16_bits,
-    },
-    Exercise {
-        id: "fp16_overflow",
-        title: |l| t(l, "ex.overflow.title"),
-        generate: fp16_overflow,
-    },
-    Exercise {
-        id: "min_subnormal",
-        title: |l| t(l, "ex.subnormal.title"),
-        generate: min_subnormal,
-    },
-    Exercise {
-        id: "tf32_rna",
-        title: |l| t(l, "ex.tf32.title"),
-        generate: tf32_rna,
-    },
-    Exercise {
-        id: "accumulation_stall",
-        title: |l| t(l, "ex.accumulate.title"),
-        generate: accumulation_stall,
-    },
-    Exercise {
-        id: "epsilon",
-        title: |l| t(l, "ex.eps.title"),
-        generate: epsilon,
-    },
-    Exercise {
-        id: "max_finite",
-        title: |l| t(l, "ex.max.title"),
-        generate: max_finite,
-    },
-    Exercise {
-        id: "loss_scale",
-        title: |l| t(l, "ex.scale.title"),
-        generate: loss_scale,
-    },
-];
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0,
+    fp16_bits => fp16_bits,
+    fp16_overflow => fp16_overflow,
+    min_subnormal => min_subnormal,
+    tf32_rna => tf32_rna,
+    accumulation_stall => accumulation_stall,
+    epsilon => epsilon,
+    max_finite => max_finite,
+    loss_scale => loss_scale,
+}
 
 fn fp16_bits(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
@@ -106,34 +68,34 @@ fn fp16_bits(seed: u64, lang: Lang) -> Task {
     let bf16 = Format::bf16().encode_f64(x, Rounding::NearestEven);
     mistakes.push(Mistake {
         answer: format!("0x{bf16:04x}"),
-        feedback: t(lang, "ex.bits.bf16"),
+        feedback: t(lang, "ex.fp16_bits.bf16"),
     });
     let rtz = fp16.encode_f64(x, Rounding::TowardZero);
     if rtz != bits {
         mistakes.push(Mistake {
             answer: format!("0x{rtz:04x}"),
-            feedback: t(lang, "ex.bits.truncated"),
+            feedback: t(lang, "ex.fp16_bits.truncated"),
         });
     }
     let top = Format::fp32().encode_f64(x, Rounding::NearestEven) >> 16;
     if top != bits && top != bf16 {
         mistakes.push(Mistake {
             answer: format!("0x{top:04x}"),
-            feedback: t(lang, "ex.bits.fp32_top"),
+            feedback: t(lang, "ex.fp16_bits.fp32_top"),
         });
     }
     Task {
-        prompt: TEXT.fill(lang, "ex.bits.prompt", &[("x", &xs)]),
+        prompt: TEXT.fill(lang, "ex.fp16_bits.prompt", &[("x", &xs)]),
         kind: AnswerKind::Bits { width: 16 },
         checker: AnswerChecker::Bits {
             expected: u64::from(bits),
             width: 16,
         },
         hints: vec![
-            t(lang, "ex.bits.hint1"),
+            t(lang, "ex.fp16_bits.hint1"),
             TEXT.fill(
                 lang,
-                "ex.bits.hint2",
+                "ex.fp16_bits.hint2",
                 &[
                     ("x", &xs),
                     ("mantissa_value", &show_sig(x.abs() / 2f64.powi(e), 8)),
@@ -144,7 +106,7 @@ fn fp16_bits(seed: u64, lang: Lang) -> Task {
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.bits.explain",
+            "ex.fp16_bits.explain",
             &[
                 ("x", &xs),
                 ("value", &show(d.value)),
@@ -186,7 +148,7 @@ fn fp16_overflow(seed: u64, lang: Lang) -> Task {
             answer: (i + 1).to_string(),
             feedback: TEXT.fill(
                 lang,
-                "ex.overflow.fits",
+                "ex.fp16_overflow.fits",
                 &[
                     ("value", &show(*v)),
                     ("stored", &show(fp16.round_f64(*v, Rounding::NearestEven))),
@@ -196,7 +158,7 @@ fn fp16_overflow(seed: u64, lang: Lang) -> Task {
         .collect();
     let max = show(range.max_finite);
     Task {
-        prompt: t(lang, "ex.overflow.prompt"),
+        prompt: t(lang, "ex.fp16_overflow.prompt"),
         kind: AnswerKind::Choice { options: texts },
         checker: AnswerChecker::Choice {
             correct: answer_index,
@@ -204,7 +166,7 @@ fn fp16_overflow(seed: u64, lang: Lang) -> Task {
         hints: vec![
             TEXT.fill(
                 lang,
-                "ex.overflow.hint1",
+                "ex.fp16_overflow.hint1",
                 &[
                     ("max", &max),
                     ("next", &show(range.max_finite + ulp_at_max)),
@@ -212,7 +174,7 @@ fn fp16_overflow(seed: u64, lang: Lang) -> Task {
             ),
             TEXT.fill(
                 lang,
-                "ex.overflow.hint2",
+                "ex.fp16_overflow.hint2",
                 &[
                     ("max", &max),
                     ("next", &show(range.max_finite + ulp_at_max)),
@@ -221,7 +183,7 @@ fn fp16_overflow(seed: u64, lang: Lang) -> Task {
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.overflow.explain",
+            "ex.fp16_overflow.explain",
             &[
                 ("answer", &show(overflowing)),
                 ("threshold", &show(threshold)),
@@ -263,18 +225,18 @@ fn min_subnormal(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.subnormal.prompt",
+            "ex.min_subnormal.prompt",
             &[("format", &format.name), ("layout", &layout(&format))],
         ),
         kind: AnswerKind::Number,
         checker: number(range.min_subnormal, 3),
         hints: vec![
-            t(lang, "ex.subnormal.hint1"),
-            TEXT.fill(lang, "ex.subnormal.hint2", &[("bias", &format.bias)]),
+            t(lang, "ex.min_subnormal.hint1"),
+            TEXT.fill(lang, "ex.min_subnormal.hint2", &[("bias", &format.bias)]),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.subnormal.explain",
+            "ex.min_subnormal.explain",
             &[
                 ("emin", &range.emin),
                 ("man_bits", &format.man_bits),
@@ -288,13 +250,13 @@ fn min_subnormal(seed: u64, lang: Lang) -> Task {
                 answer: show(range.min_normal),
                 feedback: TEXT.fill(
                     lang,
-                    "ex.subnormal.normal",
+                    "ex.min_subnormal.normal",
                     &[("factor", &(1u64 << format.man_bits))],
                 ),
             },
             Mistake {
                 answer: "0".to_owned(),
-                feedback: t(lang, "ex.subnormal.zero"),
+                feedback: t(lang, "ex.min_subnormal.zero"),
             },
         ],
     }
@@ -325,18 +287,18 @@ fn tf32_rna(seed: u64, lang: Lang) -> Task {
     if rtz != rna {
         mistakes.push(Mistake {
             answer: hex(&fp32, rtz),
-            feedback: t(lang, "ex.tf32.rtz"),
+            feedback: t(lang, "ex.tf32_rna.rtz"),
         });
     }
     if rne != rna && rne != rtz {
         mistakes.push(Mistake {
             answer: hex(&fp32, rne),
-            feedback: t(lang, "ex.tf32.rne"),
+            feedback: t(lang, "ex.tf32_rna.rne"),
         });
     }
     mistakes.push(Mistake {
         answer: hex(&fp32, bits),
-        feedback: t(lang, "ex.tf32.unmasked"),
+        feedback: t(lang, "ex.tf32_rna.unmasked"),
     });
     let direction = t(
         lang,
@@ -349,7 +311,7 @@ fn tf32_rna(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.tf32.prompt",
+            "ex.tf32_rna.prompt",
             &[
                 ("bits", &hex(&fp32, bits)),
                 ("value", &show(fp32.decode(bits))),
@@ -363,14 +325,14 @@ fn tf32_rna(seed: u64, lang: Lang) -> Task {
         hints: vec![
             TEXT.fill(
                 lang,
-                "ex.tf32.hint1",
+                "ex.tf32_rna.hint1",
                 &[("dropped", &format!("0x{dropped:04x}"))],
             ),
-            t(lang, "ex.tf32.hint2"),
+            t(lang, "ex.tf32_rna.hint2"),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.tf32.explain",
+            "ex.tf32_rna.explain",
             &[
                 ("dropped", &format!("0x{dropped:04x}")),
                 ("direction", &direction),
@@ -415,7 +377,7 @@ fn accumulation_stall(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.accumulate.prompt",
+            "ex.accumulation_stall.prompt",
             &[
                 ("addend", &show(addend)),
                 ("format", &name),
@@ -429,10 +391,10 @@ fn accumulation_stall(seed: u64, lang: Lang) -> Task {
             rel_tol: 0.0,
         },
         hints: vec![
-            TEXT.fill(lang, "ex.accumulate.hint1", &[("addend", &show(addend))]),
+            TEXT.fill(lang, "ex.accumulation_stall.hint1", &[("addend", &show(addend))]),
             TEXT.fill(
                 lang,
-                "ex.accumulate.hint2",
+                "ex.accumulation_stall.hint2",
                 &[
                     ("format", &name),
                     ("digits", &(format.man_bits + 1)),
@@ -442,7 +404,7 @@ fn accumulation_stall(seed: u64, lang: Lang) -> Task {
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.accumulate.explain",
+            "ex.accumulation_stall.explain",
             &[
                 ("stall", &show(stall)),
                 ("spacing", &show(spacing)),
@@ -453,7 +415,7 @@ fn accumulation_stall(seed: u64, lang: Lang) -> Task {
         reference: show(stall),
         mistakes: vec![Mistake {
             answer: show(exact),
-            feedback: TEXT.fill(lang, "ex.accumulate.exact", &[("format", &name)]),
+            feedback: TEXT.fill(lang, "ex.accumulation_stall.exact", &[("format", &name)]),
         }],
     }
 }
@@ -465,18 +427,18 @@ fn epsilon(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.eps.prompt",
+            "ex.epsilon.prompt",
             &[("format", &format.name), ("layout", &layout(&format))],
         ),
         kind: AnswerKind::Number,
         checker: number(range.epsilon, 3),
         hints: vec![
-            t(lang, "ex.eps.hint1"),
-            TEXT.fill(lang, "ex.eps.hint2", &[("man_bits", &format.man_bits)]),
+            t(lang, "ex.epsilon.hint1"),
+            TEXT.fill(lang, "ex.epsilon.hint2", &[("man_bits", &format.man_bits)]),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.eps.explain",
+            "ex.epsilon.explain",
             &[
                 ("man_bits", &format.man_bits),
                 ("eps", &show(range.epsilon)),
@@ -486,7 +448,7 @@ fn epsilon(seed: u64, lang: Lang) -> Task {
         reference: format!("2^-{}", format.man_bits),
         mistakes: vec![Mistake {
             answer: show(range.unit_roundoff),
-            feedback: t(lang, "ex.eps.half"),
+            feedback: t(lang, "ex.epsilon.half"),
         }],
     }
 }
@@ -499,43 +461,43 @@ fn max_finite(seed: u64, lang: Lang) -> Task {
     let next_pow2 = 2f64.powi(range.emax + 1);
     let mut mistakes = vec![Mistake {
         answer: show(next_pow2),
-        feedback: TEXT.fill(lang, "ex.max.pow2", &[("value", &show(next_pow2))]),
+        feedback: TEXT.fill(lang, "ex.max_finite.pow2", &[("value", &show(next_pow2))]),
     }];
     if fn_format {
         mistakes.push(Mistake {
             answer: "240".to_owned(),
-            feedback: t(lang, "ex.max.ieee_e4m3"),
+            feedback: t(lang, "ex.max_finite.ieee_e4m3"),
         });
         mistakes.push(Mistake {
             answer: "480".to_owned(),
-            feedback: t(lang, "ex.max.nan"),
+            feedback: t(lang, "ex.max_finite.nan"),
         });
     }
     let special = if fn_format {
-        t(lang, "ex.max.special.fn")
+        t(lang, "ex.max_finite.special.fn")
     } else {
-        t(lang, "ex.max.special.ieee")
+        t(lang, "ex.max_finite.special.ieee")
     };
     let fn_note = if fn_format {
-        t(lang, "ex.max.fn_note")
+        t(lang, "ex.max_finite.fn_note")
     } else {
         String::new()
     };
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.max.prompt",
+            "ex.max_finite.prompt",
             &[("format", &format.name), ("layout", &layout(&format))],
         ),
         kind: AnswerKind::Number,
         checker: number(range.max_finite, 5),
         hints: vec![
-            t(lang, "ex.max.hint1"),
-            TEXT.fill(lang, "ex.max.hint2", &[("special", &special)]),
+            t(lang, "ex.max_finite.hint1"),
+            TEXT.fill(lang, "ex.max_finite.hint2", &[("special", &special)]),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.max.explain",
+            "ex.max_finite.explain",
             &[
                 ("bits", &format.binary_string(format.max_finite_bits(false))),
                 ("max", &show(range.max_finite)),
@@ -567,7 +529,7 @@ fn loss_scale(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.scale.prompt",
+            "ex.loss_scale.prompt",
             &[("g", &show(g)), ("min_normal", &show(min_normal))],
         ),
         kind: AnswerKind::Number,
@@ -577,16 +539,16 @@ fn loss_scale(seed: u64, lang: Lang) -> Task {
             rel_tol: 0.0,
         },
         hints: vec![
-            t(lang, "ex.scale.hint1"),
+            t(lang, "ex.loss_scale.hint1"),
             TEXT.fill(
                 lang,
-                "ex.scale.hint2",
+                "ex.loss_scale.hint2",
                 &[("g", &show(g)), ("log2g", &show_sig(g.log2(), 4))],
             ),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.scale.explain",
+            "ex.loss_scale.explain",
             &[
                 ("g", &show(g)),
                 ("k", &k),
@@ -599,11 +561,11 @@ fn loss_scale(seed: u64, lang: Lang) -> Task {
         mistakes: vec![
             Mistake {
                 answer: format!("2^{}", k - 1),
-                feedback: t(lang, "ex.scale.too_small"),
+                feedback: t(lang, "ex.loss_scale.too_small"),
             },
             Mistake {
                 answer: format!("2^{}", k + 1),
-                feedback: t(lang, "ex.scale.bigger"),
+                feedback: t(lang, "ex.loss_scale.bigger"),
             },
         ],
     }
@@ -612,7 +574,7 @@ fn loss_scale(seed: u64, lang: Lang) -> Task {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dlsys_core::exercise::AnswerVerdict;
+    
 
     #[test]
     fn classic_wrong_answers_get_their_own_feedback() {
@@ -625,7 +587,7 @@ mod tests {
         assert!(task.check("5.96e-8").is_correct());
         let verdict = task.check("6.1e-5");
         assert!(
-            matches!(&verdict, AnswerVerdict::Incorrect { feedback } if feedback.contains("normal")),
+            !verdict.is_correct() && task.verdict_text(&verdict, Lang::En).contains("normal"),
             "{verdict:?}"
         );
 
@@ -639,7 +601,7 @@ mod tests {
             .find(|t| t.prompt.contains("e4m3"));
         let e4m3 = e4m3.expect("some seed picks e4m3");
         assert!(e4m3.check("448").is_correct());
-        assert!(e4m3.check("480").message().contains("NaN"));
+        assert!(e4m3.verdict_text(&e4m3.check("480"), Lang::En).contains("NaN"));
     }
 
     #[test]

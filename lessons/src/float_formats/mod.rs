@@ -14,17 +14,6 @@ pub use exercises::EXERCISES;
 
 crate::lesson_text!("float_formats");
 
-/// A rounding mode's name in `lang` (`round.<Variant>` in this lesson's
-/// catalog; the CLI uses it too).
-pub fn rounding_name(mode: Rounding, lang: dlsys_core::text::Lang) -> String {
-    TEXT.get(lang, &format!("round.{mode:?}")).to_owned()
-}
-
-/// What a bit pattern is (zero, subnormal, …) in `lang`.
-pub fn class_name(class: float::Class, lang: dlsys_core::text::Lang) -> String {
-    TEXT.get(lang, &format!("class.{class:?}")).to_owned()
-}
-
 /// What the learner set up; survives restarts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -61,7 +50,7 @@ pub const ACCUMULATION_COUNT: usize = 10_000;
 /// Everything computed from the settings, rebuilt only when they change.
 struct Computed {
     settings: Settings,
-    parsed: Result<float::ParsedInput, String>,
+    parsed: Result<float::ParsedInput, float::ParseError>,
     formats: Vec<Format>,
     custom_error: Option<FormatError>,
     rows: Vec<float::Described>,
@@ -71,7 +60,7 @@ struct Computed {
 impl Computed {
     fn new(settings: &Settings, previous: Option<Self>) -> Self {
         let bits_of = Format::by_name(&settings.bits_of).unwrap_or_else(|_| Format::fp32());
-        let parsed = float::parse_input(&settings.input, &bits_of).map_err(|e| e.to_string());
+        let parsed = float::parse_input(&settings.input, &bits_of);
         let mut formats = Format::builtins();
         let mut custom_error = None;
         if !settings.custom.trim().is_empty() {

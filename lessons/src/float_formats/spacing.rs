@@ -8,8 +8,8 @@ use egui::Color32;
 use egui_plot::{Axis, Line, Plot, PlotPoints, Span};
 
 use super::{Computed, TEXT};
-use crate::figure::{self, Key};
-use crate::theme;
+use crate::kit::figure::{self, Key};
+use crate::kit::theme;
 
 pub fn plot(ui: &mut egui::Ui, computed: &Computed, focus: &Format, lang: Lang) {
     let t = |key: &'static str| TEXT.get(lang, key);

@@ -1,5 +1,6 @@
 //! Drawing the float lesson. Every number shown comes from `dlsys_core::float`.
 
+use dlsys_core::names::Named as _;
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::{self, Class, Format, Rounding, show, show_sig};
 use dlsys_core::text::Lang;
@@ -7,14 +8,14 @@ use egui::{Color32, RichText};
 use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
 
 use super::{ACCUMULATION_COUNT, Computed, FloatFormats, Settings, TEXT};
-use crate::theme;
+use crate::kit::theme;
 
 fn t(lang: Lang, key: &'static str) -> &'static str {
     TEXT.get(lang, key)
 }
 
 pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
-    crate::header_ui(ui, &TEXT, lang);
+    crate::kit::header_ui(ui, &TEXT, lang);
     ui.add_space(6.0);
     input_ui(ui, &mut lesson.settings, lang);
 
@@ -42,7 +43,7 @@ pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
         Err(err) => {
             ui.colored_label(
                 theme::warn(ui.visuals()),
-                TEXT.fill(lang, "parse.error", &[("error", err)]),
+                TEXT.fill(lang, "parse.error", &[("error", &err.message(lang))]),
             );
         }
     }
@@ -98,10 +99,10 @@ fn input_ui(ui: &mut egui::Ui, settings: &mut Settings, lang: Lang) {
         .labelled_by(label.id);
         let label = ui.label(t(lang, "input.rounding"));
         egui::ComboBox::from_id_salt("float_rounding")
-            .selected_text(super::rounding_name(settings.rounding, lang))
+            .selected_text(settings.rounding.name(lang))
             .show_ui(ui, |ui| {
                 for mode in Rounding::ALL {
-                    ui.selectable_value(&mut settings.rounding, mode, super::rounding_name(mode, lang));
+                    ui.selectable_value(&mut settings.rounding, mode, mode.name(lang));
                 }
             })
             .response
@@ -222,7 +223,7 @@ fn table_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                         "table.ulp",
                         "table.neighbours",
                     ] {
-                        crate::column_header(ui, &TEXT, lang, key);
+                        crate::kit::column_header(ui, &TEXT, lang, key);
                     }
                     ui.end_row();
                     for (row, format) in computed.rows.iter().zip(&computed.formats) {
@@ -240,7 +241,7 @@ fn table_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                         ui.label(RichText::new(show(row.value)).monospace());
                         ui.colored_label(
                             class_color(ui.visuals(), row.class),
-                            super::class_name(row.class, lang),
+                            row.class.name(lang),
                         );
                         let error = if row.rel_error.is_finite() {
                             show_sig(row.rel_error, 3)
@@ -422,7 +423,7 @@ fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                     "range.eps",
                     "range.digits",
                 ] {
-                    crate::column_header(ui, &TEXT, lang, key);
+                    crate::kit::column_header(ui, &TEXT, lang, key);
                 }
                 ui.end_row();
                 for format in &computed.formats {
@@ -566,13 +567,13 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                         );
                     }
                 });
-            let keys: Vec<crate::figure::Key> = computed
+            let keys: Vec<crate::kit::figure::Key> = computed
                 .accumulation
                 .iter()
                 .enumerate()
-                .map(|(i, demo)| crate::figure::Key::line(&demo.format, theme::series(&visuals, i)))
+                .map(|(i, demo)| crate::kit::figure::Key::line(&demo.format, theme::series(&visuals, i)))
                 .collect();
-            crate::figure::legend(ui, "float_accumulation", &keys);
+            crate::kit::figure::legend(ui, "float_accumulation", &keys);
         },
     );
 

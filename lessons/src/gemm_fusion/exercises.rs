@@ -2,32 +2,26 @@
 //! way the lesson computes them (FLOPs 2·M·N·K, bytes from the shapes, the
 //! roofline's min, tiles re-read per tile of the other matrix).
 
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::RngExt as _;
 
 use super::TEXT;
-use crate::exercise_kit::{pick, show};
+use crate::kit::exercise_kit::{pick, show};
 
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed ^ 0x6e33_f051)
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0x6e33_f051,
+    gemm_flops => gemm_flops,
+    gemm_intensity => gemm_intensity,
+    tiled_bytes => tiled_bytes,
+    attainable => attainable,
+    fusion_saves => fusion_saves,
+    elementwise_time => elementwise_time,
+    gemm_time => gemm_time,
+    coalescing => coalescing,
+    shared_footprint => shared_footprint,
 }
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
-
-pub const EXERCISES: [Exercise; 9] = [
-    Exercise { id: "gemm_flops", title: |l| t(l, "ex.flops.title"), generate: gemm_flops },
-    Exercise { id: "gemm_intensity", title: |l| t(l, "ex.ai.title"), generate: gemm_intensity },
-    Exercise { id: "tiled_bytes", title: |l| t(l, "ex.tiled.title"), generate: tiled_bytes },
-    Exercise { id: "attainable", title: |l| t(l, "ex.bound.title"), generate: attainable },
-    Exercise { id: "fusion_saves", title: |l| t(l, "ex.fusion.title"), generate: fusion_saves },
-    Exercise { id: "elementwise_time", title: |l| t(l, "ex.elementwise.title"), generate: elementwise_time },
-    Exercise { id: "gemm_time", title: |l| t(l, "ex.gemm_time.title"), generate: gemm_time },
-    Exercise { id: "coalescing", title: |l| t(l, "ex.coalesce.title"), generate: coalescing },
-    Exercise { id: "shared_footprint", title: |l| t(l, "ex.shared.title"), generate: shared_footprint },
-];
 
 /// A GEMM shape drawn so M, N and K differ (a swapped role shows).
 fn shape(rng: &mut rand::rngs::StdRng) -> (f64, f64, f64) {
@@ -49,14 +43,14 @@ fn gemm_flops(seed: u64, lang: Lang) -> Task {
     let (m, n, k) = shape(&mut rng);
     let answer = 2.0 * m * n * k / 1e9;
     Task::numeric(
-        TEXT.fill(lang, "ex.flops.prompt", &[("m", &m), ("n", &n), ("k", &k)]),
+        TEXT.fill(lang, "ex.gemm_flops.prompt", &[("m", &m), ("n", &n), ("k", &k)]),
         answer,
-        vec![t(lang, "ex.flops.hint1")],
-        TEXT.fill(lang, "ex.flops.explain", &[("m", &m), ("n", &n), ("k", &k), ("answer", &show(answer))]),
+        vec![t(lang, "ex.gemm_flops.hint1")],
+        TEXT.fill(lang, "ex.gemm_flops.explain", &[("m", &m), ("n", &n), ("k", &k), ("answer", &show(answer))]),
         vec![
-            (m * n * k / 1e9, t(lang, "ex.flops.no_two")),
-            (2.0 * m * n / 1e9, t(lang, "ex.flops.no_k")),
-            (2.0 * m * n * k / 1e6, t(lang, "ex.flops.units")),
+            (m * n * k / 1e9, t(lang, "ex.gemm_flops.no_two")),
+            (2.0 * m * n / 1e9, t(lang, "ex.gemm_flops.no_k")),
+            (2.0 * m * n * k / 1e6, t(lang, "ex.gemm_flops.units")),
         ],
     )
 }
@@ -68,14 +62,14 @@ fn gemm_intensity(seed: u64, lang: Lang) -> Task {
     let flops = 2.0 * m * n * k;
     let answer = flops / (bytes * (m * k + k * n + m * n));
     Task::numeric(
-        TEXT.fill(lang, "ex.ai.prompt", &[("m", &m), ("n", &n), ("k", &k), ("format", &format)]),
+        TEXT.fill(lang, "ex.gemm_intensity.prompt", &[("m", &m), ("n", &n), ("k", &k), ("format", &format)]),
         answer,
-        vec![t(lang, "ex.ai.hint1"), TEXT.fill(lang, "ex.ai.hint2", &[("bytes", &bytes)])],
-        TEXT.fill(lang, "ex.ai.explain", &[("flops", &show(flops)), ("bytes", &bytes), ("answer", &show(answer))]),
+        vec![t(lang, "ex.gemm_intensity.hint1"), TEXT.fill(lang, "ex.gemm_intensity.hint2", &[("bytes", &bytes)])],
+        TEXT.fill(lang, "ex.gemm_intensity.explain", &[("flops", &show(flops)), ("bytes", &bytes), ("answer", &show(answer))]),
         vec![
-            (flops / (bytes * (m * k + k * n)), t(lang, "ex.ai.no_c")),
-            (flops / (4.0 * (m * k + k * n + m * n)), t(lang, "ex.ai.fp32_bytes")),
-            (m * n * k / (bytes * (m * k + k * n + m * n)), t(lang, "ex.ai.no_two")),
+            (flops / (bytes * (m * k + k * n)), t(lang, "ex.gemm_intensity.no_c")),
+            (flops / (4.0 * (m * k + k * n + m * n)), t(lang, "ex.gemm_intensity.fp32_bytes")),
+            (m * n * k / (bytes * (m * k + k * n + m * n)), t(lang, "ex.gemm_intensity.no_two")),
         ],
     )
 }
@@ -87,14 +81,14 @@ fn tiled_bytes(seed: u64, lang: Lang) -> Task {
     // Each of the N/T columns of tiles reads all of A; each of the M/T rows all of B.
     let answer = 4.0 * (m * k * (n / tile) + k * n * (m / tile)) / 1e6;
     Task::numeric(
-        TEXT.fill(lang, "ex.tiled.prompt", &[("m", &m), ("n", &n), ("k", &k), ("t", &tile)]),
+        TEXT.fill(lang, "ex.tiled_bytes.prompt", &[("m", &m), ("n", &n), ("k", &k), ("t", &tile)]),
         answer,
-        vec![t(lang, "ex.tiled.hint1"), t(lang, "ex.tiled.hint2")],
-        TEXT.fill(lang, "ex.tiled.explain", &[("m", &m), ("n", &n), ("k", &k), ("t", &tile), ("answer", &show(answer))]),
+        vec![t(lang, "ex.tiled_bytes.hint1"), t(lang, "ex.tiled_bytes.hint2")],
+        TEXT.fill(lang, "ex.tiled_bytes.explain", &[("m", &m), ("n", &n), ("k", &k), ("t", &tile), ("answer", &show(answer))]),
         vec![
-            (4.0 * (m * k + k * n) / 1e6, t(lang, "ex.tiled.once")),
-            (8.0 * m * n * k / 1e6, t(lang, "ex.tiled.naive")),
-            (4.0 * (m * k * (m / tile) + k * n * (n / tile)) / 1e6, t(lang, "ex.tiled.swapped")),
+            (4.0 * (m * k + k * n) / 1e6, t(lang, "ex.tiled_bytes.once")),
+            (8.0 * m * n * k / 1e6, t(lang, "ex.tiled_bytes.naive")),
+            (4.0 * (m * k * (m / tile) + k * n * (n / tile)) / 1e6, t(lang, "ex.tiled_bytes.swapped")),
         ],
     )
 }
@@ -106,23 +100,23 @@ fn attainable(seed: u64, lang: Lang) -> Task {
     // A GEMM of N × N × N in fp16, each matrix moved once: intensity N/3.
     let size: f64 = pick(&mut rng, &[64.0, 128.0, 256.0, 512.0, 1024.0, 4096.0, 8192.0]);
     let ai = 2.0 * size.powi(3) / (2.0 * 3.0 * size * size);
-    let answer = peak.min(ai * bw);
-    let memory = ai * bw;
-    let (wrong, wrong_key) = if memory < peak {
-        (peak, "ex.bound.assumed_compute")
+    let roofline = dlsys_core::kernels::Roofline { peak, bandwidth: bw };
+    let (memory, answer) = (roofline.memory_roof(ai), roofline.attainable(ai));
+    let (wrong, wrong_key) = if roofline.is_memory_bound(ai) {
+        (peak, "ex.attainable.assumed_compute")
     } else {
-        (memory, "ex.bound.past_roof")
+        (memory, "ex.attainable.past_roof")
     };
     Task::numeric(
-        TEXT.fill(lang, "ex.bound.prompt", &[("peak", &peak), ("bw", &bw), ("n", &size)]),
+        TEXT.fill(lang, "ex.attainable.prompt", &[("peak", &peak), ("bw", &bw), ("n", &size)]),
         answer,
-        vec![t(lang, "ex.bound.hint1"), t(lang, "ex.bound.hint2")],
-        TEXT.fill(lang, "ex.bound.explain", &[("ai", &show(ai)), ("bw", &bw), ("memory", &show(memory)), ("peak", &peak), ("answer", &show(answer))]),
+        vec![t(lang, "ex.attainable.hint1"), t(lang, "ex.attainable.hint2")],
+        TEXT.fill(lang, "ex.attainable.explain", &[("ai", &show(ai)), ("bw", &bw), ("memory", &show(memory)), ("peak", &peak), ("answer", &show(answer))]),
         vec![
             (wrong, t(lang, wrong_key)),
-            (peak + memory, t(lang, "ex.bound.sum")),
-            (peak.min(size / 6.0 * bw), t(lang, "ex.bound.fp32")),
-            (answer * 1e3, t(lang, "ex.bound.units")),
+            (peak + memory, t(lang, "ex.attainable.sum")),
+            (roofline.attainable(size / 6.0), t(lang, "ex.attainable.fp32")),
+            (answer * 1e3, t(lang, "ex.attainable.units")),
         ],
     )
 }
@@ -135,14 +129,14 @@ fn fusion_saves(seed: u64, lang: Lang) -> Task {
     // k kernels each read and write N fp32; fused: one read, one write.
     let answer = 8.0 * n * (ops - 1.0) / 1e6;
     Task::numeric(
-        TEXT.fill(lang, "ex.fusion.prompt", &[("n", &millions), ("k", &ops)]),
+        TEXT.fill(lang, "ex.fusion_saves.prompt", &[("n", &millions), ("k", &ops)]),
         answer,
-        vec![t(lang, "ex.fusion.hint1")],
-        TEXT.fill(lang, "ex.fusion.explain", &[("n", &millions), ("k", &ops), ("answer", &show(answer))]),
+        vec![t(lang, "ex.fusion_saves.hint1")],
+        TEXT.fill(lang, "ex.fusion_saves.explain", &[("n", &millions), ("k", &ops), ("answer", &show(answer))]),
         vec![
-            (4.0 * n * (ops - 1.0) / 1e6, t(lang, "ex.fusion.reads_only")),
-            (8.0 * n * ops / 1e6, t(lang, "ex.fusion.all")),
-            (8.0 * n * (ops - 1.0) / 1048576.0, t(lang, "ex.fusion.mib")),
+            (4.0 * n * (ops - 1.0) / 1e6, t(lang, "ex.fusion_saves.reads_only")),
+            (8.0 * n * ops / 1e6, t(lang, "ex.fusion_saves.all")),
+            (8.0 * n * (ops - 1.0) / 1048576.0, t(lang, "ex.fusion_saves.mib")),
         ],
     )
 }
@@ -155,14 +149,14 @@ fn elementwise_time(seed: u64, lang: Lang) -> Task {
     let moved = 2.0 * millions * 1e6 * bytes;
     let answer = moved / (gbs * 1e9) * 1e3;
     Task::numeric(
-        TEXT.fill(lang, "ex.elementwise.prompt", &[("n", &millions), ("format", &format), ("gbs", &gbs)]),
+        TEXT.fill(lang, "ex.elementwise_time.prompt", &[("n", &millions), ("format", &format), ("gbs", &gbs)]),
         answer,
-        vec![t(lang, "ex.elementwise.hint1")],
-        TEXT.fill(lang, "ex.elementwise.explain", &[("mb", &show(moved / 1e6)), ("gbs", &gbs), ("answer", &show(answer))]),
+        vec![t(lang, "ex.elementwise_time.hint1")],
+        TEXT.fill(lang, "ex.elementwise_time.explain", &[("mb", &show(moved / 1e6)), ("gbs", &gbs), ("answer", &show(answer))]),
         vec![
-            (answer / 2.0, t(lang, "ex.elementwise.read_only")),
-            (answer * 1e9 / 1_073_741_824.0, t(lang, "ex.elementwise.gib")),
-            (answer * 4.0 / bytes, t(lang, "ex.elementwise.fp32")),
+            (answer / 2.0, t(lang, "ex.elementwise_time.read_only")),
+            (answer * 1e9 / 1_073_741_824.0, t(lang, "ex.elementwise_time.gib")),
+            (answer * 4.0 / bytes, t(lang, "ex.elementwise_time.fp32")),
         ],
     )
 }
@@ -200,10 +194,10 @@ fn coalescing(seed: u64, lang: Lang) -> Task {
     let stride = pick(&mut rng, &[2, 4, 8, 16, 32]);
     let row = rng.random_range(1..64);
     let patterns = [
-        ("ex.coalesce.contiguous", TEXT.fill(lang, "ex.coalesce.contiguous", &[("cols", &cols), ("row", &row)])),
-        ("ex.coalesce.column", TEXT.fill(lang, "ex.coalesce.column", &[("cols", &cols), ("row", &row)])),
-        ("ex.coalesce.strided", TEXT.fill(lang, "ex.coalesce.strided", &[("s", &stride)])),
-        ("ex.coalesce.gather", t(lang, "ex.coalesce.gather")),
+        ("ex.coalescing.contiguous", TEXT.fill(lang, "ex.coalescing.contiguous", &[("cols", &cols), ("row", &row)])),
+        ("ex.coalescing.column", TEXT.fill(lang, "ex.coalescing.column", &[("cols", &cols), ("row", &row)])),
+        ("ex.coalescing.strided", TEXT.fill(lang, "ex.coalescing.strided", &[("s", &stride)])),
+        ("ex.coalescing.gather", t(lang, "ex.coalescing.gather")),
     ];
     let mut order: Vec<usize> = (0..4).collect();
     for i in (1..4).rev() {
@@ -226,11 +220,11 @@ fn coalescing(seed: u64, lang: Lang) -> Task {
         })
         .collect();
     Task {
-        prompt: TEXT.fill(lang, "ex.coalesce.prompt", &[("cols", &cols), ("row", &row)]),
+        prompt: TEXT.fill(lang, "ex.coalescing.prompt", &[("cols", &cols), ("row", &row)]),
         kind: AnswerKind::Choice { options },
         checker: AnswerChecker::Choice { correct },
-        hints: vec![t(lang, "ex.coalesce.hint1")],
-        explanation: TEXT.fill(lang, "ex.coalesce.explain", &[("cols", &cols)]),
+        hints: vec![t(lang, "ex.coalescing.hint1")],
+        explanation: TEXT.fill(lang, "ex.coalescing.explain", &[("cols", &cols)]),
         reference: (correct + 1).to_string(),
         mistakes,
     }
@@ -243,14 +237,14 @@ fn shared_footprint(seed: u64, lang: Lang) -> Task {
     let (format, bytes) = pick(&mut rng, &[("fp32", 4.0), ("fp16", 2.0)]);
     let answer = 2.0 * tile * depth * bytes / 1024.0;
     Task::numeric(
-        TEXT.fill(lang, "ex.shared.prompt", &[("t", &tile), ("d", &depth), ("format", &format)]),
+        TEXT.fill(lang, "ex.shared_footprint.prompt", &[("t", &tile), ("d", &depth), ("format", &format)]),
         answer,
-        vec![t(lang, "ex.shared.hint1")],
-        TEXT.fill(lang, "ex.shared.explain", &[("t", &tile), ("d", &depth), ("bytes", &bytes), ("answer", &show(answer))]),
+        vec![t(lang, "ex.shared_footprint.hint1")],
+        TEXT.fill(lang, "ex.shared_footprint.explain", &[("t", &tile), ("d", &depth), ("bytes", &bytes), ("answer", &show(answer))]),
         vec![
-            (answer / 2.0, t(lang, "ex.shared.one_tile")),
-            (2.0 * tile * tile * bytes / 1024.0, t(lang, "ex.shared.square")),
-            (2.0 * tile * depth * bytes / 1000.0, t(lang, "ex.shared.kb")),
+            (answer / 2.0, t(lang, "ex.shared_footprint.one_tile")),
+            (2.0 * tile * tile * bytes / 1024.0, t(lang, "ex.shared_footprint.square")),
+            (2.0 * tile * depth * bytes / 1000.0, t(lang, "ex.shared_footprint.kb")),
         ],
     )
 }
@@ -258,12 +252,13 @@ fn shared_footprint(seed: u64, lang: Lang) -> Task {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dlsys_core::exercise::FIRST_SEED;
+    use dlsys_core::exercise::{Exercise, FIRST_SEED};
 
     #[test]
     fn every_numeric_variant_has_a_real_answer_and_its_mistakes_are_caught() {
         let numeric: Vec<Exercise> = EXERCISES
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|e| e.id != "coalescing")
             .collect();
         crate::check_numeric_exercises(&numeric, 2);
@@ -273,7 +268,7 @@ mod tests {
     fn classic_mistakes_by_hand() {
         // 1024 × 512 by 256: 2·M·N·K = 0.268 GFLOP; forgetting the 2 is caught.
         let task = gemm_flops(FIRST_SEED, Lang::En);
-        assert!(task.mistakes.iter().any(|m| m.feedback == t(Lang::En, "ex.flops.no_two")));
+        assert!(task.mistakes.iter().any(|m| m.feedback == t(Lang::En, "ex.gemm_flops.no_two")));
         // The coalescing exercise: the contiguous pattern is right wherever it lands.
         let mut seed = FIRST_SEED;
         let mut positions = std::collections::BTreeSet::new();

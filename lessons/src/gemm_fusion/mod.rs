@@ -16,7 +16,7 @@ use dlsys_core::kernels::{Block, Family, GemmKind, Problem, ReduceKind, SoftmaxK
 use dlsys_shaders::LadderSettings;
 use serde::{Deserialize, Serialize};
 
-use crate::race::Race;
+use crate::kit::race::Race;
 use crate::{Env, Lesson};
 
 pub use exercises::EXERCISES;

@@ -6,12 +6,12 @@ use dlsys_core::kernels::{AccessKind, Block, FusionKind, GemmKind, Kernel, Probl
 use dlsys_core::text::Lang;
 use dlsys_shaders::Outcome;
 use dlsys_shaders::report::Measured;
-use egui::RichText;
 
 use super::{GemmFusion, Section, TEXT};
-use crate::kernel_plots::{self, BarItem};
-use crate::race::Race;
-use crate::{Env, theme};
+use crate::kit::kernel_plots::{self, BarItem};
+use crate::kit::race::Race;
+use crate::Env;
+use crate::kit::theme;
 
 fn t(lang: Lang, key: &str) -> String {
     TEXT.get(lang, key).to_owned()
@@ -48,7 +48,7 @@ fn shown(outcome: &Outcome) -> Option<Shown> {
             dispatches: 0,
             error: None,
         }),
-        Outcome::Skipped { .. } => None,
+        Outcome::Skipped { .. } | Outcome::Program(_) => None,
     }
 }
 
@@ -66,48 +66,47 @@ impl Shown {
 impl GemmFusion {
     pub(super) fn page(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
-        crate::header_ui(ui, &TEXT, lang);
+        crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(4.0);
-        crate::race::device_ui(ui, env);
+        crate::kit::race::device_ui(ui, env);
         let busy = self.busy();
         let device = self.gemm.device(env.gpu);
         let max_values = self.gemm.max_elements(env.gpu);
         ui.add_enabled_ui(!busy, |ui| self.controls_ui(ui, lang));
         ui.add_space(6.0);
-        section_heading(ui, lang, "gemm.heading");
-        ui.label(t(lang, "gemm.explain"));
-        rungs_ui(ui, lang, (device, max_values), &self.settings);
-        self.race_button(ui, env, Section::Gemm, "gemm.run", busy);
-        gemm_results(ui, lang, &self.gemm);
-        ui.add_space(6.0);
-        section_heading(ui, lang, "fusion.heading");
-        ui.label(TEXT.fill(
-            lang,
-            "fusion.explain",
-            &[("scale", &dlsys_core::kernels::GELU_SCALE), ("bias", &dlsys_core::kernels::GELU_BIAS)],
-        ));
-        for kind in FusionKind::ALL {
-            ui.label(format!("• {}", t(lang, &format!("fusion.{}", kind.id()))));
-        }
-        self.race_button(ui, env, Section::Fusion, "fusion.run", busy);
-        fusion_results(ui, lang, &self.fusion);
-        ui.add_space(6.0);
-        section_heading(ui, lang, "access.heading");
-        ui.label(t(lang, "access.explain"));
-        self.race_button(ui, env, Section::Access, "access.run", busy);
-        access_results(ui, lang, &self.access);
-        ui.add_space(6.0);
-        egui::CollapsingHeader::new(RichText::new(t(lang, "vocab.heading")).strong())
-            .default_open(true)
-            .show(ui, |ui| super::vocab::table(ui, lang));
+        use crate::kit::section;
+        section(ui, &TEXT, lang, "gemm", |ui| {
+            ui.label(t(lang, "gemm.explain"));
+            rungs_ui(ui, lang, (device, max_values), &self.settings);
+            self.race_button(ui, env, Section::Gemm, "gemm.run", busy);
+            gemm_results(ui, lang, &self.gemm);
+        });
+        section(ui, &TEXT, lang, "fusion", |ui| {
+            ui.label(TEXT.fill(
+                lang,
+                "fusion.explain",
+                &[("scale", &dlsys_core::kernels::GELU_SCALE), ("bias", &dlsys_core::kernels::GELU_BIAS)],
+            ));
+            for kind in FusionKind::ALL {
+                ui.label(format!("• {}", t(lang, &format!("fusion.{}", kind.id()))));
+            }
+            self.race_button(ui, env, Section::Fusion, "fusion.run", busy);
+            fusion_results(ui, lang, &self.fusion);
+        });
+        section(ui, &TEXT, lang, "access", |ui| {
+            ui.label(t(lang, "access.explain"));
+            self.race_button(ui, env, Section::Access, "access.run", busy);
+            access_results(ui, lang, &self.access);
+        });
+        section(ui, &TEXT, lang, "vocab", |ui| super::vocab::table(ui, lang));
     }
 
     fn controls_ui(&mut self, ui: &mut egui::Ui, lang: Lang) {
         let s = &mut self.settings;
         ui.horizontal_wrapped(|ui| {
-            crate::number_field(ui, &t(lang, "controls.m"), &mut s.m, 1..=8192, 1.0);
-            crate::number_field(ui, &t(lang, "controls.n"), &mut s.n, 1..=8192, 1.0);
-            crate::number_field(ui, &t(lang, "controls.k"), &mut s.k, 1..=65_536, 1.0);
+            crate::kit::number_field(ui, &t(lang, "controls.m"), &mut s.m, 1..=8192, 1.0);
+            crate::kit::number_field(ui, &t(lang, "controls.n"), &mut s.n, 1..=8192, 1.0);
+            crate::kit::number_field(ui, &t(lang, "controls.k"), &mut s.k, 1..=65_536, 1.0);
         });
         // Two radio groups, each named for screen readers by its label.
         let group = |key: &str| {
@@ -137,9 +136,9 @@ impl GemmFusion {
             });
         });
         ui.horizontal_wrapped(|ui| {
-            crate::number_field(ui, &t(lang, "controls.rows"), &mut s.rows, 1..=16_384, 1.0);
-            crate::number_field(ui, &t(lang, "controls.cols"), &mut s.cols, 1..=1_048_576, 1.0);
-            crate::number_field(ui, &t(lang, "controls.trials"), &mut s.trials, 1..=20, 0.1);
+            crate::kit::number_field(ui, &t(lang, "controls.rows"), &mut s.rows, 1..=16_384, 1.0);
+            crate::kit::number_field(ui, &t(lang, "controls.cols"), &mut s.cols, 1..=1_048_576, 1.0);
+            crate::kit::number_field(ui, &t(lang, "controls.trials"), &mut s.trials, 1..=20, 0.1);
         });
         let (m, n, k) = (f64::from(s.m), f64::from(s.n), f64::from(s.k));
         ui.weak(TEXT.fill(
@@ -165,11 +164,6 @@ impl GemmFusion {
             ui.colored_label(theme::bad(ui.visuals()), err);
         }
     }
-}
-
-fn section_heading(ui: &mut egui::Ui, lang: Lang, key: &str) {
-    ui.separator();
-    ui.label(RichText::new(t(lang, key)).strong().size(16.0));
 }
 
 /// Each rung at the chosen sizes: what it changes (in CUDA's words too), the
@@ -210,7 +204,7 @@ fn table(ui: &mut egui::Ui, lang: Lang, id: &str, rows: &[Shown], columns: &[&st
     theme::sideways(ui, id, |ui| {
         egui::Grid::new(id).striped(true).spacing([12.0, 4.0]).show(ui, |ui| {
             for key in columns {
-                crate::column_header(ui, &TEXT, lang, &format!("col.{key}"));
+                crate::kit::column_header(ui, &TEXT, lang, &format!("col.{key}"));
             }
             ui.end_row();
             for r in rows {
@@ -276,7 +270,8 @@ fn gemm_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
     if rows.is_empty() {
         return;
     }
-    let roof = rows.iter().find(|r| r.kernel == Kernel::Fma).and_then(Shown::gflops);
+    let summary = dlsys_shaders::Summary::of(&race.results);
+    let roof = summary.compute_roof_gflops;
     table(
         ui,
         lang,
@@ -287,21 +282,17 @@ fn gemm_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
     );
     skipped_ui(ui, lang, race);
     let gemm: Vec<&Shown> = rows.iter().filter(|r| matches!(r.kernel, Kernel::Gemm(_))).collect();
-    let best = gemm
-        .iter()
-        .filter(|r| r.ok != Some(false))
-        .min_by(|a, b| a.ms.total_cmp(&b.ms));
-    let naive = gemm.iter().find(|r| r.kernel == Kernel::Gemm(GemmKind::Naive));
-    if let (Some(best), Some(naive)) = (best, naive) {
+    if let (Some(best), Some(ratio)) = (&summary.best_gemm, summary.best_gemm_vs_naive) {
+        let gflops = summary.best_gemm_gflops;
         ui.label(TEXT.fill(
             lang,
             "gemm.summary",
             &[
-                ("best", &best.kernel.id()),
-                ("gflops", &best.gflops().map_or("—".to_owned(), |g| show_sig(g, 3))),
-                ("ratio", &show_sig(naive.ms / best.ms, 3)),
+                ("best", best),
+                ("gflops", &gflops.map_or("—".to_owned(), |g| show_sig(g, 3))),
+                ("ratio", &show_sig(ratio, 3)),
                 ("roof", &roof.map_or("—".to_owned(), |r| show_sig(r, 3))),
-                ("share", &best.gflops().zip(roof).map_or("—".to_owned(), |(g, r)| show_sig(100.0 * g / r, 2))),
+                ("share", &gflops.zip(roof).map_or("—".to_owned(), |(g, r)| show_sig(100.0 * g / r, 2))),
             ],
         ));
     }
@@ -342,20 +333,20 @@ fn fusion_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
     }
     table(ui, lang, "fusion_results", &rows, &["kernel", "check", "ms", "mb", "dispatches", "gbs", "error"], None);
     skipped_ui(ui, lang, race);
-    let find = |kind| rows.iter().find(|r| r.kernel == Kernel::Fusion(kind));
-    for (slow, fast, key) in [
-        (FusionKind::GeluUnfused, FusionKind::GeluFused, "fusion.gelu_summary"),
-        (FusionKind::LayerNormPasses, FusionKind::LayerNormFused, "fusion.layernorm_summary"),
+    let summary = dlsys_shaders::Summary::of(&race.results);
+    for (pair, key) in [
+        (summary.gelu, "fusion.gelu_summary"),
+        (summary.layernorm, "fusion.layernorm_summary"),
     ] {
-        if let (Some(s), Some(f)) = (find(slow), find(fast)) {
+        if let Some(p) = pair {
             ui.label(TEXT.fill(
                 lang,
                 key,
                 &[
-                    ("speedup", &show_sig(s.ms / f.ms, 3)),
-                    ("slow_mb", &show_sig(s.bytes as f64 / 1e6, 3)),
-                    ("fast_mb", &show_sig(f.bytes as f64 / 1e6, 3)),
-                    ("ratio", &show_sig(s.bytes as f64 / f.bytes.max(1) as f64, 3)),
+                    ("speedup", &show_sig(p.speedup, 3)),
+                    ("slow_mb", &show_sig(p.slow_bytes as f64 / 1e6, 3)),
+                    ("fast_mb", &show_sig(p.fast_bytes as f64 / 1e6, 3)),
+                    ("ratio", &show_sig(p.bytes_ratio, 3)),
                 ],
             ));
         }
@@ -385,15 +376,16 @@ fn access_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
     }
     table(ui, lang, "access_results", &rows, &["kernel", "check", "ms", "mb", "gbs", "error"], None);
     skipped_ui(ui, lang, race);
-    let find = |kind| rows.iter().find(|r| r.kernel == Kernel::Access(kind));
-    if let (Some(naive), Some(tiled)) = (find(AccessKind::TransposeNaive), find(AccessKind::TransposeTiled)) {
+    let summary = dlsys_shaders::Summary::of(&race.results);
+    if let (Some(pair), Some((naive, tiled))) = (summary.transpose, summary.transpose_gb_per_s) {
         ui.label(TEXT.fill(
             lang,
             "access.transpose_summary",
-            &[("naive", &show_sig(naive.gb_per_s(), 3)), ("tiled", &show_sig(tiled.gb_per_s(), 3)), ("ratio", &show_sig(naive.ms / tiled.ms, 3))],
+            &[("naive", &show_sig(naive, 3)), ("tiled", &show_sig(tiled, 3)), ("ratio", &show_sig(pair.speedup, 3))],
         ));
     }
-    if let (Some(nchw), Some(nhwc)) = (find(AccessKind::ChannelNchw), find(AccessKind::ChannelNhwc)) {
+    let nchw = rows.iter().find(|r| r.kernel == Kernel::Access(AccessKind::ChannelNchw));
+    if let (Some(layout), Some(nchw)) = (summary.layout, nchw) {
         let p = nchw.problem;
         ui.label(TEXT.fill(
             lang,
@@ -402,9 +394,9 @@ fn access_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
                 ("c", &p.rows),
                 ("n", &(p.cols / p.k.max(1))),
                 ("hw", &p.k),
-                ("nchw", &show_sig(nchw.ms, 3)),
-                ("nhwc", &show_sig(nhwc.ms, 3)),
-                ("ratio", &show_sig(nhwc.ms / nchw.ms, 3)),
+                ("nchw", &show_sig(layout.fast_ms, 3)),
+                ("nhwc", &show_sig(layout.slow_ms, 3)),
+                ("ratio", &show_sig(layout.speedup, 3)),
             ],
         ));
     }
@@ -417,7 +409,7 @@ fn access_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
         AccessKind::ChannelNhwc,
     ]
     .into_iter()
-    .filter_map(find)
+    .filter_map(|kind| rows.iter().find(|r| r.kernel == Kernel::Access(kind)))
     .map(|r| BarItem {
         kernel: r.kernel,
         value: r.gb_per_s(),
@@ -435,7 +427,11 @@ fn access_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
     }
     let sweep: Vec<[f64; 2]> = STRIDES
         .iter()
-        .filter_map(|s| find(AccessKind::Strided(*s)).map(|r| [f64::from(*s).log2(), r.gb_per_s()]))
+        .filter_map(|s| {
+            rows.iter()
+                .find(|r| r.kernel == Kernel::Access(AccessKind::Strided(*s)))
+                .map(|r| [f64::from(*s).log2(), r.gb_per_s()])
+        })
         .collect();
     if !sweep.is_empty() {
         stride_plot(ui, lang, &sweep, rows.iter().find(|r| r.kernel == Kernel::Copy).map(Shown::gb_per_s));
@@ -477,9 +473,9 @@ fn stride_plot(ui: &mut egui::Ui, lang: Lang, sweep: &[[f64; 2]], copy: Option<f
                 plot.hline(HLine::new(copy_name.clone(), c).color(visuals.weak_text_color()));
             }
         });
-    let mut keys = vec![crate::figure::Key::line(t(lang, "plot.stride_series"), color)];
+    let mut keys = vec![crate::kit::figure::Key::line(t(lang, "plot.stride_series"), color)];
     if copy.is_some() {
-        keys.push(crate::figure::Key::rule(copy_name, visuals.weak_text_color()));
+        keys.push(crate::kit::figure::Key::rule(copy_name, visuals.weak_text_color()));
     }
-    crate::figure::legend(ui, "access_stride", &keys);
+    crate::kit::figure::legend(ui, "access_stride", &keys);
 }

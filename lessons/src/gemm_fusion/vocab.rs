@@ -24,7 +24,7 @@ pub const WORDS: [(&str, &str, &str); 14] = [
 ];
 
 pub fn table(ui: &mut egui::Ui, lang: Lang) {
-    crate::theme::sideways(ui, "gemm_vocab", |ui| {
+    crate::kit::theme::sideways(ui, "gemm_vocab", |ui| {
         egui::Grid::new("gemm_vocab").striped(true).spacing([14.0, 4.0]).show(ui, |ui| {
             for key in ["vocab.cuda", "vocab.wgsl", "vocab.what"] {
                 ui.strong(TEXT.get(lang, key));

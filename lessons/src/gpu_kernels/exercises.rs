@@ -1,21 +1,13 @@
 //! The GPU lesson's exercises. Traffic answers come from the same plans the
 //! kernels run (`dlsys_core::kernels::plan`).
 
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
 use dlsys_core::float::show_sig;
 use dlsys_core::kernels::{DeviceLimits, Kernel, Problem, SoftmaxKind, plan};
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::RngExt as _;
 
 use super::TEXT;
-
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed ^ 0x6b0_6b0)
-}
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
 
 fn close(expected: f64) -> AnswerChecker {
     AnswerChecker::close(expected, 5e-3)
@@ -28,43 +20,17 @@ fn choice(lang: Lang, keys: [&str; 4], correct_at: usize) -> (Vec<String>, usize
     (options, correct_at)
 }
 
-pub const EXERCISES: [Exercise; 7] = [
-    Exercise {
-        id: "three_pass_bytes",
-        title: |l| t(l, "ex.bytes.title"),
-        generate: three_pass_bytes,
-    },
-    Exercise {
-        id: "online_bytes_per_element",
-        title: |l| t(l, "ex.online.title"),
-        generate: online_bytes,
-    },
-    Exercise {
-        id: "roofline_bound",
-        title: |l| t(l, "ex.roofline.title"),
-        generate: roofline,
-    },
-    Exercise {
-        id: "why_subtract_max",
-        title: |l| t(l, "ex.max.title"),
-        generate: why_max,
-    },
-    Exercise {
-        id: "occupancy",
-        title: |l| t(l, "ex.occupancy.title"),
-        generate: occupancy,
-    },
-    Exercise {
-        id: "divergence_step",
-        title: |l| t(l, "ex.divergence.title"),
-        generate: divergence,
-    },
-    Exercise {
-        id: "effective_bandwidth",
-        title: |l| t(l, "ex.bandwidth.title"),
-        generate: bandwidth,
-    },
-];
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0x6b0_6b0,
+    three_pass_bytes => three_pass_bytes,
+    online_bytes_per_element => online_bytes,
+    roofline_bound => roofline,
+    why_subtract_max => why_max,
+    occupancy => occupancy,
+    divergence_step => divergence,
+    effective_bandwidth => bandwidth,
+}
 
 const DEVICE: DeviceLimits = DeviceLimits {
     cache_floats: 1 << 20,
@@ -88,13 +54,13 @@ fn three_pass_bytes(seed: u64, lang: Lang) -> Task {
     let online = mb_of(SoftmaxKind::Online, problem);
     let cached = 8.0 * elems as f64 / 1e6;
     Task {
-        prompt: TEXT.fill(lang, "ex.bytes.prompt", &[("rows", &rows), ("cols", &cols)]),
+        prompt: TEXT.fill(lang, "ex.three_pass_bytes.prompt", &[("rows", &rows), ("cols", &cols)]),
         kind: AnswerKind::Number,
         checker: close(exact),
-        hints: vec![t(lang, "ex.bytes.hint1"), t(lang, "ex.bytes.hint2")],
+        hints: vec![t(lang, "ex.three_pass_bytes.hint1"), t(lang, "ex.three_pass_bytes.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.bytes.explain",
+            "ex.three_pass_bytes.explain",
             &[
                 ("elems", &elems),
                 ("mb", &show_sig(exact, 6)),
@@ -106,11 +72,11 @@ fn three_pass_bytes(seed: u64, lang: Lang) -> Task {
         mistakes: vec![
             Mistake {
                 answer: show_sig(online, 6),
-                feedback: t(lang, "ex.bytes.online"),
+                feedback: t(lang, "ex.three_pass_bytes.online"),
             },
             Mistake {
                 answer: show_sig(cached, 6),
-                feedback: t(lang, "ex.bytes.once"),
+                feedback: t(lang, "ex.three_pass_bytes.once"),
             },
         ],
     }
@@ -130,30 +96,30 @@ fn online_bytes(seed: u64, lang: Lang) -> Task {
     let mut mistakes = vec![
         Mistake {
             answer: show_sig(bytes(safe, width), 6),
-            feedback: t(lang, "ex.online.safe"),
+            feedback: t(lang, "ex.online_bytes_per_element.safe"),
         },
         Mistake {
             answer: show_sig(bytes(2.0, width), 6),
-            feedback: t(lang, "ex.online.cached"),
+            feedback: t(lang, "ex.online_bytes_per_element.cached"),
         },
     ];
     if width != 4.0 {
         mistakes.push(Mistake {
             answer: show_sig(bytes(online, 4.0), 6),
-            feedback: TEXT.fill(lang, "ex.online.width", &[("format", &format), ("width", &width)]),
+            feedback: TEXT.fill(lang, "ex.online_bytes_per_element.width", &[("format", &format), ("width", &width)]),
         });
     }
     Task {
-        prompt: TEXT.fill(lang, "ex.online.prompt", &[("cols", &cols), ("format", &format)]),
+        prompt: TEXT.fill(lang, "ex.online_bytes_per_element.prompt", &[("cols", &cols), ("format", &format)]),
         kind: AnswerKind::Number,
         checker: close(answer),
         hints: vec![
-            t(lang, "ex.online.hint1"),
-            TEXT.fill(lang, "ex.online.hint2", &[("format", &format), ("width", &width)]),
+            t(lang, "ex.online_bytes_per_element.hint1"),
+            TEXT.fill(lang, "ex.online_bytes_per_element.hint2", &[("format", &format), ("width", &width)]),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.online.explain",
+            "ex.online_bytes_per_element.explain",
             &[
                 ("cols", &cols),
                 ("width", &width),
@@ -171,11 +137,11 @@ fn roofline(seed: u64, lang: Lang) -> Task {
     let bw: f64 = [900.0, 2000.0, 3350.0, 4800.0][rng.random_range(0..4)];
     let peak: f64 = [19_500.0, 60_000.0, 67_000.0][rng.random_range(0..3)];
     let ai: f64 = [0.25, 1.0, 4.0, 30.0, 100.0][rng.random_range(0..5)];
-    let memory = bw * ai;
-    let answer = memory.min(peak);
+    let roofline = dlsys_core::kernels::Roofline { peak, bandwidth: bw };
+    let (memory, answer) = (roofline.memory_roof(ai), roofline.attainable(ai));
     let bound = t(
         lang,
-        if memory < peak {
+        if roofline.is_memory_bound(ai) {
             "bound.memory"
         } else {
             "bound.compute"
@@ -185,32 +151,32 @@ fn roofline(seed: u64, lang: Lang) -> Task {
     if memory < peak {
         mistakes.push(Mistake {
             answer: show_sig(peak, 6),
-            feedback: t(lang, "ex.roofline.peak"),
+            feedback: t(lang, "ex.roofline_bound.peak"),
         });
     } else if memory > peak {
         mistakes.push(Mistake {
             answer: show_sig(memory, 6),
-            feedback: t(lang, "ex.roofline.memory"),
+            feedback: t(lang, "ex.roofline_bound.memory"),
         });
     }
     if mistakes.is_empty() {
         mistakes.push(Mistake {
             answer: show_sig(answer * 2.0, 6),
-            feedback: t(lang, "ex.roofline.memory"),
+            feedback: t(lang, "ex.roofline_bound.memory"),
         });
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.roofline.prompt",
+            "ex.roofline_bound.prompt",
             &[("bw", &bw), ("peak", &peak), ("ai", &ai)],
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.roofline.hint1"), t(lang, "ex.roofline.hint2")],
+        hints: vec![t(lang, "ex.roofline_bound.hint1"), t(lang, "ex.roofline_bound.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.roofline.explain",
+            "ex.roofline_bound.explain",
             &[
                 ("peak", &peak),
                 ("bw", &bw),
@@ -226,12 +192,12 @@ fn roofline(seed: u64, lang: Lang) -> Task {
 
 fn why_max(seed: u64, lang: Lang) -> Task {
     let at = (seed % 4) as usize;
-    let (options, correct) = choice(lang, ["ex.max.a", "ex.max.b", "ex.max.c", "ex.max.d"], at);
+    let (options, correct) = choice(lang, ["ex.why_subtract_max.a", "ex.why_subtract_max.b", "ex.why_subtract_max.c", "ex.why_subtract_max.d"], at);
     let mistakes = (0..4)
         .filter(|i| *i != correct)
         .map(|i| Mistake {
             answer: (i + 1).to_string(),
-            feedback: t(lang, "ex.max.wrong"),
+            feedback: t(lang, "ex.why_subtract_max.wrong"),
         })
         .collect();
     // The claims are computed, not asserted: exp(100) in f32, and a very
@@ -239,11 +205,11 @@ fn why_max(seed: u64, lang: Lang) -> Task {
     debug_assert!(100f32.exp().is_infinite());
     debug_assert!((-200f32).exp() == 0.0);
     Task {
-        prompt: t(lang, "ex.max.prompt"),
+        prompt: t(lang, "ex.why_subtract_max.prompt"),
         kind: AnswerKind::Choice { options },
         checker: AnswerChecker::Choice { correct },
-        hints: vec![t(lang, "ex.max.hint1"), t(lang, "ex.max.hint2")],
-        explanation: t(lang, "ex.max.explain"),
+        hints: vec![t(lang, "ex.why_subtract_max.hint1"), t(lang, "ex.why_subtract_max.hint2")],
+        explanation: t(lang, "ex.why_subtract_max.explain"),
         reference: (correct + 1).to_string(),
         mistakes,
     }
@@ -320,23 +286,23 @@ fn divergence(seed: u64, lang: Lang) -> Task {
     let (options, correct) = choice(
         lang,
         [
-            "ex.divergence.a",
-            "ex.divergence.b",
-            "ex.divergence.c",
-            "ex.divergence.d",
+            "ex.divergence_step.a",
+            "ex.divergence_step.b",
+            "ex.divergence_step.c",
+            "ex.divergence_step.d",
         ],
         at,
     );
     // After the swap, "sequential addressing" sits where the correct one started
     // unless the correct one moved onto it.
-    let seq_text = t(lang, "ex.divergence.b");
+    let seq_text = t(lang, "ex.divergence_step.b");
     let mistakes = (0..4)
         .filter(|i| *i != correct)
         .map(|i| {
             let key = if options[i] == seq_text {
-                "ex.divergence.seq"
+                "ex.divergence_step.seq"
             } else {
-                "ex.divergence.other"
+                "ex.divergence_step.other"
             };
             Mistake {
                 answer: (i + 1).to_string(),
@@ -345,14 +311,14 @@ fn divergence(seed: u64, lang: Lang) -> Task {
         })
         .collect();
     Task {
-        prompt: t(lang, "ex.divergence.prompt"),
+        prompt: t(lang, "ex.divergence_step.prompt"),
         kind: AnswerKind::Choice { options },
         checker: AnswerChecker::Choice { correct },
         hints: vec![
-            t(lang, "ex.divergence.hint1"),
-            t(lang, "ex.divergence.hint2"),
+            t(lang, "ex.divergence_step.hint1"),
+            t(lang, "ex.divergence_step.hint2"),
         ],
-        explanation: t(lang, "ex.divergence.explain"),
+        explanation: t(lang, "ex.divergence_step.explain"),
         reference: (correct + 1).to_string(),
         mistakes,
     }
@@ -364,24 +330,24 @@ fn bandwidth(seed: u64, lang: Lang) -> Task {
     let ms: f64 = [0.05, 0.2, 1.5, 4.0, 12.5][rng.random_range(0..5)];
     let answer = mb / ms;
     Task {
-        prompt: TEXT.fill(lang, "ex.bandwidth.prompt", &[("mb", &mb), ("ms", &ms)]),
+        prompt: TEXT.fill(lang, "ex.effective_bandwidth.prompt", &[("mb", &mb), ("ms", &ms)]),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.bandwidth.hint1"), t(lang, "ex.bandwidth.hint2")],
+        hints: vec![t(lang, "ex.effective_bandwidth.hint1"), t(lang, "ex.effective_bandwidth.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.bandwidth.explain",
+            "ex.effective_bandwidth.explain",
             &[("mb", &mb), ("ms", &ms), ("answer", &show_sig(answer, 5))],
         ),
         reference: show_sig(answer, 5),
         mistakes: vec![
             Mistake {
                 answer: show_sig(answer * 1000.0, 5),
-                feedback: t(lang, "ex.bandwidth.thousand"),
+                feedback: t(lang, "ex.effective_bandwidth.thousand"),
             },
             Mistake {
                 answer: show_sig(answer / 1000.0, 5),
-                feedback: t(lang, "ex.bandwidth.thousand"),
+                feedback: t(lang, "ex.effective_bandwidth.thousand"),
             },
         ],
     }
@@ -408,12 +374,12 @@ mod tests {
                 .map_or(f64::NAN, |(_, w)| w);
             let cols = numbers[0];
             assert!(task.check(&(3.0 * width * cols).to_string()).is_correct(), "{}", task.prompt);
-            assert!(task.check(&(4.0 * width * cols).to_string()).message().contains("three-pass"));
+            assert!(task.verdict_text(&task.check(&(4.0 * width * cols).to_string()), Lang::En).contains("three-pass"));
             seed = dlsys_core::exercise::next_seed(seed);
         }
         let div = divergence(0, Lang::En);
         assert!(div.check("1").is_correct());
-        assert!(div.check("2").message().contains("bank conflicts"));
+        assert!(div.verdict_text(&div.check("2"), Lang::En).contains("bank conflicts"));
     }
 
     #[test]

@@ -9,10 +9,9 @@ use std::collections::BTreeSet;
 
 use dlsys_core::kernels::{Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
 use dlsys_shaders::LadderSettings;
-use egui::RichText;
 use serde::{Deserialize, Serialize};
 
-use crate::race::Race;
+use crate::kit::race::Race;
 use crate::{Env, Lesson};
 
 pub use exercises::EXERCISES;
@@ -109,18 +108,16 @@ impl Lesson for GpuKernels {
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
-        let t = |key| TEXT.get(lang, key);
-        crate::header_ui(ui, &TEXT, lang);
+        let _t = |key| TEXT.get(lang, key);
+        crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(6.0);
-        crate::race::device_ui(ui, env);
+        crate::kit::race::device_ui(ui, env);
         self.controls_ui(ui, env);
         if let Some(err) = &self.race.error {
-            ui.colored_label(crate::theme::bad(ui.visuals()), err);
+            ui.colored_label(crate::kit::theme::bad(ui.visuals()), err);
         }
         self.results_ui(ui, lang);
-        egui::CollapsingHeader::new(RichText::new(t("explain.heading")).strong())
-            .default_open(false)
-            .show(ui, |ui| {
+        crate::kit::section_opened(ui, &TEXT, lang, "explain", false, |ui| {
                 let mut keys = vec!["explain.copy".to_owned()];
                 keys.extend(
                     SoftmaxKind::ALL
@@ -237,7 +234,7 @@ mod tests {
         }
         let points = |lesson: &GpuKernels| {
             let ran: Vec<_> = lesson.race.results.iter().filter_map(Outcome::measured).collect();
-            crate::kernel_plots::roofline_points(&ran)
+            crate::kit::kernel_plots::roofline_points(&ran)
         };
         let before = points(&lesson);
         assert_eq!(before.len(), 1, "{:?}", lesson.race.results);
@@ -245,7 +242,7 @@ mod tests {
             .race
             .results
             .iter()
-            .find(|o| o.kernel() == Kernel::Softmax(SoftmaxKind::Online))
+            .find(|o| o.kernel() == Some(Kernel::Softmax(SoftmaxKind::Online)))
         else {
             panic!("online softmax did not run: {:?}", lesson.race.results)
         };

@@ -10,7 +10,8 @@ use dlsys_shaders::Outcome;
 use dlsys_shaders::report::Row;
 
 use super::{GpuKernels, TEXT};
-use crate::{Env, theme};
+use crate::Env;
+use crate::kit::theme;
 
 impl GpuKernels {
     pub(super) fn controls_ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
@@ -109,11 +110,11 @@ impl GpuKernels {
                             "table.copy",
                             "table.error",
                         ] {
-                            crate::column_header(ui, &TEXT, lang, key);
+                            crate::kit::column_header(ui, &TEXT, lang, key);
                         }
                         ui.end_row();
                         for outcome in &self.race.results {
-                            ui.label(outcome.kernel().id());
+                            ui.label(outcome.id());
                             match outcome {
                                 Outcome::Ran(r) => {
                                     let (status, color) = if r.ok {
@@ -153,7 +154,7 @@ impl GpuKernels {
                                         ui.monospace(show_sig(r.max_rel_error, 2));
                                     }
                                 }
-                                Outcome::Skipped { why, .. } => {
+                                Outcome::Skipped { why, .. } | Outcome::Program(Err((_, why))) => {
                                     let why = why.message(lang);
                                     ui.weak(TEXT.fill(lang, "status.skipped", &[("why", &why)]));
                                 }
@@ -164,6 +165,8 @@ impl GpuKernels {
                                     ui.monospace(show_sig(c.bytes as f64 / 1e6, 4));
                                     ui.monospace(c.passes.to_string());
                                 }
+                                // The softmax ladder has no programs.
+                                Outcome::Program(Ok(_)) => {}
                             }
                             ui.end_row();
                         }
@@ -184,37 +187,29 @@ impl GpuKernels {
                 ));
             }
         }
-        let best = ran
-            .iter()
-            .filter(|r| r.ok && matches!(r.kernel, Kernel::Softmax(_)))
-            .filter(|r| !r.kernel.expected_to_overflow())
-            .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
-        let three = ran
-            .iter()
-            .find(|r| r.kernel == Kernel::Softmax(SoftmaxKind::ThreePass));
-        if let (Some(b), Some(t3)) = (best, three) {
-            ui.label(
-                TEXT.fill(
-                    lang,
-                    "summary.best",
-                    &[
-                        ("kernel", &b.kernel.id()),
-                        ("ms", &show_sig(b.median_ms, 3)),
-                        (
-                            "fraction",
-                            &b.fraction_of_copy
-                                .map_or("—".to_owned(), |f| show_sig(f, 2)),
-                        ),
-                        ("speedup", &show_sig(t3.median_ms / b.median_ms, 3)),
-                    ],
-                ),
-            );
+        let summary = dlsys_shaders::Summary::of(&self.race.results);
+        if let (Some(best), Some(ms), Some(speedup)) = (
+            &summary.best_softmax,
+            summary.best_softmax_ms,
+            summary.best_vs_three_pass_speedup,
+        ) {
+            let fraction = summary.best_softmax_fraction_of_copy;
+            ui.label(TEXT.fill(
+                lang,
+                "summary.best",
+                &[
+                    ("kernel", best),
+                    ("ms", &show_sig(ms, 3)),
+                    ("fraction", &fraction.map_or("—".to_owned(), |f| show_sig(f, 2))),
+                    ("speedup", &show_sig(speedup, 3)),
+                ],
+            ));
         }
         if ran.iter().any(|r| r.kernel.expected_to_overflow() && !r.ok) {
             ui.colored_label(theme::warn(&visuals), t("summary.overflow"));
         }
         let measured: Vec<_> = self.race.results.iter().filter_map(Outcome::measured).collect();
-        crate::kernel_plots::show(ui, lang, &measured);
+        crate::kit::kernel_plots::show(ui, lang, &measured);
     }
 }
 

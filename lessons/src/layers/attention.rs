@@ -10,73 +10,82 @@ use dlsys_core::text::Lang;
 use egui_plot::{Line, Plot, PlotPoints, Points};
 
 use super::TEXT;
-use super::jobs::{PROMPT, TEXT_STEPS, TextJob};
-use crate::{figure, theme};
+use super::jobs::TextJob;
+use dlsys_core::nn::models::text_run::PROMPT;
+use crate::kit::{figure, theme};
 
 /// Characters of held-out text the heatmaps show.
 const SHOWN: usize = 20;
 
 pub fn attention_ui(ui: &mut egui::Ui, job: &mut TextJob, lang: Lang) {
     let t = |key: &str| TEXT.get(lang, key).to_owned();
-    let config = job.model.config;
+    let config = job.model().config;
     let v = config.vocab;
     let ln_v = show_sig((v as f64).ln(), 4);
     ui.label(TEXT.fill(
         lang,
         "attn.explain",
         &[
-            ("parameters", &job.model.parameter_count()),
+            ("parameters", &job.model().parameter_count()),
             ("heads", &config.heads),
             ("dh", &(config.width / config.heads)),
         ],
     ));
+    let steps = job.settings.steps;
     ui.horizontal(|ui| {
         if job.is_running() {
+            if ui.button(t("cnn.stop")).clicked() {
+                job.stop();
+            }
             ui.spinner();
+            let (step, loss) = job.progress();
             ui.label(TEXT.fill(
                 lang,
                 "attn.progress",
-                &[
-                    ("step", &job.step()),
-                    ("steps", &TEXT_STEPS),
-                    ("loss", &format!("{:.3}", job.last_loss)),
-                    ("ln_v", &ln_v),
-                ],
+                &[("step", &step), ("steps", &steps), ("loss", &format!("{loss:.3}")), ("ln_v", &ln_v)],
             ));
-        } else if ui.button(TEXT.fill(lang, "attn.train", &[("steps", &TEXT_STEPS)])).clicked() {
+        } else if ui.button(TEXT.fill(lang, "attn.train", &[("steps", &steps)])).clicked() {
             job.start();
         }
     });
-    let trained = match job.losses {
-        Some((start, end, held)) if end.is_finite() => {
-            let continuation = job.continuation.clone().unwrap_or_default();
+    if let Some(err) = &job.error {
+        use dlsys_core::errors::Localized as _;
+        ui.colored_label(theme::bad(ui.visuals()), err.message(lang));
+    }
+    let trained = match &job.result {
+        Some(r) => {
             ui.label(TEXT.fill(
                 lang,
                 "attn.done",
                 &[
-                    ("start", &format!("{start:.3}")),
-                    ("end", &format!("{end:.3}")),
-                    ("held", &format!("{held:.3}")),
+                    ("start", &format!("{:.3}", r.start_loss)),
+                    ("end", &format!("{:.3}", r.end_loss)),
+                    ("held", &format!("{:.3}", r.held_out_loss)),
                     ("v", &v),
                     ("ln_v", &ln_v),
                     ("prompt", &PROMPT),
-                    ("continuation", &continuation),
+                    ("continuation", &r.continuation),
                 ],
             ));
             true
         }
-        _ => false,
+        None => job.is_running(),
     };
-    if !job.is_running() {
+    {
+        // Drawn during training too (from the latest report's weights), so
+        // the page does not jump when training starts or stops.
         let ids = &job.held.ids[..SHOWN.min(job.held.ids.len())];
         let text = job.held.decode(ids).replace('\n', "⏎");
         ui.label(TEXT.fill(lang, "attn.heatmap", &[("text", &text)]));
         if !trained {
             ui.weak(t("attn.untrained"));
         }
-        let weights = job.weights.get_or_insert_with(|| job.model.attention_weights(ids)).clone();
+        if job.weights.is_none() {
+            job.weights = Some(job.model().attention_weights(ids));
+        }
+        let weights = job.weights.clone().unwrap_or_default();
         let chars: Vec<char> = text.chars().collect();
-        crate::theme::sideways(ui, "attn_heatmaps", |ui| {
+        crate::kit::theme::sideways(ui, "attn_heatmaps", |ui| {
             ui.horizontal(|ui| {
             for (h, w) in weights.iter().enumerate() {
                 ui.vertical(|ui| {
@@ -206,7 +215,7 @@ fn kv_ui(ui: &mut egui::Ui, lang: Lang) {
     ui.label(TEXT.fill(lang, "attn.kv_explain", &[("d", &d), ("heads", &heads), ("tokens", &tokens)]));
     egui::Grid::new("kv_table").striped(true).show(ui, |ui| {
         for key in ["attn.col.token", "attn.col.bytes", "attn.col.formula", "attn.col.diff"] {
-            crate::column_header(ui, &TEXT, lang, key);
+            crate::kit::column_header(ui, &TEXT, lang, key);
         }
         ui.end_row();
         for step in 0..tokens {

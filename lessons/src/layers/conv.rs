@@ -8,7 +8,7 @@ use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
-use crate::figure;
+use crate::kit::figure;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -64,23 +64,23 @@ pub fn conv_ui(ui: &mut egui::Ui, s: &mut ConvSettings, lang: Lang) {
     let t = |key: &str| TEXT.get(lang, key).to_owned();
     ui.label(t("conv.explain"));
     ui.horizontal_wrapped(|ui| {
-        crate::number_field(ui, &t("conv.c"), &mut s.channels, 1..=3, 0.1);
-        crate::number_field(ui, &t("conv.h"), &mut s.height, 1..=12, 0.1);
-        crate::number_field(ui, &t("conv.w"), &mut s.width, 1..=12, 0.1);
-        crate::number_field(ui, &t("conv.k"), &mut s.kernel, 1..=5, 0.1);
+        crate::kit::number_field(ui, &t("conv.c"), &mut s.channels, 1..=3, 0.1);
+        crate::kit::number_field(ui, &t("conv.h"), &mut s.height, 1..=12, 0.1);
+        crate::kit::number_field(ui, &t("conv.w"), &mut s.width, 1..=12, 0.1);
+        crate::kit::number_field(ui, &t("conv.k"), &mut s.kernel, 1..=5, 0.1);
     });
     ui.horizontal_wrapped(|ui| {
-        crate::number_field(ui, &t("conv.stride"), &mut s.stride, 1..=4, 0.1);
-        crate::number_field(ui, &t("conv.padding"), &mut s.padding, 0..=3, 0.1);
-        crate::number_field(ui, &t("conv.dilation"), &mut s.dilation, 1..=3, 0.1);
-        crate::number_field(ui, &t("conv.oc"), &mut s.filters, 1..=64, 0.1);
+        crate::kit::number_field(ui, &t("conv.stride"), &mut s.stride, 1..=4, 0.1);
+        crate::kit::number_field(ui, &t("conv.padding"), &mut s.padding, 0..=3, 0.1);
+        crate::kit::number_field(ui, &t("conv.dilation"), &mut s.dilation, 1..=3, 0.1);
+        crate::kit::number_field(ui, &t("conv.oc"), &mut s.filters, 1..=64, 0.1);
     });
     let geometry = s.geometry();
     let Some((oh, ow)) = geometry.output() else {
         let span = s.dilation * s.kernel.saturating_sub(1) + 1;
         let padded = s.height.min(s.width) + 2 * s.padding;
         ui.colored_label(
-            crate::theme::warn(ui.visuals()),
+            crate::kit::theme::warn(ui.visuals()),
             TEXT.fill(lang, "conv.no_fit", &[("span", &span), ("padded", &padded)]),
         );
         return;
@@ -158,7 +158,7 @@ pub fn conv_ui(ui: &mut egui::Ui, s: &mut ConvSettings, lang: Lang) {
         }
     });
     ui.label(t("conv.matrix"));
-    crate::theme::sideways(ui, "conv_matrix", |ui| {
+    crate::kit::theme::sideways(ui, "conv_matrix", |ui| {
         egui::Grid::new("conv_matrix").spacing([1.0, 1.0]).show(ui, |ui| {
             for r in 0..patch {
                 for col in 0..cols {

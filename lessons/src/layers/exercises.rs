@@ -6,34 +6,28 @@
 
 use dlsys_core::autograd::view::Layout;
 use dlsys_core::autograd::{Conv2d, Graph, PlantedBug, Tensor, conv_output_side};
-use dlsys_core::exercise::{Exercise, Task};
+use dlsys_core::exercise::Task;
 use dlsys_core::memory::{attention_flops, kv_cache_bytes};
 use dlsys_core::nn::models::fold::{BatchNormParams, fold_conv};
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::RngExt as _;
 
 use super::TEXT;
-use crate::exercise_kit::{pick, show};
+use crate::kit::exercise_kit::{pick, show};
 
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed ^ 0x1a7e_55ed)
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0x1a7e_55ed,
+    conv_output => conv_output,
+    conv_params => conv_params,
+    im2col_size => im2col_size,
+    bn_fold_weight => fold_weight,
+    bn_fold_bias => fold_bias,
+    layernorm_backward => layernorm_backward,
+    nhwc_offset => nhwc_offset,
+    attention_flops => attention_cost,
+    kv_cache_bytes => kv_bytes,
 }
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
-
-pub const EXERCISES: [Exercise; 9] = [
-    Exercise { id: "conv_output", title: |l| t(l, "ex.out.title"), generate: conv_output },
-    Exercise { id: "conv_params", title: |l| t(l, "ex.params.title"), generate: conv_params },
-    Exercise { id: "im2col_size", title: |l| t(l, "ex.im2col.title"), generate: im2col_size },
-    Exercise { id: "bn_fold_weight", title: |l| t(l, "ex.fold_w.title"), generate: fold_weight },
-    Exercise { id: "bn_fold_bias", title: |l| t(l, "ex.fold_b.title"), generate: fold_bias },
-    Exercise { id: "layernorm_backward", title: |l| t(l, "ex.ln.title"), generate: layernorm_backward },
-    Exercise { id: "nhwc_offset", title: |l| t(l, "ex.nhwc.title"), generate: nhwc_offset },
-    Exercise { id: "attention_flops", title: |l| t(l, "ex.attn.title"), generate: attention_cost },
-    Exercise { id: "kv_cache_bytes", title: |l| t(l, "ex.kv.title"), generate: kv_bytes },
-];
 
 /// A convolution drawn so its output fits: input side, kernel, stride,
 /// padding, dilation.
@@ -59,19 +53,19 @@ fn conv_output(seed: u64, lang: Lang) -> Task {
     let answer = side(h, k, s, p, d);
     let span = d * (k - 1) + 1;
     Task::numeric(
-        TEXT.fill(lang, "ex.out.prompt", &[("h", &h), ("k", &k), ("s", &s), ("p", &p), ("d", &d)]),
+        TEXT.fill(lang, "ex.conv_output.prompt", &[("h", &h), ("k", &k), ("s", &s), ("p", &p), ("d", &d)]),
         answer,
-        vec![t(lang, "ex.out.hint1"), t(lang, "ex.out.hint2")],
-        TEXT.fill(lang, "ex.out.explain", &[("span", &span), ("h", &h), ("p", &p), ("s", &s), ("answer", &answer)]),
+        vec![t(lang, "ex.conv_output.hint1"), t(lang, "ex.conv_output.hint2")],
+        TEXT.fill(lang, "ex.conv_output.explain", &[("span", &span), ("h", &h), ("p", &p), ("s", &s), ("answer", &answer)]),
         vec![
-            (side(h, k, s, 0, d), t(lang, "ex.out.no_padding")),
-            (side(h, k, s, p, 1), t(lang, "ex.out.no_dilation")),
-            (((h + 2 * p - span) / s) as f64, t(lang, "ex.out.no_one")),
+            (side(h, k, s, 0, d), t(lang, "ex.conv_output.no_padding")),
+            (side(h, k, s, p, 1), t(lang, "ex.conv_output.no_dilation")),
+            (((h + 2 * p - span) / s) as f64, t(lang, "ex.conv_output.no_one")),
             (
                 (h + p).checked_sub(span).map_or(f64::NAN, |v| (v / s + 1) as f64),
-                t(lang, "ex.out.one_side"),
+                t(lang, "ex.conv_output.one_side"),
             ),
-            ((h + 2 * p - span + 1) as f64, t(lang, "ex.out.no_stride")),
+            ((h + 2 * p - span + 1) as f64, t(lang, "ex.conv_output.no_stride")),
         ],
     )
 }
@@ -84,14 +78,14 @@ fn conv_params(seed: u64, lang: Lang) -> Task {
     let conv = Conv2d::new(c, oc, (32, 32), k);
     let answer = conv.parameters(true) as f64;
     Task::numeric(
-        TEXT.fill(lang, "ex.params.prompt", &[("c", &c), ("oc", &oc), ("k", &k)]),
+        TEXT.fill(lang, "ex.conv_params.prompt", &[("c", &c), ("oc", &oc), ("k", &k)]),
         answer,
-        vec![t(lang, "ex.params.hint1")],
-        TEXT.fill(lang, "ex.params.explain", &[("c", &c), ("oc", &oc), ("k", &k), ("answer", &answer)]),
+        vec![t(lang, "ex.conv_params.hint1")],
+        TEXT.fill(lang, "ex.conv_params.explain", &[("c", &c), ("oc", &oc), ("k", &k), ("answer", &answer)]),
         vec![
-            (conv.parameters(false) as f64, t(lang, "ex.params.no_bias")),
-            ((oc * k * k + oc) as f64, t(lang, "ex.params.no_channels")),
-            (answer * 32.0 * 32.0, t(lang, "ex.params.per_pixel")),
+            (conv.parameters(false) as f64, t(lang, "ex.conv_params.no_bias")),
+            ((oc * k * k + oc) as f64, t(lang, "ex.conv_params.no_channels")),
+            (answer * 32.0 * 32.0, t(lang, "ex.conv_params.per_pixel")),
         ],
     )
 }
@@ -109,18 +103,18 @@ fn im2col_size(seed: u64, lang: Lang) -> Task {
     let columns = (oh * ow) as f64;
     let answer = conv.patch() as f64 * columns;
     Task::numeric(
-        TEXT.fill(lang, "ex.im2col.prompt", &[("c", &c), ("h", &h), ("k", &k), ("s", &s), ("p", &p)]),
+        TEXT.fill(lang, "ex.im2col_size.prompt", &[("c", &c), ("h", &h), ("k", &k), ("s", &s), ("p", &p)]),
         answer,
-        vec![t(lang, "ex.im2col.hint1"), t(lang, "ex.im2col.hint2")],
+        vec![t(lang, "ex.im2col_size.hint1"), t(lang, "ex.im2col_size.hint2")],
         TEXT.fill(
             lang,
-            "ex.im2col.explain",
+            "ex.im2col_size.explain",
             &[("rows", &conv.patch()), ("cols", &columns), ("o", &oh), ("answer", &answer)],
         ),
         vec![
-            (conv.input_len() as f64, t(lang, "ex.im2col.input")),
-            (columns, t(lang, "ex.im2col.columns_only")),
-            ((k * k) as f64 * columns, t(lang, "ex.im2col.no_channels")),
+            (conv.input_len() as f64, t(lang, "ex.im2col_size.input")),
+            (columns, t(lang, "ex.im2col_size.columns_only")),
+            ((k * k) as f64 * columns, t(lang, "ex.im2col_size.no_channels")),
         ],
     )
 }
@@ -154,14 +148,14 @@ fn fold_weight(seed: u64, lang: Lang) -> Task {
     let (answer, _) = folded(w, 0.0, bn);
     let (gamma, _, _, var) = bn;
     Task::numeric(
-        TEXT.fill(lang, "ex.fold_w.prompt", &[("w", &w), ("gamma", &gamma), ("var", &var)]),
+        TEXT.fill(lang, "ex.bn_fold_weight.prompt", &[("w", &w), ("gamma", &gamma), ("var", &var)]),
         answer,
-        vec![t(lang, "ex.fold_w.hint1")],
-        TEXT.fill(lang, "ex.fold_w.explain", &[("w", &w), ("gamma", &gamma), ("var", &var), ("answer", &show(answer))]),
+        vec![t(lang, "ex.bn_fold_weight.hint1")],
+        TEXT.fill(lang, "ex.bn_fold_weight.explain", &[("w", &w), ("gamma", &gamma), ("var", &var), ("answer", &show(answer))]),
         vec![
-            (w * gamma / var, t(lang, "ex.fold_w.no_sqrt")),
-            (w / var.sqrt(), t(lang, "ex.fold_w.no_gamma")),
-            (w * gamma * var.sqrt(), t(lang, "ex.fold_w.multiplied")),
+            (w * gamma / var, t(lang, "ex.bn_fold_weight.no_sqrt")),
+            (w / var.sqrt(), t(lang, "ex.bn_fold_weight.no_gamma")),
+            (w * gamma * var.sqrt(), t(lang, "ex.bn_fold_weight.multiplied")),
         ],
     )
 }
@@ -176,16 +170,16 @@ fn fold_bias(seed: u64, lang: Lang) -> Task {
     Task::numeric(
         TEXT.fill(
             lang,
-            "ex.fold_b.prompt",
+            "ex.bn_fold_bias.prompt",
             &[("b", &b), ("gamma", &gamma), ("beta", &beta), ("mean", &mean), ("var", &var)],
         ),
         answer,
-        vec![t(lang, "ex.fold_b.hint1"), t(lang, "ex.fold_b.hint2")],
-        TEXT.fill(lang, "ex.fold_b.explain", &[("s", &show(s)), ("answer", &show(answer))]),
+        vec![t(lang, "ex.bn_fold_bias.hint1"), t(lang, "ex.bn_fold_bias.hint2")],
+        TEXT.fill(lang, "ex.bn_fold_bias.explain", &[("s", &show(s)), ("answer", &show(answer))]),
         vec![
-            (s * (b - mean), t(lang, "ex.fold_b.no_beta")),
-            (s * b + beta, t(lang, "ex.fold_b.no_mean")),
-            (s * (b + mean) + beta, t(lang, "ex.fold_b.sign")),
+            (s * (b - mean), t(lang, "ex.bn_fold_bias.no_beta")),
+            (s * b + beta, t(lang, "ex.bn_fold_bias.no_mean")),
+            (s * (b + mean) + beta, t(lang, "ex.bn_fold_bias.sign")),
         ],
     )
 }
@@ -236,18 +230,18 @@ fn layernorm_backward(seed: u64, lang: Lang) -> Task {
     let inv = 1.0 / (var + 1e-5).sqrt();
     let show_row = |v: &[f64; 3]| format!("({}, {}, {})", v[0], v[1], v[2]);
     Task::numeric(
-        TEXT.fill(lang, "ex.ln.prompt", &[("x", &show_row(&x)), ("g", &show_row(&g))]),
+        TEXT.fill(lang, "ex.layernorm_backward.prompt", &[("x", &show_row(&x)), ("g", &show_row(&g))]),
         answer,
-        vec![t(lang, "ex.ln.hint1"), t(lang, "ex.ln.hint2")],
+        vec![t(lang, "ex.layernorm_backward.hint1"), t(lang, "ex.layernorm_backward.hint2")],
         TEXT.fill(
             lang,
-            "ex.ln.explain",
+            "ex.layernorm_backward.explain",
             &[("mean", &show(mean)), ("var", &show(var)), ("inv", &show(inv)), ("answer", &show(answer))],
         ),
         vec![
-            (layernorm_grad(&x, &g, Some(PlantedBug::LayerNormMissingMean)), t(lang, "ex.ln.no_mean")),
-            (g[0] * inv, t(lang, "ex.ln.constants")),
-            (g[0], t(lang, "ex.ln.identity")),
+            (layernorm_grad(&x, &g, Some(PlantedBug::LayerNormMissingMean)), t(lang, "ex.layernorm_backward.no_mean")),
+            (g[0] * inv, t(lang, "ex.layernorm_backward.constants")),
+            (g[0], t(lang, "ex.layernorm_backward.identity")),
         ],
     )
 }
@@ -273,18 +267,18 @@ fn nhwc_offset(seed: u64, lang: Lang) -> Task {
     Task::numeric(
         TEXT.fill(
             lang,
-            "ex.nhwc.prompt",
+            "ex.nhwc_offset.prompt",
             &[("n", &n), ("c", &c), ("h", &h), ("w", &w), ("i", &format!("({}, {}, {}, {})", at[0], at[1], at[2], at[3]))],
         ),
         answer,
-        vec![t(lang, "ex.nhwc.hint1"), t(lang, "ex.nhwc.hint2")],
-        TEXT.fill(lang, "ex.nhwc.explain", &[("strides", &strides), ("answer", &answer)]),
+        vec![t(lang, "ex.nhwc_offset.hint1"), t(lang, "ex.nhwc_offset.hint2")],
+        TEXT.fill(lang, "ex.nhwc_offset.explain", &[("strides", &strides), ("answer", &answer)]),
         vec![
-            (offset(&nchw, &at), t(lang, "ex.nhwc.nchw")),
-            (answer - at[0] as f64 * image, t(lang, "ex.nhwc.no_batch")),
+            (offset(&nchw, &at), t(lang, "ex.nhwc_offset.nchw")),
+            (answer - at[0] as f64 * image, t(lang, "ex.nhwc_offset.no_batch")),
             (
                 at[0] as f64 * image + (at[2] * w + at[3] + at[1]) as f64,
-                t(lang, "ex.nhwc.no_c"),
+                t(lang, "ex.nhwc_offset.no_c"),
             ),
         ],
     )
@@ -298,14 +292,14 @@ fn attention_cost(seed: u64, lang: Lang) -> Task {
     let flops = |l, s, h| attention_flops(l, s, h, s).map_or(f64::NAN, |f| f as f64 / 1e9);
     let answer = flops(layers, seq, hidden);
     Task::numeric(
-        TEXT.fill(lang, "ex.attn.prompt", &[("l", &layers), ("s", &seq), ("h", &hidden)]),
+        TEXT.fill(lang, "ex.attention_flops.prompt", &[("l", &layers), ("s", &seq), ("h", &hidden)]),
         answer,
-        vec![t(lang, "ex.attn.hint1"), t(lang, "ex.attn.hint2")],
-        TEXT.fill(lang, "ex.attn.explain", &[("l", &layers), ("s", &seq), ("h", &hidden), ("answer", &show(answer))]),
+        vec![t(lang, "ex.attention_flops.hint1"), t(lang, "ex.attention_flops.hint2")],
+        TEXT.fill(lang, "ex.attention_flops.explain", &[("l", &layers), ("s", &seq), ("h", &hidden), ("answer", &show(answer))]),
         vec![
-            (answer / 2.0, t(lang, "ex.attn.one_product")),
-            (answer * 3.0, t(lang, "ex.attn.training")),
-            (answer / seq as f64, t(lang, "ex.attn.linear")),
+            (answer / 2.0, t(lang, "ex.attention_flops.one_product")),
+            (answer * 3.0, t(lang, "ex.attention_flops.training")),
+            (answer / seq as f64, t(lang, "ex.attention_flops.linear")),
         ],
     )
 }
@@ -322,20 +316,20 @@ fn kv_bytes(seed: u64, lang: Lang) -> Task {
     Task::numeric(
         TEXT.fill(
             lang,
-            "ex.kv.prompt",
+            "ex.kv_cache_bytes.prompt",
             &[("l", &layers), ("heads", &heads), ("kv", &kv_heads), ("d", &head_dim), ("t", &tokens)],
         ),
         answer,
-        vec![t(lang, "ex.kv.hint1"), t(lang, "ex.kv.hint2")],
+        vec![t(lang, "ex.kv_cache_bytes.hint1"), t(lang, "ex.kv_cache_bytes.hint2")],
         TEXT.fill(
             lang,
-            "ex.kv.explain",
+            "ex.kv_cache_bytes.explain",
             &[("l", &layers), ("kv", &kv_heads), ("d", &head_dim), ("t", &tokens), ("answer", &show(answer))],
         ),
         vec![
-            (answer / 2.0, t(lang, "ex.kv.no_v")),
-            (gib(heads, 2), t(lang, "ex.kv.all_heads")),
-            (gib(kv_heads, 4), t(lang, "ex.kv.fp32")),
+            (answer / 2.0, t(lang, "ex.kv_cache_bytes.no_v")),
+            (gib(heads, 2), t(lang, "ex.kv_cache_bytes.all_heads")),
+            (gib(kv_heads, 4), t(lang, "ex.kv_cache_bytes.fp32")),
         ],
     )
 }
@@ -346,7 +340,7 @@ mod tests {
 
     #[test]
     fn every_exercise_checks_its_answer_and_its_classic_mistakes() {
-        crate::check_numeric_exercises(&EXERCISES, 2);
+        crate::check_numeric_exercises(EXERCISES, 2);
     }
 
     #[test]

@@ -1,58 +1,35 @@
-//! The lesson's two trainings, run a slice at a time between frames (so the
-//! page stays responsive, in the browser too): the CNN with its three
-//! evaluations, and the tiny transformer.
+//! The lesson's two trainings, the core's runs (`cnn_run`, `text_run`)
+//! stepped a slice at a time between frames (so the page stays responsive,
+//! in the browser too): the CNN with its three evaluations, and the tiny
+//! transformer.
 
+use dlsys_core::autograd::Tensor;
+use dlsys_core::errors::Localized as _;
+use dlsys_core::nn::TrainError;
 use dlsys_core::nn::models::char_model::{self, CharModel, Corpus};
-use dlsys_core::nn::models::cnn::{self, BnStats, Cnn};
-use dlsys_core::nn::optimizers::Optimizer;
-use dlsys_core::nn::{DataError, DataLoader, Dataset};
+use dlsys_core::nn::models::cnn::Cnn;
+use dlsys_core::nn::models::cnn_run::{self, CnnEvent, CnnPhase, CnnResult, CnnRun, CnnSettings};
+use dlsys_core::nn::models::text_run::{self, TextEvent, TextResult, TextRun, TextSettings};
 use dlsys_core::text::Lang;
 use web_time::{Duration, Instant};
 
 use super::TEXT;
-use crate::datasets::{self, Fetch};
-use crate::theme;
+use crate::kit::datasets::{self, Fetch};
+use crate::kit::theme;
 
 /// Work done per frame before handing the frame back.
 const SLICE: Duration = Duration::from_millis(25);
 
-/// Training images and the CNN's batch (as `core/tests/cnn.rs` trains it).
-pub const CNN_IMAGES: usize = 2000;
-const CNN_BATCH: usize = 16;
-const CNN_LR: f64 = 3e-3;
-const MODES: [BnStats; 3] = [BnStats::Running, BnStats::Batch, BnStats::Initial];
-
-struct CnnRun {
-    model: Cnn,
-    optimizer: Optimizer<f32>,
-    train: Dataset,
-    test: Dataset,
-    batches: Vec<Vec<usize>>,
-    step: usize,
-    loss: f32,
-    /// Which evaluation mode is running, and the test images done in it.
-    mode: usize,
-    done: usize,
-    correct: [usize; 3],
-    started: Instant,
-    seconds: f64,
-}
-
-/// The three accuracies, and what training took.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CnnResult {
-    pub accuracy: [f64; 3],
-    pub seconds: f64,
-    pub loss: f32,
-    pub test: usize,
-}
-
+/// The CNN's run: waiting for MNIST, training, or done.
 #[derive(Default)]
 pub struct CnnJob {
     waiting_for_data: bool,
     run: Option<CnnRun>,
-    pub result: Option<CnnResult>,
-    error: Option<DataError>,
+    started: Option<Instant>,
+    /// Seconds the training steps took (evaluation not counted).
+    train_seconds: f64,
+    pub result: Option<(CnnResult, f64)>,
+    error: Option<TrainError>,
 }
 
 impl CnnJob {
@@ -60,44 +37,33 @@ impl CnnJob {
         self.waiting_for_data || self.run.is_some()
     }
 
-    fn start(&mut self) {
+    pub fn start(&mut self) {
         self.result = None;
         self.error = None;
         self.waiting_for_data = true;
     }
 
-    fn begin(&mut self) {
-        let data = match datasets::load("mnist", 1) {
-            Ok(data) => data,
-            Err(err) => {
-                self.error = Some(err);
-                self.waiting_for_data = false;
-                return;
-            }
-        };
+    pub fn stop(&mut self) {
+        self.run = None;
         self.waiting_for_data = false;
-        let (train, test) = data.split(datasets::TEST_FRACTION, 1);
-        let loader = DataLoader {
-            len: CNN_IMAGES.min(train.len()),
-            batch_size: CNN_BATCH,
-            shuffle: false,
-            drop_last: false,
-            seed: 1,
-        };
-        self.run = Some(CnnRun {
-            model: Cnn::new(1),
-            optimizer: cnn::optimizer(CNN_LR),
-            train,
-            test,
-            batches: loader.batches(0),
-            step: 0,
-            loss: f32::NAN,
-            mode: 0,
-            done: 0,
-            correct: [0; 3],
-            started: Instant::now(),
-            seconds: 0.0,
-        });
+    }
+
+    fn begin(&mut self) {
+        self.waiting_for_data = false;
+        let settings = CnnSettings::default();
+        let run = datasets::load("mnist", settings.seed)
+            .map_err(TrainError::from)
+            .and_then(|data| {
+                let (train, test) = data.split(datasets::TEST_FRACTION, settings.seed);
+                CnnRun::new(settings, train, test)
+            });
+        match run {
+            Ok(run) => {
+                self.run = Some(run);
+                self.started = Some(Instant::now());
+            }
+            Err(err) => self.error = Some(err),
+        }
     }
 
     pub fn logic(&mut self, ctx: &egui::Context) {
@@ -105,7 +71,7 @@ impl CnnJob {
             match datasets::fetch_mnist() {
                 Fetch::Ready => self.begin(),
                 Fetch::Failed(detail) => {
-                    self.error = Some(DataError::Download { detail });
+                    self.error = Some(dlsys_core::nn::DataError::Download { detail }.into());
                     self.waiting_for_data = false;
                 }
                 _ => ctx.request_repaint_after(Duration::from_millis(100)),
@@ -117,44 +83,25 @@ impl CnnJob {
         };
         let until = Instant::now() + SLICE;
         while Instant::now() < until {
-            if run.step < run.batches.len() {
-                let (x, y) = run.train.gather(&run.batches[run.step]);
-                run.loss = run.model.train_step(&mut run.optimizer, &x, &y).loss;
-                run.step += 1;
-                if run.step == run.batches.len() {
-                    run.seconds = run.started.elapsed().as_secs_f64();
+            let training = matches!(run.phase(), CnnPhase::Training { .. });
+            match run.step() {
+                Ok(None | Some(CnnEvent::Epoch(_))) => {}
+                Ok(Some(CnnEvent::Finished(result))) => {
+                    self.result = Some((result, self.train_seconds));
+                    self.run = None;
+                    return;
                 }
-                continue;
+                Err(err) => {
+                    self.error = Some(err);
+                    self.run = None;
+                    return;
+                }
             }
-            if run.mode == MODES.len() {
-                break;
-            }
-            // Training mode goes one image at a time; the others in chunks.
-            let chunk = if MODES[run.mode] == BnStats::Batch { 1 } else { 100 };
-            let indices: Vec<usize> = (run.done..(run.done + 25 * chunk).min(run.test.len())).collect();
-            for part in indices.chunks(chunk) {
-                let (x, y) = run.test.gather(part);
-                let predicted = run.model.logits(&x, y.len(), MODES[run.mode]).argmax_rows();
-                run.correct[run.mode] += predicted.iter().zip(&y).filter(|(p, l)| p == l).count();
-            }
-            run.done += indices.len();
-            if run.done >= run.test.len() {
-                run.mode += 1;
-                run.done = 0;
+            if training && !matches!(run.phase(), CnnPhase::Training { .. }) {
+                self.train_seconds = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
             }
         }
-        if run.mode == MODES.len() {
-            let n = run.test.len().max(1) as f64;
-            self.result = Some(CnnResult {
-                accuracy: run.correct.map(|c| c as f64 / n),
-                seconds: run.seconds,
-                loss: run.loss,
-                test: run.test.len(),
-            });
-            self.run = None;
-        } else {
-            ctx.request_repaint();
-        }
+        ctx.request_repaint();
     }
 }
 
@@ -165,37 +112,33 @@ pub fn cnn_ui(ui: &mut egui::Ui, job: &mut CnnJob, lang: Lang) {
         "cnn.explain",
         &[
             ("parameters", &Cnn::architecture_parameters()),
-            ("images", &CNN_IMAGES),
-            ("test", &job.result.as_ref().map_or(2000, |r| r.test)),
+            ("images", &CnnSettings::default().images.unwrap_or_default()),
+            ("test", &job.result.as_ref().map_or(2000, |r| r.0.test)),
         ],
     ));
     ui.horizontal(|ui| {
         if job.is_running() {
             if ui.button(TEXT.get(lang, "cnn.stop")).clicked() {
-                job.run = None;
-                job.waiting_for_data = false;
+                job.stop();
             }
             ui.spinner();
-            let line = match &job.run {
+            let line = match job.run.as_ref().map(CnnRun::phase) {
                 None => TEXT.get(lang, "cnn.downloading").to_owned(),
-                Some(run) if run.step < run.batches.len() => TEXT.fill(
+                Some(CnnPhase::Training { step, steps, loss, .. }) => TEXT.fill(
                     lang,
                     "cnn.progress",
-                    &[
-                        ("step", &run.step),
-                        ("steps", &run.batches.len()),
-                        ("loss", &format!("{:.3}", run.loss)),
-                    ],
+                    &[("step", &step), ("steps", &steps), ("loss", &format!("{loss:.3}"))],
                 ),
-                Some(run) => TEXT.fill(
+                Some(CnnPhase::Evaluating { mode, done, total }) => TEXT.fill(
                     lang,
                     "cnn.evaluating",
                     &[
-                        ("mode", &TEXT.get(lang, &format!("cnn.mode.{:?}", MODES[run.mode.min(2)]))),
-                        ("done", &run.done),
-                        ("total", &run.test.len()),
+                        ("mode", &TEXT.get(lang, &format!("cnn.mode.{:?}", cnn_run::MODES[mode]))),
+                        ("done", &done),
+                        ("total", &total),
                     ],
                 ),
+                Some(CnnPhase::Done) => String::new(),
             };
             ui.label(line);
         } else if ui.button(TEXT.get(lang, "cnn.run")).clicked() {
@@ -203,18 +146,17 @@ pub fn cnn_ui(ui: &mut egui::Ui, job: &mut CnnJob, lang: Lang) {
         }
     });
     if let Some(err) = &job.error {
-        use dlsys_core::errors::Localized as _;
         ui.colored_label(
             theme::bad(ui.visuals()),
             TEXT.fill(lang, "cnn.failed", &[("why", &err.message(lang))]),
         );
     }
-    if let Some(result) = &job.result {
+    if let Some((result, seconds)) = &job.result {
         egui::Grid::new("cnn_modes").striped(true).show(ui, |ui| {
-            crate::column_header(ui, &TEXT, lang, "cnn.mode");
-            crate::column_header(ui, &TEXT, lang, "cnn.accuracy");
+            crate::kit::column_header(ui, &TEXT, lang, "cnn.mode");
+            crate::kit::column_header(ui, &TEXT, lang, "cnn.accuracy");
             ui.end_row();
-            for (mode, accuracy) in MODES.iter().zip(result.accuracy) {
+            for (mode, accuracy) in cnn_run::MODES.iter().zip(result.accuracy) {
                 ui.label(TEXT.get(lang, &format!("cnn.mode.{mode:?}")));
                 ui.monospace(format!("{:.2} %", 100.0 * accuracy));
                 ui.end_row();
@@ -223,55 +165,39 @@ pub fn cnn_ui(ui: &mut egui::Ui, job: &mut CnnJob, lang: Lang) {
         ui.label(TEXT.fill(
             lang,
             "cnn.trained",
-            &[("seconds", &format!("{:.1}", result.seconds)), ("loss", &format!("{:.3}", result.loss))],
+            &[("seconds", &format!("{seconds:.1}")), ("loss", &format!("{:.3}", result.train_loss))],
         ));
     }
 }
 
-/// Steps the lesson trains the transformer for.
-pub const TEXT_STEPS: usize = 400;
-const TEXT_BATCH: usize = 8;
-const TEXT_LR: f64 = 1e-2;
-
-struct TextRun {
-    optimizer: Optimizer<f32>,
-    step: usize,
-    loss: f32,
-}
-
-/// The transformer, its training in flight and what it reached.
+/// The transformer: a run in flight or done (its model drawn in the
+/// heatmaps), or, before the first, a fresh model.
 pub struct TextJob {
-    pub corpus: Corpus,
-    pub train: Corpus,
-    pub held: Corpus,
-    pub model: CharModel,
+    pub settings: TextSettings,
     run: Option<TextRun>,
-    /// (start, end, held-out) losses, once trained.
-    pub losses: Option<(f32, f32, f32)>,
-    pub last_loss: f32,
-    /// The greedy continuation of [`PROMPT`], once trained.
-    pub continuation: Option<String>,
-    /// The heatmaps' weights for the current model (computed when first shown).
-    pub weights: Option<Vec<dlsys_core::autograd::Tensor<f32>>>,
+    running: bool,
+    fresh: CharModel,
+    /// The text the heatmaps show: the held-out tenth.
+    pub held: Corpus,
+    pub result: Option<TextResult>,
+    pub error: Option<TrainError>,
+    /// The heatmaps' weights for the model shown (recomputed at each report).
+    pub weights: Option<Vec<Tensor<f32>>>,
 }
-
-/// What the trained model continues.
-pub const PROMPT: &str = "Attention ";
 
 impl Default for TextJob {
     fn default() -> Self {
+        let settings = TextSettings::default();
         let corpus = Corpus::shipped();
-        let (train, held) = corpus.split(0.1);
-        let model = CharModel::new(char_model::shipped_config(&corpus), 1);
+        let (_, held) = corpus.split(text_run::HELD_OUT_FRACTION);
         Self {
-            corpus,
-            train,
-            held,
-            model,
+            settings,
             run: None,
-            losses: None,
-            last_loss: f32::NAN,
-            continuation: None,
+            running: false,
+            fresh: CharModel::new(char_model::shipped_config(&corpus), settings.seed),
+            held,
+            result: None,
+            error: None,
             weights: None,
         }
     }
@@ -279,58 +205,59 @@ impl Default for TextJob {
 
 impl TextJob {
     pub fn is_running(&self) -> bool {
-        self.run.is_some()
+        self.running
     }
 
-    pub fn step(&self) -> usize {
-        self.run.as_ref().map_or(0, |r| r.step)
+    /// The model the page shows: the run's, or a fresh one before the first.
+    pub fn model(&self) -> &CharModel {
+        self.run.as_ref().map_or(&self.fresh, TextRun::model)
+    }
+
+    /// Steps taken and the last step's loss.
+    pub fn progress(&self) -> (u64, f32) {
+        self.run.as_ref().map_or((0, f32::NAN), |r| (r.steps_done(), r.last_loss()))
     }
 
     pub fn start(&mut self) {
-        self.model = CharModel::new(self.model.config, 1);
-        self.losses = None;
-        self.continuation = None;
-        self.weights = None;
-        self.run = Some(TextRun {
-            optimizer: char_model::optimizer(TEXT_LR),
-            step: 0,
-            loss: f32::NAN,
-        });
+        self.result = None;
+        self.error = None;
+        match TextRun::new(self.settings) {
+            Ok(run) => {
+                self.run = Some(run);
+                self.running = true;
+                self.weights = None;
+            }
+            Err(err) => self.error = Some(err),
+        }
     }
 
-    fn probe(&self) -> Vec<(Vec<usize>, Vec<usize>)> {
-        self.train.windows(16, self.model.config.context, 999)
+    /// Stops training; the model stays as far as it got.
+    pub fn stop(&mut self) {
+        self.running = false;
     }
 
     pub fn logic(&mut self, ctx: &egui::Context) {
-        let Some(mut run) = self.run.take() else {
+        let (true, Some(run)) = (self.running, &mut self.run) else {
             return;
         };
-        if run.step == 0 {
-            self.losses = Some((self.model.loss(&self.probe()), f32::NAN, f32::NAN));
-        }
         let until = Instant::now() + SLICE;
-        while Instant::now() < until && run.step < TEXT_STEPS {
-            let windows = self.train.windows(TEXT_BATCH, self.model.config.context, run.step as u64);
-            run.loss = self.model.train_step(&mut run.optimizer, &windows);
-            run.step += 1;
+        while Instant::now() < until {
+            match run.step() {
+                Ok(None) => {}
+                Ok(Some(TextEvent::Report(_))) => self.weights = None,
+                Ok(Some(TextEvent::Finished(result))) => {
+                    self.result = Some(result);
+                    self.weights = None;
+                    self.running = false;
+                    return;
+                }
+                Err(err) => {
+                    self.error = Some(err);
+                    self.running = false;
+                    return;
+                }
+            }
         }
-        self.last_loss = run.loss;
-        if run.step >= TEXT_STEPS {
-            let end = self.model.loss(&self.probe());
-            let held = self.model.loss(&self.held.windows(16, self.model.config.context, 7));
-            let start = self.losses.map_or(f32::NAN, |l| l.0);
-            self.losses = Some((start, end, held));
-            let ids: Vec<usize> = PROMPT
-                .chars()
-                .filter_map(|c| self.corpus.vocab.binary_search(&c).ok())
-                .collect();
-            let generated = self.model.generate(&ids, 40);
-            self.continuation = Some(self.corpus.decode(&generated[ids.len()..]));
-            self.weights = None;
-        } else {
-            self.run = Some(run);
-            ctx.request_repaint();
-        }
+        ctx.request_repaint();
     }
 }

@@ -13,7 +13,7 @@ mod strides;
 
 use serde::{Deserialize, Serialize};
 
-use crate::autograd_mlp::check_view::{self, CheckCache, CheckSettings, LAYER_CHECKS};
+use crate::kit::check_panel::{self as check_view, CheckCache, CheckSettings, LAYER_CHECKS};
 use crate::{Env, Lesson};
 
 pub use exercises::EXERCISES;
@@ -58,7 +58,7 @@ impl Lesson for Layers {
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
-        crate::header_ui(ui, &TEXT, lang);
+        crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
         let Self {
             settings,
@@ -66,22 +66,18 @@ impl Lesson for Layers {
             text,
             checks,
         } = self;
-        let section = |ui: &mut egui::Ui, key: &str, add: &mut dyn FnMut(&mut egui::Ui)| {
-            egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, key)).strong())
-                .default_open(true)
-                .show(ui, |ui| add(ui));
-        };
-        section(ui, "norms.heading", &mut |ui| {
+        use crate::kit::section;
+        section(ui, &TEXT, lang, "norms", |ui| {
             norms::norms_ui(ui, &mut settings.norms, lang);
             ui.add_space(6.0);
             jobs::cnn_ui(ui, cnn, lang);
         });
-        section(ui, "conv.heading", &mut |ui| conv::conv_ui(ui, &mut settings.conv, lang));
-        section(ui, "strides.heading", &mut |ui| {
+        section(ui, &TEXT, lang, "conv", |ui| conv::conv_ui(ui, &mut settings.conv, lang));
+        section(ui, &TEXT, lang, "strides", |ui| {
             strides::strides_ui(ui, &mut settings.strides, lang);
         });
-        section(ui, "attn.heading", &mut |ui| attention::attention_ui(ui, text, lang));
-        section(ui, "check.heading", &mut |ui| {
+        section(ui, &TEXT, lang, "attn", |ui| attention::attention_ui(ui, text, lang));
+        section(ui, &TEXT, lang, "check", |ui| {
             check_view::check_ui(ui, &mut settings.check, checks, lang);
         });
     }

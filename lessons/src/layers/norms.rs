@@ -9,7 +9,7 @@ use rand::{RngExt as _, SeedableRng as _};
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
-use crate::figure;
+use crate::kit::figure;
 
 /// Images, channels and pixels per channel of the drawn batch.
 const N: usize = 4;
@@ -82,7 +82,7 @@ pub fn norms_ui(ui: &mut egui::Ui, s: &mut NormSettings, lang: Lang) {
     let x = batch();
     let shown = if s.normalised { normalised(&x, s.batch) } else { x.clone() };
     let visuals = ui.visuals().clone();
-    crate::theme::sideways(ui, "norms_grid", |ui| {
+    crate::kit::theme::sideways(ui, "norms_grid", |ui| {
         egui::Grid::new("norms_grid").spacing([2.0, 2.0]).show(ui, |ui| {
             ui.strong(t("norms.image"));
             for c in 0..C {

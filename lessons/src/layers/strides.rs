@@ -7,7 +7,7 @@ use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
-use crate::figure;
+use crate::kit::figure;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -43,10 +43,10 @@ pub fn strides_ui(ui: &mut egui::Ui, s: &mut StrideSettings, lang: Lang) {
     let t = |key: &str| TEXT.get(lang, key).to_owned();
     ui.label(t("strides.explain"));
     ui.horizontal_wrapped(|ui| {
-        crate::number_field(ui, &t("strides.n"), &mut s.n, 1..=8, 0.1);
-        crate::number_field(ui, &t("strides.c"), &mut s.c, 1..=8, 0.1);
-        crate::number_field(ui, &t("strides.h"), &mut s.h, 1..=8, 0.1);
-        crate::number_field(ui, &t("strides.w"), &mut s.w, 1..=8, 0.1);
+        crate::kit::number_field(ui, &t("strides.n"), &mut s.n, 1..=8, 0.1);
+        crate::kit::number_field(ui, &t("strides.c"), &mut s.c, 1..=8, 0.1);
+        crate::kit::number_field(ui, &t("strides.h"), &mut s.h, 1..=8, 0.1);
+        crate::kit::number_field(ui, &t("strides.w"), &mut s.w, 1..=8, 0.1);
         ui.separator();
         ui.label(t("strides.layout"));
         ui.radio_value(&mut s.nhwc, false, "NCHW");
@@ -110,7 +110,7 @@ pub fn strides_ui(ui: &mut egui::Ui, s: &mut StrideSettings, lang: Lang) {
     ui.label(t("strides.memory"));
     let visuals = ui.visuals().clone();
     let (chosen, same) = (figure::nth(&visuals, 0), figure::nth(&visuals, 1).gamma_multiply(0.4));
-    crate::theme::sideways(ui, "strides_memory", |ui| {
+    crate::kit::theme::sideways(ui, "strides_memory", |ui| {
     egui::Grid::new("strides_memory").spacing([1.0, 1.0]).show(ui, |ui| {
         for (pos, value) in stored.memory().iter().enumerate().take(DRAW) {
             // The stored value is the element's NCHW position.

@@ -1,12 +1,13 @@
 //! Stacked bars of bytes per component, on one scale, and the table that is
 //! their legend (and what a screen reader reads: the bars are drawn).
 
+use dlsys_core::names::Named as _;
 use dlsys_core::memory::{Component, Components, show_bytes};
 use dlsys_core::text::Lang;
 use egui::{Color32, Rect, Sense, Stroke, Vec2};
 
-use super::{TEXT, component_name};
-use crate::theme;
+use super::TEXT;
+use crate::kit::theme;
 
 /// One bar: its name, bytes per component, and the components it does
 /// not know (shown as "—", not as 0).
@@ -55,7 +56,7 @@ pub fn stacked(ui: &mut egui::Ui, id: &str, bars: &[Bar], lang: Lang) {
                 x += w;
             }
             if let Some((c, bytes)) = hovered {
-                response.on_hover_text(format!("{}: {}", component_name(c, lang), show_bytes(bytes)));
+                response.on_hover_text(format!("{}: {}", c.name(lang), show_bytes(bytes)));
             }
             ui.label(show_bytes(bar.parts.total()));
         });
@@ -64,9 +65,9 @@ pub fn stacked(ui: &mut egui::Ui, id: &str, bars: &[Bar], lang: Lang) {
     let shown: Vec<(String, Color32)> = Component::ALL
         .into_iter()
         .filter(|c| bars.iter().any(|b| b.parts.get(*c) != 0))
-        .map(|c| (component_name(c, lang), color(&visuals, c)))
+        .map(|c| (c.name(lang), color(&visuals, c)))
         .collect();
-    crate::figure::record(ui.ctx(), id, shown.iter().map(|(n, c)| (n.as_str(), *c)));
+    crate::kit::figure::record(ui.ctx(), id, shown.iter().map(|(n, c)| (n.as_str(), *c)));
     theme::sideways(ui, id, |ui| {
         egui::Grid::new(id).striped(true).show(ui, |ui| {
             ui.label("");
@@ -81,7 +82,7 @@ pub fn stacked(ui: &mut egui::Ui, id: &str, bars: &[Bar], lang: Lang) {
                 }
                 let (swatch, _) = ui.allocate_exact_size(Vec2::splat(12.0), Sense::hover());
                 ui.painter().rect_filled(swatch, 2.0, color(&visuals, c));
-                ui.label(component_name(c, lang))
+                ui.label(c.name(lang))
                     .on_hover_text(TEXT.get(lang, &format!("component.{}.tip", c.key())));
                 for bar in bars {
                     if bar.unknown.contains(&c) {

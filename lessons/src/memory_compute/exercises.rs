@@ -2,25 +2,17 @@
 //! (`dlsys_core::memory`): the transformer calculator, the bytes each
 //! precision stores, the MLP estimate's FLOPs.
 
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
 use dlsys_core::float::show_sig;
 use dlsys_core::memory::{
     FfnKind, MlpShape, Norm, Precision, Preset, TransformerRun, Zero, estimate_mlp,
 };
 use dlsys_core::nn::OptimizerKind;
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::RngExt as _;
 
 use super::TEXT;
-use crate::exercise_kit::{pick, show};
-
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed ^ 0x3e3_0a11)
-}
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
+use crate::kit::exercise_kit::{pick, show};
 
 /// Within 0.5 % (answers are rounded to three or four digits).
 fn close(expected: f64) -> AnswerChecker {
@@ -60,53 +52,19 @@ fn report(
     run.report().unwrap_or_default()
 }
 
-pub const EXERCISES: [Exercise; 9] = [
-    Exercise {
-        id: "training_state_bytes",
-        title: |l| t(l, "ex.state.title"),
-        generate: training_state,
-    },
-    Exercise {
-        id: "mixed_precision_halves",
-        title: |l| t(l, "ex.halves.title"),
-        generate: halves,
-    },
-    Exercise {
-        id: "kv_cache_context",
-        title: |l| t(l, "ex.kv.title"),
-        generate: kv_cache,
-    },
-    Exercise {
-        id: "activations_per_layer",
-        title: |l| t(l, "ex.act.title"),
-        generate: activations,
-    },
-    Exercise {
-        id: "checkpointed_activations",
-        title: |l| t(l, "ex.ckpt.title"),
-        generate: checkpointed,
-    },
-    Exercise {
-        id: "zero2_per_rank",
-        title: |l| t(l, "ex.zero.title"),
-        generate: zero2,
-    },
-    Exercise {
-        id: "training_flops",
-        title: |l| t(l, "ex.flops.title"),
-        generate: training_flops,
-    },
-    Exercise {
-        id: "first_layer_flops",
-        title: |l| t(l, "ex.linear.title"),
-        generate: first_layer_flops,
-    },
-    Exercise {
-        id: "layer_parameters",
-        title: |l| t(l, "ex.params.title"),
-        generate: layer_parameters,
-    },
-];
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0x3e3_0a11,
+    training_state_bytes => training_state,
+    mixed_precision_halves => halves,
+    kv_cache_context => kv_cache,
+    activations_per_layer => activations,
+    checkpointed_activations => checkpointed,
+    zero2_per_rank => zero2,
+    training_flops => training_flops,
+    first_layer_flops => first_layer_flops,
+    layer_parameters => layer_parameters,
+}
 
 fn precision_words(p: Precision, lang: Lang) -> String {
     t(lang, &format!("ex.precision.{}", p.name()))
@@ -130,26 +88,26 @@ fn training_state(seed: u64, lang: Lang) -> Task {
     let c = precision.compute_bytes() as f64;
     let fill = |key: &str, value: f64| TEXT.fill(lang, key, &[("value", &show(value))]);
     let mut candidates = vec![
-        (c * n / GB, fill("ex.state.weights_only", c * n / GB)),
+        (c * n / GB, fill("ex.training_state_bytes.weights_only", c * n / GB)),
         (
             (2.0 * c + precision.master_bytes() as f64) * n / GB,
-            t(lang, "ex.state.no_states"),
+            t(lang, "ex.training_state_bytes.no_states"),
         ),
         (
             (c + precision.master_bytes() as f64 + states as f64 * precision.state_bytes() as f64) * n / GB,
-            t(lang, "ex.state.no_grads"),
+            t(lang, "ex.training_state_bytes.no_grads"),
         ),
     ];
     if precision.master_bytes() > 0 {
         candidates.push((
             Precision::Fp32.bytes_per_parameter(states) as f64 * n / GB / 2.0,
-            t(lang, "ex.state.halved"),
+            t(lang, "ex.training_state_bytes.halved"),
         ));
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.state.prompt",
+            "ex.training_state_bytes.prompt",
             &[
                 ("billions", &billions),
                 ("precision", &precision_words(precision, lang)),
@@ -158,10 +116,10 @@ fn training_state(seed: u64, lang: Lang) -> Task {
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.state.hint1"), t(lang, "ex.state.hint2")],
+        hints: vec![t(lang, "ex.training_state_bytes.hint1"), t(lang, "ex.training_state_bytes.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.state.explain",
+            "ex.training_state_bytes.explain",
             &[
                 ("weights", &precision.compute_bytes()),
                 ("grads", &precision.compute_bytes()),
@@ -189,7 +147,7 @@ fn halves(seed: u64, lang: Lang) -> Task {
     let pure = low.master_bytes() == 0;
     // Options: the right ratio and the classic beliefs, in a seeded order.
     let ratio = mixed as f64 / fp32 as f64;
-    let keys = ["ex.halves.same", "ex.halves.half", "ex.halves.quarter", "ex.halves.more"];
+    let keys = ["ex.mixed_precision_halves.same", "ex.mixed_precision_halves.half", "ex.mixed_precision_halves.quarter", "ex.mixed_precision_halves.more"];
     let correct_key = if mixed == fp32 {
         0
     } else if mixed * 2 == fp32 {
@@ -222,7 +180,7 @@ fn halves(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.halves.prompt",
+            "ex.mixed_precision_halves.prompt",
             &[
                 ("precision", &precision_words(low, lang)),
                 ("optimizer", &optimizer_words(states, lang)),
@@ -231,12 +189,12 @@ fn halves(seed: u64, lang: Lang) -> Task {
         kind: AnswerKind::Choice { options },
         checker: AnswerChecker::Choice { correct },
         hints: vec![
-            t(lang, "ex.halves.hint1"),
-            t(lang, if pure { "ex.halves.hint2_pure" } else { "ex.halves.hint2" }),
+            t(lang, "ex.mixed_precision_halves.hint1"),
+            t(lang, if pure { "ex.mixed_precision_halves.hint2_pure" } else { "ex.mixed_precision_halves.hint2" }),
         ],
         explanation: TEXT.fill(
             lang,
-            if pure { "ex.halves.explain_pure" } else { "ex.halves.explain" },
+            if pure { "ex.mixed_precision_halves.explain_pure" } else { "ex.mixed_precision_halves.explain" },
             &[
                 ("fp32", &fp32),
                 ("mixed", &mixed),
@@ -258,20 +216,20 @@ fn kv_cache(seed: u64, lang: Lang) -> Task {
     let r = report(preset, batch, context, |_| {});
     let answer = r.kv_cache_context as f64 / GIB;
     let mut candidates = vec![
-        (answer / 2.0, t(lang, "ex.kv.no_v")),
-        (answer * 2.0, t(lang, "ex.kv.fp32")),
-        (answer / batch as f64, t(lang, "ex.kv.no_batch")),
+        (answer / 2.0, t(lang, "ex.kv_cache_context.no_v")),
+        (answer * 2.0, t(lang, "ex.kv_cache_context.fp32")),
+        (answer / batch as f64, t(lang, "ex.kv_cache_context.no_batch")),
     ];
     if m.kv_heads != m.heads {
         candidates.push((
             answer * (m.heads / m.kv_heads) as f64,
-            TEXT.fill(lang, "ex.kv.all_heads", &[("kv", &m.kv_heads), ("heads", &m.heads)]),
+            TEXT.fill(lang, "ex.kv_cache_context.all_heads", &[("kv", &m.kv_heads), ("heads", &m.heads)]),
         ));
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.kv.prompt",
+            "ex.kv_cache_context.prompt",
             &[
                 ("model", &preset.name()),
                 ("layers", &m.layers),
@@ -284,10 +242,10 @@ fn kv_cache(seed: u64, lang: Lang) -> Task {
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.kv.hint1"), t(lang, "ex.kv.hint2")],
+        hints: vec![t(lang, "ex.kv_cache_context.hint1"), t(lang, "ex.kv_cache_context.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.kv.explain",
+            "ex.kv_cache_context.explain",
             &[
                 ("layers", &m.layers),
                 ("kv", &m.kv_heads),
@@ -313,14 +271,14 @@ fn activations(seed: u64, lang: Lang) -> Task {
     let answer = r.activations_per_layer as f64 / GIB;
     let no_scores = (34 * seq * batch * m.hidden) as f64 / GIB;
     let candidates = vec![
-        (no_scores, t(lang, "ex.act.no_scores")),
-        (answer / batch as f64, t(lang, "ex.act.no_batch")),
-        (answer * m.layers as f64, t(lang, "ex.act.all_layers")),
+        (no_scores, t(lang, "ex.activations_per_layer.no_scores")),
+        (answer / batch as f64, t(lang, "ex.activations_per_layer.no_batch")),
+        (answer * m.layers as f64, t(lang, "ex.activations_per_layer.all_layers")),
     ];
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.act.prompt",
+            "ex.activations_per_layer.prompt",
             &[
                 ("model", &preset.name()),
                 ("hidden", &m.hidden),
@@ -331,10 +289,10 @@ fn activations(seed: u64, lang: Lang) -> Task {
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.act.hint1"), t(lang, "ex.act.hint2")],
+        hints: vec![t(lang, "ex.activations_per_layer.hint1"), t(lang, "ex.activations_per_layer.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.act.explain",
+            "ex.activations_per_layer.explain",
             &[
                 ("sbh", &(seq * batch * m.hidden)),
                 ("scores", &(5 * m.heads * seq * seq * batch)),
@@ -361,15 +319,15 @@ fn checkpointed(seed: u64, lang: Lang) -> Task {
     // The recomputed layer's input is one of the kept inputs.
     let answer = layers * input + (layer - input);
     let candidates = vec![
-        (layers * layer, t(lang, "ex.ckpt.unchanged")),
-        (layers * input, t(lang, "ex.ckpt.no_recompute")),
-        (layer, t(lang, "ex.ckpt.no_inputs")),
-        (layers * input + layer, t(lang, "ex.ckpt.input_twice")),
+        (layers * layer, t(lang, "ex.checkpointed_activations.unchanged")),
+        (layers * input, t(lang, "ex.checkpointed_activations.no_recompute")),
+        (layer, t(lang, "ex.checkpointed_activations.no_inputs")),
+        (layers * input + layer, t(lang, "ex.checkpointed_activations.input_twice")),
     ];
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.ckpt.prompt",
+            "ex.checkpointed_activations.prompt",
             &[
                 ("model", &preset.name()),
                 ("layers", &m.layers),
@@ -379,10 +337,10 @@ fn checkpointed(seed: u64, lang: Lang) -> Task {
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.ckpt.hint1"), t(lang, "ex.ckpt.hint2")],
+        hints: vec![t(lang, "ex.checkpointed_activations.hint1"), t(lang, "ex.checkpointed_activations.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.ckpt.explain",
+            "ex.checkpointed_activations.explain",
             &[
                 ("layers", &m.layers),
                 ("input", &show(input)),
@@ -410,14 +368,14 @@ fn zero2(seed: u64, lang: Lang) -> Task {
     let answer = per_rank(Zero::Stage2);
     let n = preset.config().parameters().unwrap_or(0);
     let candidates = vec![
-        (per_rank(Zero::Off), t(lang, "ex.zero.off")),
-        (per_rank(Zero::Stage1), t(lang, "ex.zero.stage1")),
-        (per_rank(Zero::Stage3), t(lang, "ex.zero.stage3")),
+        (per_rank(Zero::Off), t(lang, "ex.zero2_per_rank.off")),
+        (per_rank(Zero::Stage1), t(lang, "ex.zero2_per_rank.stage1")),
+        (per_rank(Zero::Stage3), t(lang, "ex.zero2_per_rank.stage3")),
     ];
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.zero.prompt",
+            "ex.zero2_per_rank.prompt",
             &[
                 ("model", &preset.name()),
                 ("parameters", &dlsys_core::memory::show_count(n)),
@@ -426,10 +384,10 @@ fn zero2(seed: u64, lang: Lang) -> Task {
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.zero.hint1"), t(lang, "ex.zero.hint2")],
+        hints: vec![t(lang, "ex.zero2_per_rank.hint1"), t(lang, "ex.zero2_per_rank.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.zero.explain",
+            "ex.zero2_per_rank.explain",
             &[
                 ("ranks", &ranks),
                 ("off", &show(per_rank(Zero::Off))),
@@ -452,15 +410,15 @@ fn training_flops(seed: u64, lang: Lang) -> Task {
     let answer = pflop(r.flops_dense as f64);
     let per = r.flops_dense as f64 / 6.0;
     let candidates = vec![
-        (pflop(2.0 * per), t(lang, "ex.flops.forward")),
-        (pflop(8.0 * per), t(lang, "ex.flops.recompute")),
-        (pflop(4.0 * per), t(lang, "ex.flops.backward")),
-        (pflop(r.parameters as f64 * batch as f64 * 6.0), t(lang, "ex.flops.sequences")),
+        (pflop(2.0 * per), t(lang, "ex.training_flops.forward")),
+        (pflop(8.0 * per), t(lang, "ex.training_flops.recompute")),
+        (pflop(4.0 * per), t(lang, "ex.training_flops.backward")),
+        (pflop(r.parameters as f64 * batch as f64 * 6.0), t(lang, "ex.training_flops.sequences")),
     ];
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.flops.prompt",
+            "ex.training_flops.prompt",
             &[
                 ("model", &preset.name()),
                 ("parameters", &dlsys_core::memory::show_count(r.parameters)),
@@ -470,10 +428,10 @@ fn training_flops(seed: u64, lang: Lang) -> Task {
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.flops.hint1"), t(lang, "ex.flops.hint2")],
+        hints: vec![t(lang, "ex.training_flops.hint1"), t(lang, "ex.training_flops.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.flops.explain",
+            "ex.training_flops.explain",
             &[
                 ("tokens", &r.tokens),
                 ("answer", &show(answer)),
@@ -503,22 +461,22 @@ fn first_layer_flops(seed: u64, lang: Lang) -> Task {
     let mflop = |x: f64| x / 1e6;
     let answer = mflop(forward + backward);
     let candidates = vec![
-        (mflop(3.0 * forward), t(lang, "ex.linear.dx")),
-        (mflop(forward), t(lang, "ex.linear.forward_only")),
-        (mflop((forward + backward) / 2.0), t(lang, "ex.linear.macs")),
+        (mflop(3.0 * forward), t(lang, "ex.first_layer_flops.dx")),
+        (mflop(forward), t(lang, "ex.first_layer_flops.forward_only")),
+        (mflop((forward + backward) / 2.0), t(lang, "ex.first_layer_flops.macs")),
     ];
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.linear.prompt",
+            "ex.first_layer_flops.prompt",
             &[("in", &inputs), ("out", &outputs), ("batch", &batch)],
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.linear.hint1"), t(lang, "ex.linear.hint2")],
+        hints: vec![t(lang, "ex.first_layer_flops.hint1"), t(lang, "ex.first_layer_flops.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.linear.explain",
+            "ex.first_layer_flops.explain",
             &[
                 ("forward", &show(mflop(forward))),
                 ("backward", &show(mflop(backward))),
@@ -550,17 +508,17 @@ fn layer_parameters(seed: u64, lang: Lang) -> Task {
     let (h, f) = (hidden as f64, m.ffn as f64);
     let matrices = if swiglu { 3.0 } else { 2.0 };
     let mut candidates = vec![
-        (4.0 * h * h, t(lang, "ex.params.attention_only")),
-        (matrices * h * f + 2.0 * h, t(lang, "ex.params.ffn_only")),
-        (4.0 * h * h + matrices * h * f, t(lang, "ex.params.no_norms")),
+        (4.0 * h * h, t(lang, "ex.layer_parameters.attention_only")),
+        (matrices * h * f + 2.0 * h, t(lang, "ex.layer_parameters.ffn_only")),
+        (4.0 * h * h + matrices * h * f, t(lang, "ex.layer_parameters.no_norms")),
     ];
     if swiglu {
-        candidates.push((4.0 * h * h + 2.0 * h * f + 2.0 * h, t(lang, "ex.params.two_matrices")));
+        candidates.push((4.0 * h * h + 2.0 * h * f + 2.0 * h, t(lang, "ex.layer_parameters.two_matrices")));
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            if swiglu { "ex.params.prompt_swiglu" } else { "ex.params.prompt_gelu" },
+            if swiglu { "ex.layer_parameters.prompt_swiglu" } else { "ex.layer_parameters.prompt_gelu" },
             &[("hidden", &hidden), ("ffn", &m.ffn)],
         ),
         kind: AnswerKind::Number,
@@ -569,10 +527,10 @@ fn layer_parameters(seed: u64, lang: Lang) -> Task {
             abs_tol: 0.5,
             rel_tol: 0.0,
         },
-        hints: vec![t(lang, "ex.params.hint1"), t(lang, "ex.params.hint2")],
+        hints: vec![t(lang, "ex.layer_parameters.hint1"), t(lang, "ex.layer_parameters.hint2")],
         explanation: TEXT.fill(
             lang,
-            "ex.params.explain",
+            "ex.layer_parameters.explain",
             &[
                 ("attention", &(4 * hidden * hidden)),
                 ("ffn", &((matrices * h * f) as u64)),
@@ -598,7 +556,7 @@ mod tests {
 
     #[test]
     fn every_variant_has_a_real_answer() {
-        for exercise in &EXERCISES {
+        for exercise in EXERCISES {
             for seed in 1..=200 {
                 let task = (exercise.generate)(seed, Lang::En);
                 assert!(

@@ -2,6 +2,7 @@
 //! estimated beside measured on the engine, the step's memory over time,
 //! its FLOPs and time, and the misconceptions the numbers settle.
 
+use dlsys_core::names::Named as _;
 use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::measure::Phase;
 use dlsys_core::memory::{
@@ -11,12 +12,11 @@ use dlsys_core::memory::{
 use dlsys_core::nn::OptimizerKind;
 use dlsys_core::nn::settings::parse_hidden;
 use dlsys_core::text::Lang;
-use serde::{Deserialize, Serialize};
 
 use super::bars::{self, Bar};
-use super::{TEXT, phase_name};
-use crate::background::Background;
-use crate::theme;
+use super::TEXT;
+use crate::kit::background::Background;
+use crate::kit::theme;
 
 /// Work a measurement may take here (FLOPs over all the steps it runs):
 /// a few seconds on a thread natively, well under a second on the web,
@@ -31,48 +31,9 @@ const MEASURE_BUDGET: u64 = 2_000_000_000;
 /// scaling the first few steps may be skipped and a few more are trained.
 const STEPS_PER_MEASUREMENT: u64 = 14;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct MlpSettings {
-    /// Layer sizes, input to output.
-    pub sizes: String,
-    pub batch: usize,
-    pub optimizer: String,
-    pub precision: Precision,
-    pub checkpoint: bool,
-    /// Layers per checkpointed segment.
-    pub segment: usize,
-}
-
-impl Default for MlpSettings {
-    fn default() -> Self {
-        Self {
-            sizes: "784,256,256,10".to_owned(),
-            batch: 64,
-            optimizer: "adam".to_owned(),
-            precision: Precision::MixedFp16,
-            checkpoint: false,
-            segment: 1,
-        }
-    }
-}
-
-impl MlpSettings {
-    /// The shape these settings describe, or why they describe none.
-    fn shape(&self, lang: Lang) -> Result<MlpShape, String> {
-        let sizes = parse_hidden(&self.sizes).map_err(|e| e.message(lang))?;
-        let optimizer = OptimizerKind::by_name(&self.optimizer).map_err(|e| e.message(lang))?;
-        let shape = MlpShape {
-            sizes,
-            batch: self.batch,
-            optimizer,
-            precision: self.precision,
-            checkpoint: if self.checkpoint { self.segment.max(1) } else { 0 },
-        };
-        shape.validate().map_err(|e| e.message(lang))?;
-        Ok(shape)
-    }
-}
+/// The network and policy the learner set up: the core's settings, the
+/// same value `dlsys-lab memory --mlp` builds from its flags.
+pub use dlsys_core::memory::MlpSettings;
 
 /// Measured without and with checkpointing, from the same shape.
 #[derive(Clone, Debug)]
@@ -96,6 +57,9 @@ pub struct Measuring {
     settled: Option<(MlpShape, web_time::Instant)>,
     /// Set by the self-test: the next result is checked against the estimate.
     self_test: bool,
+    /// The settings last parsed and what they gave: parsed once per change,
+    /// not every frame.
+    parsed: Option<(MlpSettings, Result<MlpShape, MemoryError>)>,
 }
 
 /// What is measured for `shape`: without checkpointing, and with
@@ -140,6 +104,18 @@ fn measurable(shape: &MlpShape) -> bool {
 }
 
 impl Measuring {
+    /// The shape `settings` describe (parsed again only when they changed).
+    fn shape(&mut self, settings: &MlpSettings) -> Result<MlpShape, MemoryError> {
+        match &self.parsed {
+            Some((parsed, shape)) if parsed == settings => shape.clone(),
+            _ => {
+                let shape = settings.shape();
+                self.parsed = Some((settings.clone(), shape.clone()));
+                shape
+            }
+        }
+    }
+
     /// Picks up a finished measurement, and, once the learner has asked
     /// for measurements, starts one when the settings describe a shape not
     /// measured yet.
@@ -150,7 +126,7 @@ impl Measuring {
         if self.job.is_running() || !self.armed {
             return;
         }
-        let Ok(shape) = settings.shape(Lang::En) else {
+        let Ok(shape) = self.shape(settings) else {
             return;
         };
         let shape = key(&shape, settings.segment);
@@ -189,7 +165,7 @@ impl Measuring {
 
     pub fn start_self_test(&mut self) {
         let settings = MlpSettings::default();
-        if let Ok(shape) = settings.shape(Lang::En) {
+        if let Ok(shape) = settings.shape() {
             self.self_test = true;
             self.last = None;
             let key = key(&shape, settings.segment);
@@ -252,10 +228,10 @@ fn t(lang: Lang, key: &'static str) -> &'static str {
 pub fn mlp_ui(ui: &mut egui::Ui, s: &mut MlpSettings, measuring: &mut Measuring, lang: Lang) {
     ui.label(t(lang, "mlp.explain"));
     controls(ui, s, lang);
-    let shape = match s.shape(lang) {
+    let shape = match measuring.shape(s) {
         Ok(shape) => shape,
-        Err(message) => {
-            ui.colored_label(theme::bad(ui.visuals()), message);
+        Err(err) => {
+            ui.colored_label(theme::bad(ui.visuals()), err.message(lang));
             return;
         }
     };
@@ -407,13 +383,13 @@ fn peak_line(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
     let phases: Vec<String> = m
         .phases
         .iter()
-        .map(|p| format!("{} {}", phase_name(p.phase, lang), show_bytes(p.peak)))
+        .map(|p| format!("{} {}", p.phase.name(lang), show_bytes(p.peak)))
         .collect();
     let at = m
         .phases
         .iter()
         .max_by_key(|p| p.peak)
-        .map(|p| phase_name(p.phase, lang))
+        .map(|p| p.phase.name(lang))
         .unwrap_or_default();
     ui.label(TEXT.fill(
         lang,
@@ -462,18 +438,18 @@ fn timeline(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
                     .map(|(x, (_, bytes))| [x as f64, mib(*bytes)])
                     .collect();
                 plot.points(
-                    Points::new(phase_name(*phase, lang), PlotPoints::from(points))
+                    Points::new(phase.name(lang), PlotPoints::from(points))
                         .color(color(i))
                         .radius(3.0),
                 );
             }
         });
-    let keys: Vec<crate::figure::Key> = Phase::ALL
+    let keys: Vec<crate::kit::figure::Key> = Phase::ALL
         .iter()
         .enumerate()
-        .map(|(i, phase)| crate::figure::Key::points(phase_name(*phase, lang), color(i)))
+        .map(|(i, phase)| crate::kit::figure::Key::points(phase.name(lang), color(i)))
         .collect();
-    crate::figure::legend(ui, "memory_timeline", &keys);
+    crate::kit::figure::legend(ui, "memory_timeline", &keys);
 }
 
 /// The classic beliefs, each held against this network's numbers.

@@ -8,9 +8,6 @@ mod exercises;
 mod mlp_view;
 mod transformer_view;
 
-use dlsys_core::memory::Component;
-use dlsys_core::memory::measure::Phase;
-use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
@@ -18,16 +15,6 @@ use crate::{Env, Lesson};
 pub use exercises::EXERCISES;
 
 crate::lesson_text!("memory_compute");
-
-/// A memory component's name in `lang` (the CLI uses it too).
-pub fn component_name(c: Component, lang: Lang) -> String {
-    TEXT.get(lang, &format!("component.{}", c.key())).to_owned()
-}
-
-/// A step phase's name in `lang`.
-pub fn phase_name(phase: Phase, lang: Lang) -> String {
-    TEXT.get(lang, &format!("phase.{}", phase.key())).to_owned()
-}
 
 /// Everything the learner set up; survives restarts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -52,18 +39,12 @@ impl Lesson for MemoryCompute {
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
-        crate::header_ui(ui, &TEXT, lang);
+        crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
-        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "mlp.heading")).strong())
-            .default_open(true)
-            .show(ui, |ui| {
-                mlp_view::mlp_ui(ui, &mut self.settings.mlp, &mut self.measuring, lang);
-            });
-        egui::CollapsingHeader::new(
-            egui::RichText::new(TEXT.get(lang, "tf.heading")).strong(),
-        )
-        .default_open(true)
-        .show(ui, |ui| {
+        crate::kit::section(ui, &TEXT, lang, "mlp", |ui| {
+            mlp_view::mlp_ui(ui, &mut self.settings.mlp, &mut self.measuring, lang);
+        });
+        crate::kit::section(ui, &TEXT, lang, "tf", |ui| {
             transformer_view::transformer_ui(ui, &mut self.settings.transformer, lang);
         });
     }
@@ -88,6 +69,10 @@ impl Lesson for MemoryCompute {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dlsys_core::memory::Component;
+    use dlsys_core::memory::measure::Phase;
+    use dlsys_core::names::Named as _;
+    use dlsys_core::text::Lang;
 
     #[test]
     fn settings_round_trip_and_garbage_is_an_error() {
@@ -105,10 +90,10 @@ mod tests {
     fn every_component_and_phase_has_a_name_in_both_languages() {
         for lang in Lang::ALL {
             for c in Component::ALL {
-                assert!(!component_name(c, lang).starts_with("component."), "{c:?}");
+                assert!(!c.name(lang).starts_with("component."), "{c:?}");
             }
             for p in Phase::ALL {
-                assert!(!phase_name(p, lang).starts_with("phase."), "{p:?}");
+                assert!(!p.name(lang).starts_with("phase."), "{p:?}");
             }
         }
     }

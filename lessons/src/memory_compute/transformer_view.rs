@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::TEXT;
 use super::bars::{self, Bar};
 use super::mlp_view::{names_combo, precision_combo};
-use crate::theme;
+use crate::kit::theme;
 
 /// A data-centre GPU's memory, to say whether a rank's share fits.
 const GPU_BYTES: u64 = 80 << 30;

@@ -9,7 +9,7 @@ use dlsys_core::text::Lang;
 use egui_plot::{Plot, PlotPoints, Points};
 
 use super::TEXT;
-use crate::{figure, theme};
+use crate::kit::{figure, theme};
 
 /// One precision's errors.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,21 +1,13 @@
 //! The mixed-precision lesson's exercises. Every answer is computed by the
 //! rounding core (`dlsys_core::mixed::Rounder`) or the loss scaler itself.
 
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Exercise, Mistake, Task};
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
 use dlsys_core::float::{Format, show_sig};
 use dlsys_core::mixed::{LossScale, Rounder, Scaler};
 use dlsys_core::text::Lang;
-use rand::{RngExt as _, SeedableRng as _};
+use rand::RngExt as _;
 
 use super::TEXT;
-
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed ^ 0x00f1_6b16)
-}
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
 
 fn rounder(name: &str) -> Rounder {
     // The built-in names always parse; fall back to fp32 rather than panic.
@@ -40,38 +32,16 @@ fn show(x: f64) -> String {
     }
 }
 
-pub const EXERCISES: [Exercise; 6] = [
-    Exercise {
-        id: "choose_loss_scale",
-        title: |l| t(l, "ex.scale.title"),
-        generate: choose_scale,
-    },
-    Exercise {
-        id: "which_format_loses_it",
-        title: |l| t(l, "ex.loses.title"),
-        generate: which_loses,
-    },
-    Exercise {
-        id: "fp16_accumulation_ceiling",
-        title: |l| t(l, "ex.accum.title"),
-        generate: accumulation,
-    },
-    Exercise {
-        id: "why_master_weights",
-        title: |l| t(l, "ex.master.title"),
-        generate: master_weights,
-    },
-    Exercise {
-        id: "bf16_or_fp16",
-        title: |l| t(l, "ex.bf16.title"),
-        generate: bf16_or_fp16,
-    },
-    Exercise {
-        id: "dynamic_scale_after",
-        title: |l| t(l, "ex.dynamic.title"),
-        generate: dynamic_scale,
-    },
-];
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0x00f1_6b16,
+    choose_loss_scale => choose_scale,
+    which_format_loses_it => which_loses,
+    fp16_accumulation_ceiling => accumulation,
+    why_master_weights => master_weights,
+    bf16_or_fp16 => bf16_or_fp16,
+    dynamic_scale_after => dynamic_scale,
+}
 
 /// The largest power-of-two scale that keeps `max_grad · scale` finite in fp16.
 fn largest_safe_scale(max_grad: f64) -> f64 {
@@ -98,21 +68,21 @@ fn choose_scale(seed: u64, lang: Lang) -> Task {
     // Rounded to 0, kept only as a subnormal (fewer significant bits), or normal.
     let scaled_small = f64::from(fp16.round((small * answer) as f32));
     let fate = if scaled_small == 0.0 {
-        t(lang, "ex.scale.lost")
+        t(lang, "ex.choose_loss_scale.lost")
     } else if scaled_small.abs() < fp16_range.min_normal {
         TEXT.fill(
             lang,
-            "ex.scale.subnormal",
+            "ex.choose_loss_scale.subnormal",
             &[("normal", &show(fp16_range.min_normal))],
         )
     } else {
-        t(lang, "ex.scale.kept")
+        t(lang, "ex.choose_loss_scale.kept")
     };
     let mut mistakes = vec![Mistake {
         answer: show(twice),
         feedback: TEXT.fill(
             lang,
-            "ex.scale.twice",
+            "ex.choose_loss_scale.twice",
             &[
                 ("product", &show_sig(max_grad * twice, 6)),
                 ("max", &max_fp16),
@@ -123,35 +93,35 @@ fn choose_scale(seed: u64, lang: Lang) -> Task {
     if answer != default {
         mistakes.push(Mistake {
             answer: show(default),
-            feedback: t(lang, "ex.scale.default"),
+            feedback: t(lang, "ex.choose_loss_scale.default"),
         });
     }
     let naive = max_fp16 / max_grad;
     if naive != answer {
         mistakes.push(Mistake {
             answer: show_sig(naive, 8),
-            feedback: t(lang, "ex.scale.power"),
+            feedback: t(lang, "ex.choose_loss_scale.power"),
         });
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.scale.prompt",
+            "ex.choose_loss_scale.prompt",
             &[("max", &max_grad), ("small", &format!("2^{smallest}"))],
         ),
         kind: AnswerKind::Number,
         checker: exact(answer),
         hints: vec![
-            TEXT.fill(lang, "ex.scale.hint1", &[("max", &max_fp16)]),
+            TEXT.fill(lang, "ex.choose_loss_scale.hint1", &[("max", &max_fp16)]),
             TEXT.fill(
                 lang,
-                "ex.scale.hint2",
+                "ex.choose_loss_scale.hint2",
                 &[("grad", &max_grad), ("max", &max_fp16)],
             ),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.scale.explain",
+            "ex.choose_loss_scale.explain",
             &[
                 ("scale", &show(answer)),
                 ("product", &show_sig(max_grad * answer, 6)),
@@ -194,7 +164,7 @@ fn which_loses(seed: u64, lang: Lang) -> Task {
             answer: (i + 1).to_string(),
             feedback: TEXT.fill(
                 lang,
-                "ex.loses.wrong",
+                "ex.which_format_loses_it.wrong",
                 &[
                     ("format", &LOSE_OPTIONS[i]),
                     (
@@ -210,9 +180,9 @@ fn which_loses(seed: u64, lang: Lang) -> Task {
         prompt: TEXT.fill(
             lang,
             if underflow {
-                "ex.loses.prompt_small"
+                "ex.which_format_loses_it.prompt_small"
             } else {
-                "ex.loses.prompt_big"
+                "ex.which_format_loses_it.prompt_big"
             },
             &[("value", &show_sig(value, 6))],
         ),
@@ -221,7 +191,7 @@ fn which_loses(seed: u64, lang: Lang) -> Task {
         hints: vec![
             TEXT.fill(
                 lang,
-                "ex.loses.hint1",
+                "ex.which_format_loses_it.hint1",
                 &[
                     ("wide", &Format::bf16().exp_bits),
                     ("narrow", &Format::fp16().exp_bits),
@@ -229,7 +199,7 @@ fn which_loses(seed: u64, lang: Lang) -> Task {
             ),
             TEXT.fill(
                 lang,
-                "ex.loses.hint2",
+                "ex.which_format_loses_it.hint2",
                 &[
                     ("sub", &show(fp16.min_subnormal)),
                     ("max", &fp16.max_finite),
@@ -238,7 +208,7 @@ fn which_loses(seed: u64, lang: Lang) -> Task {
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.loses.explain",
+            "ex.which_format_loses_it.explain",
             &[
                 ("sub", &show(fp16.min_subnormal)),
                 ("normal", &show(fp16.min_normal)),
@@ -284,9 +254,9 @@ fn accumulation(seed: u64, lang: Lang) -> Task {
             feedback: t(
                 lang,
                 if overflowed {
-                    "ex.accum.max_overflow"
+                    "ex.fp16_accumulation_ceiling.max_overflow"
                 } else {
-                    "ex.accum.max_stall"
+                    "ex.fp16_accumulation_ceiling.max_stall"
                 },
             ),
         });
@@ -295,30 +265,30 @@ fn accumulation(seed: u64, lang: Lang) -> Task {
     if naive != answer {
         mistakes.push(Mistake {
             answer: show_sig(naive, 8),
-            feedback: t(lang, "ex.accum.naive"),
+            feedback: t(lang, "ex.fp16_accumulation_ceiling.naive"),
         });
     }
     let next_power = 2f64.powf(max.log2().ceil());
     if answer != next_power {
         mistakes.push(Mistake {
             answer: show_sig(next_power, 8),
-            feedback: t(lang, "ex.accum.pow"),
+            feedback: t(lang, "ex.fp16_accumulation_ceiling.pow"),
         });
     }
     Task {
-        prompt: TEXT.fill(lang, "ex.accum.prompt", &[("v", &v)]),
+        prompt: TEXT.fill(lang, "ex.fp16_accumulation_ceiling.prompt", &[("v", &v)]),
         kind: AnswerKind::Number,
         checker: exact(answer),
         hints: vec![
-            TEXT.fill(lang, "ex.accum.hint1", &[("man", &Format::fp16().man_bits)]),
-            TEXT.fill(lang, "ex.accum.hint2", &[("max", &max)]),
+            TEXT.fill(lang, "ex.fp16_accumulation_ceiling.hint1", &[("man", &Format::fp16().man_bits)]),
+            TEXT.fill(lang, "ex.fp16_accumulation_ceiling.hint2", &[("max", &max)]),
         ],
         explanation: TEXT.fill(
             lang,
             if overflowed {
-                "ex.accum.explain_overflow"
+                "ex.fp16_accumulation_ceiling.explain_overflow"
             } else {
-                "ex.accum.explain_stall"
+                "ex.fp16_accumulation_ceiling.explain_stall"
             },
             &[
                 ("answer", &show_sig(answer, 8)),
@@ -368,19 +338,19 @@ fn master_weights(seed: u64, lang: Lang) -> Task {
     if exact_sum != answer {
         mistakes.push(Mistake {
             answer: show_sig(exact_sum, 12),
-            feedback: t(lang, "ex.master.exact"),
+            feedback: t(lang, "ex.why_master_weights.exact"),
         });
     }
     let other = if answer == w { w + ulp } else { w };
     mistakes.push(Mistake {
         answer: show_sig(other, 12),
-        feedback: t(lang, "ex.master.round"),
+        feedback: t(lang, "ex.why_master_weights.round"),
     });
     let steps_lost = match master_fate(w, update, ulp, answer) {
-        MasterFate::Lost => t(lang, "ex.master.lost"),
+        MasterFate::Lost => t(lang, "ex.why_master_weights.lost"),
         MasterFate::Rounded => TEXT.fill(
             lang,
-            "ex.master.kept",
+            "ex.why_master_weights.kept",
             &[
                 ("stored", &show_sig(answer - w, 8)),
                 ("u", &show_sig(update, 8)),
@@ -388,14 +358,14 @@ fn master_weights(seed: u64, lang: Lang) -> Task {
         ),
         MasterFate::Whole => TEXT.fill(
             lang,
-            "ex.master.whole",
+            "ex.why_master_weights.whole",
             &[("steps", &(update / ulp)), ("ulp", &show_sig(ulp, 6))],
         ),
     };
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.master.prompt",
+            "ex.why_master_weights.prompt",
             &[("w", &w), ("u", &show_sig(update, 8))],
         ),
         kind: AnswerKind::Number,
@@ -403,14 +373,14 @@ fn master_weights(seed: u64, lang: Lang) -> Task {
         hints: vec![
             TEXT.fill(
                 lang,
-                "ex.master.hint1",
+                "ex.why_master_weights.hint1",
                 &[("man", &Format::fp16().man_bits)],
             ),
-            t(lang, "ex.master.hint2"),
+            t(lang, "ex.why_master_weights.hint2"),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.master.explain",
+            "ex.why_master_weights.explain",
             &[
                 ("w", &w),
                 ("ulp", &show_sig(ulp, 6)),
@@ -456,7 +426,7 @@ fn bf16_or_fp16(seed: u64, lang: Lang) -> Task {
             answer: (pos + 1).to_string(),
             feedback: TEXT.fill(
                 lang,
-                "ex.bf16.wrong",
+                "ex.bf16_or_fp16.wrong",
                 &[
                     ("format", &RANGE_OPTIONS[*i]),
                     ("small", &describe(RANGE_OPTIONS[*i], small)),
@@ -468,18 +438,18 @@ fn bf16_or_fp16(seed: u64, lang: Lang) -> Task {
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.bf16.prompt",
+            "ex.bf16_or_fp16.prompt",
             &[("small", &show_sig(small, 6)), ("big", &show_sig(big, 8))],
         ),
         kind: AnswerKind::Choice { options },
         checker: AnswerChecker::Choice { correct: at },
         hints: vec![
-            t(lang, "ex.bf16.hint1"),
-            TEXT.fill(lang, "ex.bf16.hint2", &[("layouts", &layouts(lang))]),
+            t(lang, "ex.bf16_or_fp16.hint1"),
+            TEXT.fill(lang, "ex.bf16_or_fp16.hint2", &[("layouts", &layouts(lang))]),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.bf16.explain",
+            "ex.bf16_or_fp16.explain",
             &[
                 ("small", &describe("bf16", small)),
                 ("big", &describe("bf16", big)),
@@ -499,7 +469,7 @@ fn layouts(lang: Lang) -> String {
         .map(|f| {
             TEXT.fill(
                 lang,
-                "ex.bf16.layout",
+                "ex.bf16_or_fp16.layout",
                 &[
                     ("format", &f.name),
                     ("exp", &f.exp_bits),
@@ -550,8 +520,8 @@ fn dynamic_scale(seed: u64, lang: Lang) -> Task {
     let no_growth = f64::from(initial) / 4.0;
     let mut mistakes = Vec::new();
     for (value, key) in [
-        (no_reset, "ex.dynamic.no_reset"),
-        (no_growth, "ex.dynamic.no_growth"),
+        (no_reset, "ex.dynamic_scale_after.no_reset"),
+        (no_growth, "ex.dynamic_scale_after.no_growth"),
     ] {
         if value != answer && !mistakes.iter().any(|m: &Mistake| m.answer == show(value)) {
             mistakes.push(Mistake {
@@ -563,13 +533,13 @@ fn dynamic_scale(seed: u64, lang: Lang) -> Task {
     if mistakes.is_empty() {
         mistakes.push(Mistake {
             answer: show(f64::from(initial)),
-            feedback: t(lang, "ex.dynamic.no_growth"),
+            feedback: t(lang, "ex.dynamic_scale_after.no_growth"),
         });
     }
     Task {
         prompt: TEXT.fill(
             lang,
-            "ex.dynamic.prompt",
+            "ex.dynamic_scale_after.prompt",
             &[
                 ("initial", &initial),
                 ("interval", &interval),
@@ -581,12 +551,12 @@ fn dynamic_scale(seed: u64, lang: Lang) -> Task {
         kind: AnswerKind::Number,
         checker: exact(answer),
         hints: vec![
-            TEXT.fill(lang, "ex.dynamic.hint1", &[("interval", &interval)]),
-            t(lang, "ex.dynamic.hint2"),
+            TEXT.fill(lang, "ex.dynamic_scale_after.hint1", &[("interval", &interval)]),
+            t(lang, "ex.dynamic_scale_after.hint2"),
         ],
         explanation: TEXT.fill(
             lang,
-            "ex.dynamic.explain",
+            "ex.dynamic_scale_after.explain",
             &[("answer", &show(answer)), ("interval", &interval)],
         ),
         reference: show(answer),
@@ -665,7 +635,7 @@ mod tests {
         let task = choose_scale(1, Lang::En);
         assert!(task.check(&task.reference).is_correct());
         let twice = format!("{}", parse(&task.reference) * 2.0);
-        assert!(task.check(&twice).message().contains("inf"));
+        assert!(task.verdict_text(&task.check(&twice), Lang::En).contains("inf"));
         let task = accumulation(1, Lang::En);
         assert!(task.check(&task.reference).is_correct());
         if task.reference != "65504" {

@@ -70,18 +70,16 @@ impl Lesson for MixedPrecision {
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
-        crate::header_ui(ui, &TEXT, lang);
+        crate::kit::header_ui(ui, &TEXT, lang);
         ranges_note(ui, lang);
         ui.add_space(8.0);
-        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "train.heading")).strong())
-            .default_open(true)
-            .show(ui, |ui| {
-                runs::controls_ui(ui, &mut self.settings.custom, &mut self.run, lang);
-                results::results_ui(ui, &self.run, lang);
-            });
-        egui::CollapsingHeader::new(egui::RichText::new(TEXT.get(lang, "check.heading")).strong())
-            .id_salt("precision_check")
-            .show(ui, |ui| check_view::check_ui(ui, &mut self.checks, lang));
+        crate::kit::section(ui, &TEXT, lang, "train", |ui| {
+            runs::controls_ui(ui, &mut self.settings.custom, &mut self.run, lang);
+            results::results_ui(ui, &self.run, lang);
+        });
+        crate::kit::section_opened(ui, &TEXT, lang, "check", false, |ui| {
+            check_view::check_ui(ui, &mut self.checks, lang);
+        });
     }
 
     fn is_busy(&self) -> bool {

@@ -9,8 +9,8 @@ use egui_plot::{Bar, BarChart, Line, Plot, PlotPoints, Points, Span};
 
 use super::TEXT;
 use super::runs::{PairRun, Side};
-use crate::figure::{self, Key};
-use crate::theme;
+use crate::kit::figure::{self, Key};
+use crate::kit::theme;
 
 /// The comparison: outcome lines, the per-epoch table, the plots.
 pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
@@ -249,7 +249,7 @@ fn epoch_table(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
                                 "table.base_loss",
                                 "table.base_acc",
                             ] {
-                                crate::column_header(ui, &TEXT, lang, key);
+                                crate::kit::column_header(ui, &TEXT, lang, key);
                             }
                             ui.end_row();
                             for (i, h) in policy.trainer.history.iter().enumerate() {

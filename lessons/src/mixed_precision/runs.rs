@@ -10,7 +10,7 @@ use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
-use crate::{datasets, theme};
+use crate::kit::{datasets, theme};
 
 /// The formats a policy can pick, widest first.
 pub const FORMATS: [&str; 6] = ["fp32", "tf32", "bf16", "fp16", "fp8-e5m2", "fp8-e4m3"];

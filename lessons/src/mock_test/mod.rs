@@ -2,7 +2,7 @@
 //! generators, as a written test — timed, no hints — then the score, each
 //! question's verdict, answer and explanation, and a way back to its lesson.
 //! Questions answered wrong come back sooner (Leitner boxes, in
-//! `crate::quiz`); past attempts are kept.
+//! `dlsys_core::exercise::quiz`); past attempts are kept.
 
 mod view;
 
@@ -11,7 +11,7 @@ use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
-use crate::quiz::{Question, Review};
+use dlsys_core::exercise::quiz::{self, Listed, Question, Review};
 use crate::{Env, Lesson};
 
 crate::lesson_text!("mock_test");
@@ -88,6 +88,8 @@ struct Tasks {
 
 #[derive(Default)]
 pub struct MockTest {
+    /// The registry's lessons, whose exercises the tests draw from.
+    lessons: Vec<Listed>,
     saved: Saved,
     tasks: Option<Tasks>,
     /// When the clock last started for the current test.
@@ -128,7 +130,7 @@ impl MockTest {
         let questions = self.saved.current.as_ref().map(|t| t.questions.clone()).unwrap_or_default();
         let stale = self.tasks.as_ref().is_none_or(|c| c.lang != lang || c.questions != questions);
         if stale {
-            let tasks = crate::quiz::tasks(&questions, lang);
+            let tasks = quiz::tasks(&self.lessons, &questions, lang);
             self.tasks = Some(Tasks { lang, questions, tasks });
         }
         self.tasks.as_ref().map_or(&[], |c| c.tasks.as_slice())
@@ -192,6 +194,10 @@ fn t(lang: Lang, key: &'static str) -> &'static str {
 impl Lesson for MockTest {
     crate::lesson_identity!();
 
+    fn see_registry(&mut self, lessons: &[Listed]) {
+        self.lessons = lessons.to_vec();
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         view::ui(self, ui, env.lang);
     }
@@ -244,9 +250,9 @@ impl Lesson for MockTest {
 
     fn load_state(&mut self, ron_text: &str) -> Result<(), ron::error::SpannedError> {
         self.saved = ron::from_str(ron_text)?;
-        self.saved.questions = self.saved.questions.clamp(1, crate::quiz::MAX_QUESTIONS);
-        self.saved.seed = self.saved.seed.clamp(1, crate::quiz::MAX_SEED);
-        self.saved.review.prune();
+        self.saved.questions = self.saved.questions.clamp(1, quiz::MAX_QUESTIONS);
+        self.saved.seed = self.saved.seed.clamp(1, quiz::MAX_SEED);
+        self.saved.review.prune(&self.lessons);
         if let Some(test) = self.saved.current.as_mut() {
             // One answer per question, whatever the file held.
             test.answers.resize(test.questions.len(), String::new());
@@ -267,10 +273,16 @@ impl Lesson for MockTest {
 mod tests {
     use super::*;
 
+    fn mock() -> MockTest {
+        let mut m = MockTest::default();
+        m.see_registry(&crate::listed());
+        m
+    }
+
     #[test]
     fn a_test_is_marked_recorded_and_kept_across_a_restart() {
-        let mut m = MockTest::default();
-        let questions = crate::quiz::draw(5, 11);
+        let mut m = mock();
+        let questions = quiz::draw(&m.lessons, 5, 11);
         m.start(questions.clone(), false);
         // The first answered right (its reference), the rest left blank.
         let reference = m.tasks(Lang::En)[0].as_ref().map(|(t, _, _)| t.reference.clone()).unwrap_or_default();
@@ -284,23 +296,55 @@ mod tests {
         // The four wrong ones are due at the next test.
         assert_eq!(m.saved.review.due().len(), 4);
         let text = m.save_state().unwrap_or_default();
-        let mut other = MockTest::default();
+        let mut other = mock();
         assert!(other.load_state(&text).is_ok());
         assert_eq!(other.saved, m.saved);
         assert!(other.load_state("(questions: \"many\")").is_err());
         // The same seed draws what `dlsys-lab quiz --seed 11 --n 5` prints.
-        assert_eq!(crate::quiz::draw(5, 11), questions);
+        assert_eq!(quiz::draw(&m.lessons, 5, 11), questions);
         // The marked paper opens again from the history, after a restart too.
         let marked = other.saved.current.clone();
         other.saved.current = None;
         other.reopen(0);
         assert_eq!(other.saved.current, marked);
         // Not over a paper being answered: that one stays.
-        other.start(crate::quiz::draw(3, 12), false);
+        other.start(quiz::draw(&other.lessons.clone(), 3, 12), false);
         let answering = other.saved.current.clone();
         other.reopen(0);
         assert_eq!(other.saved.current, answering);
         // Reviews recorded once: reopening marks nothing again.
         assert_eq!(other.saved.review.due().len(), 4);
     }
+
+    #[test]
+    fn a_draw_is_seeded_spans_the_lessons_and_never_repeats_an_exercise() {
+        let lessons = crate::listed();
+        let pool: usize = lessons.iter().map(|l| l.exercises.len()).sum();
+        let a = quiz::draw(&lessons, 12, 7);
+        assert_eq!(a, quiz::draw(&lessons, 12, 7));
+        assert_ne!(a, quiz::draw(&lessons, 12, 8));
+        assert_eq!(a.len(), 12);
+        let ids: std::collections::BTreeSet<_> = a.iter().map(|q| format!("{}/{}", q.lesson, q.exercise)).collect();
+        assert_eq!(ids.len(), 12);
+        let spanned: std::collections::BTreeSet<_> =
+            quiz::draw(&lessons, 20, 3).into_iter().map(|q| q.lesson).collect();
+        assert!(spanned.len() >= 4, "{spanned:?}");
+        for q in &a {
+            assert!(quiz::tasks(&lessons, std::slice::from_ref(q), Lang::Zh)[0].is_some(), "{q:?}");
+        }
+        assert_eq!(quiz::draw(&lessons, 1000, 1).len(), quiz::MAX_QUESTIONS.min(pool));
+        assert!(
+            quiz::tasks(
+                &lessons,
+                &[Question {
+                    lesson: "gone".into(),
+                    exercise: "x".into(),
+                    seed: 1
+                }],
+                Lang::En
+            )[0]
+            .is_none()
+        );
+    }
+
 }

@@ -5,8 +5,8 @@ use dlsys_core::exercise::AnswerKind;
 use dlsys_core::text::Lang;
 
 use super::{MockTest, TEXT, t};
-use crate::quiz::{MAX_QUESTIONS, MAX_SEED, draw};
-use crate::theme;
+use dlsys_core::exercise::quiz::{MAX_QUESTIONS, MAX_SEED, draw};
+use crate::kit::theme;
 
 fn clock(seconds: f64) -> String {
     let s = seconds.max(0.0) as u64;
@@ -14,7 +14,7 @@ fn clock(seconds: f64) -> String {
 }
 
 pub fn ui(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
-    crate::header_ui(ui, &TEXT, lang);
+    crate::kit::header_ui(ui, &TEXT, lang);
     ui.add_space(8.0);
     match m.saved.current.as_ref().map(|c| c.marked.is_some()) {
         None => setup(m, ui, lang),
@@ -44,7 +44,7 @@ fn setup(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     let due = s.review.due().len();
     ui.horizontal_wrapped(|ui| {
         if ui.button(t(lang, "setup.start")).clicked() {
-            let questions = draw(m.saved.questions, m.saved.seed);
+            let questions = draw(&m.lessons, m.saved.questions, m.saved.seed);
             m.start(questions, false);
         }
         let review = ui.add_enabled(due > 0, egui::Button::new(TEXT.fill(lang, "setup.review", &[("due", &due)])));
@@ -96,7 +96,7 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
             }
             kind => {
                 let label = ui.label(TEXT.fill(lang, "paper.answer", &[("i", &(i + 1))]));
-                let hint = crate::exercise_panel::answer_hint(kind, lang);
+                let hint = crate::kit::exercise_panel::answer_hint(kind, lang);
                 let edit = ui
                     .add(egui::TextEdit::singleline(answer).hint_text(hint).desired_width(260.0))
                     .labelled_by(label.id);
@@ -169,7 +169,7 @@ fn marked(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
         } else {
             // The feedback of a known mistake, or the plain verdict.
             let verdict = task.check(&answer);
-            let why = if answer.trim().is_empty() { String::new() } else { format!(" — {}", verdict.message()) };
+            let why = if answer.trim().is_empty() { String::new() } else { format!(" — {}", task.verdict_text(&verdict, lang)) };
             ui.label(TEXT.fill(lang, "marked.wrong", &[("answer", &yours), ("why", &why)]));
         }
         ui.label(TEXT.fill(lang, "marked.reference", &[("answer", &shown(&task.reference))]));

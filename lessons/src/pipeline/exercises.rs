@@ -2,21 +2,12 @@
 //! pipeline model of `dlsys_core::pipeline` (utilisation, the knee, the
 //! epoch time) or, for pinned memory, from the overlap rule it states.
 
-use dlsys_core::exercise::{Exercise, Task};
+use dlsys_core::exercise::Task;
 use dlsys_core::pipeline::{Costs, epoch_seconds, knee, predict};
 use dlsys_core::text::Lang;
-use rand::SeedableRng as _;
 
 use super::TEXT;
-use crate::exercise_kit::{pick, show};
-
-fn rng(seed: u64) -> rand::rngs::StdRng {
-    rand::rngs::StdRng::seed_from_u64(seed ^ 0x9199_e11e)
-}
-
-fn t(lang: Lang, key: &str) -> String {
-    TEXT.get(lang, key).to_owned()
-}
+use crate::kit::exercise_kit::{pick, show};
 
 /// Data that takes `data_ms` per batch on one worker's core-free wait
 /// (plenty of cores): the model's costs.
@@ -31,38 +22,16 @@ fn costs(compute_ms: f64, data_ms: f64) -> Costs {
 /// Cores enough that only the workers and the step bound the pipeline.
 const MANY_CORES: usize = 1024;
 
-pub const EXERCISES: [Exercise; 6] = [
-    Exercise {
-        id: "utilisation",
-        title: |l| t(l, "ex.util.title"),
-        generate: utilisation,
-    },
-    Exercise {
-        id: "workers_needed",
-        title: |l| t(l, "ex.workers.title"),
-        generate: workers_needed,
-    },
-    Exercise {
-        id: "epoch_time",
-        title: |l| t(l, "ex.epoch.title"),
-        generate: epoch_time,
-    },
-    Exercise {
-        id: "prefetch",
-        title: |l| t(l, "ex.prefetch.title"),
-        generate: prefetch,
-    },
-    Exercise {
-        id: "pinned_memory",
-        title: |l| t(l, "ex.pinned.title"),
-        generate: pinned,
-    },
-    Exercise {
-        id: "find_the_bottleneck",
-        title: |l| t(l, "ex.bottleneck.title"),
-        generate: bottleneck,
-    },
-];
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0x9199_e11e,
+    utilisation => utilisation,
+    workers_needed => workers_needed,
+    epoch_time => epoch_time,
+    prefetch => prefetch,
+    pinned_memory => pinned,
+    find_the_bottleneck => bottleneck,
+}
 
 fn utilisation(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
@@ -74,14 +43,14 @@ fn utilisation(seed: u64, lang: Lang) -> Task {
     let td = tc * r;
     let answer = 100.0 * predict(costs(tc, td), k, MANY_CORES, true).utilisation;
     Task::numeric(
-        TEXT.fill(lang, "ex.util.prompt", &[("tc", &tc), ("td", &td), ("k", &k)]),
+        TEXT.fill(lang, "ex.utilisation.prompt", &[("tc", &tc), ("td", &td), ("k", &k)]),
         answer,
-        vec![t(lang, "ex.util.hint1")],
-        TEXT.fill(lang, "ex.util.explain", &[("tc", &tc), ("td", &td), ("k", &k), ("answer", &show(answer))]),
+        vec![t(lang, "ex.utilisation.hint1")],
+        TEXT.fill(lang, "ex.utilisation.explain", &[("tc", &tc), ("td", &td), ("k", &k), ("answer", &show(answer))]),
         vec![
-            (100.0 * tc / td, t(lang, "ex.util.no_k")),
-            (100.0 * tc / (tc + td / k as f64), t(lang, "ex.util.serial")),
-            (100.0 * td / k as f64 / tc, t(lang, "ex.util.inverted")),
+            (100.0 * tc / td, t(lang, "ex.utilisation.no_k")),
+            (100.0 * tc / (tc + td / k as f64), t(lang, "ex.utilisation.serial")),
+            (100.0 * td / k as f64 / tc, t(lang, "ex.utilisation.inverted")),
         ],
     )
 }
@@ -92,14 +61,14 @@ fn workers_needed(seed: u64, lang: Lang) -> Task {
     let td = tc * pick(&mut rng, &[2.5, 3.3, 4.5, 5.2, 6.6, 7.5]);
     let answer = knee(costs(tc, td), MANY_CORES, 64).unwrap_or(64) as f64;
     Task::numeric(
-        TEXT.fill(lang, "ex.workers.prompt", &[("tc", &tc), ("td", &show(td))]),
+        TEXT.fill(lang, "ex.workers_needed.prompt", &[("tc", &tc), ("td", &show(td))]),
         answer,
-        vec![t(lang, "ex.workers.hint1")],
-        TEXT.fill(lang, "ex.workers.explain", &[("tc", &tc), ("td", &show(td)), ("answer", &answer)]),
+        vec![t(lang, "ex.workers_needed.hint1")],
+        TEXT.fill(lang, "ex.workers_needed.explain", &[("tc", &tc), ("td", &show(td)), ("answer", &answer)]),
         vec![
-            ((td / tc).floor(), t(lang, "ex.workers.floor")),
-            (tc / td, t(lang, "ex.workers.inverted")),
-            (answer + 1.0, t(lang, "ex.workers.extra")),
+            ((td / tc).floor(), t(lang, "ex.workers_needed.floor")),
+            (tc / td, t(lang, "ex.workers_needed.inverted")),
+            (answer + 1.0, t(lang, "ex.workers_needed.extra")),
         ],
     )
 }
@@ -114,14 +83,14 @@ fn epoch_time(seed: u64, lang: Lang) -> Task {
     let compute = [0.2, 0.3, 0.5].into_iter().rfind(|c| *c < 0.8 * ms / k as f64).unwrap_or(0.5 * ms / k as f64);
     let answer = epoch_seconds(images, ms * 1e-3, compute * 1e-3, k);
     Task::numeric(
-        TEXT.fill(lang, "ex.epoch.prompt", &[("images", &format!("{images}")), ("ms", &ms), ("k", &k), ("c", &compute)]),
+        TEXT.fill(lang, "ex.epoch_time.prompt", &[("images", &format!("{images}")), ("ms", &ms), ("k", &k), ("c", &compute)]),
         answer,
-        vec![t(lang, "ex.epoch.hint1")],
-        TEXT.fill(lang, "ex.epoch.explain", &[("images", &format!("{images}")), ("ms", &ms), ("k", &k), ("c", &compute), ("answer", &show(answer))]),
+        vec![t(lang, "ex.epoch_time.hint1")],
+        TEXT.fill(lang, "ex.epoch_time.explain", &[("images", &format!("{images}")), ("ms", &ms), ("k", &k), ("c", &compute), ("answer", &show(answer))]),
         vec![
-            (images * ms * 1e-3, t(lang, "ex.epoch.no_k")),
-            (images * (compute + ms / k as f64) * 1e-3, t(lang, "ex.epoch.serial")),
-            (images * compute * 1e-3, t(lang, "ex.epoch.compute")),
+            (images * ms * 1e-3, t(lang, "ex.epoch_time.no_k")),
+            (images * (compute + ms / k as f64) * 1e-3, t(lang, "ex.epoch_time.serial")),
+            (images * compute * 1e-3, t(lang, "ex.epoch_time.compute")),
         ],
     )
 }
@@ -160,18 +129,18 @@ fn pinned(seed: u64, lang: Lang) -> Task {
     let after = tc.max(ms(pinned));
     let answer = before - after;
     Task::numeric(
-        TEXT.fill(lang, "ex.pinned.prompt", &[("mb", &mb), ("pageable", &pageable), ("pinned", &pinned), ("tc", &tc)]),
+        TEXT.fill(lang, "ex.pinned_memory.prompt", &[("mb", &mb), ("pageable", &pageable), ("pinned", &pinned), ("tc", &tc)]),
         answer,
-        vec![t(lang, "ex.pinned.hint1")],
+        vec![t(lang, "ex.pinned_memory.hint1")],
         TEXT.fill(
             lang,
-            "ex.pinned.explain",
+            "ex.pinned_memory.explain",
             &[("copy1", &show(ms(pageable))), ("copy2", &show(ms(pinned))), ("tc", &tc), ("before", &show(before)), ("after", &show(after)), ("answer", &show(answer))],
         ),
         vec![
-            (ms(pageable) - ms(pinned), t(lang, "ex.pinned.bandwidth")),
-            (0.0, t(lang, "ex.pinned.nothing")),
-            (ms(pageable), t(lang, "ex.pinned.all")),
+            (ms(pageable) - ms(pinned), t(lang, "ex.pinned_memory.bandwidth")),
+            (0.0, t(lang, "ex.pinned_memory.nothing")),
+            (ms(pageable), t(lang, "ex.pinned_memory.all")),
         ],
     )
 }
@@ -183,13 +152,13 @@ fn bottleneck(seed: u64, lang: Lang) -> Task {
     // U = T_c / T_data with one worker and data the bound.
     let answer = tc / (util / 100.0);
     Task::numeric(
-        TEXT.fill(lang, "ex.bottleneck.prompt", &[("util", &util), ("tc", &tc)]),
+        TEXT.fill(lang, "ex.find_the_bottleneck.prompt", &[("util", &util), ("tc", &tc)]),
         answer,
-        vec![t(lang, "ex.bottleneck.hint1")],
-        TEXT.fill(lang, "ex.bottleneck.explain", &[("util", &util), ("tc", &tc), ("answer", &show(answer))]),
+        vec![t(lang, "ex.find_the_bottleneck.hint1")],
+        TEXT.fill(lang, "ex.find_the_bottleneck.explain", &[("util", &util), ("tc", &tc), ("answer", &show(answer))]),
         vec![
-            (tc * util / 100.0, t(lang, "ex.bottleneck.times")),
-            (answer - tc, t(lang, "ex.bottleneck.idle")),
+            (tc * util / 100.0, t(lang, "ex.find_the_bottleneck.times")),
+            (answer - tc, t(lang, "ex.find_the_bottleneck.idle")),
         ],
     )
 }
@@ -204,7 +173,7 @@ mod tests {
     /// the numbers move with the seed.
     #[test]
     fn every_variant_has_a_real_answer_and_its_mistakes_are_caught() {
-        crate::check_numeric_exercises(&EXERCISES, 2);
+        crate::check_numeric_exercises(EXERCISES, 2);
     }
 
     /// The classic wrong answers by hand: prefetching does not lift a

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
 /// The lesson's views take their number fields from here.
-use crate::number_field as number;
+use crate::kit::number_field as number;
 
 pub use exercises::EXERCISES;
 
@@ -136,21 +136,14 @@ impl Lesson for Pipeline {
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
         self.settings.clamped();
-        crate::header_ui(ui, &TEXT, lang);
+        crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
         let (s, runs) = (&mut self.settings, &mut self.runs);
-        egui::CollapsingHeader::new(egui::RichText::new(t(lang, "run.heading")).strong())
-            .id_salt("pipe_run")
-            .default_open(true)
-            .show(ui, |ui| run_view::ui(ui, s, runs, lang));
-        egui::CollapsingHeader::new(egui::RichText::new(t(lang, "sweep.heading")).strong())
-            .id_salt("pipe_sweep")
-            .default_open(true)
-            .show(ui, |ui| sweep_view::ui(ui, s, runs, lang));
-        egui::CollapsingHeader::new(egui::RichText::new(t(lang, "example.heading")).strong())
-            .id_salt("pipe_example")
-            .default_open(true)
-            .show(ui, |ui| example_view::ui(ui, s, runs, lang));
+        crate::kit::section(ui, &TEXT, lang, "run", |ui| run_view::ui(ui, s, runs, lang));
+        crate::kit::section(ui, &TEXT, lang, "sweep", |ui| sweep_view::ui(ui, s, runs, lang));
+        crate::kit::section(ui, &TEXT, lang, "example", |ui| {
+            example_view::ui(ui, s, runs, lang);
+        });
     }
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {

@@ -12,8 +12,8 @@ use dlsys_core::pipeline::{Costs, MAX_WORKERS, PipelineError, PipelineRun, StepR
 use dlsys_core::text::Lang;
 
 use super::{Settings, TEXT, cores, dataset_name, number, t};
-use crate::background::Background;
-use crate::{gantt, theme};
+use crate::kit::background::Background;
+use crate::kit::{gantt, theme};
 
 /// What a finished job leaves.
 pub struct Finished {

@@ -6,7 +6,7 @@ use dlsys_core::text::Lang;
 
 use super::run_view::Runs;
 use super::{Settings, TEXT, cores, t};
-use crate::theme;
+use crate::kit::theme;
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
@@ -61,13 +61,13 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
             }
         });
     let mut keys = vec![
-        crate::figure::Key::line(t(lang, "sweep.model"), theme::series(&visuals, 0)),
-        crate::figure::Key::points(t(lang, "sweep.measured"), theme::series(&visuals, 1)),
+        crate::kit::figure::Key::line(t(lang, "sweep.model"), theme::series(&visuals, 0)),
+        crate::kit::figure::Key::points(t(lang, "sweep.measured"), theme::series(&visuals, 1)),
     ];
     if bend.is_some() {
-        keys.push(crate::figure::Key::rule(t(lang, "sweep.knee"), visuals.text_color()));
+        keys.push(crate::kit::figure::Key::rule(t(lang, "sweep.knee"), visuals.text_color()));
     }
-    crate::figure::legend(ui, "pipe_sweep_plot", &keys);
+    crate::kit::figure::legend(ui, "pipe_sweep_plot", &keys);
     match bend {
         Some(k) => ui.label(TEXT.fill(lang, "sweep.knee_line", &[("k", &k), ("cores", &cores)])),
         None => ui.label(TEXT.fill(lang, "sweep.no_knee", &[("max", &MAX_WORKERS), ("cores", &cores)])),

@@ -2,7 +2,8 @@
 
 use dlsys_core::text::Catalog;
 
-use crate::{Env, GpuStatus, Lesson, theme};
+use crate::kit::theme;
+use crate::{Env, GpuStatus, Lesson, Listed};
 
 crate::lesson_text!("welcome");
 
@@ -13,15 +14,12 @@ pub struct Welcome {
     topics: Vec<&'static Catalog>,
 }
 
-impl Welcome {
-    /// A welcome page listing the lessons whose catalogs are `topics`, in order.
-    pub fn new(topics: Vec<&'static Catalog>) -> Self {
-        Self { topics }
-    }
-}
-
 impl Lesson for Welcome {
     crate::lesson_identity!();
+
+    fn see_registry(&mut self, lessons: &[Listed]) {
+        self.topics = lessons.iter().map(|l| l.catalog).collect();
+    }
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;

@@ -2,9 +2,11 @@
 //! reference kernel, shown read-only after a few failed checks (the
 //! learner's own code is never touched by it).
 
+use dlsys_core::names::Named as _;
 use dlsys_shaders::kernel_track::KernelExercise;
 
-use super::{Lang, TEXT, WriteKernels, editor, title};
+use super::{Lang, TEXT, WriteKernels};
+use crate::kit::code_editor;
 
 /// Failed checks of an exercise after which its reference kernel can be shown.
 pub(super) const REVEAL_AFTER: u32 = 3;
@@ -40,7 +42,7 @@ impl WriteKernels {
 
     /// The hints, one at a time, and the button that shows the reference kernel.
     pub(super) fn help_ui(&mut self, ui: &mut egui::Ui, lang: Lang, ex: &'static KernelExercise) {
-        let shell = crate::exercise_panel::shell_text();
+        let shell = crate::kit::text();
         let hints = hints(ex, lang);
         let shown = self
             .hints_shown
@@ -97,8 +99,8 @@ impl WriteKernels {
         ui.weak(TEXT.get(lang, "reveal.note"));
         let reference = ex.reference();
         let mut text: &str = &reference;
-        let label = TEXT.fill(lang, "reveal.label", &[("exercise", &title(ex, lang))]);
-        editor::show(
+        let label = TEXT.fill(lang, "reveal.label", &[("exercise", &ex.name(lang))]);
+        code_editor::show(
             ui,
             &format!("wgsl-reference-{}", ex.id),
             &mut text,

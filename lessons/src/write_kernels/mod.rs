@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use dlsys_core::errors::Localized as _;
+use dlsys_core::names::Named as _;
 use dlsys_core::text::Lang;
 use dlsys_shaders::kernel_track::{
     CheckJob, EXERCISES, KernelChecker, KernelExercise, KernelRace, KernelVerdict, RaceError,
@@ -13,9 +15,12 @@ use dlsys_shaders::kernel_track::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::{Env, GpuStatus, Lesson, theme};
+use dlsys_shaders::GpuError;
 
-mod editor;
+use crate::kit::background::Background;
+use crate::kit::{code_editor, theme};
+use crate::{Env, GpuStatus, Lesson, NoGpu};
+
 mod help;
 
 crate::lesson_text!("write_kernels");
@@ -34,9 +39,28 @@ pub struct Saved {
 enum CheckerState {
     Idle,
     #[cfg(not(target_arch = "wasm32"))]
-    Starting(std::sync::mpsc::Receiver<Result<KernelChecker, String>>),
+    Starting(Box<Background<Result<KernelChecker, GpuError>>>),
     Ready(Box<KernelChecker>),
-    Unavailable(String),
+    Unavailable(NoDevice),
+}
+
+/// Why kernels cannot run here, said in the learner's language when shown.
+#[derive(Clone, Debug)]
+enum NoDevice {
+    Gpu(NoGpu),
+    Request(GpuError),
+    /// The thread making the device stopped without one.
+    ThreadStopped,
+}
+
+impl NoDevice {
+    fn message(&self, lang: Lang) -> String {
+        match self {
+            Self::Gpu(reason) => reason.message(lang),
+            Self::Request(err) => err.message(lang),
+            Self::ThreadStopped => TEXT.get(lang, "status.thread_stopped").to_owned(),
+        }
+    }
 }
 
 /// What the result panel shows.
@@ -44,7 +68,7 @@ enum CheckerState {
 enum Shown {
     KernelVerdict(KernelVerdict),
     /// Valid WGSL, but no device to run it on.
-    ValidNoGpu(String),
+    ValidNoGpu(NoDevice),
 }
 
 /// A verdict and the source it is about (the editor may have moved on).
@@ -57,7 +81,7 @@ struct Checked {
 /// Timing the learner's kernel and the ladder (off the UI thread).
 enum RaceState {
     #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
-    Running(std::sync::mpsc::Receiver<Result<KernelRace, RaceError>>),
+    Running(Background<Result<KernelRace, RaceError>>),
     Done(Result<KernelRace, RaceError>),
 }
 
@@ -138,11 +162,11 @@ impl WriteKernels {
         let GpuStatus::Compute(gpu) = env.gpu else {
             let reason = match env.gpu {
                 GpuStatus::RenderOnly { reason, .. } | GpuStatus::Unavailable { reason } => {
-                    reason.message(env.lang)
+                    reason.clone()
                 }
-                GpuStatus::Compute(_) => String::new(),
+                GpuStatus::Compute(_) => NoGpu::NotWgpu,
             };
-            self.device = CheckerState::Unavailable(reason);
+            self.device = CheckerState::Unavailable(NoDevice::Gpu(reason));
             return;
         };
         // Native: a device of its own, so a runaway kernel cannot stall the
@@ -150,11 +174,9 @@ impl WriteKernels {
         #[cfg(not(target_arch = "wasm32"))]
         {
             let _ = gpu;
-            let (sender, receiver) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                let _ = sender.send(KernelChecker::request_blocking().map_err(|e| e.to_string()));
-            });
-            self.device = CheckerState::Starting(receiver);
+            let mut job = Background::default();
+            job.start(KernelChecker::request_blocking);
+            self.device = CheckerState::Starting(Box::new(job));
         }
         #[cfg(target_arch = "wasm32")]
         {
@@ -245,13 +267,9 @@ impl WriteKernels {
             && let Some(gpu) = checker.gpu().cloned()
         {
             let budget = checker.budget;
-            let (sender, receiver) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                let result =
-                    dlsys_shaders::kernel_track::race_blocking(&gpu, ex, &source, 5, budget);
-                let _ = sender.send(result);
-            });
-            self.race = Some((ex.id, RaceState::Running(receiver)));
+            let mut job = Background::default();
+            job.start(move || dlsys_shaders::kernel_track::race_blocking(&gpu, ex, &source, 5, budget));
+            self.race = Some((ex.id, RaceState::Running(job)));
         }
         #[cfg(target_arch = "wasm32")]
         {
@@ -277,7 +295,7 @@ impl WriteKernels {
             RaceState::Done(Err(error)) => {
                 ui.colored_label(
                     theme::warn(ui.visuals()),
-                    TEXT.fill(lang, "timing.error", &[("error", &error.message)]),
+                    TEXT.fill(lang, "timing.error", &[("error", &error.reason.message(lang))]),
                 );
             }
             RaceState::Done(Ok(race)) => {
@@ -330,17 +348,12 @@ impl WriteKernels {
         if let CheckerState::Ready(checker) =
             std::mem::replace(&mut self.device, CheckerState::Idle)
         {
-            let (sender, receiver) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
+            let mut job = Background::default();
+            job.start(move || {
                 let mut checker = *checker;
-                let _ = sender.send(
-                    checker
-                        .recover()
-                        .map(|()| checker)
-                        .map_err(|e| e.to_string()),
-                );
+                checker.recover().map(|()| checker)
             });
-            self.device = CheckerState::Starting(receiver);
+            self.device = CheckerState::Starting(Box::new(job));
         }
     }
 
@@ -387,7 +400,7 @@ impl WriteKernels {
         if let CheckerState::Unavailable(reason) = &self.device {
             ui.colored_label(
                 theme::warn(ui.visuals()),
-                TEXT.fill(lang, "status.no_gpu", &[("reason", reason)]),
+                TEXT.fill(lang, "status.no_gpu", &[("reason", &reason.message(lang))]),
             );
         }
     }
@@ -409,7 +422,7 @@ impl WriteKernels {
             Shown::ValidNoGpu(reason) => {
                 ui.colored_label(
                     theme::warn(ui.visuals()),
-                    TEXT.fill(lang, "status.valid_no_gpu", &[("reason", reason)]),
+                    TEXT.fill(lang, "status.valid_no_gpu", &[("reason", &reason.message(lang))]),
                 );
             }
             Shown::KernelVerdict(verdict) => {
@@ -446,14 +459,14 @@ impl Lesson for WriteKernels {
             ctx.request_repaint_after(web_time::Duration::from_millis(1100));
         }
         #[cfg(not(target_arch = "wasm32"))]
-        if let CheckerState::Starting(receiver) = &self.device {
-            match receiver.try_recv() {
-                Ok(Ok(checker)) => self.device = CheckerState::Ready(Box::new(checker)),
-                Ok(Err(reason)) => self.device = CheckerState::Unavailable(reason),
-                Err(std::sync::mpsc::TryRecvError::Empty) => ctx.request_repaint(),
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    self.device = CheckerState::Unavailable("the device thread stopped".to_owned());
+        if let CheckerState::Starting(job) = &mut self.device {
+            match job.take(ctx) {
+                Some(Ok(checker)) => self.device = CheckerState::Ready(Box::new(checker)),
+                Some(Err(err)) => self.device = CheckerState::Unavailable(NoDevice::Request(err)),
+                None if job.take_lost() => {
+                    self.device = CheckerState::Unavailable(NoDevice::ThreadStopped);
                 }
+                None => {}
             }
             if !matches!(self.device, CheckerState::Starting(_))
                 && let Some((ex, source)) = self.queued.take()
@@ -461,25 +474,19 @@ impl Lesson for WriteKernels {
                 self.check(ex, source, env);
             }
         }
-        if let Some((_, RaceState::Running(receiver))) = &self.race {
-            match receiver.try_recv() {
-                Ok(result) => {
-                    let abandon = result.as_ref().is_err_and(|e| e.abandon_device);
-                    if let Some((_, state)) = &mut self.race {
-                        *state = RaceState::Done(result);
-                    }
-                    if abandon {
-                        self.abandon_device();
-                    }
+        if let Some((_, RaceState::Running(job))) = &mut self.race {
+            let result = match job.take(ctx) {
+                Some(result) => Some(result),
+                None if job.take_lost() => Some(Err(RaceError::thread_stopped())),
+                None => None,
+            };
+            if let Some(result) = result {
+                let abandon = result.as_ref().is_err_and(|e| e.abandon_device);
+                if let Some((_, state)) = &mut self.race {
+                    *state = RaceState::Done(result);
                 }
-                Err(std::sync::mpsc::TryRecvError::Empty) => ctx.request_repaint(),
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    if let Some((_, state)) = &mut self.race {
-                        *state = RaceState::Done(Err(RaceError {
-                            message: "the timing thread stopped".to_owned(),
-                            abandon_device: true,
-                        }));
-                    }
+                if abandon {
+                    self.abandon_device();
                 }
             }
         }
@@ -500,7 +507,7 @@ impl Lesson for WriteKernels {
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
         let t = |key| TEXT.get(lang, key);
-        crate::header_ui(ui, &TEXT, lang);
+        crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(6.0);
         ui.horizontal_wrapped(|ui| {
             ui.label(t("exercise"));
@@ -512,7 +519,7 @@ impl Lesson for WriteKernels {
                 };
                 let selected = self.exercise().id == ex.id;
                 if ui
-                    .selectable_label(selected, format!("{mark}{}", title(ex, lang)))
+                    .selectable_label(selected, format!("{mark}{}", ex.name(lang)))
                     .clicked()
                 {
                     self.saved.selected = ex.id.to_owned();
@@ -542,7 +549,7 @@ impl Lesson for WriteKernels {
         self.help_ui(ui, lang, ex);
         ui.add_space(4.0);
         let mut code = code;
-        let label = TEXT.fill(lang, "editor.label", &[("exercise", &title(ex, lang))]);
+        let label = TEXT.fill(lang, "editor.label", &[("exercise", &ex.name(lang))]);
         // Mark the diagnostic's line while the code is still what was checked.
         let error_line = match &self.shown {
             Some((
@@ -554,7 +561,7 @@ impl Lesson for WriteKernels {
             )) if *id == ex.id && *source == code => d.line,
             _ => None,
         };
-        let response = editor::show(
+        let response = code_editor::show(
             ui,
             &format!("wgsl-editor-{}", ex.id),
             &mut code,
@@ -568,7 +575,7 @@ impl Lesson for WriteKernels {
         self.reference_ui(ui, lang, ex);
         if self.confirm_reset {
             let modal = egui::Modal::new(egui::Id::unique("reset-kernel")).show(ui.ctx(), |ui| {
-                ui.label(TEXT.fill(lang, "reset.question", &[("exercise", &title(ex, lang))]));
+                ui.label(TEXT.fill(lang, "reset.question", &[("exercise", &ex.name(lang))]));
                 ui.horizontal(|ui| {
                     if ui.button(t("reset.yes")).clicked() {
                         self.saved.code.insert(ex.id.to_owned(), ex.template());
@@ -632,15 +639,11 @@ impl Lesson for WriteKernels {
             Shown::KernelVerdict(verdict) if verdict.passed() => Ok(format!("{id}: {verdict}")),
             Shown::KernelVerdict(verdict) => Err(crate::SelfTestFailure(format!("{id}: {verdict}"))),
             // No compute GPU: naga's validation is all a check can do.
-            Shown::ValidNoGpu(reason) => Ok(format!("{id}: naga validation only ({reason})")),
+            Shown::ValidNoGpu(reason) => Ok(format!("{id}: naga validation only ({})", reason.message(Lang::En))),
         })
     }
 }
 
-/// A kernel exercise's title in `lang` (from this lesson's catalog).
-pub fn title(ex: &KernelExercise, lang: Lang) -> String {
-    TEXT.get(lang, &format!("exercise.{}", ex.id)).to_owned()
-}
 
 #[cfg(test)]
 mod tests;

@@ -11,8 +11,8 @@ use wgpu::util::DeviceExt as _;
 use super::cases::{KernelCase, UNWRITTEN};
 use super::guard::{GUARD_BINDING, GUARD_LIMIT, guard_loops};
 use super::{Diagnostic, KernelExercise, KernelVerdict, Layout, validate};
-use crate::Gpu;
-use crate::plumbing::{Pending, Scopes};
+use crate::plumbing::{Pending, Scopes, map_read, read_mapped, readback_buffer};
+use crate::{Gpu, KernelError};
 
 /// Devices abandoned with a kernel still running on them. Dropping one would
 /// wait for that kernel (forever); they are kept here until the process ends.
@@ -78,10 +78,7 @@ impl KernelChecker {
             return job;
         }
         let Some(gpu) = self.gpu.clone().filter(|_| !self.poisoned) else {
-            job.state = State::Done(Some(KernelVerdict::Failed(
-                "no usable GPU device: the last one was abandoned to a kernel that did not finish"
-                    .to_owned(),
-            )));
+            job.state = State::Done(Some(KernelVerdict::Failed(KernelError::DeviceAbandoned)));
             return job;
         };
         // Every loop counts its iterations, so an endless one is named.
@@ -480,24 +477,24 @@ impl CheckJob {
                         Err(mpsc::TryRecvError::Empty) => None,
                         Err(mpsc::TryRecvError::Disconnected) => {
                             self.lost = true;
-                            self.state = State::Done(Some(KernelVerdict::Failed(
-                                "the GPU device was lost".to_owned(),
-                            )));
+                            self.state =
+                                State::Done(Some(KernelVerdict::Failed(KernelError::DeviceLost)));
                             continue;
                         }
                     };
                     match (mapped, errors.get()) {
                         // The device refused the run: that, not the output, is the answer.
                         (_, Some(Some(error))) => {
-                            self.state = State::Done(Some(KernelVerdict::Failed(format!(
-                                "the device rejected the run: {error}"
-                            ))));
+                            self.state = State::Done(Some(KernelVerdict::Failed(
+                                KernelError::RunRejected { error },
+                            )));
                         }
                         (Some(Err(err)), _) => {
                             self.lost = true;
-                            self.state = State::Done(Some(KernelVerdict::Failed(format!(
-                                "reading the output back failed: {err}"
-                            ))));
+                            self.state =
+                                State::Done(Some(KernelVerdict::Failed(KernelError::Readback {
+                                    error: err.to_string(),
+                                })));
                         }
                         (Some(Ok(())), Some(None)) => {
                             let case = &self.cases[self.next];
@@ -555,12 +552,7 @@ impl CheckJob {
         let bound = self.exercise.bind(gpu, pipeline, case);
         // The output, then the loop guard's word.
         let y_bytes = (bound.out_len * 4) as u64;
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("y readback"),
-            size: y_bytes + 4,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let readback = readback_buffer(device, "y readback", y_bytes + 4);
         let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor {
             label: Some("your kernel"),
         });
@@ -568,10 +560,7 @@ impl CheckJob {
         encoder.copy_buffer_to_buffer(&bound.y, 0, &readback, 0, Some(y_bytes));
         encoder.copy_buffer_to_buffer(&bound.guard, 0, &readback, y_bytes, Some(4));
         gpu.queue.submit([encoder.finish()]);
-        let (sender, receiver) = mpsc::channel();
-        readback.map_async(wgpu::MapMode::Read, .., move |result| {
-            let _ = sender.send(result);
-        });
+        let receiver = map_read(&readback);
         let errors = scopes.pop();
         (readback, receiver, errors)
     }
@@ -581,12 +570,7 @@ type Receiver = mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>;
 
 /// The output values and, after them, the loop guard's word.
 fn read_f32(buffer: &wgpu::Buffer) -> Result<(Vec<f32>, u32), KernelVerdict> {
-    let view = buffer
-        .get_mapped_range(..)
-        .map_err(|e| KernelVerdict::Failed(e.to_string()))?;
-    let mut values = bytemuck::cast_slice::<u8, f32>(&view).to_vec();
-    drop(view);
-    buffer.unmap();
+    let mut values = read_mapped::<f32>(buffer).map_err(KernelVerdict::Failed)?;
     let guard = values.pop().map_or(0, f32::to_bits);
     Ok((values, guard))
 }

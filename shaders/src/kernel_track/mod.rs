@@ -92,7 +92,7 @@ pub struct Wrong {
 /// One kernel to write.
 #[derive(Clone, Copy, Debug)]
 pub struct KernelExercise {
-    /// Its id; its title is `exercise.<id>` in the lesson's catalog.
+    /// Its id; its title is `kernel_exercise.<id>` in `assets/names.ron`.
     pub id: &'static str,
     pub layout: Layout,
     /// The template file as stored: [`KernelExercise::template`] fills in
@@ -247,6 +247,12 @@ impl KernelExercise {
 /// The exercise called `id`.
 pub fn exercise(id: &str) -> Option<&'static KernelExercise> {
     EXERCISES.iter().find(|e| e.id == id)
+}
+
+impl dlsys_core::names::Named for KernelExercise {
+    fn name_key(&self) -> String {
+        format!("kernel_exercise.{}", self.id)
+    }
 }
 
 #[cfg(test)]

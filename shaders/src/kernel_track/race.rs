@@ -9,6 +9,7 @@ use rand::{SeedableRng as _, rngs::StdRng};
 use super::KernelExercise;
 use super::Layout;
 use super::cases::{KernelCase, uniform};
+use crate::KernelError;
 /// One line of a race: a kernel and its median time on the bench problem.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Lap {
@@ -101,7 +102,8 @@ impl KernelExercise {
 /// Why a race did not finish.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RaceError {
-    pub message: String,
+    #[serde(serialize_with = "crate::error::as_text")]
+    pub reason: KernelError,
     /// The learner's kernel is still running on the device (it overran the
     /// budget), or the device is gone: do not use it again.
     pub abandon_device: bool,
@@ -109,16 +111,24 @@ pub struct RaceError {
 
 impl std::fmt::Display for RaceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+        self.reason.fmt(f)
     }
 }
 
 impl RaceError {
     #[cfg(not(target_arch = "wasm32"))]
-    fn new(message: impl Into<String>) -> Self {
+    fn new(reason: KernelError) -> Self {
         Self {
-            message: message.into(),
+            reason,
             abandon_device: false,
+        }
+    }
+
+    /// The thread timing the race stopped without a result.
+    pub fn thread_stopped() -> Self {
+        Self {
+            reason: KernelError::TimingStopped,
+            abandon_device: true,
         }
     }
 }
@@ -142,7 +152,7 @@ pub fn race_blocking(
     let device = &gpu.device;
     let (pipeline, compiled) = super::checker::compile(gpu, exercise.layout, source, false);
     if let Some(Some(error)) = compiled.get() {
-        return Err(RaceError::new(super::checker::rejected(&error).to_string()));
+        return Err(RaceError::new(KernelError::RunRejected { error }));
     }
     let case = exercise.bench_case();
     let bound = exercise.bind(gpu, &pipeline, &case);
@@ -173,13 +183,15 @@ pub fn race_blocking(
             })
             .map(|_| ())
             .map_err(|err| RaceError {
-                message: match err {
-                    wgpu::PollError::Timeout => format!(
-                        "your kernel took over {} ms on the {} problem",
-                        budget.as_millis(),
-                        case.name
-                    ),
-                    other => other.to_string(),
+                reason: match err {
+                    wgpu::PollError::Timeout => KernelError::RaceTimeout {
+                        ms: budget.as_millis() as u64,
+                        rows: case.rows,
+                        cols: case.cols,
+                    },
+                    other => KernelError::Wait {
+                        error: other.to_string(),
+                    },
                 },
                 abandon_device: true,
             })
@@ -207,9 +219,13 @@ pub fn race_blocking(
             wait(gpu.queue.submit([]))?;
             mapped
                 .recv()
-                .map_err(|e| RaceError::new(e.to_string()))?
-                .map_err(|e| RaceError::new(e.to_string()))?;
-            let ticks: Vec<u64> = read_mapped(read).map_err(|e| RaceError::new(e.to_string()))?;
+                .map_err(|_| RaceError::new(KernelError::DeviceLost))?
+                .map_err(|e| {
+                    RaceError::new(KernelError::Readback {
+                        error: e.to_string(),
+                    })
+                })?;
+            let ticks: Vec<u64> = read_mapped(read).map_err(RaceError::new)?;
             ns = ticks_to_ns(ticks[0], ticks[1], period_ns);
         }
         if trial >= WARMUP {
@@ -261,9 +277,12 @@ pub fn race_blocking(
                 });
             }
             Outcome::Skipped { kernel, why } => {
-                return Err(RaceError::new(format!("{}: {why}", kernel.id())));
+                return Err(RaceError::new(KernelError::Skipped {
+                    kernel: kernel.id(),
+                    why: Box::new(why),
+                }));
             }
-            Outcome::Cpu(_) => {}
+            Outcome::Cpu(_) | Outcome::Program(_) => {}
         }
     }
     laps.sort_by(|a, b| a.median_ns.total_cmp(&b.median_ns));

@@ -49,7 +49,7 @@ pub enum KernelVerdict {
         budget_ms: u64,
     },
     /// Something else went wrong (no device, device lost, readback failed).
-    Failed(String),
+    Failed(#[serde(serialize_with = "crate::error::as_text")] crate::KernelError),
     Passed {
         cases: usize,
     },
@@ -138,7 +138,7 @@ impl Localized for KernelVerdict {
                     ),
                 ),
             ],
-            Self::Failed(why) => vec![("why", why.clone())],
+            Self::Failed(why) => vec![("why", why.message(lang))],
             Self::Passed { cases } => vec![("cases", cases.to_string())],
         }
     }

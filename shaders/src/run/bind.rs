@@ -216,10 +216,22 @@ impl Buffers {
     }
 }
 
-/// Records passes of a plan: each step in its own pass, with timestamps at
-/// its beginning and end when the timer is the GPU's.
+/// A dispatch of `workgroups` workgroups as a grid the device takes: at most
+/// [`MAX_WORKGROUPS_PER_DIM`] along x, the rest along y.
+pub(super) fn grid(workgroups: u32) -> [u32; 3] {
+    [
+        workgroups.min(MAX_WORKGROUPS_PER_DIM),
+        workgroups.div_ceil(MAX_WORKGROUPS_PER_DIM),
+        1,
+    ]
+}
+
+/// Records passes of a plan: each dispatch in its own pass, with timestamps
+/// at its beginning and end when the timer is the GPU's.
 pub(super) struct Recorder {
     groups: Vec<wgpu::BindGroup>,
+    /// Each dispatch's grid.
+    workgroups: Vec<[u32; 3]>,
     pub(super) query_set: Option<wgpu::QuerySet>,
     /// Timestamps per trial (two per step).
     pub(super) per_trial: u32,
@@ -229,11 +241,11 @@ impl Recorder {
     pub(super) fn new(
         device: &wgpu::Device,
         groups: Vec<wgpu::BindGroup>,
-        steps: usize,
+        workgroups: Vec<[u32; 3]>,
         trials: u32,
         timer: TimerKind,
     ) -> Self {
-        let per_trial = 2 * steps as u32;
+        let per_trial = 2 * workgroups.len() as u32;
         let query_set = matches!(timer, TimerKind::Timestamps { .. }).then(|| {
             device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("kernel timestamps"),
@@ -243,6 +255,7 @@ impl Recorder {
         });
         Self {
             groups,
+            workgroups,
             query_set,
             per_trial,
         }
@@ -253,13 +266,12 @@ impl Recorder {
     pub(super) fn record(
         &self,
         encoder: &mut wgpu::CommandEncoder,
-        steps: &[Step],
         pipelines: &[Arc<Prepared>],
         groups: Option<&[wgpu::BindGroup]>,
         trial: Option<u32>,
     ) {
         let groups = groups.unwrap_or(&self.groups);
-        for (i, s) in steps.iter().enumerate() {
+        for (i, [x, y, z]) in self.workgroups.iter().copied().enumerate() {
             let timestamp_writes = match (&self.query_set, trial) {
                 (Some(qs), Some(t)) => {
                     let q = t * self.per_trial + 2 * i as u32;
@@ -277,8 +289,7 @@ impl Recorder {
             });
             pass.set_pipeline(&pipelines[i].pipeline);
             pass.set_bind_group(0, &groups[i], &[]);
-            let x = s.workgroups.min(MAX_WORKGROUPS_PER_DIM);
-            pass.dispatch_workgroups(x, s.workgroups.div_ceil(MAX_WORKGROUPS_PER_DIM), 1);
+            pass.dispatch_workgroups(x, y, z);
         }
     }
 }

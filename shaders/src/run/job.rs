@@ -16,14 +16,14 @@ use std::sync::mpsc;
 
 use dlsys_core::kernels::{Step, Traffic};
 
-use super::bind::{Buffers, Recorder};
+use super::bind::Recorder;
 use super::{Prepared, RunOutput, RunSpec};
 use crate::plumbing::{Pending, TimerKind, read_mapped, readback_buffer, ticks_to_ns};
 use crate::{Gpu, KernelError};
 
 /// What the GPU side reports back to a job.
 enum Message {
-    Mapped(Result<(), String>),
+    Mapped(Result<(), wgpu::BufferAsyncError>),
     /// The browser finished a trial (web only).
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     TrialDone(web_time::Instant),
@@ -35,7 +35,11 @@ pub(super) struct Submission<'a> {
     pub spec: RunSpec,
     pub steps: Vec<Step>,
     pub traffic: Traffic,
-    pub buffers: Buffers,
+    /// The buffer holding the result, and its bytes read back.
+    pub output: &'a wgpu::Buffer,
+    pub out_bytes: u64,
+    /// The instrumented build's counters.
+    pub counters: &'a wgpu::Buffer,
     pub recorder: Recorder,
     pub plain: Vec<Arc<Prepared>>,
     /// The instrumented pipelines and their bind groups.
@@ -59,6 +63,8 @@ pub struct Job {
     pending: usize,
     failed: Option<KernelError>,
     out_read: wgpu::Buffer,
+    /// 32-bit words of the result.
+    out_words: usize,
     times_read: Option<wgpu::Buffer>,
     counters_read: Option<wgpu::Buffer>,
     /// CPU-clock trial times.
@@ -95,27 +101,19 @@ impl Job {
         let mut prelude = Vec::new();
         if let Some((pipelines, groups)) = &s.counted {
             let mut encoder = new_encoder();
-            encoder.clear_buffer(&s.buffers.counters, 0, None);
+            encoder.clear_buffer(s.counters, 0, None);
             s.recorder
-                .record(&mut encoder, &s.steps, pipelines, Some(groups), None);
+                .record(&mut encoder, pipelines, Some(groups), None);
             prelude.push(encoder);
         }
         for _ in 0..spec.warmup {
             let mut encoder = new_encoder();
-            s.recorder
-                .record(&mut encoder, &s.steps, &s.plain, None, None);
+            s.recorder.record(&mut encoder, &s.plain, None, None);
             prelude.push(encoder);
         }
-        let out_len = spec.kernel.output_len(spec.problem) * 4;
-        let out_read = readback_buffer(device, "output readback", out_len);
+        let out_read = readback_buffer(device, "output readback", s.out_bytes);
         let mut readback = new_encoder();
-        readback.copy_buffer_to_buffer(
-            s.buffers.result(spec.kernel, &s.steps),
-            0,
-            &out_read,
-            0,
-            out_len,
-        );
+        readback.copy_buffer_to_buffer(s.output, 0, &out_read, 0, s.out_bytes);
         let times_read = s.recorder.query_set.as_ref().map(|qs| {
             let queries = spec.trials * s.recorder.per_trial;
             let size = u64::from(queries) * 8;
@@ -132,7 +130,7 @@ impl Job {
         });
         let counters_read = s.counted.as_ref().map(|_| {
             let read = readback_buffer(device, "counters readback", 8);
-            readback.copy_buffer_to_buffer(&s.buffers.counters, 0, &read, 0, 8);
+            readback.copy_buffer_to_buffer(s.counters, 0, &read, 0, 8);
             read
         });
         let maps: Vec<wgpu::Buffer> = [
@@ -152,6 +150,7 @@ impl Job {
             pending: maps.len(),
             failed: None,
             out_read,
+            out_words: (s.out_bytes / 4) as usize,
             times_read,
             counters_read,
             wall_times: Vec::new(),
@@ -175,8 +174,7 @@ impl Job {
             TimerKind::Timestamps { .. } => {
                 let mut timed = new_encoder();
                 for trial in 0..spec.trials {
-                    s.recorder
-                        .record(&mut timed, &job.steps, &s.plain, None, Some(trial));
+                    s.recorder.record(&mut timed, &s.plain, None, Some(trial));
                 }
                 let mut buffers: Vec<_> = prelude.into_iter().map(|e| e.finish()).collect();
                 buffers.extend([timed.finish(), readback.finish()]);
@@ -193,8 +191,7 @@ impl Job {
                     .collect();
                 pieces.extend((0..spec.trials).map(|_| {
                     let mut encoder = new_encoder();
-                    s.recorder
-                        .record(&mut encoder, &job.steps, &s.plain, None, None);
+                    s.recorder.record(&mut encoder, &s.plain, None, None);
                     Piece {
                         buffer: encoder.finish(),
                         timed: true,
@@ -211,7 +208,7 @@ impl Job {
             let sender = self.sender.clone();
             buf.map_async(wgpu::MapMode::Read, .., move |result| {
                 // The job may be gone (the learner moved on); nothing to do then.
-                let _ = sender.send(Message::Mapped(result.map_err(|e| e.to_string())));
+                let _ = sender.send(Message::Mapped(result));
             });
         }
     }
@@ -323,7 +320,9 @@ impl Job {
             match message {
                 Message::Mapped(result) => {
                     if let Err(error) = result {
-                        self.failed = Some(KernelError::Readback { error });
+                        self.failed = Some(KernelError::Readback {
+                            error: error.to_string(),
+                        });
                     }
                 }
                 Message::TrialDone(at) => self.trial_done(at),
@@ -362,7 +361,8 @@ impl Job {
     }
 
     fn collect(&mut self) -> Result<RunOutput, KernelError> {
-        let output: Vec<f32> = read_mapped(&self.out_read)?;
+        let mut words: Vec<u32> = read_mapped(&self.out_read)?;
+        words.truncate(self.out_words);
         let mut trial_ns = Vec::new();
         let mut step_ns = Vec::new();
         match (self.timer, &self.times_read) {
@@ -393,11 +393,10 @@ impl Job {
             }
             None => None,
         };
-        let len = self.spec.kernel.output_len(self.spec.problem) as usize;
-        let output: Vec<f32> = output.into_iter().take(len).collect();
         Ok(RunOutput {
             spec: self.spec,
-            output,
+            output: words.iter().map(|w| f32::from_bits(*w)).collect(),
+            words,
             trial_ns,
             step_ns,
             timer: self.timer,

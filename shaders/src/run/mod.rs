@@ -5,6 +5,7 @@
 
 mod bind;
 mod job;
+pub mod program;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,6 +36,9 @@ pub struct RunOutput {
     pub spec: RunSpec,
     /// The kernel's output: the softmax or copy, or the one reduced value.
     pub output: Vec<f32>,
+    /// The same output as the 32-bit words the GPU wrote (integer outputs
+    /// are read from here, bit for bit).
+    pub words: Vec<u32>,
     /// Time of each trial, in nanoseconds.
     pub trial_ns: Vec<f64>,
     /// Time of each dispatch in each trial (with inside-pass timestamps).
@@ -80,6 +84,8 @@ impl RunOutput {
 struct Prepared {
     pipeline: wgpu::ComputePipeline,
     bindings: Vec<u32>,
+    /// Each binding with its WGSL variable's name (programs bind by name).
+    names: Vec<(u32, String)>,
     /// What the device said about creating it (known at once on native,
     /// a little later on the web).
     created: crate::plumbing::Pending,
@@ -204,6 +210,7 @@ impl KernelRunner {
         let prepared = Arc::new(Prepared {
             pipeline,
             bindings,
+            names: Vec::new(),
             created,
         });
         self.pipelines.insert(key, prepared.clone());
@@ -288,13 +295,17 @@ impl KernelRunner {
             }
             None => None,
         };
-        let recorder = bind::Recorder::new(device, groups, steps.len(), spec.trials, timer);
+        let workgroups = steps.iter().map(|s| bind::grid(s.workgroups)).collect();
+        let recorder = bind::Recorder::new(device, groups, workgroups, spec.trials, timer);
+        let out_bytes = spec.kernel.output_len(spec.problem) * 4;
         Job::submit(job::Submission {
             gpu: &self.gpu,
+            output: buffers.result(spec.kernel, &steps),
+            out_bytes,
+            counters: &buffers.counters,
             spec,
             steps,
             traffic,
-            buffers,
             recorder,
             plain,
             counted,

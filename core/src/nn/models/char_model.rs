@@ -8,6 +8,7 @@
 use rand::{RngExt as _, SeedableRng as _};
 
 use crate::autograd::{Graph, Tensor, Var};
+use crate::memory::measure::{Formats, Held, Meter, Phase, held_by, metered_backward};
 use crate::nn::OptimizerKind;
 use crate::nn::optimizers::Optimizer;
 
@@ -185,6 +186,16 @@ impl CharModel {
         optimizer: &mut Optimizer<f32>,
         batch: &[(Vec<usize>, Vec<usize>)],
     ) -> f32 {
+        self.train_step_metered(optimizer, batch, None)
+    }
+
+    /// [`Self::train_step`], with every buffer it holds traced by `meter`.
+    pub fn train_step_metered(
+        &mut self,
+        optimizer: &mut Optimizer<f32>,
+        batch: &[(Vec<usize>, Vec<usize>)],
+        mut meter: Option<&mut Meter>,
+    ) -> f32 {
         let mut g = Graph::new();
         let leaves: Vec<Var> = self.params.iter().map(|t| g.param(t.clone())).collect();
         let mut total: Option<Var> = None;
@@ -200,10 +211,21 @@ impl CharModel {
             return f32::NAN;
         };
         let loss = g.scale(total, 1.0 / batch.len() as f32);
-        g.backward(loss);
+        let outside = meter
+            .as_ref()
+            .map(|_| held_by(&self.params.iter().collect::<Vec<_>>(), optimizer));
+        match (meter.as_deref_mut(), &outside) {
+            (Some(meter), Some(outside)) => metered_backward(&mut g, loss, outside, meter),
+            _ => g.backward(loss),
+        }
         let grads = g.grads_or_zeros(&leaves);
         let mut params: Vec<&mut Tensor<f32>> = self.params.iter_mut().collect();
         optimizer.step(&mut params, &grads);
+        if let Some(meter) = meter {
+            let weights: Vec<&Tensor<f32>> = self.params.iter().collect();
+            let held = Held::graph(&g, &Formats::F32, 4, &[]).plus(&held_by(&weights, optimizer));
+            meter.record(Phase::Optimizer, &held);
+        }
         g.value(loss).item()
     }
 

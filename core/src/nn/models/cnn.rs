@@ -9,6 +9,7 @@ use rand::{RngExt as _, SeedableRng as _};
 
 use super::fold::BatchNormParams;
 use crate::autograd::{Conv2d, Graph, Pool2d, Tensor, Var};
+use crate::memory::measure::{Formats, Held, Meter, Phase, held_by, metered_backward};
 use crate::nn::optimizers::Optimizer;
 use crate::nn::{Dataset, OptimizerKind};
 
@@ -264,11 +265,26 @@ impl Cnn {
 
     /// One step of training on a batch (`x`: rows of 784 pixels).
     pub fn train_step(&mut self, optimizer: &mut Optimizer<f32>, x: &[f32], y: &[usize]) -> Step {
+        self.train_step_metered(optimizer, x, y, None)
+    }
+
+    /// [`Self::train_step`], with every buffer it holds traced by `meter`.
+    pub fn train_step_metered(
+        &mut self,
+        optimizer: &mut Optimizer<f32>,
+        x: &[f32],
+        y: &[usize],
+        mut meter: Option<&mut Meter>,
+    ) -> Step {
         let mut g = Graph::new();
         let xv = g.input(Tensor::new(x.to_vec(), &[y.len(), CONV1.input_len()]));
         let (logits, leaves, stats) = self.forward(&mut g, xv, None, true);
         let loss = g.softmax_cross_entropy(logits, y);
-        g.backward(loss);
+        let outside = meter.as_ref().map(|_| held_by(&self.params(), optimizer));
+        match (meter.as_deref_mut(), &outside) {
+            (Some(meter), Some(outside)) => metered_backward(&mut g, loss, outside, meter),
+            _ => g.backward(loss),
+        }
         let correct = g
             .value(logits)
             .argmax_rows()
@@ -278,6 +294,11 @@ impl Cnn {
             .count();
         let grads = g.grads_or_zeros(&leaves);
         optimizer.step(&mut self.params_mut(), &grads);
+        if let Some(meter) = meter {
+            let held =
+                Held::graph(&g, &Formats::F32, 4, &[]).plus(&held_by(&self.params(), optimizer));
+            meter.record(Phase::Optimizer, &held);
+        }
         self.bn1.update(&stats[0].0, &stats[0].1);
         self.bn2.update(&stats[1].0, &stats[1].1);
         Step {
@@ -294,21 +315,31 @@ impl Cnn {
         g.value(logits).into_owned()
     }
 
+    /// The summed cross-entropy and the number classified right of the
+    /// images `x` labelled `y`, evaluated together with `stats`.
+    pub fn score(&self, x: &[f32], y: &[usize], stats: BnStats) -> (f64, usize) {
+        let logits = self.logits(x, y.len(), stats);
+        let mut loss = 0.0;
+        for (r, label) in y.iter().enumerate() {
+            let row = logits.row(r);
+            let max = row.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+            let sum: f64 = row.iter().map(|v| f64::from(v - max).exp()).sum();
+            loss += sum.ln() - f64::from(row[*label] - max);
+        }
+        let predicted = logits.argmax_rows();
+        let correct = predicted.iter().zip(y).filter(|(p, l)| p == l).count();
+        (loss, correct)
+    }
+
     /// Mean cross-entropy and accuracy on `data`, evaluated in batches of `batch`.
     pub fn evaluate(&self, data: &Dataset, stats: BnStats, batch: usize) -> (f64, f64) {
         let (mut correct, mut loss) = (0, 0.0);
         let indices: Vec<usize> = (0..data.len()).collect();
         for chunk in indices.chunks(batch.max(1)) {
             let (x, y) = data.gather(chunk);
-            let logits = self.logits(&x, y.len(), stats);
-            for (r, label) in y.iter().enumerate() {
-                let row = logits.row(r);
-                let max = row.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
-                let sum: f64 = row.iter().map(|v| f64::from(v - max).exp()).sum();
-                loss += sum.ln() - f64::from(row[*label] - max);
-            }
-            let predicted = logits.argmax_rows();
-            correct += predicted.iter().zip(&y).filter(|(p, l)| p == l).count();
+            let (l, c) = self.score(&x, &y, stats);
+            loss += l;
+            correct += c;
         }
         let n = data.len().max(1) as f64;
         (loss / n, correct as f64 / n)
@@ -318,12 +349,6 @@ impl Cnn {
     pub fn accuracy(&self, data: &Dataset, stats: BnStats, batch: usize) -> f64 {
         self.evaluate(data, stats, batch).1
     }
-}
-
-/// A cosine schedule: `base` at step 0, falling to 0 at step `total`.
-pub fn cosine_lr(base: f64, step: u64, total: u64) -> f64 {
-    let t = step as f64 / total.max(1) as f64;
-    base * 0.5 * (1.0 + (std::f64::consts::PI * t.min(1.0)).cos())
 }
 
 /// Adam at `lr`: what the CNN trains with.

@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
-const MATH: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-math.ttf");
+const MATH: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans-math.ttf");
 #[cfg(not(target_arch = "wasm32"))]
-const CJK: &[u8] = include_bytes!("../../assets/fonts/NotoSansSC-dlsys.otf");
+const CJK: &[u8] = include_bytes!("../../../assets/fonts/NotoSansSC-dlsys.otf");
 
 /// Where the web build fetches the Chinese font from (next to the page).
 pub const CJK_URL: &str = "assets/fonts/NotoSansSC-dlsys.otf";
@@ -77,7 +77,7 @@ pub fn cjk_failure() -> Option<String> {
 mod web {
     use std::cell::RefCell;
 
-    use crate::datasets::Fetch;
+    use crate::kit::datasets::Fetch;
 
     thread_local! {
         /// The download's state, and the font once it is here (leaked: it
@@ -104,7 +104,7 @@ mod web {
                 CJK.with(|c| c.borrow_mut().0 = Fetch::Pending);
                 let ctx = ctx.clone();
                 wasm_bindgen_futures::spawn_local(async move {
-                    let result = crate::datasets::download(super::CJK_URL).await;
+                    let result = crate::kit::datasets::download(super::CJK_URL).await;
                     CJK.with(|c| {
                         let mut c = c.borrow_mut();
                         match result {

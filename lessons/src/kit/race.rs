@@ -4,26 +4,15 @@
 //! timer the numbers come from, and the self-test's verdict on a race.
 
 use dlsys_core::errors::Localized as _;
-use dlsys_core::kernels::Kernel;
 use dlsys_core::text::{Catalog, Lang};
 use dlsys_shaders::ladder::CPU_MAX_ELEMENTS;
 use dlsys_shaders::{KernelRunner, Ladder, LadderSettings, Outcome, TimerKind};
 
-use crate::{Env, GpuStatus, theme};
+use crate::kit::theme;
+use crate::{Env, GpuStatus};
 
 fn text() -> &'static Catalog {
-    crate::exercise_panel::shell_text()
-}
-
-/// How runs are timed, in `lang`: the long form for reports, `short` for headers.
-pub fn timer_text(timer: TimerKind, lang: Lang, short: bool) -> String {
-    let (key, tick) = match timer {
-        TimerKind::Timestamps { period_ns } if short => ("race.timer.timestamps_short", period_ns),
-        TimerKind::Timestamps { period_ns } => ("race.timer.timestamps", period_ns),
-        TimerKind::WallPerTrial if short => ("race.timer.cpu_short", 0.0),
-        TimerKind::WallPerTrial => ("race.timer.cpu", 0.0),
-    };
-    text().fill(lang, key, &[("tick", &tick)])
+    crate::kit::text()
 }
 
 /// A ladder in flight, and what it has produced.
@@ -108,7 +97,7 @@ impl Race {
         let mut stop = false;
         ui.horizontal_wrapped(|ui| {
             stop = ui.button(text().get(lang, "race.cancel")).clicked();
-            let current = current.map_or(String::new(), Kernel::id);
+            let current = current.unwrap_or_default();
             let label = text().fill(
                 lang,
                 "race.running",
@@ -147,7 +136,7 @@ pub fn device_ui(ui: &mut egui::Ui, env: &Env<'_>) {
         GpuStatus::Compute(gpu) => {
             let info = gpu.info();
             // The timer the runs really use (the CPU clock on a CPU adapter).
-            let timer = timer_text(TimerKind::for_gpu(gpu), lang, true);
+            let timer = TimerKind::for_gpu(gpu).short_name(lang);
             ui.weak(text().fill(
                 lang,
                 "race.device",
@@ -188,6 +177,13 @@ pub fn judge(outcomes: &[Outcome]) -> crate::SelfTestResult {
                 }
             }
             Outcome::Cpu(_) => cpu += 1,
+            Outcome::Program(Ok(row)) => {
+                ran += 1;
+                if !row.check.ok {
+                    wrong.push(format!("{} ({} mismatches)", row.id, row.check.mismatches));
+                }
+            }
+            Outcome::Program(Err((id, why))) => wrong.push(format!("{id}: {why}")),
             Outcome::Skipped { kernel, why } => {
                 let not_offered = matches!(why, dlsys_shaders::KernelError::NeedsSubgroups { .. })
                     || matches!(

@@ -4,12 +4,12 @@
 
 use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
 use dlsys_core::float::show_sig;
+use dlsys_core::names::Named;
 use dlsys_core::text::Lang;
 use egui_plot::{Plot, PlotPoints, Points};
 use serde::{Deserialize, Serialize};
 
-use super::TEXT;
-use crate::{figure, theme};
+use crate::kit::{figure, theme};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -108,7 +108,8 @@ pub fn check_ui(
     cache: &mut CheckCache,
     lang: Lang,
 ) {
-    let t = |key| TEXT.get(lang, key);
+    let text = super::text();
+    let t = |key| text.get(lang, key);
     let set = cache.set;
     // A bug saved from another panel does not apply to these checks.
     if settings.bug.is_some_and(|b| !set.bugs.contains(&b)) {
@@ -122,11 +123,15 @@ pub fn check_ui(
         ui.separator();
         let label = ui.label(t("check.bug"));
         egui::ComboBox::from_id_salt((set.plot, "bug"))
-            .selected_text(settings.bug.map_or(t("check.no_bug").to_owned(), |b| super::bug_text(b, lang)))
+            .selected_text(
+                settings
+                    .bug
+                    .map_or(t("check.no_bug").to_owned(), |b| b.name(lang)),
+            )
             .show_ui(ui, |ui| {
                 ui.selectable_value(&mut settings.bug, None, t("check.no_bug"));
                 for bug in set.bugs.iter().copied() {
-                    ui.selectable_value(&mut settings.bug, Some(bug), super::bug_text(bug, lang));
+                    ui.selectable_value(&mut settings.bug, Some(bug), bug.name(lang));
                 }
             })
             .response
@@ -149,31 +154,27 @@ pub fn check_ui(
         };
         ui.colored_label(
             color,
-            TEXT.fill(
-                lang,
-                key,
-                &[("bug", &super::bug_text(bug, lang)), ("count", &outside)],
-            ),
+            text.fill(lang, key, &[("bug", &bug.name(lang)), ("count", &outside)]),
         );
     }
     ui.columns(2, |columns| {
         // Wide names scroll inside their column instead of widening the page.
         let table_id = format!("{}_table", set.plot);
-        crate::theme::sideways(&mut columns[0], &table_id, |ui| {
-        egui::Grid::new((set.plot, "table"))
-            .striped(true)
-            .show(ui, |ui| {
-                ui.strong(t("check.op"));
-                ui.strong(t("check.max"));
-                ui.strong(t("check.band"));
-                ui.end_row();
-                for r in reports {
-                    ui.label(&r.name);
-                    ui.monospace(show_sig(r.max_rel_error, 3));
-                    ui.colored_label(band_color(&visuals, r.band), super::band_name(r.band, lang));
+        crate::kit::theme::sideways(&mut columns[0], &table_id, |ui| {
+            egui::Grid::new((set.plot, "table"))
+                .striped(true)
+                .show(ui, |ui| {
+                    ui.strong(t("check.op"));
+                    ui.strong(t("check.max"));
+                    ui.strong(t("check.band"));
                     ui.end_row();
-                }
-            });
+                    for r in reports {
+                        ui.label(&r.name);
+                        ui.monospace(show_sig(r.max_rel_error, 3));
+                        ui.colored_label(band_color(&visuals, r.band), Named::name(&r.band, lang));
+                        ui.end_row();
+                    }
+                });
         });
         // One row per check, the first on top, its name on the axis;
         // log₁₀ of the error across, the bands shaded behind.

@@ -1,11 +1,12 @@
 //! The mock test's draw and its review boxes, over the registered lessons'
 //! own exercise generators (no second bank of questions): the app's "Mock
-//! test" page and `dlsys-lab quiz` draw the same questions for a seed.
+//! test" page and `dlsys-lab quiz` both call these with the registry's
+//! [`Listed`] lessons, so they draw the same questions for a seed.
 
 use std::collections::BTreeMap;
 
-use dlsys_core::exercise::{Exercise, Task};
-use dlsys_core::text::Lang;
+use super::{Exercise, Task};
+use crate::text::{Catalog, Lang};
 use rand::seq::SliceRandom as _;
 use rand::{RngExt as _, SeedableRng as _};
 use serde::{Deserialize, Serialize};
@@ -25,26 +26,28 @@ pub struct Question {
     pub seed: u64,
 }
 
-/// Every registered exercise with its lesson's id and titles (English,
-/// Chinese), in the registry's order.
-pub fn pool() -> Vec<(&'static str, String, String, Exercise)> {
-    crate::registered()
+/// A lesson as the registry lists it: its id, its catalog (whose `title`
+/// names it) and its exercises.
+#[derive(Clone, Copy, Debug)]
+pub struct Listed {
+    pub id: &'static str,
+    pub catalog: &'static Catalog,
+    pub exercises: &'static [Exercise],
+}
+
+/// Every exercise of `lessons` with its lesson, in the registry's order.
+fn pool(lessons: &[Listed]) -> Vec<(&Listed, Exercise)> {
+    lessons
         .iter()
-        .flat_map(|lesson| {
-            let (id, en, zh) = (lesson.id(), lesson.title(Lang::En), lesson.title(Lang::Zh));
-            lesson
-                .exercises()
-                .iter()
-                .map(move |e| (id, en.clone(), zh.clone(), *e))
-        })
+        .flat_map(|lesson| lesson.exercises.iter().map(move |e| (lesson, *e)))
         .collect()
 }
 
 /// `n` questions (at most [`MAX_QUESTIONS`], at most one per exercise)
 /// drawn across every lesson, seeded: a shuffle of the pool, each with its
 /// own variant seed.
-pub fn draw(n: usize, seed: u64) -> Vec<Question> {
-    let pool = pool();
+pub fn draw(lessons: &[Listed], n: usize, seed: u64) -> Vec<Question> {
+    let pool = pool(lessons);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x0071_7a11);
     let mut order: Vec<usize> = (0..pool.len()).collect();
     order.shuffle(&mut rng);
@@ -52,8 +55,8 @@ pub fn draw(n: usize, seed: u64) -> Vec<Question> {
         .into_iter()
         .take(n.min(MAX_QUESTIONS))
         .map(|i| Question {
-            lesson: pool[i].0.to_owned(),
-            exercise: pool[i].3.id.to_owned(),
+            lesson: pool[i].0.id.to_owned(),
+            exercise: pool[i].1.id.to_owned(),
             seed: rng.random_range(1..u64::MAX),
         })
         .collect()
@@ -62,28 +65,23 @@ pub fn draw(n: usize, seed: u64) -> Vec<Question> {
 /// Each question's task with its lesson's and exercise's titles, `None`
 /// where the registry no longer has the exercise (a saved test from an
 /// older version); the pool is built once.
-pub fn tasks(questions: &[Question], lang: Lang) -> Vec<Option<(Task, String, String)>> {
-    let pool = pool();
+pub fn tasks(
+    lessons: &[Listed],
+    questions: &[Question],
+    lang: Lang,
+) -> Vec<Option<(Task, String, String)>> {
+    let pool = pool(lessons);
     questions
         .iter()
         .map(|q| {
             pool.iter()
-                .find(|p| p.0 == q.lesson && p.3.id == q.exercise)
-                .map(|(_, en, zh, e)| {
-                    let title = if lang == Lang::Zh {
-                        zh.clone()
-                    } else {
-                        en.clone()
-                    };
+                .find(|(l, e)| l.id == q.lesson && e.id == q.exercise)
+                .map(|(l, e)| {
+                    let title = l.catalog.get(lang, "title").to_owned();
                     ((e.generate)(q.seed, lang), title, (e.title)(lang))
                 })
         })
         .collect()
-}
-
-/// One question's task (see [`tasks`]).
-pub fn task(q: &Question, lang: Lang) -> Option<(Task, String, String)> {
-    tasks(std::slice::from_ref(q), lang).pop().flatten()
 }
 
 /// The highest review box: answered right that many times in a row, an
@@ -109,10 +107,10 @@ fn key(q: &Question) -> String {
 impl Review {
     /// Forgets exercises the registry no longer has and clamps the boxes
     /// (a save from another version).
-    pub fn prune(&mut self) {
-        let known: std::collections::BTreeSet<String> = pool()
+    pub fn prune(&mut self, lessons: &[Listed]) {
+        let known: std::collections::BTreeSet<String> = pool(lessons)
             .iter()
-            .map(|p| format!("{}/{}", p.0, p.3.id))
+            .map(|(l, e)| format!("{}/{}", l.id, e.id))
             .collect();
         self.boxes.retain(|k, _| known.contains(k));
         let tests = self.tests;
@@ -174,34 +172,6 @@ impl Review {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_draw_is_seeded_spans_the_lessons_and_never_repeats_an_exercise() {
-        let a = draw(12, 7);
-        assert_eq!(a, draw(12, 7));
-        assert_ne!(a, draw(12, 8));
-        assert_eq!(a.len(), 12);
-        let ids: std::collections::BTreeSet<_> = a.iter().map(key).collect();
-        assert_eq!(ids.len(), 12);
-        let lessons: std::collections::BTreeSet<_> =
-            draw(20, 3).into_iter().map(|q| q.lesson).collect();
-        assert!(lessons.len() >= 4, "{lessons:?}");
-        for q in &a {
-            assert!(task(q, Lang::Zh).is_some(), "{q:?}");
-        }
-        assert_eq!(draw(1000, 1).len(), MAX_QUESTIONS.min(pool().len()));
-        assert!(
-            task(
-                &Question {
-                    lesson: "gone".into(),
-                    exercise: "x".into(),
-                    seed: 1
-                },
-                Lang::En
-            )
-            .is_none()
-        );
-    }
 
     #[test]
     fn wrong_answers_come_back_sooner() {

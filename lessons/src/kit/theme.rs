@@ -1,6 +1,7 @@
 //! The colours lessons share, for light and dark themes alike.
 //! Lessons take colours from here, never from scattered `Color32::from_rgb`.
 
+use dlsys_core::names::Named;
 use egui::{Color32, Visuals};
 
 fn pick(visuals: &Visuals, light: Color32, dark: Color32) -> Color32 {
@@ -56,6 +57,45 @@ pub fn bad(visuals: &Visuals) -> Color32 {
         Color32::from_rgb(0xb3, 0x1b, 0x1b),
         Color32::from_rgb(0xff, 0x7b, 0x72),
     )
+}
+
+/// The colours of highlighted code (WGSL in the editor and read-only views).
+pub struct CodePalette {
+    pub text: Color32,
+    pub keyword: Color32,
+    pub ty: Color32,
+    pub builtin: Color32,
+    pub attribute: Color32,
+    pub number: Color32,
+    pub comment: Color32,
+    /// The background of the line a diagnostic points at.
+    pub error_line: Color32,
+}
+
+pub fn code(visuals: &Visuals) -> CodePalette {
+    if visuals.dark_mode {
+        CodePalette {
+            text: Color32::from_rgb(0xe6, 0xed, 0xf3),
+            keyword: Color32::from_rgb(0xff, 0x7b, 0x72),
+            ty: Color32::from_rgb(0x79, 0xc0, 0xff),
+            builtin: Color32::from_rgb(0xd2, 0xa8, 0xff),
+            attribute: Color32::from_rgb(0xff, 0xa6, 0x57),
+            number: Color32::from_rgb(0xa5, 0xd6, 0xff),
+            comment: Color32::from_rgb(0x8b, 0x94, 0x9e),
+            error_line: Color32::from_rgba_unmultiplied(0xff, 0x50, 0x50, 0x40),
+        }
+    } else {
+        CodePalette {
+            text: Color32::from_rgb(0x1f, 0x23, 0x28),
+            keyword: Color32::from_rgb(0xcf, 0x22, 0x2e),
+            ty: Color32::from_rgb(0x05, 0x50, 0xae),
+            builtin: Color32::from_rgb(0x82, 0x50, 0xdf),
+            attribute: Color32::from_rgb(0x95, 0x38, 0x00),
+            number: Color32::from_rgb(0x0a, 0x30, 0x69),
+            comment: Color32::from_rgb(0x59, 0x63, 0x6e),
+            error_line: Color32::from_rgba_unmultiplied(0xff, 0x80, 0x80, 0x50),
+        }
+    }
 }
 
 /// How many colours [`series`] has before it repeats (see
@@ -121,7 +161,7 @@ fn band_ranges(visuals: &Visuals, floor: f64) -> [(std::ops::RangeInclusive<f64>
 }
 
 /// The legend entries of [`band_zones`]' bands, each with a tooltip.
-pub fn band_keys(visuals: &Visuals, lang: dlsys_core::text::Lang) -> Vec<crate::figure::Key> {
+pub fn band_keys(visuals: &Visuals, lang: dlsys_core::text::Lang) -> Vec<crate::kit::figure::Key> {
     use dlsys_core::autograd::Band;
     let [good, suspicious, wrong] = band_ranges(visuals, -17.0).map(|(_, c)| c);
     [
@@ -131,8 +171,8 @@ pub fn band_keys(visuals: &Visuals, lang: dlsys_core::text::Lang) -> Vec<crate::
     ]
     .into_iter()
     .map(|(band, color)| {
-        crate::figure::Key::fill(crate::autograd_mlp::band_name(band, lang), color)
-            .hint(crate::autograd_mlp::band_hint(band, lang))
+        crate::kit::figure::Key::fill(Named::name(&band, lang), color)
+            .hint(band.hint(lang).unwrap_or_default())
     })
     .collect()
 }

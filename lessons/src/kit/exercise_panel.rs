@@ -2,31 +2,22 @@
 //! next hint, reveal, re-roll, reset — with progress kept per exercise.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
 use dlsys_core::exercise::{AnswerKind, AnswerVerdict, Exercise, Progress, Task};
 /// The seed sequence lives with the exercise model; re-exported for callers here.
 pub use dlsys_core::exercise::{FIRST_SEED, next_seed};
-use dlsys_core::text::{Catalog, Lang};
+use dlsys_core::text::Lang;
 
-use crate::theme;
+use crate::kit::theme;
 
-static TEXT: LazyLock<Catalog> =
-    LazyLock::new(|| Catalog::embedded(include_str!("../../assets/lessons/shell.ron")));
-
-/// The shell's own prose (panel and app labels).
 /// The placeholder of an answer field: the forms a number or bit pattern
 /// may be typed in (empty for free text).
 pub fn answer_hint(kind: &AnswerKind, lang: Lang) -> String {
     match kind {
         AnswerKind::Bits { width } => format!("0x… / 0b… ({width} bits)"),
-        AnswerKind::Number => shell_text().get(lang, "panel.number_hint").to_owned(),
+        AnswerKind::Number => super::text().get(lang, "panel.number_hint").to_owned(),
         _ => String::new(),
     }
-}
-
-pub fn shell_text() -> &'static Catalog {
-    &TEXT
 }
 
 /// What happened in the panel this frame.
@@ -65,7 +56,7 @@ impl ExercisePanel {
         if exercises.is_empty() {
             return outcome;
         }
-        let text = shell_text();
+        let text = super::text();
         let solved = progress.solved_count(lesson_id, exercises.iter().map(|e| e.id));
         ui.heading(text.fill(
             lang,
@@ -98,7 +89,7 @@ impl ExercisePanel {
         progress: &mut Progress,
         lang: Lang,
     ) -> PanelOutcome {
-        let text = shell_text();
+        let text = super::text();
         let mut outcome = PanelOutcome::default();
         let entry = progress.entry(lesson_id, exercise.id);
         if entry.seed == 0 {
@@ -153,9 +144,7 @@ impl ExercisePanel {
             if newly && revealed {
                 // An answer read off the reveal does not count; a fresh variant will.
                 entry.solved = false;
-                entry.last_verdict = Some(AnswerVerdict::Incorrect {
-                    feedback: text.get(lang, "panel.revealed_no_credit").to_owned(),
-                });
+                entry.last_verdict = Some(AnswerVerdict::NoCredit);
             } else {
                 outcome.newly_solved |= newly;
                 let _ = verdict;
@@ -167,11 +156,14 @@ impl ExercisePanel {
         if let Some(verdict) = &entry.last_verdict {
             let visuals = ui.visuals();
             let (color, prefix) = match verdict {
-                AnswerVerdict::Correct { .. } => (theme::good(visuals), "✔"),
-                AnswerVerdict::Incorrect { .. } => (theme::bad(visuals), "✖"),
-                AnswerVerdict::Malformed { .. } => (theme::warn(visuals), "⚠"),
+                AnswerVerdict::Right => (theme::good(visuals), "✔"),
+                AnswerVerdict::Wrong { .. } | AnswerVerdict::NoCredit => (theme::bad(visuals), "✖"),
+                AnswerVerdict::Unparsable(_) => (theme::warn(visuals), "⚠"),
             };
-            ui.colored_label(color, format!("{prefix} {}", verdict.message()));
+            ui.colored_label(
+                color,
+                format!("{prefix} {}", task.verdict_text(verdict, lang)),
+            );
         }
 
         let shown = (entry.hints_shown as usize).min(task.hints.len());
@@ -235,23 +227,5 @@ impl ExercisePanel {
             });
         }
         outcome
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shell_catalog_parses() {
-        assert!(Catalog::parse(include_str!("../../assets/lessons/shell.ron")).is_ok());
-        for key in [
-            "panel.heading",
-            "panel.check",
-            "panel.reveal",
-            "panel.reroll",
-        ] {
-            assert!(shell_text().contains(key), "{key}");
-        }
     }
 }

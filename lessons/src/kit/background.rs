@@ -7,6 +7,8 @@ pub struct Background<T> {
     #[cfg(not(target_arch = "wasm32"))]
     receiver: Option<std::sync::mpsc::Receiver<T>>,
     done: Option<T>,
+    /// The thread ended without a result (it panicked).
+    lost: bool,
 }
 
 impl<T> Default for Background<T> {
@@ -15,6 +17,7 @@ impl<T> Default for Background<T> {
             #[cfg(not(target_arch = "wasm32"))]
             receiver: None,
             done: None,
+            lost: false,
         }
     }
 }
@@ -24,6 +27,7 @@ impl<T: Send + 'static> Background<T> {
     /// still running: its result is discarded when it arrives).
     pub fn start(&mut self, work: impl FnOnce() -> T + Send + 'static) {
         self.done = None;
+        self.lost = false;
         #[cfg(not(target_arch = "wasm32"))]
         {
             let (sender, receiver) = std::sync::mpsc::channel();
@@ -63,10 +67,18 @@ impl<T: Send + 'static> Background<T> {
                 Err(std::sync::mpsc::TryRecvError::Empty) => {
                     ctx.request_repaint_after(web_time::Duration::from_millis(50));
                 }
-                Err(std::sync::mpsc::TryRecvError::Disconnected) => self.receiver = None,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    self.receiver = None;
+                    self.lost = true;
+                }
             }
         }
         let _ = ctx;
         self.done.take()
+    }
+
+    /// Whether the work ended without a result (its thread panicked); asking clears it.
+    pub fn take_lost(&mut self) -> bool {
+        std::mem::take(&mut self.lost)
     }
 }

@@ -101,9 +101,9 @@ pub fn draw(
 /// A colour key: a square of each colour and its name (the figure
 /// legend, recorded under `id` for the colour test).
 pub fn legend(ui: &mut egui::Ui, id: &str, entries: &[(Color32, &str)]) {
-    let keys: Vec<crate::figure::Key> = entries
+    let keys: Vec<crate::kit::figure::Key> = entries
         .iter()
-        .map(|(color, name)| crate::figure::Key::fill(*name, *color))
+        .map(|(color, name)| crate::kit::figure::Key::fill(*name, *color))
         .collect();
-    crate::figure::legend(ui, id, &keys);
+    crate::kit::figure::legend(ui, id, &keys);
 }

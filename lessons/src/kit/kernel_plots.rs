@@ -12,11 +12,11 @@ use dlsys_shaders::report::Measured;
 use egui::Color32;
 use egui_plot::{Bar, BarChart, GridMark, HLine, Line, Plot, PlotPoint, PlotPoints, Points, Text};
 
-use crate::figure::{self, Key};
-use crate::theme;
+use crate::kit::figure::{self, Key};
+use crate::kit::theme;
 
 fn text() -> &'static Catalog {
-    crate::exercise_panel::shell_text()
+    crate::kit::text()
 }
 
 /// (kernel id, arithmetic intensity, Gop/s) for each run that has a roofline point.

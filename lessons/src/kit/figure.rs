@@ -176,8 +176,8 @@ pub fn distinct(visuals: &egui::Visuals, n: usize) -> Vec<Color32> {
 
 /// The `i`-th of [`distinct`]'s colours.
 pub fn nth(visuals: &egui::Visuals, i: usize) -> Color32 {
-    let base = crate::theme::series(visuals, i);
-    let round = i / crate::theme::SERIES;
+    let base = crate::kit::theme::series(visuals, i);
+    let round = i / crate::kit::theme::SERIES;
     if round == 0 {
         return base;
     }

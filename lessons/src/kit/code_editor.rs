@@ -1,6 +1,7 @@
 //! A WGSL editor: egui's multiline `TextEdit` with a highlighter for WGSL's
 //! keywords, types, built-in functions, attributes, numbers and comments, a
-//! line-number gutter, and the line a diagnostic points at marked.
+//! line-number gutter, and the line a diagnostic points at marked; given a
+//! `&str`, the same view read-only (generated kernels, references).
 //!
 //! (egui_code_editor 0.4.3, the egui 0.37 release of the usual crate, does not
 //! build with egui's `persistence` feature, which eframe turns on; this is
@@ -8,6 +9,8 @@
 
 use egui::text::{LayoutJob, TextFormat};
 use egui::{Color32, FontId};
+
+use super::theme::CodePalette;
 
 const KEYWORDS: &[&str] = &[
     "fn",
@@ -93,45 +96,6 @@ const BUILTINS: &[&str] = &[
     "dot",
 ];
 
-struct Palette {
-    text: Color32,
-    keyword: Color32,
-    ty: Color32,
-    builtin: Color32,
-    attribute: Color32,
-    number: Color32,
-    comment: Color32,
-    error_line: Color32,
-}
-
-impl Palette {
-    fn of(visuals: &egui::Visuals) -> Self {
-        if visuals.dark_mode {
-            Self {
-                text: Color32::from_rgb(0xe6, 0xed, 0xf3),
-                keyword: Color32::from_rgb(0xff, 0x7b, 0x72),
-                ty: Color32::from_rgb(0x79, 0xc0, 0xff),
-                builtin: Color32::from_rgb(0xd2, 0xa8, 0xff),
-                attribute: Color32::from_rgb(0xff, 0xa6, 0x57),
-                number: Color32::from_rgb(0xa5, 0xd6, 0xff),
-                comment: Color32::from_rgb(0x8b, 0x94, 0x9e),
-                error_line: Color32::from_rgba_unmultiplied(0xff, 0x50, 0x50, 0x40),
-            }
-        } else {
-            Self {
-                text: Color32::from_rgb(0x1f, 0x23, 0x28),
-                keyword: Color32::from_rgb(0xcf, 0x22, 0x2e),
-                ty: Color32::from_rgb(0x05, 0x50, 0xae),
-                builtin: Color32::from_rgb(0x82, 0x50, 0xdf),
-                attribute: Color32::from_rgb(0x95, 0x38, 0x00),
-                number: Color32::from_rgb(0x0a, 0x30, 0x69),
-                comment: Color32::from_rgb(0x59, 0x63, 0x6e),
-                error_line: Color32::from_rgba_unmultiplied(0xff, 0x80, 0x80, 0x50),
-            }
-        }
-    }
-}
-
 /// Lays out WGSL in colour; `error_line` (1-based) gets a red background.
 pub fn highlight(
     code: &str,
@@ -139,7 +103,7 @@ pub fn highlight(
     visuals: &egui::Visuals,
     error_line: Option<u32>,
 ) -> LayoutJob {
-    let palette = Palette::of(visuals);
+    let palette = super::theme::code(visuals);
     let mut job = LayoutJob::default();
     let mut line = 1u32;
     let mut rest = code;
@@ -169,7 +133,7 @@ pub fn highlight(
 }
 
 /// The length in bytes of the token at the start of `s`, and its colour.
-fn token(s: &str, p: &Palette) -> (usize, Color32) {
+fn token(s: &str, p: &CodePalette) -> (usize, Color32) {
     let first = s.chars().next().unwrap_or(' ');
     if s.starts_with("//") {
         return (s.find('\n').unwrap_or(s.len()), p.comment);
@@ -285,7 +249,7 @@ mod tests {
             .map(|s| &job.text[s.byte_range.start.0..s.byte_range.end.0])
             .collect();
         assert_eq!(rebuilt, code);
-        let p = Palette::of(&visuals);
+        let p = crate::kit::theme::code(&visuals);
         let color_of = |needle: &str| {
             job.sections
                 .iter()

@@ -1,0 +1,66 @@
+//! Training steps of the models beyond the MLP, metered: the small CNN on
+//! a batch of seeded images and the character model on seeded windows of
+//! the shipped text, each after a first step (so the optimizer's state
+//! exists), with the step's allocation trace and its figures.
+
+use rand::{RngExt as _, SeedableRng as _};
+
+use super::MemoryError;
+use super::measure::{Measured, Meter};
+use crate::nn::models::char_model::{self, CharModel, Corpus};
+use crate::nn::models::cnn::{self, CONV1, Cnn};
+
+/// The largest batch metered here (the trace walks the graph after every
+/// node of backward).
+pub const MAX_METERED_BATCH: usize = 256;
+
+fn check(batch: usize) -> Result<(), MemoryError> {
+    if batch == 0 || batch > MAX_METERED_BATCH {
+        return Err(MemoryError::MeteredBatch {
+            batch: batch as u64,
+            max: MAX_METERED_BATCH as u64,
+        });
+    }
+    Ok(())
+}
+
+/// One metered training step of the CNN on `batch` seeded images.
+pub fn measure_cnn_step(batch: usize, seed: u64) -> Result<Measured, MemoryError> {
+    check(batch)?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let x: Vec<f32> = (0..batch * CONV1.input_len())
+        .map(|_| rng.random::<f32>())
+        .collect();
+    let y: Vec<usize> = (0..batch).map(|_| rng.random_range(0..10)).collect();
+    let mut model = Cnn::new(seed);
+    let mut optimizer = cnn::optimizer(1e-3);
+    model.train_step(&mut optimizer, &x, &y);
+    let mut meter = Meter::default();
+    let started = web_time::Instant::now();
+    model.train_step_metered(&mut optimizer, &x, &y, Some(&mut meter));
+    Ok(Measured::from_meter(
+        meter,
+        started.elapsed().as_secs_f64(),
+        1,
+    ))
+}
+
+/// One metered training step of the character model on `batch` seeded
+/// windows of the shipped text.
+pub fn measure_char_step(batch: usize, seed: u64) -> Result<Measured, MemoryError> {
+    check(batch)?;
+    let corpus = Corpus::shipped();
+    let config = char_model::shipped_config(&corpus);
+    let mut model = CharModel::new(config, seed);
+    let mut optimizer = char_model::optimizer(1e-3);
+    let windows = corpus.windows(batch, config.context, seed);
+    model.train_step(&mut optimizer, &windows);
+    let mut meter = Meter::default();
+    let started = web_time::Instant::now();
+    model.train_step_metered(&mut optimizer, &windows, Some(&mut meter));
+    Ok(Measured::from_meter(
+        meter,
+        started.elapsed().as_secs_f64(),
+        1,
+    ))
+}

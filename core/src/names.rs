@@ -1,0 +1,161 @@
+//! Names of core values in the learner's language, from one catalog
+//! (`assets/names.ron`) below both views: the lessons' pages and the CLI
+//! both ask a value for its [`Named::name`], so neither imports the other's
+//! words. A name may carry a one-line explanation, its [`Named::hint`]
+//! (`<key>.hint`), for a tooltip.
+
+use std::sync::LazyLock;
+
+use crate::autograd::{Band, PlantedBug};
+use crate::collective::Algorithm;
+use crate::float::{Class, Rounding};
+use crate::memory::Component;
+use crate::memory::measure::Phase;
+use crate::text::{Catalog, Lang};
+
+static NAMES: LazyLock<Catalog> =
+    LazyLock::new(|| Catalog::embedded(include_str!("../../assets/names.ron")));
+
+/// The names catalog (for the coverage tests, and for other crates' values).
+pub fn catalog() -> &'static Catalog {
+    &NAMES
+}
+
+/// A value with a name in `assets/names.ron`.
+pub trait Named {
+    /// The key of its entry.
+    fn name_key(&self) -> String;
+
+    /// Its name in `lang`.
+    fn name(&self, lang: Lang) -> String {
+        NAMES.get(lang, &self.name_key()).to_owned()
+    }
+
+    /// What the name means, in `lang`, where the catalog explains it.
+    fn hint(&self, lang: Lang) -> Option<String> {
+        let key = format!("{}.hint", self.name_key());
+        NAMES
+            .contains(&key)
+            .then(|| NAMES.get(lang, &key).to_owned())
+    }
+}
+
+impl Named for Rounding {
+    fn name_key(&self) -> String {
+        format!("rounding.{self:?}")
+    }
+}
+
+impl Named for Class {
+    fn name_key(&self) -> String {
+        format!("class.{self:?}")
+    }
+}
+
+impl Named for Band {
+    fn name_key(&self) -> String {
+        format!("band.{self:?}")
+    }
+}
+
+impl Named for PlantedBug {
+    fn name_key(&self) -> String {
+        format!("bug.{self:?}")
+    }
+}
+
+impl Named for Component {
+    fn name_key(&self) -> String {
+        format!("component.{}", self.key())
+    }
+}
+
+impl Named for Phase {
+    fn name_key(&self) -> String {
+        format!("phase.{}", self.key())
+    }
+}
+
+impl Named for Algorithm {
+    fn name_key(&self) -> String {
+        format!("algorithm.{}", self.id())
+    }
+}
+
+/// A node of a collective: worker `index` of `workers`, or the parameter
+/// server (the node after the last worker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Node {
+    pub index: usize,
+    pub workers: usize,
+}
+
+impl Named for Node {
+    fn name_key(&self) -> String {
+        if self.index >= self.workers {
+            "node.server".to_owned()
+        } else {
+            "node.worker".to_owned()
+        }
+    }
+
+    fn name(&self, lang: Lang) -> String {
+        NAMES.fill(lang, &self.name_key(), &[("w", &self.index)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value of every named type has an entry, in both languages.
+    #[test]
+    fn every_named_value_has_an_entry_in_both_languages() {
+        let mut keys: Vec<String> = Vec::new();
+        keys.extend(Rounding::ALL.iter().map(Named::name_key));
+        keys.extend(
+            [
+                Class::Zero,
+                Class::Subnormal,
+                Class::Normal,
+                Class::Infinite,
+                Class::Nan,
+            ]
+            .iter()
+            .map(Named::name_key),
+        );
+        keys.extend(
+            [Band::Good, Band::Acceptable, Band::Suspicious, Band::Wrong]
+                .iter()
+                .map(Named::name_key),
+        );
+        keys.extend(
+            PlantedBug::ALL
+                .iter()
+                .chain(&PlantedBug::LAYERS)
+                .map(Named::name_key),
+        );
+        keys.extend(Component::ALL.iter().map(Named::name_key));
+        keys.extend(Phase::ALL.iter().map(Named::name_key));
+        keys.extend(Algorithm::ALL.iter().map(Named::name_key));
+        for key in keys {
+            assert!(NAMES.contains(&key), "no name for {key}");
+        }
+        assert!(catalog().missing(Lang::Zh).is_empty());
+        let server = Node {
+            index: 4,
+            workers: 4,
+        };
+        assert_eq!(server.name(Lang::En), "server");
+        assert_eq!(
+            Node {
+                index: 3,
+                workers: 4
+            }
+            .name(Lang::En),
+            "w3"
+        );
+        assert!(Band::Good.hint(Lang::Zh).is_some());
+        assert!(Rounding::NearestEven.hint(Lang::En).is_none());
+    }
+}

@@ -1,0 +1,61 @@
+//! What lesson pages share: the theme, plots and their legends, the Gantt
+//! painter, the exercise panel and what exercise generators share, work
+//! longer than a frame, the GPU race and its plots, the gradient-check
+//! panel, fonts, data sets, and the page's own pieces (header, sections,
+//! number fields, column headers). `kit` imports no lesson, and no lesson
+//! imports another: `scripts/check-layering.sh` holds both.
+
+pub mod background;
+pub mod check_panel;
+pub mod code_editor;
+pub mod datasets;
+pub mod exercise_kit;
+pub mod exercise_panel;
+pub mod figure;
+pub mod fonts;
+pub mod gantt;
+mod gpu_status;
+pub mod kernel_plots;
+mod page;
+pub mod race;
+pub mod theme;
+
+use std::sync::LazyLock;
+
+use dlsys_core::text::Catalog;
+
+pub use gpu_status::{GpuStatus, NoGpu, adapter_label};
+pub use page::{
+    column_header, header_ui, number_field, request_scroll, section, section_opened, sections_seen,
+};
+
+static TEXT: LazyLock<Catalog> = LazyLock::new(|| {
+    Catalog::embedded(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../assets/lessons/shell.ron"
+    )))
+});
+
+/// The shell's and the kit's own prose (`assets/lessons/shell.ron`): the
+/// exercise panel, the race, the check panel, the app's labels.
+pub fn text() -> &'static Catalog {
+    &TEXT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_catalog_parses() {
+        assert!(Catalog::parse(include_str!("../../../assets/lessons/shell.ron")).is_ok());
+        for key in [
+            "panel.heading",
+            "panel.check",
+            "panel.reveal",
+            "panel.reroll",
+        ] {
+            assert!(text().contains(key), "{key}");
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The pieces of a lesson page: its heading, its sections (each with a
+//! stable id a search result can scroll to), number fields named for
+//! screen readers, and column headers with their tooltips.
+
+use dlsys_core::text::{Catalog, Lang};
+
+/// A lesson page's heading and introduction: `title` and `intro` from its catalog.
+pub fn header_ui(ui: &mut egui::Ui, text: &Catalog, lang: Lang) {
+    ui.heading(text.get(lang, "title"));
+    ui.label(text.get(lang, "intro"));
+}
+
+/// The sections drawn so far, by id (`<lesson catalog's key prefix>`), in
+/// the order drawn: for tests and for search.
+#[derive(Clone, Debug, Default)]
+struct Seen(Vec<String>);
+
+/// The section a search asked to show, until it has been scrolled to.
+#[derive(Clone, Debug, Default)]
+struct Wanted(Option<String>);
+
+/// Asks the page to scroll to section `id` when it is next drawn.
+pub fn request_scroll(ctx: &egui::Context, id: &str) {
+    ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(Some(id.to_owned()))));
+}
+
+/// The ids of every section drawn since the app started, in order of first drawing.
+pub fn sections_seen(ctx: &egui::Context) -> Vec<String> {
+    ctx.data(|d| d.get_temp::<Seen>(egui::Id::NULL))
+        .unwrap_or_default()
+        .0
+}
+
+/// A section of a lesson page: a heading from the catalog's `<id>.heading`,
+/// open by default, collapsible, with the stable `id` as its anchor (the
+/// header scrolls into view when [`request_scroll`] asked for it).
+pub fn section<R>(
+    ui: &mut egui::Ui,
+    text: &Catalog,
+    lang: Lang,
+    id: &str,
+    add: impl FnOnce(&mut egui::Ui) -> R,
+) -> Option<R> {
+    section_opened(ui, text, lang, id, true, add)
+}
+
+/// A [`section`] that starts closed unless `open`.
+pub fn section_opened<R>(
+    ui: &mut egui::Ui,
+    text: &Catalog,
+    lang: Lang,
+    id: &str,
+    open: bool,
+    add: impl FnOnce(&mut egui::Ui) -> R,
+) -> Option<R> {
+    let title = egui::RichText::new(text.get(lang, &format!("{id}.heading"))).strong();
+    // Salted with the lesson's own title: two lessons' "check" sections
+    // keep their own open or closed state.
+    let shown = egui::CollapsingHeader::new(title)
+        .id_salt(("section", text.get(Lang::En, "title"), id))
+        .default_open(open)
+        .show(ui, add);
+    let ctx = ui.ctx();
+    ctx.data_mut(|d| {
+        let seen = d.get_temp_mut_or_default::<Seen>(egui::Id::NULL);
+        if !seen.0.iter().any(|s| s == id) {
+            seen.0.push(id.to_owned());
+        }
+    });
+    let wanted = ctx
+        .data(|d| d.get_temp::<Wanted>(egui::Id::NULL))
+        .unwrap_or_default();
+    if wanted.0.as_deref() == Some(id) {
+        shown.header_response.scroll_to_me(Some(egui::Align::TOP));
+        ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(None)));
+    }
+    shown.body_returned
+}
+
+/// A table's column header, with the catalog's `<key>.tip` as its tooltip
+/// where there is one (what the column means, how it is computed).
+pub fn column_header(ui: &mut egui::Ui, text: &Catalog, lang: Lang, key: &str) {
+    let header = ui.strong(text.get(lang, key));
+    let tip = format!("{key}.tip");
+    if text.contains(&tip) {
+        header.on_hover_text(text.get(lang, &tip));
+    }
+}
+
+/// A number field with its label, the label naming it for screen readers.
+pub fn number_field<T: egui::emath::Numeric>(
+    ui: &mut egui::Ui,
+    label: &str,
+    value: &mut T,
+    range: std::ops::RangeInclusive<T>,
+    speed: f64,
+) {
+    let label = ui.label(label);
+    ui.add(egui::DragValue::new(value).range(range).speed(speed))
+        .labelled_by(label.id);
+}
