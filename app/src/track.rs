@@ -66,19 +66,17 @@ pub fn parse_test_output(output: &str) -> BTreeMap<String, Outcome> {
 
 /// The checkout holding `exercises/learn/`: the current directory or one
 /// above it, else the checkout this binary was built from.
-fn find_root(root: Option<&Path>) -> Result<PathBuf, String> {
+fn find_root(root: Option<&Path>) -> Result<PathBuf, CliError> {
+    use crate::cli::{t, tf};
     let has_track = |p: &Path| p.join("exercises/learn/mod.rs").is_file();
     if let Some(root) = root {
         return if has_track(root) {
             Ok(root.to_owned())
         } else {
-            Err(format!(
-                "{} holds no exercises/learn/: give the dlsys-lab source checkout",
-                root.display()
-            ))
+            Err(tf("track.no_learn", &[("root", &root.display())]).into())
         };
     }
-    let cwd = std::env::current_dir().map_err(|e| format!("current directory: {e}"))?;
+    let cwd = std::env::current_dir().map_err(|e| tf("track.cwd", &[("error", &e)]))?;
     if let Some(found) = cwd.ancestors().find(|p| has_track(p)) {
         return Ok(found.to_owned());
     }
@@ -86,11 +84,7 @@ fn find_root(root: Option<&Path>) -> Result<PathBuf, String> {
     if has_track(&built_from) {
         return Ok(built_from);
     }
-    Err(
-        "the Rust exercises live in a dlsys-lab source checkout (exercises/learn/); \
-         run this inside one, or pass --root DIR"
-            .to_owned(),
-    )
+    Err(t("track.no_checkout").into())
 }
 
 /// How long the learner's tests may run (building them included).
@@ -165,14 +159,12 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, CliError> {
             .env("DLSYS_LANG", crate::cli::lang().id()),
         DEADLINE,
     )
-    .map_err(|e| format!("could not run cargo ({}): {e}", cargo.to_string_lossy()))?;
+    .map_err(|e| {
+        let cargo = cargo.to_string_lossy();
+        crate::cli::tf("track.no_cargo", &[("cargo", &cargo), ("error", &e)])
+    })?;
     let Some((status, stdout, stderr)) = run else {
-        return Err(CliError::from(format!(
-            "the exercise tests did not finish within {} s — is there an endless loop in one \
-             of your exercises? `cargo test -p dlsys-exercises -- --nocapture` shows which one \
-             was running",
-            DEADLINE.as_secs()
-        )));
+        return Err(crate::cli::tf("track.deadline", &[("seconds", &DEADLINE.as_secs())]).into());
     };
     let outcomes = parse_test_output(&stdout);
     let tail = |text: &str| -> String {
@@ -184,26 +176,16 @@ pub fn run(json: bool, root: Option<&Path>) -> Result<ExitCode, CliError> {
     };
     if outcomes.is_empty() {
         return Err(if stderr.contains("could not compile") {
-            format!(
-                "your exercises did not build, so none could be checked; cargo said:\n{}",
-                tail(&stderr)
-            )
+            crate::cli::tf("track.no_build", &[("cargo", &tail(&stderr))])
         } else {
-            format!(
-                "the exercise tests stopped before reporting ({status}) — a stack overflow \
-                 from unbounded recursion, or an abort, in one of your exercises?\n{}",
-                tail(&format!("{stdout}\n{stderr}"))
-            )
+            let output = tail(&format!("{stdout}\n{stderr}"));
+            crate::cli::tf("track.stopped", &[("status", &status), ("output", &output)])
         }
         .into());
     }
     // Tests ran, but the run died before its summary (an abort).
-    let crashed = (!stdout.contains("test result:")).then(|| {
-        format!(
-            "the test run stopped early ({status}) — a stack overflow from unbounded recursion, \
-             or an abort? Exercises without a result count as not passing."
-        )
-    });
+    let crashed = (!stdout.contains("test result:"))
+        .then(|| crate::cli::tf("track.crashed", &[("status", &status)]));
     let passed = EXERCISES
         .iter()
         .filter(|e| outcomes.get(e.id).is_some_and(|o| o.passed))

@@ -64,3 +64,39 @@ pub fn measure_char_step(batch: usize, seed: u64) -> Result<Measured, MemoryErro
         1,
     ))
 }
+
+/// A data-parallel worker's (or a pipeline stage's) step of the MLP on its
+/// own examples, traced: its loss and flat gradient, as
+/// [`crate::nn::Mlp::gradient`] computes them, and every buffer the worker
+/// held (its replica's weights outside the graph; the graph after forward
+/// and after every node of backward). Each worker on its own thread keeps
+/// its own meter.
+pub fn metered_gradient(
+    model: &crate::nn::Mlp<f32>,
+    x: &[f32],
+    y: &[usize],
+    meter: &mut Meter,
+) -> (f64, Vec<f32>) {
+    use super::measure::{Held, metered_backward};
+    use super::precision::Component;
+    use super::trace::BufKey;
+    use crate::autograd::{Graph, Tensor};
+    let features = x.len() / y.len().max(1);
+    let mut g = Graph::new();
+    let input = g.input(Tensor::new(x.to_vec(), &[y.len(), features]));
+    let (logits, params) = model.forward(&mut g, input);
+    let loss = g.softmax_cross_entropy(logits, y);
+    let value = f64::from(g.value(loss).data[0]);
+    let mut outside = Held::default();
+    for (i, p) in model.params().iter().enumerate() {
+        outside.f32s(BufKey::Param(i as u32), Component::Parameters, p.numel(), 4);
+    }
+    metered_backward(&mut g, loss, &outside, meter);
+    let mut flat = Vec::with_capacity(model.parameter_count());
+    for p in params {
+        if let Some(grad) = g.grad(p) {
+            flat.extend_from_slice(&grad.data);
+        }
+    }
+    (value, flat)
+}

@@ -414,3 +414,40 @@ fn the_cnn_and_the_char_model_have_a_traced_peak() {
         assert!(super::models::measure_cnn_step(0, 1).is_err());
     }
 }
+
+/// Workers on their own threads each keep their own trace: the gradient is
+/// the unmetered one, bit for bit, and two workers with equal shards hold
+/// equal bytes at every point.
+#[test]
+fn each_worker_on_its_own_thread_traces_its_own_step() {
+    use super::measure::{Measured, Meter};
+    use super::models::metered_gradient;
+    let model = crate::nn::Mlp::<f32>::new(&[6, 5, 3], crate::nn::Activation::Relu, 7)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let shard = |w: usize| -> (Vec<f32>, Vec<usize>) {
+        let x = (0..4 * 6).map(|i| ((i * 7 + w * 13) % 11) as f32 / 11.0).collect();
+        (x, vec![w % 3, 1, 2, 0])
+    };
+    let traced: Vec<(f64, Vec<f32>, Measured)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|w| {
+                let model = &model;
+                s.spawn(move || {
+                    let (x, y) = shard(w);
+                    let mut meter = Meter::default();
+                    let (loss, grad) = metered_gradient(model, &x, &y, &mut meter);
+                    (loss, grad, Measured::from_meter(meter, 0.0, 0))
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    assert_eq!(traced.len(), 2);
+    for (w, (loss, grad, measured)) in traced.iter().enumerate() {
+        let (x, y) = shard(w);
+        let (plain_loss, plain_grad) = model.gradient(&x, &y);
+        assert_eq!((*loss, grad), (plain_loss, &plain_grad), "worker {w}");
+        assert!(measured.peak > 0 && !measured.events.is_empty());
+    }
+    assert_eq!(traced[0].2.timeline, traced[1].2.timeline);
+}

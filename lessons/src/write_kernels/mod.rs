@@ -48,8 +48,10 @@ enum CheckerState {
 #[derive(Clone, Debug)]
 enum NoDevice {
     Gpu(NoGpu),
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     Request(GpuError),
     /// The thread making the device stopped without one.
+    #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
     ThreadStopped,
 }
 
