@@ -443,7 +443,13 @@ fn a_mixed_precision_scenario_trains_both_sides_and_shows_what_was_lost() {
     harness.run();
     common::plot_colours_are_distinct(&harness, &["mixed_loss", "mixed_scale", "mixed_hist"]);
     if gpu {
-        harness.snapshot("mixed_precision_fp16_no_scaling");
+        common::snapshot_lesson(
+            &mut harness,
+            Lang::En,
+            "mixed_precision",
+            "mixed_precision_fp16_no_scaling",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
     }
 }
 

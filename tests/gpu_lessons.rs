@@ -129,7 +129,13 @@ fn a_broken_kernel_shows_its_diagnostic_and_a_correct_one_passes() {
     let excerpt = format!("line {line}: total += x[i];");
     assert!(harness.query_by_label(&excerpt).is_some(), "{excerpt}");
     if gpu {
-        harness.snapshot("write_kernels_diagnostic");
+        common::snapshot_lesson(
+            &mut harness,
+            dlsys_core::text::Lang::En,
+            "write_kernels",
+            "write_kernels_diagnostic",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
     }
     // The learner's code is saved soon after the edit, without closing the app.
     let flushes = *storage.flushes.lock().unwrap();

@@ -425,7 +425,9 @@ fn each_worker_on_its_own_thread_traces_its_own_step() {
     let model = crate::nn::Mlp::<f32>::new(&[6, 5, 3], crate::nn::Activation::Relu, 7)
         .unwrap_or_else(|e| panic!("{e}"));
     let shard = |w: usize| -> (Vec<f32>, Vec<usize>) {
-        let x = (0..4 * 6).map(|i| ((i * 7 + w * 13) % 11) as f32 / 11.0).collect();
+        let x = (0..4 * 6)
+            .map(|i| ((i * 7 + w * 13) % 11) as f32 / 11.0)
+            .collect();
         (x, vec![w % 3, 1, 2, 0])
     };
     let traced: Vec<(f64, Vec<f32>, Measured)> = std::thread::scope(|s| {
