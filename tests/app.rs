@@ -190,9 +190,11 @@ impl dlsys_lab::persist::Store for FailingStore {
         *self.writes.lock().unwrap() += 1;
         self.failed = true;
     }
-    fn take_failure(&mut self) -> Option<String> {
-        std::mem::take(&mut self.failed)
-            .then(|| "Could not save your progress (read-only)".to_owned())
+    fn take_failure(&mut self) -> Option<dlsys_lab::Notice> {
+        std::mem::take(&mut self.failed).then(|| dlsys_lab::Notice::SaveFailed {
+            path: "app.ron".to_owned(),
+            error: "read-only".to_owned(),
+        })
     }
 }
 

@@ -63,3 +63,114 @@ fn every_lesson_fits_in_chinese_at_1400_and_800_px_and_in_english_at_800() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The Latin words a Chinese screen may show (`tests/latin_allowlist.txt`).
+/// With them, every word of the kernels' ids (`reduce/divergent`): ids.
+fn allowed_latin() -> Vec<String> {
+    let mut words: Vec<String> = include_str!("latin_allowlist.txt")
+        .lines()
+        .map(|l| {
+            l.split('#')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_lowercase()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    for kernel in dlsys_core::kernels::Kernel::all() {
+        words.extend(kernel.id().split(['/', '-']).map(str::to_owned));
+    }
+    words
+}
+
+/// English prose left in a text: each whitespace-separated piece made of
+/// Latin letters only (a digit, `_`, `-`, `/`, `.`, `:` or an inner capital
+/// make it code, an id, a flag or a formula), at least four of them, not on
+/// the allow-list. First-use glosses in full-width brackets（…）and quoted
+/// sample text “…” are not prose to translate.
+fn english_words(text: &str, allowed: &[String]) -> Vec<String> {
+    let mut prose = String::new();
+    let mut depth = 0i32;
+    for c in text.chars() {
+        match c {
+            '（' | '“' => {
+                depth += 1;
+                prose.push(' ');
+            }
+            '）' | '”' => depth = (depth - 1).max(0),
+            _ if depth <= 0 => prose.push(c),
+            _ => {}
+        }
+    }
+    prose
+        .split(|c: char| c.is_whitespace() || !c.is_ascii())
+        // A call, `contiguous()`, is code.
+        .filter(|piece| !piece.contains("()"))
+        .map(|piece| {
+            piece.trim_matches(|c: char| {
+                matches!(
+                    c,
+                    ',' | ';' | '!' | '?' | '"' | '\'' | '`' | '*' | '(' | ')'
+                )
+            })
+        })
+        .filter(|piece| piece.len() >= 4 && piece.chars().all(|c| c.is_ascii_alphabetic()))
+        .filter(|piece| {
+            !piece.chars().skip(1).any(|c| c.is_ascii_uppercase())
+                || piece.chars().all(|c| c.is_ascii_uppercase())
+        })
+        .filter(|piece| piece.chars().any(|c| c.is_ascii_lowercase()))
+        .filter(|piece| !allowed.contains(&piece.to_lowercase()))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Labels egui itself gives its widgets (not ours to translate).
+const EGUI_OWN: &[&str] = &["Resize panel"];
+
+/// Every lesson in Chinese, after its main action has run (its self-test
+/// action, at its small size): no English prose anywhere on the page —
+/// labels, buttons, plots' legends, verdicts, errors. What is shown comes
+/// from the AccessKit tree, as a screen reader reads it; text the learner
+/// typed (text inputs) is theirs.
+#[test]
+fn no_english_is_left_on_any_chinese_page_after_its_main_action() {
+    use egui_kittest::kittest::NodeT as _;
+    let allowed = allowed_latin();
+    let (mut harness, _) =
+        common::app_harness_in("no_english", Lang::Zh, egui::vec2(1400.0, 900.0));
+    harness.run();
+    let mut found = std::collections::BTreeSet::new();
+    common::visit_every_lesson(&mut harness, Lang::Zh, |harness, id| {
+        if harness.state_mut().start_self_test_action(id) {
+            common::run_while(harness, 4, 180, id, |h| h.state().lesson_busy(id));
+            harness.run();
+        }
+        for node in harness.root().children_recursive() {
+            let data = node.accesskit_node();
+            let typed = |role| matches!(role, Role::TextInput | Role::MultilineTextInput);
+            if typed(data.role())
+                || std::iter::successors(data.parent(), |p| p.parent()).any(|p| typed(p.role()))
+            {
+                continue;
+            }
+            let text = data.label().or_else(|| data.value()).unwrap_or_default();
+            if EGUI_OWN.contains(&text.as_str()) {
+                continue;
+            }
+            for word in english_words(&text, &allowed) {
+                found.insert(format!(
+                    "{id}: `{word}` in `{}`",
+                    text.chars().take(80).collect::<String>()
+                ));
+            }
+        }
+    });
+    assert!(
+        found.is_empty(),
+        "{} English words on Chinese pages:\n{}",
+        found.len(),
+        found.into_iter().collect::<Vec<_>>().join("\n")
+    );
+}

@@ -6,6 +6,7 @@ use dlsys_lessons::kit::exercise_panel::ExercisePanel;
 use dlsys_lessons::kit::text as shell_text;
 use dlsys_lessons::{Env, GpuStatus, Lesson};
 
+use crate::notice::Notice;
 use crate::persist::{self, STORAGE_KEY, SavedState, Store};
 
 /// How the app was started.
@@ -14,7 +15,7 @@ pub struct Startup {
     /// Open this lesson (its id, as in `#id`), overriding the saved one.
     pub lesson: Option<String>,
     /// Things to tell the user once (e.g. a save file that was moved aside).
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
     /// The app's own storage: the native save file, or the tests' in-memory
     /// one. Without it the app uses eframe's (the browser's local storage).
     pub storage: Option<Box<dyn Store>>,
@@ -33,7 +34,7 @@ pub struct DlsysApp {
     state: SavedState,
     gpu: GpuStatus,
     panel: ExercisePanel,
-    notices: Vec<String>,
+    notices: Vec<Notice>,
     show_gpu_window: bool,
     storage: Option<Box<dyn Store>>,
     /// The language the page is drawn in this frame: the chosen one, except
@@ -86,10 +87,7 @@ impl DlsysApp {
         if saved.is_none()
             && let Some(newer) = persist::newer_keys().find(|key| get(key).is_some())
         {
-            notices.push(format!(
-                "Progress saved by a newer dlsys-lab (`{newer}`) was found; this version cannot \
-                 read it and leaves it untouched."
-            ));
+            notices.push(Notice::NewerSave { key: newer });
         }
         let mut app = Self {
             lessons: dlsys_lessons::all(),
@@ -140,10 +138,10 @@ impl DlsysApp {
             };
             if let Err(err) = lesson.load_state(text) {
                 let aside = format!("lesson/{id}");
-                self.notices.push(format!(
-                    "The saved state of lesson `{id}` could not be read ({err}); it starts fresh \
-                     and the old state is kept aside."
-                ));
+                self.notices.push(Notice::LessonState {
+                    id: id.to_owned(),
+                    error: err.to_string(),
+                });
                 self.state.unreadable.insert(aside, text.clone());
             }
         }
@@ -160,10 +158,10 @@ impl DlsysApp {
             self.state.lesson = id.to_owned();
         } else {
             let known: Vec<&str> = self.lessons.iter().map(|l| l.id()).collect();
-            self.notices.push(format!(
-                "There is no lesson `{id}`; lessons are: {}.",
-                known.join(", ")
-            ));
+            self.notices.push(Notice::NoLesson {
+                id: id.to_owned(),
+                known: known.join(", "),
+            });
         }
     }
 
@@ -395,7 +393,7 @@ impl DlsysApp {
             ui.horizontal_wrapped(|ui| {
                 ui.colored_label(
                     dlsys_lessons::kit::theme::warn(ui.visuals()),
-                    format!("⚠ {notice}"),
+                    format!("⚠ {}", notice.message(lang)),
                 );
                 if ui.button(shell_text().get(lang, "app.dismiss")).clicked() {
                     dismissed = Some(i);
@@ -421,15 +419,15 @@ impl DlsysApp {
 
     /// Writes every unreadable saved text into one file: a download in the
     /// browser, a file beside the save file natively.
-    fn export_unreadable(&self) -> Result<String, String> {
-        let lang = self.shown_lang;
+    fn export_unreadable(&self) -> Result<Notice, Notice> {
+        let failed = |error: String| Notice::ExportFailed { error };
         let text = ron::ser::to_string_pretty(&self.state.unreadable, Default::default())
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| failed(err.to_string()))?;
         let name = format!("dlsys-lab-unreadable-{}.ron", persist::now_secs());
         #[cfg(target_arch = "wasm32")]
         {
-            crate::web::download(&name, &text)?;
-            Ok(shell_text().fill(lang, "app.exported", &[("file", &name)]))
+            crate::web::download(&name, &text).map_err(failed)?;
+            Ok(Notice::Exported { file: name })
         }
         #[cfg(not(target_arch = "wasm32"))]
         {
@@ -437,8 +435,11 @@ impl DlsysApp {
                 .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
                 .unwrap_or_else(std::env::temp_dir);
             let path = dir.join(name);
-            std::fs::write(&path, text).map_err(|err| format!("{}: {err}", path.display()))?;
-            Ok(shell_text().fill(lang, "app.exported", &[("file", &path.display())]))
+            std::fs::write(&path, text)
+                .map_err(|err| failed(format!("{}: {err}", path.display())))?;
+            Ok(Notice::Exported {
+                file: path.display().to_string(),
+            })
         }
     }
 
@@ -559,7 +560,8 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
             );
             row(
                 "gpu.compute",
-                if info.compute { "yes" } else { "no" }.to_owned(),
+                text.get(lang, if info.compute { "gpu.yes" } else { "gpu.no" })
+                    .to_owned(),
             );
             row(
                 "gpu.timestamp_period",
@@ -571,11 +573,14 @@ pub fn gpu_info_ui(ui: &mut egui::Ui, gpu: &GpuStatus, lang: Lang) {
             );
             row(
                 "gpu.limits",
-                format!(
-                    "{} invocations/workgroup, {} KiB workgroup storage, {} MiB storage binding",
-                    info.max_compute_invocations_per_workgroup,
-                    info.max_compute_workgroup_storage_bytes / 1024,
-                    info.max_storage_buffer_binding_bytes >> 20
+                text.fill(
+                    lang,
+                    "gpu.limits_value",
+                    &[
+                        ("invocations", &info.max_compute_invocations_per_workgroup),
+                        ("kib", &(info.max_compute_workgroup_storage_bytes / 1024)),
+                        ("mib", &(info.max_storage_buffer_binding_bytes >> 20)),
+                    ],
                 ),
             );
         });

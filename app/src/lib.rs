@@ -4,6 +4,7 @@
 pub mod app;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+pub mod notice;
 pub mod persist;
 pub mod selftest;
 pub mod setup;
@@ -13,6 +14,7 @@ pub mod track;
 pub mod web;
 
 pub use app::{DlsysApp, Startup};
+pub use notice::Notice;
 
 /// The application id: the window's app id and the name of the data directory.
 pub const APP_ID: &str = "dlsys-lab";

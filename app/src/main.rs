@@ -14,9 +14,7 @@ fn main() -> std::process::ExitCode {
         .is_some_and(dlsys_lab::cli::Command::json);
     let result = match cli.command {
         Some(command) => dlsys_lab::cli::run(command),
-        None => run_app(cli.lesson, cli.lang)
-            .map(|()| ExitCode::SUCCESS)
-            .map_err(dlsys_lab::cli::CliError::Message),
+        None => run_app(cli.lesson, cli.lang).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(status) => status,
@@ -30,7 +28,10 @@ fn main() -> std::process::ExitCode {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-fn run_app(lesson: Option<String>, lang: Option<dlsys_core::text::Lang>) -> Result<(), String> {
+fn run_app(
+    lesson: Option<String>,
+    lang: Option<dlsys_core::text::Lang>,
+) -> Result<(), dlsys_lab::cli::CliError> {
     use dlsys_lab::{APP_ID, DlsysApp, Startup, persist};
 
     let mut notices = Vec::new();
@@ -73,7 +74,7 @@ fn run_app(lesson: Option<String>, lang: Option<dlsys_core::text::Lang>) -> Resu
         options,
         Box::new(move |cc| Ok(Box::new(DlsysApp::new(cc, startup)))),
     )
-    .map_err(|err| dlsys_lab::cli::tf("app.no_window", &[("error", &err)]))
+    .map_err(|err| dlsys_lab::cli::tf("app.no_window", &[("error", &err)]).into())
 }
 
 #[cfg(target_arch = "wasm32")]

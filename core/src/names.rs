@@ -6,7 +6,7 @@
 
 use std::sync::LazyLock;
 
-use crate::autograd::{Band, PlantedBug};
+use crate::autograd::{Band, Check, PlantedBug};
 use crate::collective::Algorithm;
 use crate::float::{Class, Rounding};
 use crate::memory::Component;
@@ -19,6 +19,51 @@ static NAMES: LazyLock<Catalog> =
 /// The names catalog (for the coverage tests, and for other crates' values).
 pub fn catalog() -> &'static Catalog {
     &NAMES
+}
+
+/// Words for a learner kept as an entry of `assets/names.ron` and its
+/// arguments (numbers, ids), so they are said in whatever language is shown
+/// when they are shown — a kernel check's case, the mistake it points at.
+/// `Display` and JSON give English.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Words {
+    key: &'static str,
+    args: Vec<(&'static str, String)>,
+}
+
+impl Words {
+    pub fn new(key: &'static str, args: &[(&'static str, &dyn std::fmt::Display)]) -> Self {
+        Self {
+            key,
+            args: args.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+        }
+    }
+
+    /// The words in `lang`.
+    pub fn say(&self, lang: Lang) -> String {
+        let args: Vec<(&str, &dyn std::fmt::Display)> = self
+            .args
+            .iter()
+            .map(|(k, v)| -> (&str, &dyn std::fmt::Display) { (k, v) })
+            .collect();
+        NAMES.fill(lang, self.key, &args)
+    }
+
+    pub fn key(&self) -> &'static str {
+        self.key
+    }
+}
+
+impl std::fmt::Display for Words {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.say(Lang::En))
+    }
+}
+
+impl serde::Serialize for Words {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.say(Lang::En))
+    }
 }
 
 /// A value with a name in `assets/names.ron`.
@@ -55,6 +100,13 @@ impl Named for Class {
 impl Named for Band {
     fn name_key(&self) -> String {
         format!("band.{self:?}")
+    }
+}
+
+/// A gradient check: its op and what is special about its inputs.
+impl Named for Check {
+    fn name_key(&self) -> String {
+        format!("check.{self:?}")
     }
 }
 
@@ -135,6 +187,7 @@ mod tests {
                 .chain(&PlantedBug::LAYERS)
                 .map(Named::name_key),
         );
+        keys.extend(Check::ALL.iter().chain(&Check::LAYERS).map(Named::name_key));
         keys.extend(Component::ALL.iter().map(Named::name_key));
         keys.extend(Phase::ALL.iter().map(Named::name_key));
         keys.extend(Algorithm::ALL.iter().map(Named::name_key));

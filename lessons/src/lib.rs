@@ -415,14 +415,39 @@ mod tests {
         );
     }
 
-    /// Keys whose Chinese is rightly the same as the English.
-    const CODE_ONLY: &[&str] = &["app.title"];
+    /// Keys whose Chinese is rightly the same as the English: the app's
+    /// name, and the engine's op names (code).
+    const CODE_ONLY: &[&str] = &[
+        "app.title",
+        "check.MatMul",
+        "check.Relu",
+        "check.Tanh",
+        "check.Sigmoid",
+        "check.Scale",
+        "check.Mean",
+        "check.Softmax",
+        "check.LogSoftmax",
+        "check.SoftmaxCrossEntropy",
+        "check.Mlp",
+        "check.Gelu",
+        "check.LayerNorm",
+        "check.Conv2d",
+        "check.MaxPool",
+        "check.Embedding",
+    ];
+
+    /// The catalogs below the lessons that pages show too.
+    fn core_catalogs() -> [(&'static str, &'static Catalog); 2] {
+        [
+            ("errors", dlsys_core::errors::catalog()),
+            ("names", dlsys_core::names::catalog()),
+        ]
+    }
 
     #[test]
     fn every_catalog_entry_has_chinese_written_in_chinese() {
         let mut problems = Vec::new();
-        let errors = ("errors", dlsys_core::errors::catalog());
-        for (name, catalog) in catalogs().into_iter().chain([errors]) {
+        for (name, catalog) in catalogs().into_iter().chain(core_catalogs()) {
             problems.extend(
                 dlsys_core::text::chinese_problems(catalog, CODE_ONLY)
                     .into_iter()
@@ -444,8 +469,7 @@ mod tests {
         let mut output = ctx.run_ui(egui::RawInput::default(), |_| {});
         output.textures_delta.clear();
         let mut missing = Vec::new();
-        let errors = ("errors", dlsys_core::errors::catalog());
-        for (name, catalog) in catalogs().into_iter().chain([errors]) {
+        for (name, catalog) in catalogs().into_iter().chain(core_catalogs()) {
             for (key, _lang, text) in catalog.texts() {
                 for c in text.chars().filter(|c| !c.is_control()) {
                     let has = ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::proportional(14.0), c));
@@ -457,7 +481,7 @@ mod tests {
         }
         // The kernel templates are shown in the editor, comments and all.
         for ex in &dlsys_shaders::kernel_track::EXERCISES {
-            for c in ex.template().chars().filter(|c| !c.is_ascii()) {
+            for c in ex.template(Lang::Zh).chars().filter(|c| !c.is_ascii()) {
                 let has = ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::monospace(14.0), c));
                 if !has {
                     missing.push(format!("template {}: {c:?}", ex.id));

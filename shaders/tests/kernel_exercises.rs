@@ -43,7 +43,7 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
                 wrong.expect
             );
         }
-        let verdict = c.check_blocking(ex, &ex.template());
+        let verdict = c.check_blocking(ex, &ex.template(dlsys_core::text::Lang::En));
         assert!(
             matches!(verdict, KernelVerdict::Mismatch(_)),
             "{} template must compile and fail: {verdict:?}",
@@ -55,7 +55,9 @@ fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
 #[test]
 fn a_broken_kernel_gets_a_diagnostic_at_its_line() {
     let ex = exercise("sum_reduction").unwrap();
-    let broken = ex.template().replace("y[0] = 0.0;", "y[0] = 0u;");
+    let broken = ex
+        .template(dlsys_core::text::Lang::En)
+        .replace("y[0] = 0.0;", "y[0] = 0u;");
     let line = broken
         .lines()
         .position(|l| l.contains("y[0] = 0u;"))
@@ -63,7 +65,9 @@ fn a_broken_kernel_gets_a_diagnostic_at_its_line() {
         + 1;
     let err = validate(ex, &broken).unwrap_err();
     assert_eq!(err.line, Some(line), "{err}");
-    let syntax = ex.template().replace("fn main(", "fn main(,");
+    let syntax = ex
+        .template(dlsys_core::text::Lang::En)
+        .replace("fn main(", "fn main(,");
     let err = validate(ex, &syntax).unwrap_err();
     assert!(err.line.is_some(), "{err}");
     let wrong_size = ex
@@ -103,7 +107,7 @@ fn a_passing_kernel_races_the_built_in_ladder() {
         web_time::Duration::from_secs(30),
     )
     .unwrap();
-    assert_eq!(race.problem, "1024 × 1024");
+    assert_eq!(race.problem.to_string(), "1024 × 1024");
     let names: Vec<&str> = race.laps.iter().map(|l| l.kernel.as_str()).collect();
     for kernel in ["yours", "copy", "softmax/three-pass", "softmax/online"] {
         assert!(names.contains(&kernel), "{names:?}");

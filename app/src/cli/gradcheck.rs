@@ -59,6 +59,9 @@ struct GradcheckOut {
 #[derive(serde::Serialize)]
 struct CheckRow {
     check: String,
+    /// Its name in the run's language.
+    #[serde(skip)]
+    shown: String,
     precision: &'static str,
     max_rel_error: f64,
     band: &'static str,
@@ -84,9 +87,10 @@ pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
         planted_bug: args.bug.map(PlantedBug::describe),
         bug: args.bug,
         outside_good_band: reports.iter().filter(|r| r.band != Band::Good).count(),
-        checks: reports
-            .into_iter()
-            .map(|r| CheckRow {
+        checks: Check::every()
+            .zip(reports)
+            .map(|(c, r)| CheckRow {
+                shown: Named::name(&c, super::lang()),
                 check: r.name,
                 precision: r.precision,
                 max_rel_error: r.max_rel_error,
@@ -116,7 +120,7 @@ impl Report for GradcheckOut {
         let width = self
             .checks
             .iter()
-            .map(|r| r.check.chars().count())
+            .map(|r| r.shown.chars().count())
             .max()
             .unwrap_or(0)
             .max(24);
@@ -131,7 +135,7 @@ impl Report for GradcheckOut {
             writeln!(
                 out,
                 "{} {:>12.3e}  {}",
-                pad(&r.check, width),
+                pad(&r.shown, width),
                 r.max_rel_error,
                 Named::name(&r.band_kind, super::lang())
             )?;

@@ -71,7 +71,7 @@ pub fn run(args: &WgslExerciseArgs) -> Result<ExitCode, CliError> {
     let Some(file) = args.file.as_deref() else {
         let template = Template {
             exercise: ex.id,
-            template: ex.template(),
+            template: ex.template(super::lang()),
         };
         return emit(&template, args.json);
     };
@@ -151,7 +151,7 @@ impl Report for Checked {
                 let heading = tf(
                     "wgsl.race",
                     &[
-                        ("problem", &race.problem),
+                        ("problem", &race.problem.say(super::lang())),
                         ("trials", &race.trials),
                         ("timer", &race.timer),
                     ],

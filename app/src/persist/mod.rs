@@ -22,7 +22,7 @@ pub trait Store {
     /// Writes what was set; a failure is kept for [`Store::take_failure`].
     fn flush(&mut self);
     /// A failed write the learner has not been told about yet.
-    fn take_failure(&mut self) -> Option<String> {
+    fn take_failure(&mut self) -> Option<crate::notice::Notice> {
         None
     }
 }
@@ -84,8 +84,8 @@ impl Default for SavedState {
 }
 
 impl SavedState {
-    pub fn to_ron(&self) -> Result<String, String> {
-        ron::to_string(self).map_err(|err| err.to_string())
+    pub fn to_ron(&self) -> Result<String, ron::Error> {
+        ron::to_string(self)
     }
 }
 
@@ -93,7 +93,7 @@ impl SavedState {
 pub struct Loaded {
     pub state: SavedState,
     /// What to tell the user (once), if anything went wrong.
-    pub notice: Option<String>,
+    pub notice: Option<crate::notice::Notice>,
     /// The raw text that could not be read, to keep aside under this key.
     pub set_aside: Option<(String, String)>,
 }
@@ -115,21 +115,18 @@ pub fn load(saved: Option<&str>, now_secs: u64) -> Loaded {
             // Some fields did not read (a newer save, a hand edit): keep the rest.
             Some((state, failed)) => (
                 state,
-                Some(format!(
-                    "Some saved settings could not be read ({}: {err}); they start from their \
-                     defaults, everything else was kept, and the whole saved text is kept \
-                     inside your save (as `{aside_key}`; “Export the unreadable save” writes \
-                     it to a file).",
-                    failed.join(", ")
-                )),
+                Some(crate::notice::Notice::FieldsUnreadable {
+                    fields: failed.join(", "),
+                    error: err.to_string(),
+                    aside: aside_key.clone(),
+                }),
             ),
             None => (
                 SavedState::default(),
-                Some(format!(
-                    "Your saved progress could not be read ({err}). dlsys-lab started with \
-                     defaults and keeps a copy of the unreadable text inside your save (as \
-                     `{aside_key}`; “Export the unreadable save” writes it to a file)."
-                )),
+                Some(crate::notice::Notice::SaveUnreadable {
+                    error: err.to_string(),
+                    aside: aside_key.clone(),
+                }),
             ),
         },
     };
@@ -215,7 +212,11 @@ mod tests {
     fn corrupt_state_gives_defaults_a_notice_and_keeps_the_text() {
         let loaded = load(Some("(lesson: \"welc"), 42);
         assert_eq!(loaded.state, SavedState::default());
-        assert!(loaded.notice.is_some_and(|n| n.contains("unreadable-42")));
+        assert!(
+            loaded
+                .notice
+                .is_some_and(|n| n.to_string().contains("unreadable-42"))
+        );
         assert_eq!(
             loaded.set_aside,
             Some(("unreadable-42".to_owned(), "(lesson: \"welc".to_owned()))
@@ -254,7 +255,7 @@ mod tests {
                 .is_some_and(|p| p.solved)
         );
         assert_eq!(loaded.state.lang, Lang::En);
-        let notice = loaded.notice.unwrap_or_default();
+        let notice = loaded.notice.map(|n| n.to_string()).unwrap_or_default();
         assert!(
             notice.contains("lang") && notice.contains("everything else was kept"),
             "{notice}"

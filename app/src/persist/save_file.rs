@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::notice::Notice;
+
 /// The file operations the save file needs.
 pub trait Disk: Send {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
@@ -58,14 +60,14 @@ pub struct SaveFile {
     target: PathBuf,
     entries: BTreeMap<String, String>,
     /// The last write's failure, reported once.
-    failure: Option<String>,
-    reported: Option<String>,
+    failure: Option<Notice>,
+    reported: Option<Notice>,
 }
 
 /// What opening the save file found, to tell the learner (once).
 pub struct Opened {
     pub file: SaveFile,
-    pub notice: Option<String>,
+    pub notice: Option<Notice>,
 }
 
 impl SaveFile {
@@ -94,13 +96,11 @@ impl SaveFile {
             Err(err) => {
                 // It may hold real progress: leave it, and save beside it.
                 let session = beside("session");
-                let notice = format!(
-                    "The save file {} could not be read ({err}). dlsys-lab started with defaults \
-                     and will not write over it; this session is saved to {} instead. Make the \
-                     file readable and restart to get your progress back.",
-                    path.display(),
-                    session.display()
-                );
+                let notice = Notice::FileUnreadable {
+                    path: path.display().to_string(),
+                    error: err.to_string(),
+                    session: session.display().to_string(),
+                };
                 return Opened {
                     file: file(disk, &session, BTreeMap::new()),
                     notice: Some(notice),
@@ -120,21 +120,17 @@ impl SaveFile {
         match disk.rename(path, &aside) {
             Ok(()) => Opened {
                 file: file(disk, path, BTreeMap::new()),
-                notice: Some(format!(
-                    "The save file could not be read; dlsys-lab started with defaults and moved \
-                     it to {}.",
-                    aside.display()
-                )),
+                notice: Some(Notice::FileMovedAside {
+                    aside: aside.display().to_string(),
+                }),
             },
             Err(err) => {
                 let session = beside("session");
-                let notice = format!(
-                    "The save file {} could not be read and could not be moved aside ({err}). \
-                     dlsys-lab started with defaults and will not write over it; this session \
-                     is saved to {} instead.",
-                    path.display(),
-                    session.display()
-                );
+                let notice = Notice::FileStuck {
+                    path: path.display().to_string(),
+                    error: err.to_string(),
+                    session: session.display().to_string(),
+                };
                 Opened {
                     file: file(disk, &session, BTreeMap::new()),
                     notice: Some(notice),
@@ -179,7 +175,7 @@ impl SaveFile {
     }
 
     /// A failure the learner has not been told about yet.
-    pub fn take_failure(&mut self) -> Option<String> {
+    pub fn take_failure(&mut self) -> Option<Notice> {
         let failure = self.failure.clone()?;
         if self.reported.as_ref() == Some(&failure) {
             return None;
@@ -202,19 +198,18 @@ impl super::Store for SaveFile {
         match self.write() {
             Ok(()) => self.failure = None,
             Err(err) => {
-                let message = format!(
-                    "Could not save your progress to {} ({err}). It is kept while the app runs, \
-                     and saving is tried again on every change.",
-                    self.target.display()
-                );
-                log::error!("{message}");
-                eprintln!("dlsys-lab: {message}");
-                self.failure = Some(message);
+                let notice = Notice::SaveFailed {
+                    path: self.target.display().to_string(),
+                    error: err.to_string(),
+                };
+                log::error!("{notice}");
+                eprintln!("dlsys-lab: {notice}");
+                self.failure = Some(notice);
             }
         }
     }
 
-    fn take_failure(&mut self) -> Option<String> {
+    fn take_failure(&mut self) -> Option<Notice> {
         SaveFile::take_failure(self)
     }
 }
@@ -352,7 +347,7 @@ mod tests {
     fn save(file: &mut SaveFile) -> Option<String> {
         file.set_string("dlsys-lab/v1", "(lesson:\"welcome\")".to_owned());
         file.flush();
-        file.take_failure()
+        file.take_failure().map(|n| n.to_string())
     }
 
     #[test]
@@ -378,7 +373,7 @@ mod tests {
         assert!(
             opened
                 .notice
-                .is_some_and(|n| n.contains("app.ron.unreadable-7"))
+                .is_some_and(|n| n.to_string().contains("app.ron.unreadable-7"))
         );
         assert_eq!(
             disk.file(Path::new("/data/dlsys-lab/app.ron.unreadable-7"))
@@ -395,7 +390,11 @@ mod tests {
             ..Faults::default()
         };
         let (disk, mut opened) = open(Some(b"garbage {{{"), faults);
-        let notice = opened.notice.take().unwrap_or_default();
+        let notice = opened
+            .notice
+            .take()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
         assert!(
             notice.contains("could not be moved aside")
                 && notice.contains("will not write over it"),
@@ -422,7 +421,7 @@ mod tests {
         assert!(
             opened
                 .notice
-                .is_some_and(|n| n.contains("app.ron.session-7"))
+                .is_some_and(|n| n.to_string().contains("app.ron.session-7"))
         );
         assert_eq!(save(&mut opened.file), None);
         assert_eq!(disk.file(&path()).as_deref(), Some(PROGRESS.as_bytes()));

@@ -168,8 +168,8 @@ pub fn check_ui(
                     ui.strong(t("check.max"));
                     ui.strong(t("check.band"));
                     ui.end_row();
-                    for r in reports {
-                        ui.label(&r.name);
+                    for (check, r) in set.checks.iter().zip(reports) {
+                        ui.label(Named::name(check, lang));
                         ui.monospace(show_sig(r.max_rel_error, 3));
                         ui.colored_label(band_color(&visuals, r.band), Named::name(&r.band, lang));
                         ui.end_row();
@@ -192,7 +192,12 @@ pub fn check_ui(
                 [if x.is_finite() { x } else { 1.0 }, (n - 1 - i) as f64]
             })
             .collect();
-        let names: Vec<String> = reports.iter().rev().map(|r| r.name.clone()).collect();
+        let names: Vec<String> = set
+            .checks
+            .iter()
+            .rev()
+            .map(|c| Named::name(c, lang))
+            .collect();
         Plot::new(set.plot)
             // egui_plot hides a tick label closer than 20 px to the next.
             .height((28.0 * n as f32 + 60.0).max(200.0))

@@ -14,7 +14,9 @@ use crate::kit::theme;
 /// may be typed in (empty for free text).
 pub fn answer_hint(kind: &AnswerKind, lang: Lang) -> String {
     match kind {
-        AnswerKind::Bits { width } => format!("0x… / 0b… ({width} bits)"),
+        AnswerKind::Bits { width } => {
+            super::text().fill(lang, "panel.bits_hint", &[("width", width)])
+        }
         AnswerKind::Number => super::text().get(lang, "panel.number_hint").to_owned(),
         _ => String::new(),
     }

@@ -137,11 +137,12 @@ impl WriteKernels {
             .unwrap_or(&EXERCISES[0])
     }
 
-    fn code_mut(&mut self, ex: &'static KernelExercise) -> &mut String {
+    /// The learner's code for `ex`; the template in `lang` until they have some.
+    fn code_mut(&mut self, ex: &'static KernelExercise, lang: Lang) -> &mut String {
         self.saved
             .code
             .entry(ex.id.to_owned())
-            .or_insert_with(|| ex.template())
+            .or_insert_with(|| ex.template(lang))
     }
 
     fn solved_line(&self, lang: Lang) -> String {
@@ -188,7 +189,7 @@ impl WriteKernels {
 
     /// The Check button: the code in the editor.
     fn start_check(&mut self, ex: &'static KernelExercise, env: &Env<'_>) {
-        let source = self.code_mut(ex).clone();
+        let source = self.code_mut(ex, env.lang).clone();
         self.check(ex, source, env);
     }
 
@@ -301,7 +302,7 @@ impl WriteKernels {
                 );
             }
             RaceState::Done(Ok(race)) => {
-                ui.strong(TEXT.fill(lang, "timing.heading", &[("problem", &race.problem)]));
+                ui.strong(TEXT.fill(lang, "timing.heading", &[("problem", &race.problem.say(lang))]));
                 egui::Grid::new("kernel_race")
                     .striped(true)
                     .num_columns(4)
@@ -545,7 +546,7 @@ impl Lesson for WriteKernels {
             }
         });
         self.status_ui(ui, lang);
-        let code = self.code_mut(ex).clone();
+        let code = self.code_mut(ex, lang).clone();
         self.result_ui(ui, lang, ex, &code);
         self.race_ui(ui, lang, ex);
         self.help_ui(ui, lang, ex);
@@ -571,7 +572,7 @@ impl Lesson for WriteKernels {
             error_line,
         );
         if response.changed() {
-            *self.code_mut(ex) = code;
+            *self.code_mut(ex, lang) = code;
             self.save_requested = Some(web_time::Instant::now());
         }
         self.reference_ui(ui, lang, ex);
@@ -580,7 +581,7 @@ impl Lesson for WriteKernels {
                 ui.label(TEXT.fill(lang, "reset.question", &[("exercise", &ex.name(lang))]));
                 ui.horizontal(|ui| {
                     if ui.button(t("reset.yes")).clicked() {
-                        self.saved.code.insert(ex.id.to_owned(), ex.template());
+                        self.saved.code.insert(ex.id.to_owned(), ex.template(lang));
                         self.saved.passed.remove(ex.id);
                         self.shown = None;
                         self.race = None;

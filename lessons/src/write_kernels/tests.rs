@@ -7,7 +7,7 @@ fn the_state_round_trips() {
     let mut lesson = WriteKernels::default();
     let ex = &EXERCISES[1];
     lesson.saved.selected = ex.id.to_owned();
-    lesson.code_mut(ex).push_str("\n// mine\n");
+    lesson.code_mut(ex, Lang::En).push_str("\n// mine\n");
     lesson.saved.passed.insert(ex.id.to_owned());
     let text = lesson.save_state().unwrap_or_default();
     let mut restored = WriteKernels::default();
@@ -36,8 +36,8 @@ fn the_reference_unlocks_after_failed_checks_and_leaves_the_code_alone() {
     };
     let mut lesson = WriteKernels::default();
     let ex = &EXERCISES[0];
-    lesson.code_mut(ex).push_str("\n// mine\n");
-    let mine = lesson.code_mut(ex).clone();
+    lesson.code_mut(ex, Lang::En).push_str("\n// mine\n");
+    let mine = lesson.code_mut(ex, Lang::En).clone();
     for failed in 1..=REVEAL_AFTER {
         assert!(!lesson.can_reveal(ex));
         lesson.check(ex, "not wgsl".to_owned(), &env);
@@ -63,7 +63,7 @@ fn a_verdict_goes_stale_when_the_code_changes() {
     let mut lesson = WriteKernels::default();
     let ex = &EXERCISES[1];
     lesson.start_check(ex, &env);
-    let code = lesson.code_mut(ex).clone();
+    let code = lesson.code_mut(ex, Lang::En).clone();
     assert!(lesson.shown.is_some());
     assert!(!lesson.verdict_is_stale(ex, &code));
     let edited = format!("{code}\n// edited\n");

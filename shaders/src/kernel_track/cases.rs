@@ -4,6 +4,8 @@
 use dlsys_core::kernels::{ReduceOp, reduce_reference, softmax_reference};
 use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
 
+use dlsys_core::names::Words;
+
 use super::{KernelExercise, Layout, Mismatch};
 
 /// What an output element holds if no invocation wrote it (a NaN pattern no
@@ -14,7 +16,7 @@ pub(super) const UNWRITTEN: f32 = f32::from_bits(0x7fc0_0bad);
 #[derive(Clone, Debug)]
 pub struct KernelCase {
     /// What makes it hard, shown when it fails.
-    pub name: String,
+    pub name: Words,
     pub rows: u32,
     pub cols: u32,
     /// A GEMM's inner dimension K (0 for the other layouts).
@@ -24,9 +26,9 @@ pub struct KernelCase {
 }
 
 impl KernelCase {
-    pub(super) fn new(name: impl Into<String>, rows: u32, cols: u32, x: Vec<f32>) -> Self {
+    pub(super) fn new(name: Words, rows: u32, cols: u32, x: Vec<f32>) -> Self {
         Self {
-            name: name.into(),
+            name,
             rows,
             cols,
             k: 0,
@@ -36,7 +38,7 @@ impl KernelCase {
     }
 
     /// A GEMM case: A (m × k) then B (k × n), uniform in ±1.
-    pub(super) fn gemm(rng: &mut StdRng, name: impl Into<String>, m: u32, n: u32, k: u32) -> Self {
+    pub(super) fn gemm(rng: &mut StdRng, name: Words, m: u32, n: u32, k: u32) -> Self {
         let len = (m * k + k * n) as usize;
         let mut case = Self::new(name, m, n, uniform(rng, len, -1.0, 1.0));
         case.k = k;
@@ -70,12 +72,12 @@ impl KernelExercise {
             Layout::Sum => {
                 for n in [1u32, 2, 255, 256] {
                     let x = uniform(&mut rng, n as usize, 0.0, 1.0);
-                    cases.push(KernelCase::new(format!("n = {n}"), 1, n, x));
+                    cases.push(KernelCase::new(Words::new("case.n", &[("n", &n)]), 1, n, x));
                 }
                 for n in [257u32, 1023, 1025, 100_000] {
                     let x = uniform(&mut rng, n as usize, 0.0, 1.0);
                     cases.push(KernelCase::new(
-                        format!("n = {n}: more values than the workgroup has invocations"),
+                        Words::new("case.n_many", &[("n", &n)]),
                         1,
                         n,
                         x,
@@ -83,16 +85,26 @@ impl KernelExercise {
                 }
                 let mut x = uniform(&mut rng, 1000, -1.0, 1.0);
                 x[999] = f32::INFINITY;
-                cases.push(KernelCase::new("n = 1000, the last value +inf", 1, 1000, x));
+                cases.push(KernelCase::new(
+                    Words::new("case.sum_inf", &[("n", &1000)]),
+                    1,
+                    1000,
+                    x,
+                ));
             }
             Layout::RowMax => {
                 for cols in [1u32, 2, 255, 257, 1000, 4097] {
                     let x = uniform(&mut rng, 3 * cols as usize, -5.0, 5.0);
-                    cases.push(KernelCase::new(format!("3 rows of {cols}"), 3, cols, x));
+                    cases.push(KernelCase::new(
+                        Words::new("case.rows", &[("rows", &3), ("cols", &cols)]),
+                        3,
+                        cols,
+                        x,
+                    ));
                 }
                 let x = uniform(&mut rng, 2 * 300, -9.0, -1.0);
                 cases.push(KernelCase::new(
-                    "2 rows of 300, only negative values",
+                    Words::new("case.negative", &[("rows", &2), ("cols", &300)]),
                     2,
                     300,
                     x,
@@ -102,7 +114,7 @@ impl KernelExercise {
                 x[64..128].fill(f32::NEG_INFINITY);
                 x[130] = f32::NEG_INFINITY;
                 cases.push(KernelCase::new(
-                    "3 rows of 64: +inf in the first, the second all −inf, −inf in the third",
+                    Words::new("case.max_specials", &[("rows", &3), ("cols", &64)]),
                     3,
                     64,
                     x,
@@ -111,11 +123,16 @@ impl KernelExercise {
             Layout::RowSoftmax => {
                 for cols in [1u32, 2, 255, 257, 1000, 4097] {
                     let x = uniform(&mut rng, 3 * cols as usize, -4.0, 4.0);
-                    cases.push(KernelCase::new(format!("3 rows of {cols}"), 3, cols, x));
+                    cases.push(KernelCase::new(
+                        Words::new("case.rows", &[("rows", &3), ("cols", &cols)]),
+                        3,
+                        cols,
+                        x,
+                    ));
                 }
                 let x = uniform(&mut rng, 2 * 500, -1e4, 1e4);
                 cases.push(KernelCase::new(
-                    "2 rows of 500 logits in ±10000: exp overflows unless you subtract the row max",
+                    Words::new("case.huge_logits", &[("rows", &2), ("cols", &500)]),
                     2,
                     500,
                     x,
@@ -125,7 +142,7 @@ impl KernelExercise {
                     x[i] = f32::NEG_INFINITY;
                 }
                 cases.push(KernelCase::new(
-                    "2 rows of 300 with −inf (masked) entries",
+                    Words::new("case.masked", &[("rows", &2), ("cols", &300)]),
                     2,
                     300,
                     x,
@@ -135,7 +152,10 @@ impl KernelExercise {
                 for (rows, cols) in [(1u32, 1u32), (1, 257), (7, 3), (300, 257), (4000, 1)] {
                     let n = (rows * cols) as usize;
                     let mut case = KernelCase::new(
-                        format!("{rows} × {cols} (n = {n})"),
+                        Words::new(
+                            "case.matrix_n",
+                            &[("rows", &rows), ("cols", &cols), ("n", &n)],
+                        ),
                         rows,
                         cols,
                         uniform(&mut rng, n, -2.0, 2.0),
@@ -146,7 +166,12 @@ impl KernelExercise {
                 let mut x = uniform(&mut rng, 5 * 9, -2.0, 2.0);
                 x[3] = f32::INFINITY;
                 x[10] = f32::NEG_INFINITY;
-                let mut case = KernelCase::new("5 × 9 with +inf and −inf", 5, 9, x);
+                let mut case = KernelCase::new(
+                    Words::new("case.infs", &[("rows", &5), ("cols", &9)]),
+                    5,
+                    9,
+                    x,
+                );
                 case.bias = uniform(&mut rng, 9, -1.0, 1.0);
                 cases.push(case);
             }
@@ -160,7 +185,12 @@ impl KernelExercise {
                     (100, 257),
                 ] {
                     let x = uniform(&mut rng, (rows * cols) as usize, -100.0, 100.0);
-                    cases.push(KernelCase::new(format!("{rows} × {cols}"), rows, cols, x));
+                    cases.push(KernelCase::new(
+                        Words::new("case.matrix", &[("rows", &rows), ("cols", &cols)]),
+                        rows,
+                        cols,
+                        x,
+                    ));
                 }
             }
             Layout::Gemm => {
@@ -172,11 +202,16 @@ impl KernelExercise {
                     (64, 64, 64),
                     (100, 7, 300),
                 ] {
-                    let name = format!("{m} × {k} by {k} × {n}");
+                    let name = Words::new("case.gemm", &[("m", &m), ("k", &k), ("n", &n)]);
                     cases.push(KernelCase::gemm(&mut rng, name, m, n, k));
                 }
-                let mut case =
-                    KernelCase::gemm(&mut rng, "20 × 30 by 30 × 18 with ±inf in A", 20, 18, 30);
+                let mut case = KernelCase::gemm(
+                    &mut rng,
+                    Words::new("case.gemm_inf", &[("m", &20), ("k", &30), ("n", &18)]),
+                    20,
+                    18,
+                    30,
+                );
                 case.x[31] = f32::INFINITY;
                 case.x[95] = f32::NEG_INFINITY;
                 cases.push(case);
@@ -184,12 +219,17 @@ impl KernelExercise {
             Layout::LayerNorm => {
                 for cols in [1u32, 2, 255, 257, 1000, 4097] {
                     let x = uniform(&mut rng, 3 * cols as usize, -3.0, 3.0);
-                    cases.push(KernelCase::new(format!("3 rows of {cols}"), 3, cols, x));
+                    cases.push(KernelCase::new(
+                        Words::new("case.rows", &[("rows", &3), ("cols", &cols)]),
+                        3,
+                        cols,
+                        x,
+                    ));
                 }
                 let mut x = uniform(&mut rng, 2 * 300, -3.0, 3.0);
                 x[..300].fill(0.75);
                 cases.push(KernelCase::new(
-                    "2 rows of 300, the first constant",
+                    Words::new("case.constant_row", &[("rows", &2), ("cols", &300)]),
                     2,
                     300,
                     x,
@@ -199,7 +239,7 @@ impl KernelExercise {
                     .map(|v| 1e4 + v)
                     .collect();
                 cases.push(KernelCase::new(
-                    "2 rows of 1000 values around 10,000 (spread ±4)",
+                    Words::new("case.offset_rows", &[("rows", &2), ("cols", &1000)]),
                     2,
                     1000,
                     x,
@@ -305,14 +345,13 @@ impl KernelExercise {
         let (expected, got_value) = (want[index], got[index]);
         let note = match self.layout {
             _ if got_value.to_bits() == UNWRITTEN.to_bits() => {
-                "no invocation wrote this element".to_owned()
+                Some(Words::new("note.unwritten", &[]))
             }
             Layout::RowMax if got_value == 0.0 && expected < 0.0 => {
-                "0 is larger than every value of this row: start the max at −inf (params.neg_inf), not 0"
-                    .to_owned()
+                Some(Words::new("note.max_from_zero", &[]))
             }
             Layout::RowSoftmax if !got_value.is_finite() => {
-                "inf or NaN: exp overflowed; subtract the row max before exp".to_owned()
+                Some(Words::new("note.exp_overflow", &[]))
             }
             Layout::RowSoftmax => {
                 let row = index / case.cols as usize;
@@ -322,54 +361,62 @@ impl KernelExercise {
                     .map(|v| f64::from(*v))
                     .sum();
                 if (total - 1.0).abs() > 1e-3 {
-                    format!(
-                        "row {row}'s outputs do not sum to 1 (they sum to {total:.6}): check the sum of exp"
-                    )
+                    Some(Words::new(
+                        "note.row_sum",
+                        &[("row", &row), ("total", &format!("{total:.6}"))],
+                    ))
                 } else {
-                    "not this row's softmax".to_owned()
+                    Some(Words::new("note.not_softmax", &[]))
                 }
             }
             Layout::Transpose => {
                 let source = case.x.get(index).copied();
                 if source == Some(got_value) && got_value != expected {
-                    format!(
-                        "y[{index}] is the input's element x[{index}]: the tile went out untransposed"
-                    )
+                    Some(Words::new("note.untransposed", &[("index", &index)]))
                 } else {
-                    String::new()
+                    None
                 }
             }
             Layout::Gemm => {
                 let (i, j) = (index / case.cols as usize, index % case.cols as usize);
-                format!(
-                    "C[{i}][{j}] = Σₖ A[{i}][k]·B[k][{j}]. If tiles go through workgroup memory, every invocation must wait at workgroupBarrier() after loading a tile (before reading it) and again before the next tile overwrites it; outside A and B a tile holds 0"
-                )
+                Some(Words::new("note.gemm", &[("i", &i), ("j", &j)]))
             }
             Layout::LayerNorm => {
                 let cols = case.cols as usize;
                 let row = &case.x[(index / cols) * cols..(index / cols + 1) * cols];
                 let n = row.len() as f64;
                 let mean = row.iter().map(|v| f64::from(*v)).sum::<f64>() / n;
-                let spread = (row.iter().map(|v| (f64::from(*v) - mean).powi(2)).sum::<f64>() / n).sqrt();
+                let spread = (row
+                    .iter()
+                    .map(|v| (f64::from(*v) - mean).powi(2))
+                    .sum::<f64>()
+                    / n)
+                    .sqrt();
                 if mean.abs() > 100.0 * spread.max(1e-30) {
-                    format!(
-                        "this row's values sit near {mean:.0} with a spread of {spread:.2}: E[x²] − E[x]² cancels in f32 (x² ≈ {:.0e} leaves no digits for the variance); shift by a value of the row, or subtract the mean first",
-                        mean * mean
-                    )
+                    Some(Words::new(
+                        "note.cancellation",
+                        &[
+                            ("mean", &format!("{mean:.0}")),
+                            ("spread", &format!("{spread:.2}")),
+                            ("square", &format!("{:.0e}", mean * mean)),
+                        ],
+                    ))
                 } else {
-                    "y = (x − mean) / √(var + 1e-5), var the mean of squared deviations (divide by n, not n − 1)".to_owned()
+                    Some(Words::new("note.layernorm", &[]))
                 }
             }
             Layout::BiasRelu => {
                 let cols = case.cols as usize;
-                format!(
-                    "y[i] = max(x[i] + bias[i % cols], 0); element {index} is row {}, column {}, so it takes bias[{}]",
-                    index / cols,
-                    index % cols,
-                    index % cols
-                )
+                Some(Words::new(
+                    "note.bias_relu",
+                    &[
+                        ("index", &index),
+                        ("row", &(index / cols)),
+                        ("col", &(index % cols)),
+                    ],
+                ))
             }
-            _ => String::new(),
+            _ => None,
         };
         Err(Mismatch {
             case: case.name.clone(),

@@ -13,6 +13,7 @@ use super::guard::{GUARD_BINDING, GUARD_LIMIT, guard_loops};
 use super::{Diagnostic, KernelExercise, KernelVerdict, Layout, validate};
 use crate::plumbing::{Pending, Scopes, map_read, read_mapped, readback_buffer};
 use crate::{Gpu, KernelError};
+use dlsys_core::names::Words;
 
 /// Devices abandoned with a kernel still running on them. Dropping one would
 /// wait for that kernel (forever); they are kept here until the process ends.
@@ -412,7 +413,7 @@ impl CheckJob {
             case: self
                 .cases
                 .get(self.next)
-                .map_or_else(String::new, |c| c.name.clone()),
+                .map_or_else(|| Words::new("case.none", &[]), |c| c.name.clone()),
             budget_ms: self.budget.as_millis() as u64,
         }
     }

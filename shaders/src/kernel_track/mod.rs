@@ -220,8 +220,11 @@ pub const EXERCISES: [KernelExercise; 8] = [
 
 impl KernelExercise {
     /// The template the learner starts from, with the harness's declarations.
-    pub fn template(&self) -> String {
-        self.fill(self.template_file)
+    /// The template in `lang`: its comments in that language only (the
+    /// header's English block, then its block after `// 中文：`; in the
+    /// code, lines marked `//en` or `//zh`), with the harness's declarations.
+    pub fn template(&self, lang: dlsys_core::text::Lang) -> String {
+        self.fill(&in_language(self.template_file, lang))
     }
 
     /// The reference kernel, with the harness's declarations.
@@ -242,6 +245,50 @@ impl KernelExercise {
                 source.replace(from, to)
             })
     }
+}
+
+/// A template's text with the comments of `lang` only (see
+/// [`KernelExercise::template`]).
+fn in_language(file: &str, lang: dlsys_core::text::Lang) -> String {
+    use dlsys_core::text::Lang;
+    const CHINESE_BLOCK: &str = "// 中文：";
+    let mut out = Vec::new();
+    // The header: English until the Chinese block, Chinese until the declarations.
+    let mut header = Some(Lang::En);
+    for line in file.lines() {
+        let trimmed = line.trim_start();
+        if trimmed == DECLARATIONS_MARKER {
+            header = None;
+        } else if header.is_some() && trimmed == CHINESE_BLOCK {
+            header = Some(Lang::Zh);
+            // The English block's empty comment line before it goes too.
+            if lang == Lang::Zh {
+                continue;
+            }
+            if out.last().is_some_and(|l: &String| l.trim() == "//") {
+                out.pop();
+            }
+            continue;
+        }
+        if let Some(block) = header
+            && trimmed.starts_with("//")
+        {
+            if block == lang {
+                out.push(line.to_owned());
+            }
+            continue;
+        }
+        let indent = &line[..line.len() - trimmed.len()];
+        match (trimmed.strip_prefix("//en"), trimmed.strip_prefix("//zh")) {
+            (Some(rest), _) if lang == Lang::En => out.push(format!("{indent}//{rest}")),
+            (_, Some(rest)) if lang == Lang::Zh => out.push(format!("{indent}//{rest}")),
+            (Some(_), _) | (_, Some(_)) => {}
+            _ => out.push(line.to_owned()),
+        }
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    text
 }
 
 /// The exercise called `id`.
@@ -265,10 +312,57 @@ mod tests {
             for file in [ex.template_file, ex.reference_file] {
                 assert_eq!(file.matches(DECLARATIONS_MARKER).count(), 1, "{}", ex.id);
             }
-            for source in [ex.template(), ex.reference()] {
+            let templates = dlsys_core::text::Lang::ALL.map(|lang| ex.template(lang));
+            for source in templates.into_iter().chain([ex.reference()]) {
                 assert!(!source.contains(DECLARATIONS_MARKER), "{}", ex.id);
                 assert!(source.contains("var<uniform> params: Params;"), "{}", ex.id);
             }
+        }
+    }
+
+    /// The checker's words — every case's name, the race's problem — in
+    /// Chinese carry no English prose (they come from `assets/names.ron`).
+    #[test]
+    fn every_case_is_named_in_both_languages() {
+        use dlsys_core::text::Lang;
+        let cjk = |s: &str| s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+        for ex in &EXERCISES {
+            for case in ex.cases().into_iter().chain([ex.bench_case()]) {
+                let (en, zh) = (case.name.say(Lang::En), case.name.say(Lang::Zh));
+                assert!(!en.contains('{') && !zh.contains('{'), "{}: {en}", ex.id);
+                let prose = zh
+                    .split(|c: char| !c.is_ascii_alphabetic())
+                    .any(|w| w.len() >= 4 && w != "logits");
+                assert!(!prose || cjk(&zh), "{}: `{zh}`", ex.id);
+            }
+        }
+    }
+
+    /// Each learner reads the template's comments in their language only.
+    #[test]
+    fn a_template_speaks_one_language() {
+        use dlsys_core::text::Lang;
+        // Chinese characters and full-width punctuation.
+        let cjk = |s: &str| {
+            s.chars().any(|c| {
+                ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3000}'..='\u{303f}').contains(&c)
+            })
+        };
+        for ex in &EXERCISES {
+            let (en, zh) = (ex.template(Lang::En), ex.template(Lang::Zh));
+            assert!(!cjk(&en), "{}: Chinese in the English template", ex.id);
+            for line in zh.lines().filter(|l| l.trim_start().starts_with("// TODO")) {
+                assert!(cjk(line), "{}: `{line}` in the Chinese template", ex.id);
+            }
+            assert!(zh.contains("TODO") && en.contains("TODO"), "{}", ex.id);
+            // The code itself is the same in both.
+            let code = |t: &str| -> Vec<String> {
+                t.lines()
+                    .filter(|l| !l.trim_start().starts_with("//"))
+                    .map(str::to_owned)
+                    .collect()
+            };
+            assert_eq!(code(&en), code(&zh), "{}", ex.id);
         }
     }
 

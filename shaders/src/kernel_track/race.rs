@@ -10,6 +10,7 @@ use super::KernelExercise;
 use super::Layout;
 use super::cases::{KernelCase, uniform};
 use crate::KernelError;
+use dlsys_core::names::Words;
 /// One line of a race: a kernel and its median time on the bench problem.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Lap {
@@ -26,7 +27,7 @@ pub struct Lap {
 /// The learner's kernel against the built-in ladder on one bench problem.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct KernelRace {
-    pub problem: String,
+    pub problem: Words,
     pub trials: u32,
     /// How the learner's kernel was timed (the ladder's laps say theirs).
     pub timer: String,
@@ -50,11 +51,12 @@ impl KernelExercise {
     pub fn bench_case(&self) -> KernelCase {
         let mut rng = StdRng::seed_from_u64(11);
         if self.layout == Layout::Gemm {
-            return KernelCase::gemm(&mut rng, "256 × 256 by 256 × 256", 256, 256, 256);
+            let name = Words::new("case.gemm", &[("m", &256), ("k", &256), ("n", &256)]);
+            return KernelCase::gemm(&mut rng, name, 256, 256, 256);
         }
         let (rows, cols) = (1024u32, 1024u32);
         let mut case = KernelCase::new(
-            format!("{rows} × {cols}"),
+            Words::new("case.matrix", &[("rows", &rows), ("cols", &cols)]),
             rows,
             cols,
             uniform(&mut rng, (rows * cols) as usize, -4.0, 4.0),

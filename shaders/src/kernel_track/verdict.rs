@@ -23,12 +23,12 @@ impl std::fmt::Display for Diagnostic {
 /// The first element that disagrees with the reference.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Mismatch {
-    pub case: String,
+    pub case: dlsys_core::names::Words,
     pub index: usize,
     pub expected: f32,
     pub got: f32,
-    /// What the mistake probably is (may be empty).
-    pub note: String,
+    /// What the mistake probably is, when the checker can tell.
+    pub note: Option<dlsys_core::names::Words>,
 }
 
 /// What a check came to.
@@ -39,13 +39,13 @@ pub enum KernelVerdict {
     Mismatch(Mismatch),
     /// A loop ran past the guard's limit: it does not end.
     EndlessLoop {
-        case: String,
+        case: dlsys_core::names::Words,
         line: u32,
         limit: u32,
     },
     /// Did not finish within the budget; the device was abandoned.
     TimedOut {
-        case: String,
+        case: dlsys_core::names::Words,
         budget_ms: u64,
     },
     /// Something else went wrong (no device, device lost, readback failed).
@@ -104,27 +104,25 @@ impl Localized for KernelVerdict {
         match self {
             Self::Invalid(d) => vec![("diagnostic", d.localized(lang))],
             Self::Mismatch(m) => vec![
-                ("case", m.case.clone()),
+                ("case", m.case.say(lang)),
                 ("index", m.index.to_string()),
                 // Decimals where they read well (1, not 1e0), scientific beyond.
                 ("expected", dlsys_core::float::show_f32(m.expected)),
                 ("got", dlsys_core::float::show_f32(m.got)),
                 (
                     "note",
-                    if m.note.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" — {}", m.note)
-                    },
+                    m.note
+                        .as_ref()
+                        .map_or(String::new(), |note| format!(" — {}", note.say(lang))),
                 ),
             ],
             Self::EndlessLoop { case, line, limit } => vec![
-                ("case", case.clone()),
+                ("case", case.say(lang)),
                 ("line", line.to_string()),
                 ("limit", limit.to_string()),
             ],
             Self::TimedOut { case, budget_ms } => vec![
-                ("case", case.clone()),
+                ("case", case.say(lang)),
                 ("budget_ms", budget_ms.to_string()),
                 (
                     "after",

@@ -25,6 +25,7 @@
 @compute @workgroup_size(256)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
-    // TODO: guard i against n; which bias element belongs to element i?
+    //en TODO: guard i against n; which bias element belongs to element i?
+    //zh TODO：先检查 i 是否越界（与 n 比较）；第 i 个元素该加哪个 bias 元素？
     y[i] = x[i];
 }

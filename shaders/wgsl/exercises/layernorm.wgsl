@@ -48,10 +48,14 @@ fn main(@builtin(local_invocation_index) tid: u32,
     let row = wg.x;
     let cols = params.cols;
     let base = row * cols;
-    // TODO 1. One strided loop (c = tid, tid + 256, …): sum of (x − K) and of
-    //         (x − K)², K = x[base]; into part_sum[tid] and part_sq[tid].
-    // TODO 2. A tree over both arrays, workgroupBarrier() before each step.
-    // TODO 3. mean = K + S/n, var = Q/n − (S/n)²; write every y of the row.
+    //en TODO 1. One strided loop (c = tid, tid + 256, …): sum of (x − K) and of
+    //en         (x − K)², K = x[base]; into part_sum[tid] and part_sq[tid].
+    //en TODO 2. A tree over both arrays, workgroupBarrier() before each step.
+    //en TODO 3. mean = K + S/n, var = Q/n − (S/n)²; write every y of the row.
+    //zh TODO 1. 一个跨步循环（c = tid, tid + 256, …）：累加 (x − K) 和 (x − K)²，
+    //zh         K = x[base]；分别存进 part_sum[tid] 和 part_sq[tid]。
+    //zh TODO 2. 对两个数组同时做树形归约，每一步之前都要 workgroupBarrier()。
+    //zh TODO 3. mean = K + S/n，var = Q/n − (S/n)²；写出这一行的每个 y。
     for (var c = tid; c < cols; c += 256u) {
         y[base + c] = 0.0;
     }

@@ -40,12 +40,18 @@ var<workgroup> part_s: array<f32, 256>;
 fn main(@builtin(local_invocation_index) tid: u32,
         @builtin(workgroup_id) wg: vec3<u32>) {
     let base = wg.x * params.cols;
-    // TODO 1. Running (m, s) over c = tid, tid + 256, …: when v > m,
-    //         s = s * exp(m − v) + 1 and m = v; else s += exp(v − m).
-    //         Skip v == −inf (−inf − (−inf) is NaN).
-    // TODO 2. Merge pairs in a tree: m = max(ma, mb),
-    //         s = sa * exp(ma − m) + sb * exp(mb − m) (careful when m is −inf).
-    // TODO 3. y = exp(x − m) / s.
+    //en TODO 1. Running (m, s) over c = tid, tid + 256, …: when v > m,
+    //en         s = s * exp(m − v) + 1 and m = v; else s += exp(v − m).
+    //en         Skip v == −inf (−inf − (−inf) is NaN).
+    //en TODO 2. Merge pairs in a tree: m = max(ma, mb),
+    //en         s = sa * exp(ma − m) + sb * exp(mb − m) (careful when m is −inf).
+    //en TODO 3. y = exp(x − m) / s.
+    //zh TODO 1. 在 c = tid, tid + 256, … 上维护 (m, s)：当 v > m 时，
+    //zh         s = s * exp(m − v) + 1，m = v；否则 s += exp(v − m)。
+    //zh         跳过 v == −inf（−inf − (−inf) 是 NaN）。
+    //zh TODO 2. 树形两两合并：m = max(ma, mb)，
+    //zh         s = sa * exp(ma − m) + sb * exp(mb − m)（m 为 −inf 时要小心）。
+    //zh TODO 3. y = exp(x − m) / s。
     for (var c = tid; c < params.cols; c += 256u) {
         y[base + c] = 0.0;
     }

@@ -30,9 +30,12 @@ var<workgroup> partial: array<f32, 256>;
 fn main(@builtin(local_invocation_index) tid: u32,
         @builtin(workgroup_id) wg: vec3<u32>) {
     let row = wg.x;
-    // TODO: each invocation takes the max of its strided share of the row,
-    // then a tree in partial[] (workgroupBarrier() between steps), then
-    // invocation 0 writes y[row]. What is the max of nothing?
+    //en TODO: each invocation takes the max of its strided share of the row,
+    //en then a tree in partial[] (workgroupBarrier() between steps), then
+    //en invocation 0 writes y[row]. What is the max of nothing?
+    //zh TODO：每个线程先求它跨步负责的那部分元素的最大值，
+    //zh 再在 partial[] 上做树形归约（各步之间 workgroupBarrier()），最后
+    //zh 线程 0 写出 y[row]。一个元素都没有时，最大值该是多少？
     if (tid == 0u) {
         y[row] = x[row * params.cols];
     }

@@ -30,10 +30,14 @@ var<workgroup> partial: array<f32, 256>;
 fn main(@builtin(local_invocation_index) tid: u32,
         @builtin(workgroup_id) wg: vec3<u32>) {
     let base = wg.x * params.cols;
-    // TODO 1. The row max m: strided loop, then a tree in partial[].
-    // TODO 2. The sum of exp(x − m): strided loop, then a tree.
-    //         (workgroupBarrier() between every step, and before reusing partial[].)
-    // TODO 3. y[i] = exp(x[i] − m) / sum.
+    //en TODO 1. The row max m: strided loop, then a tree in partial[].
+    //en TODO 2. The sum of exp(x − m): strided loop, then a tree.
+    //en         (workgroupBarrier() between every step, and before reusing partial[].)
+    //en TODO 3. y[i] = exp(x[i] − m) / sum.
+    //zh TODO 1. 行最大值 m：跨步循环，然后在 partial[] 上做树形归约。
+    //zh TODO 2. exp(x − m) 之和：跨步循环，再做一次树形归约。
+    //zh         （每一步之间、以及复用 partial[] 之前都要 workgroupBarrier()。）
+    //zh TODO 3. y[i] = exp(x[i] − m) / sum。
     for (var c = tid; c < params.cols; c += 256u) {
         y[base + c] = 0.0;
     }

@@ -27,12 +27,18 @@ var<workgroup> partial: array<f32, 256>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) tid: u32) {
-    // TODO 1. Add x[tid], x[tid + 256], x[tid + 512], … (while < params.n)
-    //         into a private total.
-    // TODO 2. partial[tid] = total; then halve: for stride 128, 64, …, 1,
-    //         if tid < stride, partial[tid] += partial[tid + stride],
-    //         with workgroupBarrier() before every step.
-    // TODO 3. Invocation 0 writes partial[0] to y[0].
+    //en TODO 1. Add x[tid], x[tid + 256], x[tid + 512], … (while < params.n)
+    //en         into a private total.
+    //en TODO 2. partial[tid] = total; then halve: for stride 128, 64, …, 1,
+    //en         if tid < stride, partial[tid] += partial[tid + stride],
+    //en         with workgroupBarrier() before every step.
+    //en TODO 3. Invocation 0 writes partial[0] to y[0].
+    //zh TODO 1. 累加 x[tid]、x[tid + 256]、x[tid + 512]、……（只要 < params.n），
+    //zh         存进一个私有变量 total。
+    //zh TODO 2. partial[tid] = total；然后对半归约：stride 依次为 128、64、……、1，
+    //zh         若 tid < stride，则 partial[tid] += partial[tid + stride]，
+    //zh         每一步之前都要 workgroupBarrier()。
+    //zh TODO 3. 线程 0 把 partial[0] 写到 y[0]。
     if (tid == 0u) {
         y[0] = 0.0;
     }

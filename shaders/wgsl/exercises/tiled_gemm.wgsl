@@ -47,13 +47,20 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>,
     let n = params.cols;
     let k = params.n;
     var acc = 0.0;
-    // TODO: loop over the K dimension 16 at a time (k0 = 0, 16, …):
-    //   1. tile_a[lid.y][lid.x] = A[i][k0 + lid.x], tile_b[lid.y][lid.x] =
-    //      B[k0 + lid.y][j] — 0.0 outside A or B (the edge tiles are partial);
-    //   2. workgroupBarrier();
-    //   3. acc += Σ over p < 16 of tile_a[lid.y][p] * tile_b[p][lid.x];
-    //   4. workgroupBarrier() before the next tile overwrites these.
-    // Keep the barriers outside any if: every invocation must reach them.
+    //en TODO: loop over the K dimension 16 at a time (k0 = 0, 16, …):
+    //en   1. tile_a[lid.y][lid.x] = A[i][k0 + lid.x], tile_b[lid.y][lid.x] =
+    //en      B[k0 + lid.y][j] — 0.0 outside A or B (the edge tiles are partial);
+    //en   2. workgroupBarrier();
+    //en   3. acc += Σ over p < 16 of tile_a[lid.y][p] * tile_b[p][lid.x];
+    //en   4. workgroupBarrier() before the next tile overwrites these.
+    //en Keep the barriers outside any if: every invocation must reach them.
+    //zh TODO：沿 K 维每次走 16（k0 = 0, 16, …）：
+    //zh   1. tile_a[lid.y][lid.x] = A[i][k0 + lid.x]，tile_b[lid.y][lid.x] =
+    //zh      B[k0 + lid.y][j]——超出 A 或 B 的位置填 0.0（边缘的分块不完整）；
+    //zh   2. workgroupBarrier();
+    //zh   3. acc += 对 p < 16 求和 tile_a[lid.y][p] * tile_b[p][lid.x]；
+    //zh   4. 下一块覆盖这两个分块之前，再 workgroupBarrier()。
+    //zh 屏障不要放进任何 if 里：每个线程都必须执行到。
     if (i < m && j < n) {
         y[i * n + j] = acc;
     }

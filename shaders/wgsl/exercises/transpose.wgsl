@@ -34,11 +34,16 @@ var<workgroup> tile: array<array<f32, 17>, 16>;
 @compute @workgroup_size(16, 16)
 fn main(@builtin(local_invocation_id) lid: vec3<u32>,
         @builtin(workgroup_id) wg: vec3<u32>) {
-    // TODO 1. tile[lid.y][lid.x] = x[(tile row + lid.y) * cols + tile col + lid.x]
-    //         (only inside the matrix: the last tiles are partial).
-    // TODO 2. workgroupBarrier() — not inside an if.
-    // TODO 3. Write y at the transposed tile, reading tile[lid.x][lid.y].
-    //         (Why 17 columns? Padding keeps the column reads off one bank.)
+    //en TODO 1. tile[lid.y][lid.x] = x[(tile row + lid.y) * cols + tile col + lid.x]
+    //en         (only inside the matrix: the last tiles are partial).
+    //en TODO 2. workgroupBarrier() — not inside an if.
+    //en TODO 3. Write y at the transposed tile, reading tile[lid.x][lid.y].
+    //en         (Why 17 columns? Padding keeps the column reads off one bank.)
+    //zh TODO 1. tile[lid.y][lid.x] = x[(分块起始行 + lid.y) * cols + 分块起始列 + lid.x]
+    //zh         （只在矩阵范围内：最后几块不完整）。
+    //zh TODO 2. workgroupBarrier()——不要放进 if 里。
+    //zh TODO 3. 把 y 写到转置后的位置，读 tile[lid.x][lid.y]。
+    //zh         （为什么是 17 列？多出的一列让按列读取不落在同一个 bank 上。）
     let r = wg.y * 16u + lid.y;
     let c = wg.x * 16u + lid.x;
     if (r < params.rows && c < params.cols) {
