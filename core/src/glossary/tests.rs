@@ -7,17 +7,20 @@ fn is_cjk(c: char) -> bool {
     matches!(c, '\u{3400}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}')
 }
 
-/// Every prose catalog in `assets/` (not the glossary itself): its file name
-/// and its raw text.
+/// Every prose catalog in `assets/` (not the glossary itself): its name
+/// (`lessons/<id>.ron` for a lesson's) and its raw text.
 fn catalog_files() -> Vec<(String, String)> {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets");
     let mut files = Vec::new();
-    for dir in [root.to_owned(), format!("{root}/lessons")] {
-        for entry in std::fs::read_dir(&dir).unwrap() {
+    for dir in ["", "lessons/"] {
+        for entry in std::fs::read_dir(format!("{root}/{dir}")).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             if name.ends_with(".ron") && name != "glossary.ron" {
-                files.push((name, std::fs::read_to_string(&path).unwrap()));
+                files.push((
+                    format!("{dir}{name}"),
+                    std::fs::read_to_string(&path).unwrap(),
+                ));
             }
         }
     }
@@ -74,15 +77,24 @@ fn glosses(zh: &str) -> Vec<String> {
 
 /// A control's label, where no gloss belongs: a key ending `label` or
 /// `button`, an English text ending with a colon (the house writes a form
-/// label "Learning rate:"), or a short Chinese text (≤ 16 characters)
-/// without sentence punctuation — a button, a column header, a heading, a
-/// legend, a name in a list.
+/// label "Learning rate:"), or a short Chinese text (≤ 16 characters outside
+/// brackets) without sentence punctuation — a button, an option, a column
+/// header, a heading, a legend, a name in a list.
 fn is_label(key: &str, entry: &Entry) -> bool {
     let last = key.rsplit('.').next().unwrap_or(key);
+    let mut depth = 0_i32;
+    let outside_brackets = entry
+        .zh
+        .chars()
+        .filter(|&c| {
+            depth += i32::from(c == '（') - i32::from(c == '）');
+            depth == 0 && c != '）'
+        })
+        .count();
     last.ends_with("label")
         || last.ends_with("button")
         || entry.en.trim_end().ends_with(':')
-        || (entry.zh.chars().count() <= 16 && !entry.zh.contains(['。', '，', '；', '！', '？']))
+        || (outside_brackets <= 16 && !entry.zh.contains(['。', '，', '；', '！', '？']))
 }
 
 fn small_glossary() -> Glossary {
@@ -189,6 +201,25 @@ fn every_token_names_a_term_and_every_term_is_used() {
 }
 
 #[test]
+fn a_lesson_glosses_a_term_once() {
+    let mut problems = Vec::new();
+    for (file, text) in catalog_files() {
+        if !file.starts_with("lessons/") {
+            continue;
+        }
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for (key, entry) in raw_entries(&text) {
+            for id in tokens(&entry.zh) {
+                if let Some(first) = seen.insert(id.to_owned(), key.clone()) {
+                    problems.push(format!("{file}: [[{id}]] in both `{first}` and `{key}`"));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
 fn glosses_come_from_the_glossary_and_stay_out_of_labels() {
     let mut problems = Vec::new();
     for (file, text) in catalog_files() {
@@ -238,4 +269,9 @@ fn glosses_are_found_and_units_are_not_glosses() {
         zh: "把整个训练集过一遍，叫作一轮。".into(),
     };
     assert!(!is_label("intro", &prose));
+    let option = Entry {
+        en: "sequential addressing".into(),
+        zh: "顺序寻址（sequential addressing）".into(),
+    };
+    assert!(is_label("ex.b", &option));
 }
