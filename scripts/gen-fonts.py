@@ -8,7 +8,7 @@
   Greek, sub/superscript and symbol blocks lesson prose uses (Wᵀ, ∂, ←, Σ…),
   a fallback after egui's own fonts.
 - assets/fonts/NotoSansSC-dlsys.otf: Noto Sans CJK SC cut to the characters
-  of every zh text in assets/**/*.ron and the kernel templates'
+  of every zh text (and glossary gloss) in assets/**/*.ron and the kernel templates'
   comments (run again after editing them; a
   test fails when a character is missing).
 """
@@ -44,7 +44,7 @@ def main():
 
     text = ""
     for path in sorted(glob.glob("assets/**/*.ron", recursive=True)):
-        for match in re.finditer(r'zh:\s*"((?:[^"\\]|\\.)*)"', open(path, encoding="utf-8").read()):
+        for match in re.finditer(r'(?:zh|gloss):\s*"((?:[^"\\]|\\.)*)"', open(path, encoding="utf-8").read()):
             text += match.group(1)
     # The kernel templates' Chinese comments are shown in the editor.
     for path in sorted(glob.glob("shaders/wgsl/exercises/*.wgsl")):

@@ -39,7 +39,7 @@ fn the_cli_speaks_chinese_when_asked_or_when_the_system_does() {
     for word in [
         "输入",
         "舍入",
-        "就近舍入，平局取偶",
+        "就近舍入（偶数优先）",
         "无穷大",
         "最小非规格化数",
         "0x7c00",

@@ -9,6 +9,7 @@ pub mod collective;
 pub mod errors;
 pub mod exercise;
 pub mod float;
+pub mod glossary;
 pub mod kernels;
 pub mod memory;
 pub mod mixed;

@@ -85,6 +85,8 @@ pub struct Entry {
 pub enum CatalogError {
     Syntax(ron::error::SpannedError),
     NoEnglish(String),
+    /// A `[[term]]` token of the key's text did not expand.
+    Term(String, crate::glossary::TokenError),
 }
 
 impl std::fmt::Display for CatalogError {
@@ -92,6 +94,7 @@ impl std::fmt::Display for CatalogError {
         match self {
             Self::Syntax(err) => write!(f, "catalog: {err}"),
             Self::NoEnglish(key) => write!(f, "catalog: key `{key}` has no English text"),
+            Self::Term(key, err) => write!(f, "catalog: key `{key}`: {err}"),
         }
     }
 }
@@ -105,11 +108,21 @@ pub struct Catalog {
 
 impl Catalog {
     /// Parses a catalog; a malformed file is an error naming the line.
+    /// Each `[[term]]` token expands to the glossary's term, glossed in
+    /// Chinese (see [`crate::glossary`]); a token naming no term is an error.
     pub fn parse(ron_text: &str) -> Result<Self, CatalogError> {
-        let entries: BTreeMap<String, Entry> =
+        let mut entries: BTreeMap<String, Entry> =
             ron::from_str(ron_text).map_err(CatalogError::Syntax)?;
-        if let Some((key, _)) = entries.iter().find(|(_, e)| e.en.trim().is_empty()) {
-            return Err(CatalogError::NoEnglish(key.clone()));
+        let glossary = crate::glossary::glossary();
+        for (key, entry) in &mut entries {
+            if entry.en.trim().is_empty() {
+                return Err(CatalogError::NoEnglish(key.clone()));
+            }
+            for (lang, text) in [(Lang::En, &mut entry.en), (Lang::Zh, &mut entry.zh)] {
+                *text = glossary
+                    .expand(text, lang)
+                    .map_err(|err| CatalogError::Term(key.clone(), err))?;
+            }
         }
         Ok(Self { entries })
     }
@@ -167,11 +180,19 @@ impl Catalog {
     }
 }
 
-/// What is wrong with a catalog's Chinese, one line per entry: no Chinese;
+/// Words the glossary (`shared/GLOSSARY-zh.md`) rules out, and what to
+/// write instead.
+const RULED_OUT: [(&str, &str); 3] = [
+    ("内核", "核函数 or kernel: 内核 is the OS kernel"),
+    ("平局", "中点情形 for a tie, 就近舍入（偶数优先） for RNE"),
+    ("快了", "是 … 的 N 倍: 快了 N 倍 is ambiguous by one"),
+];
+
+/// What is wrong with a catalog's Chinese, one line per problem: no Chinese;
 /// Chinese that is still English prose (a word of four or more letters
 /// outside `{placeholders}` and without a CJK character, e.g. a copy of the
-/// English), unless its key is in `code_only`; or a term the glossary rules
-/// out (内核 for a GPU kernel: 核函数 or "kernel"). Formulas, units and
+/// English), unless its key is in `code_only`; or a word the glossary rules
+/// out (内核 for a GPU kernel, 平局 for a tie, 快了 N 倍). Formulas, units and
 /// placeholders alone (`{mb} MB ÷ {ms} ms = {answer} GB/s。`) are fine.
 pub fn chinese_problems(catalog: &Catalog, code_only: &[&str]) -> Vec<String> {
     let is_cjk = |c: char| matches!(c, '\u{3400}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}');
@@ -203,8 +224,10 @@ pub fn chinese_problems(catalog: &Catalog, code_only: &[&str]) -> Vec<String> {
                 problems.push(format!("{key}: {what} (`{word}`) in `{zh}`"));
             }
         }
-        if zh.contains("内核") {
-            problems.push(format!("{key}: 内核 (write 核函数 or kernel)"));
+        for (word, instead) in RULED_OUT {
+            if zh.contains(word) {
+                problems.push(format!("{key}: {word} (write {instead})"));
+            }
         }
     }
     problems
@@ -247,17 +270,19 @@ mod tests {
     #[test]
     fn chinese_problems_are_named() {
         let catalog = Catalog::parse(
-            r#"{"a": (en: "Hi"), "b": (en: "Hello", zh: "Hello"), "c": (en: "x", zh: "内核"), "d": (en: "ok", zh: "好"), "e": (en: "{n} ms", zh: "{n} ms")}"#,
+            r#"{"a": (en: "Hi"), "b": (en: "Hello", zh: "Hello"), "c": (en: "x", zh: "内核"), "d": (en: "ok", zh: "好"), "e": (en: "{n} ms", zh: "{n} ms"), "t": (en: "a tie", zh: "平局取偶"), "x": (en: "3× faster", zh: "快了 3 倍")}"#,
         )
         .unwrap();
         let problems = chinese_problems(&catalog, &["e"]);
-        assert_eq!(problems.len(), 3, "{problems:?}");
+        assert_eq!(problems.len(), 5, "{problems:?}");
         assert!(problems[0].starts_with("a: no Chinese"));
         assert!(
             problems[1].starts_with("b: a copy of the English"),
             "{problems:?}"
         );
         assert!(problems[2].starts_with("c: 内核"));
+        assert!(problems[3].starts_with("t: 平局"));
+        assert!(problems[4].starts_with("x: 快了"));
         // Formulas, units and the glossary's English words are not prose.
         let catalog = Catalog::parse(
             r#"{"f": (en: "{mb} MB in {ms} ms", zh: "{mb} MB ÷ {ms} ms = {answer} GB/s。"), "k": (en: "kernel", zh: "kernel"), "w": (en: "{x} copy", zh: "{x} copy")}"#,

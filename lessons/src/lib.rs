@@ -479,6 +479,20 @@ mod tests {
                 }
             }
         }
+        // The glossary's words and definitions (the study companion shows them).
+        for (id, term) in dlsys_core::glossary::glossary().terms() {
+            let texts = [&term.zh, &term.gloss, &term.def.en, &term.def.zh];
+            for c in texts
+                .iter()
+                .flat_map(|t| t.chars())
+                .filter(|c| !c.is_control())
+            {
+                let has = ctx.fonts_mut(|f| f.has_glyph(&egui::FontId::proportional(14.0), c));
+                if !has {
+                    missing.push(format!("glossary/{id}: {c:?}"));
+                }
+            }
+        }
         // The kernel templates are shown in the editor, comments and all.
         for ex in &dlsys_shaders::kernel_track::EXERCISES {
             for c in ex.template(Lang::Zh).chars().filter(|c| !c.is_ascii()) {

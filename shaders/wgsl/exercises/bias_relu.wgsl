@@ -10,7 +10,7 @@
 // Checked on n = 1, 257, cols = 1, 3, 257, more than one workgroup, ±inf.
 //
 // 中文：
-// 练习：融合 bias + ReLU（kernel 融合），y = max(x + bias, 0)，bias 广播到每一行。
+// 练习：融合偏置 + ReLU（kernel 融合），y = max(x + bias, 0)，偏置 bias 广播到每一行。
 //
 // 测试框架（harness）提供以下声明（请保持原样）：
 //   params.rows, params.cols   x 和 y 都是 rows × cols，按行主序存储

@@ -15,7 +15,7 @@
 // overflows f32 past 88.7), and rows holding −inf (masked positions).
 //
 // 中文：
-// 练习：online softmax（Milakov & Gimelshein, 2018），每行一个工作组
+// 练习：在线 softmax（online softmax，Milakov & Gimelshein, 2018），每行一个工作组
 // （相当于 CUDA 的线程块）。
 //
 // 每个线程只把自己负责的那部分行读一次，就同时得到它的最大值 m

@@ -11,7 +11,7 @@
 // overflows f32 past 88.7), and rows holding −inf (masked positions).
 //
 // 中文：
-// 练习：safe softmax，每行一个工作组（相当于 CUDA 的线程块）。
+// 练习：安全 softmax（safe softmax），每行一个工作组（相当于 CUDA 的线程块）。
 //
 // 测试框架（harness）提供以下声明（请保持原样）：
 //   params.rows, params.cols   x 和 y 都是 rows × cols，按行主序存储

@@ -16,16 +16,16 @@
 // 中文：
 // 练习：借助工作组共享内存（workgroup memory）做矩阵转置。
 //
-// 用合并访存（coalesced access：相邻线程读相邻地址）读入一个 16 × 16 的块（tile），
-// 再换个方向读这个块，把它转置后写出，写出时同样是合并访存。
+// 用合并访存（coalesced access：相邻线程读相邻地址）读入一个 16 × 16 的分块（tile），
+// 再换个方向读这个分块，把它转置后写出，写出时同样是合并访存。
 //
 // 测试框架（harness）提供以下声明（请保持原样）：
 //   params.rows, params.cols   x 是 rows × cols，按行主序存储
 //   x                          输入
 //   y                          输出，cols × rows：y[c][r] = x[r][c]
-// 按 16 × 16 的块 dispatch：@workgroup_size(16, 16)，
+// 按 16 × 16 的分块 dispatch：@workgroup_size(16, 16)，
 // dispatchWorkgroups(ceil(cols / 16), ceil(rows / 16))；workgroup_id.x 是
-// 块所在的列，.y 是块所在的行。一个工作组相当于 CUDA 的一个线程块。
+// 分块所在的列，.y 是分块所在的行。一个工作组相当于 CUDA 的一个线程块。
 // 检查用例：1 × 1、1 × 17、17 × 1、16 × 16、33 × 47 和 100 × 257。
 // @harness-declarations
 
