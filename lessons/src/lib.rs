@@ -369,6 +369,7 @@ mod tests {
         "memory_compute/mixed_precision_halves",
         "gpu_kernels/why_subtract_max",
         "gpu_kernels/divergence_step",
+        "mixed_precision/autocast_op",
     ];
 
     /// Across 20 seeds every exercise asks at least 10 different prompts,

@@ -543,6 +543,12 @@ impl Format {
         let min_subnormal = self.decode(1);
         let one = self.encode_f64(1.0, Rounding::NearestEven);
         let epsilon = self.next_up(one).map_or(f64::NAN, |b| self.decode(b)) - 1.0;
+        // Half a step past the largest finite value: the tie between it and
+        // the next step up, which nearest-even resolves by the last bit.
+        let top = self.max_finite_bits(false);
+        let below = self.next_down(top).map_or(0.0, |b| self.decode(b));
+        let overflow_tie = max_finite + (max_finite - below) / 2.0;
+        let tie_overflows = self.encode_f64(overflow_tie, Rounding::NearestEven) != top;
         RangeTable {
             format: self.name.clone(),
             bits: self.bits(),
@@ -560,6 +566,8 @@ impl Format {
             has_infinity: self.specials == Specials::Ieee,
             // Below half the smallest subnormal, nearest-even rounds to zero.
             underflow_to_zero_at: min_subnormal / 2.0,
+            overflow_tie,
+            tie_overflows,
         }
     }
 
@@ -807,6 +815,12 @@ pub struct RangeTable {
     pub has_infinity: bool,
     /// Values of magnitude at or below this round to zero (nearest-even).
     pub underflow_to_zero_at: f64,
+    /// The tie between the largest finite value and the step above it:
+    /// nearest-even overflows past it, and at it when `tie_overflows`.
+    pub overflow_tie: f64,
+    /// Whether the tie itself overflows (fp16: 65520 does; E4M3: 464 rounds
+    /// to the even 448).
+    pub tie_overflows: bool,
 }
 
 /// One value rounded into one format, with everything worth showing.

@@ -116,6 +116,14 @@ fn e4m3_has_no_infinity_and_one_nan() {
     let f = Format::fp8_e4m3();
     assert_eq!(rne(&f, 448.0), 0x7e);
     assert_eq!(rne(&f, 464.0), 0x7e); // tie between 448 (even) and 480 (not representable)
+    let r = f.range();
+    assert_eq!((r.overflow_tie, r.tie_overflows), (464.0, false));
+    let r16 = Format::fp16().range();
+    assert_eq!((r16.overflow_tie, r16.tie_overflows), (65520.0, true));
+    assert_eq!(
+        Format::fp16().classify(rne(&Format::fp16(), 65520.0)),
+        Class::Infinite
+    );
     assert_eq!(f.classify(rne(&f, 465.0)), Class::Nan);
     assert_eq!(f.classify(rne(&f, f64::INFINITY)), Class::Nan);
     assert_eq!(f.encode_f64(1e6, Rounding::TowardZero), 0x7e);

@@ -11,6 +11,7 @@ mod data;
 mod gemm;
 mod plan;
 mod reference;
+pub mod sectors;
 
 pub use compute::{
     AccessKind, CHANNELS, FMA_ADD, FMA_ITERATIONS, FMA_MUL, FusionKind, GELU_BIAS, GELU_SCALE,

@@ -23,7 +23,7 @@ pub mod transformer;
 
 pub use measure::{Measured, PhaseBytes, check_measurable, measure_step};
 pub use mlp::{MlpEstimate, MlpSettings, MlpShape, estimate_mlp};
-pub use precision::{Component, Components, Precision};
+pub use precision::{Component, Components, Layout, PerParameter, Precision};
 pub use show::{show_bytes, show_count, show_flops, show_seconds};
 pub use transformer::{
     FfnKind, Norm, Preset, TransformerConfig, TransformerReport, TransformerRun, Zero,

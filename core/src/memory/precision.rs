@@ -63,11 +63,81 @@ impl Precision {
 
     /// Bytes per parameter of weights, gradients, master weights and
     /// `states` optimizer-state tensors: 16 for mixed-precision Adam
-    /// (2 + 2 + 4 + 4 + 4).
+    /// (2 + 2 + 4 + 4 + 4). The estimates count this layout.
     pub fn bytes_per_parameter(self, states: u64) -> u64 {
-        2 * self.compute_bytes() + self.master_bytes() + states * self.state_bytes()
+        self.per_parameter(states, Layout::MasterCopy).total()
     }
 
+    /// Bytes per parameter component by component, in `layout`. Under
+    /// [`Layout::Autocast`] a mixed policy keeps fp32 weights and gradients
+    /// and no master copy; fp32 and pure bf16 are the same in both layouts.
+    pub fn per_parameter(self, states: u64, layout: Layout) -> PerParameter {
+        let autocast = layout == Layout::Autocast && self.master_bytes() > 0;
+        let (weights, master) = if autocast {
+            (4, 0)
+        } else {
+            (self.compute_bytes(), self.master_bytes())
+        };
+        PerParameter {
+            weights,
+            gradients: weights,
+            master,
+            states,
+            state_bytes: self.state_bytes(),
+        }
+    }
+}
+
+/// Where a mixed-precision step keeps its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Megatron-LM and DeepSpeed, as the ZeRO paper counts: weights and
+    /// gradients in the compute format, an fp32 master copy beside the
+    /// optimizer state.
+    MasterCopy,
+    /// PyTorch's autocast with GradScaler: parameters and their gradients
+    /// stay fp32 and each op casts its inputs (the casts live like
+    /// activations, until backward has used them).
+    Autocast,
+}
+
+/// Bytes per parameter, component by component.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerParameter {
+    pub weights: u64,
+    pub gradients: u64,
+    pub master: u64,
+    /// Optimizer-state tensors, each `state_bytes` a parameter.
+    pub states: u64,
+    pub state_bytes: u64,
+}
+
+impl PerParameter {
+    /// All optimizer-state tensors together.
+    pub fn state(&self) -> u64 {
+        self.states * self.state_bytes
+    }
+
+    pub fn total(&self) -> u64 {
+        self.weights + self.gradients + self.master + self.state()
+    }
+}
+
+/// The sum written out, each non-zero term once: `2 + 2 + 4 + 4 + 4 = 16`.
+impl std::fmt::Display for PerParameter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let states = std::iter::repeat_n(self.state_bytes, self.states as usize);
+        let terms: Vec<String> = [self.weights, self.gradients, self.master]
+            .into_iter()
+            .chain(states)
+            .filter(|b| *b > 0)
+            .map(|b| b.to_string())
+            .collect();
+        write!(f, "{} = {}", terms.join(" + "), self.total())
+    }
+}
+
+impl Precision {
     /// The engine's policy for this precision (the mixed-precision lesson's
     /// formats). The gradients the optimizer reads stay in the compute
     /// format, 2 bytes a parameter as in the ZeRO paper's count: one
@@ -219,6 +289,36 @@ mod tests {
         assert_eq!(Precision::Fp32.bytes_per_parameter(2), 4 + 4 + 4 + 4);
         assert_eq!(Precision::PureBf16.bytes_per_parameter(2), 8);
         assert_eq!(Precision::Fp32.bytes_per_parameter(0), 8);
+    }
+
+    #[test]
+    fn autocast_splits_mixed_adam_differently_into_the_same_sixteen_bytes() {
+        for p in [Precision::MixedFp16, Precision::MixedBf16] {
+            let megatron = p.per_parameter(2, Layout::MasterCopy);
+            let autocast = p.per_parameter(2, Layout::Autocast);
+            assert_eq!(
+                (megatron.weights, megatron.gradients, megatron.master),
+                (2, 2, 4)
+            );
+            assert_eq!(
+                (autocast.weights, autocast.gradients, autocast.master),
+                (4, 4, 0)
+            );
+            assert_eq!((megatron.state(), autocast.state()), (8, 8));
+            assert_eq!((megatron.total(), autocast.total()), (16, 16));
+            assert_eq!(megatron.to_string(), "2 + 2 + 4 + 4 + 4 = 16");
+            assert_eq!(autocast.to_string(), "4 + 4 + 4 + 4 = 16");
+            // Whatever the optimizer, fp32 weights and gradients (4 + 4) cost
+            // what low-precision ones and a master copy (2 + 2 + 4) cost.
+            assert_eq!(p.per_parameter(0, Layout::Autocast).total(), 8);
+            assert_eq!(p.per_parameter(0, Layout::MasterCopy).total(), 8);
+        }
+        for p in [Precision::Fp32, Precision::PureBf16] {
+            assert_eq!(
+                p.per_parameter(2, Layout::Autocast),
+                p.per_parameter(2, Layout::MasterCopy)
+            );
+        }
     }
 
     #[test]

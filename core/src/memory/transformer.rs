@@ -185,6 +185,9 @@ pub struct TransformerReport {
     pub parameters: u64,
     /// Of those, the token (and position) embeddings and an untied output matrix.
     pub embedding_parameters: u64,
+    /// Of those, the input embeddings (tokens and positions), which
+    /// `flops_dense` counts though a lookup does no FLOPs.
+    pub lookup_parameters: u64,
     pub head_dim: u64,
     /// Bytes per rank by component, ZeRO applied, activations without checkpointing.
     pub per_rank: Components,
@@ -303,6 +306,15 @@ impl TransformerConfig {
         let output = if self.tied { 0 } else { tokens };
         let positions = product(what, &[self.positions, self.hidden])?;
         sum(what, &[tokens, output, positions])
+    }
+
+    /// The input token and position embeddings: read by lookup, so they do
+    /// no FLOPs; Kaplan et al.'s non-embedding count leaves them out.
+    pub fn lookup_parameters(&self) -> Result<u64, MemoryError> {
+        let what = Q::Parameters;
+        let tokens = product(what, &[self.vocab, self.hidden])?;
+        let positions = product(what, &[self.positions, self.hidden])?;
+        sum(what, &[tokens, positions])
     }
 
     /// Every parameter: layers, embeddings, the final norm.
@@ -504,6 +516,7 @@ impl TransformerRun {
         Ok(TransformerReport {
             parameters: n,
             embedding_parameters: m.embedding_parameters()?,
+            lookup_parameters: m.lookup_parameters()?,
             head_dim: m.head_dim(),
             per_rank,
             activations_per_layer: per_layer,
@@ -587,6 +600,16 @@ mod tests {
                 "{zero:?}"
             );
         }
+    }
+
+    #[test]
+    fn llama_7b_counts_its_input_embedding_two_percent_above_kaplan() {
+        let r = TransformerRun::preset(Preset::Llama7b)
+            .report()
+            .expect("valid");
+        assert_eq!(r.lookup_parameters, 32_000 * 4096);
+        let above = r.lookup_parameters as f64 / (r.parameters - r.lookup_parameters) as f64;
+        assert!((0.015..0.025).contains(&above), "{above}");
     }
 
     #[test]

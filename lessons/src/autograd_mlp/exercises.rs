@@ -522,7 +522,11 @@ fn adam_first_step(seed: u64, lang: Lang) -> Task {
             rel_tol,
         },
         hints: vec![t(lang, "ex.adam_first_step.hint1"), t(lang, "ex.adam_first_step.hint2")],
-        explanation: TEXT.fill(lang, "ex.adam_first_step.explain", &[("lr", &lr)]),
+        explanation: TEXT.fill(
+            lang,
+            "ex.adam_first_step.explain",
+            &[("lr", &lr), ("eps", &eps_text), ("step", &show_sig(answer, 6))],
+        ),
         reference: format!("{lr}"),
         mistakes,
     }

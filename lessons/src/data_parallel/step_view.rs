@@ -90,7 +90,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
         .enumerate()
         .map(|(w, e)| format!("{} {}", Node { index: w, workers: schedule.workers }.name(lang), show_bytes(4 * e)))
         .collect();
-    ui.weak(TEXT.fill(lang, "step.sent", &[("list", &list.join(t(lang, "list.sep")))]));
+    ui.weak(TEXT.fill(lang, "step.sent", &[("list", &crate::kit::join(lang, &list))]));
     if k == steps {
         verdict(ui, &schedule, &inputs, &buffers, lang);
     }

@@ -2,6 +2,7 @@
 //! emulator's live demonstrations and self-checked exercises.
 
 mod exercises;
+mod overflow;
 mod spacing;
 mod ui;
 

@@ -65,6 +65,12 @@ pub fn plot(ui: &mut egui::Ui, computed: &Computed, focus: &Format, lang: Lang) 
         .enumerate()
         .map(|(i, f)| Key::line(&f.name, theme::series(&visuals, i)))
         .collect();
+    let from = TEXT.fill(
+        lang,
+        if range.tie_overflows { "zone.from_tie" } else { "zone.past_tie" },
+        &[("overflow", &float::show(range.overflow_tie)), ("max", &float::show(range.max_finite))],
+    );
+    let to = if range.has_infinity { "±inf" } else { "NaN" };
     let fill = |key: &str, color| {
         Key::fill(
             TEXT.fill(lang, key, &[("format", &focus.name)]),
@@ -79,6 +85,8 @@ pub fn plot(ui: &mut egui::Ui, computed: &Computed, focus: &Format, lang: Lang) 
                 ("normal", &float::show(range.min_normal)),
                 ("max", &float::show(range.max_finite)),
                 ("zero", &float::show(range.underflow_to_zero_at)),
+                ("from", &from),
+                ("to", &to),
             ],
         ))
     };

@@ -58,6 +58,8 @@ pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
     ui.add_space(10.0);
     tie_ui(ui, computed, lang);
     ui.add_space(10.0);
+    super::overflow::overflow_ui(ui, computed, lang);
+    ui.add_space(10.0);
     range_ui(ui, computed, lang, &mut changes);
     ui.add_space(10.0);
     demos_ui(ui, computed, lang, &mut changes);

@@ -3,6 +3,8 @@
 //! roofline's min, tiles re-read per tile of the other matrix).
 
 use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
+use dlsys_core::float::show_sig;
+use dlsys_core::kernels::sectors::{SECTOR_BYTES, useful_share};
 use dlsys_core::text::Lang;
 use rand::RngExt as _;
 
@@ -193,6 +195,7 @@ fn coalescing(seed: u64, lang: Lang) -> Task {
     let cols = pick(&mut rng, &[256, 512, 1024, 2048, 4096]);
     let stride = pick(&mut rng, &[2, 4, 8, 16, 32]);
     let row = rng.random_range(1..64);
+    let share = show_sig(useful_share(stride, 4, SECTOR_BYTES), 3);
     let patterns = [
         ("ex.coalescing.contiguous", TEXT.fill(lang, "ex.coalescing.contiguous", &[("cols", &cols), ("row", &row)])),
         ("ex.coalescing.column", TEXT.fill(lang, "ex.coalescing.column", &[("cols", &cols), ("row", &row)])),
@@ -215,7 +218,7 @@ fn coalescing(seed: u64, lang: Lang) -> Task {
             feedback: TEXT.fill(
                 lang,
                 &format!("{}_why", patterns[*i].0),
-                &[("cols", &cols), ("s", &stride)],
+                &[("cols", &cols), ("s", &stride), ("share", &share)],
             ),
         })
         .collect();

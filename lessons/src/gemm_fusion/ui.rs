@@ -435,7 +435,14 @@ fn access_results(ui: &mut egui::Ui, lang: Lang, race: &Race) {
         .collect();
     if !sweep.is_empty() {
         stride_plot(ui, lang, &sweep, rows.iter().find(|r| r.kernel == Kernel::Copy).map(Shown::gb_per_s));
-        ui.label(t(lang, "access.stride_note"));
+        let shares: Vec<String> = STRIDES
+            .iter()
+            .map(|s| {
+                let share = dlsys_core::kernels::sectors::useful_share(*s, 4, dlsys_core::kernels::sectors::SECTOR_BYTES);
+                format!("s = {s}: {}", show_sig(share, 3))
+            })
+            .collect();
+        ui.label(TEXT.fill(lang, "access.stride_note", &[("shares", &crate::kit::join(lang, &shares))]));
     }
 }
 

@@ -42,6 +42,11 @@ pub fn text() -> &'static Catalog {
     &TEXT
 }
 
+/// Items joined into one list, with the language's separator.
+pub fn join(lang: dlsys_core::text::Lang, items: &[String]) -> String {
+    items.join(TEXT.get(lang, "list.sep"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,7 +5,7 @@
 use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
 use dlsys_core::float::show_sig;
 use dlsys_core::memory::{
-    FfnKind, MlpShape, Norm, Precision, Preset, TransformerRun, Zero, estimate_mlp,
+    FfnKind, Layout, MlpShape, Norm, Precision, Preset, TransformerRun, Zero, estimate_mlp,
 };
 use dlsys_core::nn::OptimizerKind;
 use dlsys_core::text::Lang;
@@ -116,7 +116,14 @@ fn training_state(seed: u64, lang: Lang) -> Task {
         ),
         kind: AnswerKind::Number,
         checker: close(answer),
-        hints: vec![t(lang, "ex.training_state_bytes.hint1"), t(lang, "ex.training_state_bytes.hint2")],
+        hints: vec![t(lang, "ex.training_state_bytes.hint1"), {
+            let adam = |layout| Precision::MixedFp16.per_parameter(2, layout).to_string();
+            TEXT.fill(
+                lang,
+                "ex.training_state_bytes.hint2",
+                &[("master_copy", &adam(Layout::MasterCopy)), ("autocast", &adam(Layout::Autocast))],
+            )
+        }],
         explanation: TEXT.fill(
             lang,
             "ex.training_state_bytes.explain",
@@ -145,6 +152,9 @@ fn halves(seed: u64, lang: Lang) -> Task {
     let fp32 = Precision::Fp32.bytes_per_parameter(states);
     let mixed = low.bytes_per_parameter(states);
     let pure = low.master_bytes() == 0;
+    // bf16's precision from the emulator: significand bits, and the decimal
+    // digits they are worth.
+    let bf16 = dlsys_core::float::Format::bf16().range();
     // Options: the right ratio and the classic beliefs, in a seeded order.
     let ratio = mixed as f64 / fp32 as f64;
     let keys = ["ex.mixed_precision_halves.same", "ex.mixed_precision_halves.half", "ex.mixed_precision_halves.quarter", "ex.mixed_precision_halves.more"];
@@ -190,7 +200,19 @@ fn halves(seed: u64, lang: Lang) -> Task {
         checker: AnswerChecker::Choice { correct },
         hints: vec![
             t(lang, "ex.mixed_precision_halves.hint1"),
-            t(lang, if pure { "ex.mixed_precision_halves.hint2_pure" } else { "ex.mixed_precision_halves.hint2" }),
+            if pure {
+                t(lang, "ex.mixed_precision_halves.hint2_pure")
+            } else {
+                TEXT.fill(
+                    lang,
+                    "ex.mixed_precision_halves.hint2",
+                    &[
+                        ("compute", &low.compute_bytes()),
+                        ("master", &low.master_bytes()),
+                        ("state", &low.state_bytes()),
+                    ],
+                )
+            },
         ],
         explanation: TEXT.fill(
             lang,
@@ -200,6 +222,8 @@ fn halves(seed: u64, lang: Lang) -> Task {
                 ("mixed", &mixed),
                 ("ratio", &show_sig(ratio, 3)),
                 ("master", &low.master_bytes()),
+                ("bits", &(bf16.man_bits + 1)),
+                ("digits", &show_sig(bf16.decimal_digits, 2)),
             ],
         ),
         reference: (correct + 1).to_string(),

@@ -6,7 +6,7 @@ use dlsys_core::names::Named as _;
 use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::measure::Phase;
 use dlsys_core::memory::{
-    Component, Measured, MemoryError, MlpEstimate, MlpShape, Precision, estimate_mlp, measure_step,
+    Component, Layout, Measured, MemoryError, MlpEstimate, MlpShape, Precision, estimate_mlp, measure_step,
     show_bytes, show_flops,
 };
 use dlsys_core::nn::OptimizerKind;
@@ -347,6 +347,7 @@ fn controls(ui: &mut egui::Ui, s: &mut MlpSettings, lang: Lang) {
                 .on_hover_text(t(lang, "mlp.segment.tip"));
         }
     });
+    layout_note(ui, s.precision, &s.optimizer, lang);
 }
 
 /// A picker of one of `names`, labelled.
@@ -379,6 +380,27 @@ pub fn precision_combo(ui: &mut egui::Ui, id: &str, precision: &mut Precision, l
         .on_hover_text(TEXT.get(lang, &format!("precision.{}", precision.name())));
 }
 
+/// Under a mixed policy, which byte layout the estimates count (Megatron's
+/// master copy) and how PyTorch's autocast splits the same bytes.
+pub fn layout_note(ui: &mut egui::Ui, precision: Precision, optimizer: &str, lang: Lang) {
+    let Ok(states) = OptimizerKind::by_name(optimizer).map(|o| o.states() as u64) else {
+        return;
+    };
+    if precision.master_bytes() == 0 {
+        return;
+    }
+    let split = |layout| precision.per_parameter(states, layout).to_string();
+    ui.weak(TEXT.fill(
+        lang,
+        "precision.layout_note",
+        &[
+            ("format", &precision.policy().compute),
+            ("master_copy", &split(Layout::MasterCopy)),
+            ("autocast", &split(Layout::Autocast)),
+        ],
+    ));
+}
+
 fn peak_line(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
     let phases: Vec<String> = m
         .phases
@@ -397,7 +419,7 @@ fn peak_line(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
         &[
             ("peak", &show_bytes(m.peak)),
             ("at", &at),
-            ("phases", &phases.join(t(lang, "list.sep"))),
+            ("phases", &crate::kit::join(lang, &phases)),
         ],
     ));
 }

@@ -8,13 +8,14 @@ use dlsys_core::memory::{
     Component, Components, FfnKind, Precision, Preset, TransformerRun, Zero, show_bytes,
     show_count, show_flops,
 };
+use dlsys_core::float::show_sig;
 use dlsys_core::nn::OptimizerKind;
 use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use super::TEXT;
 use super::bars::{self, Bar};
-use super::mlp_view::{names_combo, precision_combo};
+use super::mlp_view::{layout_note, names_combo, precision_combo};
 use crate::kit::theme;
 
 /// A data-centre GPU's memory, to say whether a rank's share fits.
@@ -185,6 +186,17 @@ pub fn transformer_ui(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang
             ("recompute", &show_flops(r.flops_recompute)),
         ],
     ));
+    let kaplan = r.parameters.saturating_sub(r.lookup_parameters);
+    ui.weak(TEXT.fill(
+        lang,
+        "tf.flops_conventions",
+        &[
+            ("n", &show_count(r.parameters)),
+            ("lookup", &show_count(r.lookup_parameters)),
+            ("kaplan", &show_count(kaplan)),
+            ("percent", &show_sig(100.0 * r.lookup_parameters as f64 / kaplan.max(1) as f64, 2)),
+        ],
+    ));
 }
 
 /// A labelled whole number from 1 to `max`, dragged or typed.
@@ -218,6 +230,7 @@ fn controls(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang) {
         precision_combo(ui, "memory_tf_precision", &mut s.precision, lang);
         names_combo(ui, "memory_tf_optimizer", t(lang, "tf.optimizer"), &mut s.optimizer, &OptimizerKind::NAMES);
     });
+    layout_note(ui, s.precision, &s.optimizer, lang);
     ui.horizontal_wrapped(|ui| {
         ui.label(t(lang, "tf.zero_label"));
         for zero in Zero::ALL {

@@ -41,6 +41,7 @@ crate::exercises! {
     why_master_weights => master_weights,
     bf16_or_fp16 => bf16_or_fp16,
     dynamic_scale_after => dynamic_scale,
+    autocast_op => super::autocast::which_op_runs_in_fp32,
 }
 
 /// The largest power-of-two scale that keeps `max_grad · scale` finite in fp16.

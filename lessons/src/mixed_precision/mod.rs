@@ -3,6 +3,7 @@
 //! fp32 twin, with loss scaling, gradient histograms against the format's
 //! range, and the gradient check in every precision.
 
+mod autocast;
 mod check_view;
 mod exercises;
 mod results;
@@ -76,6 +77,9 @@ impl Lesson for MixedPrecision {
         crate::kit::section(ui, &TEXT, lang, "train", |ui| {
             runs::controls_ui(ui, &mut self.settings.custom, &mut self.run, lang);
             results::results_ui(ui, &self.run, lang);
+        });
+        crate::kit::section_opened(ui, &TEXT, lang, "autocast", false, |ui| {
+            autocast::autocast_ui(ui, lang);
         });
         crate::kit::section_opened(ui, &TEXT, lang, "check", false, |ui| {
             check_view::check_ui(ui, &mut self.checks, lang);

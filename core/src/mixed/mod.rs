@@ -4,6 +4,8 @@
 //! scaled. Rounding is bit arithmetic over whole f32 buffers (the float
 //! emulator's nearest-even fast path), so a policy costs a fraction of an epoch.
 
+pub mod autocast;
+
 use serde::{Deserialize, Serialize};
 
 use crate::float::{Format, FormatError, Rounding, Specials};
