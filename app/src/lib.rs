@@ -4,6 +4,7 @@
 pub mod app;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
+mod gpu_panel;
 pub mod notice;
 pub mod persist;
 pub mod selftest;

@@ -11,6 +11,7 @@ pub mod exercise;
 pub mod float;
 pub mod glossary;
 pub mod kernels;
+pub mod latin;
 pub mod memory;
 pub mod mixed;
 pub mod names;

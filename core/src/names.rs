@@ -11,6 +11,7 @@ use crate::collective::Algorithm;
 use crate::float::{Class, Rounding};
 use crate::memory::Component;
 use crate::memory::measure::Phase;
+use crate::mixed::{LossScale, MasterWeights, Policy};
 use crate::text::{Catalog, Lang};
 
 static NAMES: LazyLock<Catalog> =
@@ -134,6 +135,53 @@ impl Named for Algorithm {
     }
 }
 
+impl Named for MasterWeights {
+    fn name_key(&self) -> String {
+        format!("master.{self:?}")
+    }
+}
+
+impl Named for LossScale {
+    fn name_key(&self) -> String {
+        match self {
+            Self::None => "loss_scale.None",
+            Self::Static(_) => "loss_scale.Static",
+            Self::Dynamic { .. } => "loss_scale.Dynamic",
+        }
+        .to_owned()
+    }
+
+    fn name(&self, lang: Lang) -> String {
+        let scale = match self {
+            Self::Static(s) => s.to_string(),
+            _ => String::new(),
+        };
+        NAMES.fill(lang, &self.name_key(), &[("scale", &scale)])
+    }
+}
+
+/// A precision policy: the format of each kind of tensor, in a line.
+impl Named for Policy {
+    fn name_key(&self) -> String {
+        "policy".to_owned()
+    }
+
+    fn name(&self, lang: Lang) -> String {
+        NAMES.fill(
+            lang,
+            "policy",
+            &[
+                ("compute", &self.compute),
+                ("grads", &self.grads),
+                ("state", &self.optimizer_state),
+                ("accumulation", &self.accumulation),
+                ("master", &self.master_weights.name(lang)),
+                ("scale", &self.loss_scale.name(lang)),
+            ],
+        )
+    }
+}
+
 /// A node of a collective: worker `index` of `workers`, or the parameter
 /// server (the node after the last worker).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,6 +239,27 @@ mod tests {
         keys.extend(Component::ALL.iter().map(Named::name_key));
         keys.extend(Phase::ALL.iter().map(Named::name_key));
         keys.extend(Algorithm::ALL.iter().map(Named::name_key));
+        keys.extend(Check::every().map(|c| c.name_key()));
+        keys.extend(
+            [MasterWeights::Fp32, MasterWeights::Same]
+                .iter()
+                .map(Named::name_key),
+        );
+        keys.extend(
+            [
+                LossScale::None,
+                LossScale::Static(8.0),
+                LossScale::dynamic(),
+            ]
+            .iter()
+            .map(Named::name_key),
+        );
+        // Each check's English name is the one its reports carry.
+        for check in Check::every() {
+            assert_eq!(check.name(), Named::name(&check, Lang::En));
+        }
+        let policy = Policy::default();
+        assert!(Named::name(&policy, Lang::Zh).contains("主权重 fp32"));
         for key in keys {
             assert!(NAMES.contains(&key), "no name for {key}");
         }

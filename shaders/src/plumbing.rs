@@ -66,18 +66,6 @@ impl TimerKind {
         }
     }
 
-    pub fn label(&self) -> String {
-        match self {
-            Self::Timestamps { period_ns } => {
-                format!("GPU timestamps around every dispatch (tick {period_ns} ns)")
-            }
-            Self::WallPerTrial => {
-                "CPU clock per trial, submit to completion (a CPU adapter or no usable timestamps)"
-                    .to_owned()
-            }
-        }
-    }
-
     /// A short name for headers: `GPU timestamps, tick 1 ns` or `CPU clock per trial`.
     pub fn short(&self) -> String {
         match self {

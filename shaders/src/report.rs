@@ -15,7 +15,8 @@ pub fn kernel_id<S: Serializer>(kernel: &Kernel, s: S) -> Result<S::Ok, S::Error
 }
 
 pub(crate) fn timer_label<S: Serializer>(timer: &TimerKind, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&timer.label())
+    use dlsys_core::names::Named as _;
+    s.serialize_str(&timer.name(dlsys_core::text::Lang::En))
 }
 
 /// One variant's numbers.

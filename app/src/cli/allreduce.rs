@@ -21,28 +21,21 @@ use super::{CliError, say, t, tf};
 pub struct AllreduceArgs {
     #[arg(long, default_value = "ring", value_parser = choice(&Algorithm::ALL, |a| a.id()))]
     algo: Algorithm,
-    /// all-reduce, or (ring only) reduce-scatter or all-gather alone.
     #[arg(long, default_value = "all-reduce", value_parser = choice(&Op::ALL, |o| o.id()))]
     op: Op,
     #[arg(long, default_value_t = 4,
           value_parser = clap::value_parser!(u64).range(MIN_WORKERS as u64..=MAX_WORKERS as u64))]
     workers: u64,
-    /// f32 values per worker.
     #[arg(long, default_value_t = 1 << 20)]
     elements: usize,
-    /// Every link's latency α in microseconds.
     #[arg(long, default_value_t = 5.0)]
     alpha_us: f64,
-    /// Every link's bandwidth β in GB/s (10⁹ bytes per second).
     #[arg(long, default_value_t = 25.0)]
     gbps: f64,
-    /// The last worker's links K times slower in bandwidth (K ≥ 1): the
-    /// virtual time again with that one slow link.
     #[arg(long, value_name = "K")]
     slow_link: Option<f64>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -177,8 +170,8 @@ impl Report for AllreduceOut {
                     ("size", &show_bytes(self.bytes_per_worker)),
                     ("elements", &self.elements),
                     ("workers", &self.workers),
-                    ("alpha", &self.alpha_us),
-                    ("gbps", &self.gbps),
+                    ("alpha", &dlsys_core::float::show_sig(self.alpha_us, 4)),
+                    ("gbps", &dlsys_core::float::show_sig(self.gbps, 4)),
                 ],
             )
         )?;
@@ -272,7 +265,7 @@ impl Report for AllreduceOut {
                     "allreduce.slow",
                     &[
                         ("worker", &node_name(self.workers - 1, self.workers)),
-                        ("k", &k),
+                        ("k", &dlsys_core::float::show_sig(k, 4)),
                         ("sim", &show_seconds(time)),
                         (
                             "ratio",

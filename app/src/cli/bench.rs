@@ -24,10 +24,6 @@ use super::{t, tf};
 
 #[derive(Clone, Debug, Subcommand)]
 pub enum BenchWhat {
-    /// A family of kernels (default: every softmax and reduction variant) and
-    /// the copy kernel on the default adapter: time, bytes moved, GB/s
-    /// against copy, GFLOP/s, error against the reference.
-    #[command(after_help = variants_help())]
     Kernels(KernelsArgs),
 }
 
@@ -75,48 +71,59 @@ impl Which {
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct KernelsArgs {
-    /// Which kernels: the copy kernel always runs first (the bandwidth ceiling).
     #[arg(long, default_value = Which::Memory.id(), value_parser = choice(&Which::ALL, |w| w.id()))]
     pub family: Which,
     #[arg(long, default_value_t = 4096)]
     pub rows: u32,
     #[arg(long, default_value_t = 1024)]
     pub cols: u32,
-    /// Timed trials per kernel (after the ladder's warm-up).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_TRIALS)))]
     pub trials: u32,
-    /// The input data (as the lesson's Data menu).
     #[arg(long, default_value = Data::Random.id(), value_parser = choice(&Data::ALL, |d| d.id()))]
     pub data: Data,
-    /// The GEMM's M (rows of A and C).
-    #[arg(long, default_value_t = 1024)]
-    pub m: u32,
-    /// The GEMM's N (columns of B and C).
-    #[arg(long, default_value_t = 1024)]
-    pub n: u32,
-    /// The GEMM's K (columns of A, rows of B).
-    #[arg(long, default_value_t = 1024)]
-    pub k: u32,
-    /// The tiled GEMM's tile edge (repeatable; default: every size).
+    #[arg(long)]
+    pub m: Option<u32>,
+    #[arg(long)]
+    pub n: Option<u32>,
+    #[arg(long)]
+    pub k: Option<u32>,
     #[arg(long = "tile", value_name = "EDGE", value_parser = choice(&Tile::ALL, |t| t.id()))]
     pub tiles: Vec<Tile>,
-    /// The register-blocked GEMMs' block (repeatable; default: every size).
     #[arg(long = "block", value_name = "BLOCK", value_parser = choice(&Block::ALL, |b| b.id()))]
     pub blocks: Vec<Block>,
-    /// Reduction ops to run (repeatable; default: both).
     #[arg(long = "op", value_name = "OP", value_parser = choice(&REDUCE_OPS, |op| op.id()))]
     pub ops: Vec<ReduceOp>,
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Also write the input (f32, little-endian) here, for comparing with
-    /// another implementation on the same data: the GEMM's A, zeros up to a
-    /// multiple of 4 values, then B, when GEMMs run; else the softmax input.
     #[arg(long, value_name = "FILE")]
     pub dump_input: Option<std::path::PathBuf>,
 }
 
 impl KernelsArgs {
+    /// The GEMM's M, N and K (1024 each unless given).
+    fn gemm_mnk(&self) -> (u32, u32, u32) {
+        let size = |v: Option<u32>| v.unwrap_or(GEMM_SIZE);
+        (size(self.m), size(self.n), size(self.k))
+    }
+
+    /// A flag given that the family asked for does not run, by name.
+    fn flag_not_applying(&self) -> Option<&'static str> {
+        let families = self.family.families();
+        let gemm = families.contains(&Family::Gemm);
+        let reduce = families.contains(&Family::Reduce);
+        [
+            ("--m", self.m.is_some() && !gemm),
+            ("--n", self.n.is_some() && !gemm),
+            ("--k", self.k.is_some() && !gemm),
+            ("--tile", !self.tiles.is_empty() && !gemm),
+            ("--block", !self.blocks.is_empty() && !gemm),
+            ("--op", !self.ops.is_empty() && !reduce),
+        ]
+        .into_iter()
+        .find(|(_, refused)| *refused)
+        .map(|(flag, _)| flag)
+    }
+
     /// The ladder these arguments ask for: every variant, the chosen ops.
     pub fn ladder(&self) -> LadderSettings {
         let mut settings = LadderSettings::families(
@@ -125,7 +132,8 @@ impl KernelsArgs {
             self.data,
             self.trials,
         );
-        settings.gemm_shape = Problem::gemm(self.m, self.n, self.k);
+        let (m, n, k) = self.gemm_mnk();
+        settings.gemm_shape = Problem::gemm(m, n, k);
         if !settings.gemm.is_empty() {
             settings.gemm = GemmKind::EVERY
                 .into_iter()
@@ -139,18 +147,22 @@ impl KernelsArgs {
     }
 }
 
-/// What `bench kernels --help` says it runs: the real lists.
-fn variants_help() -> String {
+/// The GEMM's M, N and K when not given.
+const GEMM_SIZE: u32 = 1024;
+
+/// What `bench kernels --help` names: the GEMM's default size and the real
+/// lists of variants.
+pub(super) fn help_values() -> Vec<(&'static str, String)> {
     let access: Vec<String> = AccessKind::all().into_iter().map(AccessKind::id).collect();
-    format!(
-        "Softmax variants: {}.\nReduction variants: {} (each with the ops {}).\nGEMM rungs (--family gemm, with the fma roof): {}.\nFusion (--family fusion): {}.\nAccess patterns (--family access): {}.",
-        list(&SoftmaxKind::ALL, |k| k.id()),
-        list(&ReduceKind::ALL, |k| k.id()),
-        list(&REDUCE_OPS, |op| op.id()),
-        list(&GemmKind::EVERY, |k| k.id()),
-        list(&FusionKind::ALL, |k| k.id()),
-        access.join(", "),
-    )
+    vec![
+        ("gemm_size", GEMM_SIZE.to_string()),
+        ("softmax", list(&SoftmaxKind::ALL, |k| k.id())),
+        ("reduce", list(&ReduceKind::ALL, |k| k.id())),
+        ("ops", list(&REDUCE_OPS, |op| op.id())),
+        ("gemm", list(&GemmKind::EVERY, |k| k.id())),
+        ("fusion", list(&FusionKind::ALL, |k| k.id())),
+        ("access", access.join(", ")),
+    ]
 }
 
 #[derive(serde::Serialize)]
@@ -174,11 +186,28 @@ struct BenchReport {
 }
 
 pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
+    if let Some(flag) = args.flag_not_applying() {
+        // The families that do run it: the GEMM's flags, or --op.
+        let families = if flag == "--op" {
+            [Which::Memory, Which::All]
+        } else {
+            [Which::Gemm, Which::All]
+        };
+        let families = list(&families, |w| w.id());
+        return Err(CliError::from(tf(
+            "bench.family_only",
+            &[("flag", &flag), ("families", &families)],
+        )));
+    }
     let settings = args.ladder();
-    // Sizes are checked before a GPU is asked for, then against its buffers,
-    // before anything is allocated.
-    settings.check(MAX_ELEMENTS).map_err(|e| super::say(&e))?;
-    let mut runner = kernel_runner()?;
+    // Sizes are checked against the adapter's buffers before anything is
+    // allocated (the limit named is the one that applies); without an
+    // adapter, against the absolute limit before saying there is none.
+    let mut runner = kernel_runner().map_err(|no_gpu| {
+        settings
+            .check(MAX_ELEMENTS)
+            .map_or_else(|e| super::say(&e), |()| no_gpu)
+    })?;
     let ladder = Ladder::new(&settings, runner.max_elements()).map_err(|e| super::say(&e))?;
     if let Some(path) = &args.dump_input {
         // The GEMM's A, zeros up to a whole vec4, then B, when GEMMs run;
@@ -196,7 +225,7 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             )
         })?;
     }
-    let timer = runner.timer().label();
+    let timer = runner.timer().name(dlsys_core::text::Lang::En);
     let outcomes = ladder.run_blocking(&mut runner);
     let summary = Summary::of(&outcomes);
     let mut results = Vec::new();
@@ -226,7 +255,7 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             .kernels()
             .iter()
             .any(|k| matches!(k, Kernel::Gemm(_)))
-            .then_some((args.m, args.n, args.k)),
+            .then_some(args.gemm_mnk()),
         trials: args.trials,
         warmup: dlsys_shaders::ladder::WARMUP,
         results,

@@ -14,10 +14,8 @@ use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct CheckArgs {
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// How many seeded variants of each exercise to check.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub seeds: u32,
 }
@@ -78,11 +76,8 @@ impl Report for CheckReport {
         }
         for row in &self.code_exercises {
             let status = t(if row.ok { "check.ok" } else { "check.fail" });
-            writeln!(
-                out,
-                "{status} {}/{} {}",
-                row.track, row.exercise, row.solution
-            )?;
+            let solution = super::lang::catalog_text(&format!("check.solution.{}", row.solution));
+            writeln!(out, "{status} {}/{} {solution}", row.track, row.exercise)?;
             if !row.ok
                 && let Some(message) = &row.message
             {
@@ -156,9 +151,7 @@ pub fn code_exercise_checks() -> (Vec<CodeCheck>, Option<String>) {
         Err(err) => {
             return (
                 rows,
-                Some(format!(
-                    "WGSL exercises not checked: no GPU adapter ({err})"
-                )),
+                Some(tf("check.not_checked", &[("error", &super::say(&err))])),
             );
         }
     };

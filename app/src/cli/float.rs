@@ -15,15 +15,10 @@ use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct FloatArgs {
-    /// 0.1, -6.1e-5, 0x1.8p-3, 2^-24, inf, -0, nan, a bit pattern of
-    /// `--bits-of` (0x3c00, 0b…), or FORMAT:PATTERN (fp16:0x3c00).
     #[arg(allow_hyphen_values = true)]
     pub value: Option<String>,
-    /// Formats to show (repeatable): fp32 fp16 bf16 tf32 fp8-e4m3 fp8-e5m2,
-    /// or eXmY for a custom one. Default: all built-ins.
     #[arg(long = "format", short = 'f', value_name = "F")]
     pub formats: Vec<String>,
-    /// Rounding mode.
     #[arg(
         long,
         default_value = Rounding::NearestEven.short_name(),
@@ -32,20 +27,14 @@ pub struct FloatArgs {
         value_parser = choice(&Rounding::ALL, |r| r.short_name()),
     )]
     pub round: Rounding,
-    /// Seed for stochastic rounding.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// The format a bare bit pattern (0x…, 0b…) belongs to.
     #[arg(long, default_value = "fp32", value_name = "F")]
     pub bits_of: String,
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Read fp32 patterns from stdin, write rounded patterns of `--to` (plain
-    /// hex lines: `--json`, `-f` and `--bits-of` do not apply).
     #[arg(long, requires = "to", conflicts_with_all = ["value", "json", "formats", "bits_of"])]
     pub batch: bool,
-    /// The target format of `--batch`.
     #[arg(long, value_name = "F")]
     pub to: Option<String>,
 }
@@ -206,13 +195,16 @@ impl Report for FloatReport {
 fn batch(target: &Format, rounding: Rounding, seed: u64) -> Result<ExitCode, CliError> {
     let stdin = std::io::stdin().lock();
     let stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    let report =
-        float::batch::convert_batch(stdin, stdout, target, rounding, seed, |line, err| {
-            let message = super::say(err);
-            eprintln!(
-                "{}",
-                tf("float.batch_line", &[("line", &line), ("error", &message)])
-            );
-        })?;
+    let report = float::batch::convert_batch(stdin, stdout, target, rounding, seed, |line, err| {
+        let message = super::say(err);
+        eprintln!(
+            "{}",
+            tf("float.batch_line", &[("line", &line), ("error", &message)])
+        );
+    })
+    .map_err(|failure| match failure {
+        float::batch::BatchIo::Read(err) => CliError::from(tf("io.stdin", &[("error", &err)])),
+        float::batch::BatchIo::Write(err) => CliError::from(err),
+    })?;
     Ok(exit_status(report.invalid == 0))
 }

@@ -12,7 +12,6 @@ use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct GpuInfoArgs {
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }

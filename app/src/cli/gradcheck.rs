@@ -15,18 +15,14 @@ use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct GradcheckArgs {
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Arithmetic to check in: f64 (the real check), or an emulated narrower
-    /// one to see why gradient checks need f64.
     #[arg(
         long,
         default_value = dlsys_core::autograd::checks::PRECISIONS[0],
         value_parser = name_of(&dlsys_core::autograd::checks::PRECISIONS, |p| *p),
     )]
     pub precision: String,
-    /// Plant a wrong backward rule to see the check catch it.
     #[arg(long, value_name = "BUG", value_parser = choice(&PlantedBug::EVERY, bug_id))]
     pub bug: Option<PlantedBug>,
     #[arg(long, default_value_t = 1)]
@@ -59,9 +55,8 @@ struct GradcheckOut {
 #[derive(serde::Serialize)]
 struct CheckRow {
     check: String,
-    /// Its name in the run's language.
     #[serde(skip)]
-    shown: String,
+    kind: Check,
     precision: &'static str,
     max_rel_error: f64,
     band: &'static str,
@@ -78,20 +73,24 @@ struct TensorRow {
 }
 
 pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
-    let reports: Vec<GradcheckReport> = Check::every()
-        .map(|check| check.run_in(&args.precision, args.seed, args.bug))
+    let reports: Vec<(Check, GradcheckReport)> = Check::every()
+        .map(|check| {
+            check
+                .run_in(&args.precision, args.seed, args.bug)
+                .map(|report| (check, report))
+        })
         .collect::<Result<_, _>>()
         .map_err(|e| super::say(&e))?;
     let report = GradcheckOut {
         precision: args.precision.clone(),
         planted_bug: args.bug.map(PlantedBug::describe),
         bug: args.bug,
-        outside_good_band: reports.iter().filter(|r| r.band != Band::Good).count(),
-        checks: Check::every()
-            .zip(reports)
-            .map(|(c, r)| CheckRow {
-                shown: Named::name(&c, super::lang()),
+        outside_good_band: reports.iter().filter(|(_, r)| r.band != Band::Good).count(),
+        checks: reports
+            .into_iter()
+            .map(|(kind, r)| CheckRow {
                 check: r.name,
+                kind,
                 precision: r.precision,
                 max_rel_error: r.max_rel_error,
                 band: r.band.name(),
@@ -116,26 +115,27 @@ impl Report for GradcheckOut {
         if let Some(bug) = self.bug.map(|b| b.name(super::lang())) {
             writeln!(out, "{}", tf("grad.planted", &[("bug", &bug)]))?;
         }
+        let lang = super::lang();
         // The widest check's name sets the first column.
         let width = self
             .checks
             .iter()
-            .map(|r| r.shown.chars().count())
+            .map(|r| super::lang::columns(&Named::name(&r.kind, lang)))
             .max()
             .unwrap_or(0)
             .max(24);
         writeln!(
             out,
-            "{} {:>12}  {}",
+            "{} {}  {}",
             pad(&tf("grad.check", &[("precision", &self.precision)]), width),
-            t("grad.max_rel"),
+            super::lang::pad_left(t("grad.max_rel"), 12),
             t("grad.band")
         )?;
         for r in &self.checks {
             writeln!(
                 out,
                 "{} {:>12.3e}  {}",
-                pad(&r.shown, width),
+                pad(&Named::name(&r.kind, lang), width),
                 r.max_rel_error,
                 Named::name(&r.band_kind, super::lang())
             )?;

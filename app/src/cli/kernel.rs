@@ -10,26 +10,30 @@ use super::CliError;
 use super::choice::choice;
 use super::{t, tf};
 
+/// The figures `kernel --help` names.
+pub(super) fn help_values() -> Vec<(&'static str, String)> {
+    vec![("wg", dlsys_core::kernels::WG.to_string())]
+}
+
+/// Past this many rows, a softmax that runs a workgroup per row is first
+/// timed on [`SAMPLE_ROWS`] of them, and refused when the whole would take
+/// longer than [`MAX_SECONDS`] (a CPU adapter spends tens of µs per workgroup).
+const MANY_ROWS: u32 = 65_536;
+const SAMPLE_ROWS: u32 = 4096;
+const MAX_SECONDS: f64 = 60.0;
+
 /// The reduction ops (the core has no list of them yet).
 pub(super) const REDUCE_OPS: [ReduceOp; 2] = [ReduceOp::Sum, ReduceOp::Max];
 
 #[derive(Clone, Debug, Subcommand)]
 pub enum KernelCommand {
-    /// Row-wise softmax of stdin (rows of `--cols` f32), written to stdout the same way.
     Softmax {
-        /// The softmax variant.
-        #[arg(
-            long,
-            default_value = SoftmaxKind::Online.id(),
-            value_parser = choice(&SoftmaxKind::ALL, |k| k.id()),
-        )]
-        variant: SoftmaxKind,
+        #[arg(long, value_parser = choice(&SoftmaxKind::ALL, |k| k.id()))]
+        variant: Option<SoftmaxKind>,
         #[arg(long)]
         cols: u32,
     },
-    /// Reduce the f32 values on stdin; prints the result.
     Reduce {
-        /// The reduction variant.
         #[arg(
             long,
             default_value = ReduceKind::GridStride.id(),
@@ -43,8 +47,6 @@ pub enum KernelCommand {
         )]
         op: ReduceOp,
     },
-    /// C = A·B: reads A (M × K) then B (K × N) from stdin as little-endian
-    /// f32, row-major, and writes C (M × N) to stdout the same way.
     Matmul {
         #[arg(long)]
         m: u32,
@@ -52,7 +54,6 @@ pub enum KernelCommand {
         n: u32,
         #[arg(long)]
         k: u32,
-        /// The GEMM rung.
         #[arg(
             long,
             default_value = GemmKind::Vec4(dlsys_core::kernels::BLOCK).id(),
@@ -93,6 +94,60 @@ fn read_stdin_f32(max_values: u64) -> Result<Vec<f32>, String> {
         .collect())
 }
 
+/// Times `variant` on the first [`SAMPLE_ROWS`] rows and refuses the run
+/// when all `rows` would take longer than [`MAX_SECONDS`], saying how long
+/// and what runs many rows per workgroup instead.
+fn refuse_slow(
+    runner: &mut dlsys_shaders::KernelRunner,
+    variant: SoftmaxKind,
+    rows: u32,
+    cols: u32,
+    input: &[f32],
+    subgroups: bool,
+) -> Result<(), CliError> {
+    let kernel = Kernel::Softmax(variant);
+    let spec = dlsys_shaders::RunSpec {
+        kernel,
+        problem: Problem::new(SAMPLE_ROWS, cols),
+        warmup: 1,
+        trials: 1,
+        instrumented: false,
+    };
+    let sample = &input[..(SAMPLE_ROWS as usize) * (cols as usize)];
+    let timed = runner
+        .start(spec, sample)
+        .and_then(dlsys_shaders::Job::wait)
+        .map_err(|e| super::say(&e))?;
+    let sample_s = timed.median_ns() * 1e-9;
+    let estimate_s = sample_s * f64::from(rows) / f64::from(SAMPLE_ROWS);
+    if estimate_s <= MAX_SECONDS {
+        return Ok(());
+    }
+    let instead = if subgroups {
+        let per = runner.device().rows_per_workgroup();
+        tf(
+            "kernel.slow_instead",
+            &[("variant", &SoftmaxKind::SubgroupRows.id()), ("per", &per)],
+        )
+    } else {
+        t("kernel.slow_split").to_owned()
+    };
+    let show = dlsys_core::memory::show_seconds;
+    Err(CliError::from(tf(
+        "kernel.too_slow",
+        &[
+            ("variant", &variant.id()),
+            ("rows", &rows),
+            ("cols", &cols),
+            ("estimate", &show(estimate_s)),
+            ("sample", &SAMPLE_ROWS),
+            ("sample_time", &show(sample_s)),
+            ("limit", &show(MAX_SECONDS)),
+            ("instead", &instead),
+        ],
+    )))
+}
+
 /// Runs the kernel once. Its output is the data itself (softmax: f32 on
 /// stdout; reduce: the number), so there is no report and no `--json`.
 pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
@@ -118,6 +173,13 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
             }
             let rows = u32::try_from(input.len() / cols as usize)
                 .map_err(|_| t("kernel.too_many_rows"))?;
+            let subgroups = runner
+                .supports(Kernel::Softmax(SoftmaxKind::SubgroupRows))
+                .is_ok();
+            let variant = variant.unwrap_or(SoftmaxKind::for_width(cols, subgroups));
+            if variant.workgroup_per_row() && rows > MANY_ROWS {
+                refuse_slow(&mut runner, variant, rows, cols, &input, subgroups)?;
+            }
             (Kernel::Softmax(variant), Problem::new(rows, cols), input)
         }
         KernelCommand::Reduce { variant, op } => {
@@ -130,20 +192,29 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
         }
         KernelCommand::Matmul { m, n, k, variant } => {
             let problem = Problem::gemm(m, n, k);
+            // The true count, even where K·(M + N) passes u64.
             let a = u64::from(m) * u64::from(k);
-            let b = u64::from(k) * u64::from(n);
-            let input = read_stdin_f32(max_values)?;
-            if input.len() as u64 != a + b {
-                return Err(CliError::from(tf(
-                    "kernel.matmul_len",
+            let want = u128::from(a) + u128::from(k) * u128::from(n);
+            let count = |key, count: &dyn std::fmt::Display, name| {
+                tf(
+                    key,
                     &[
-                        ("count", &input.len()),
                         ("m", &m),
                         ("n", &n),
                         ("k", &k),
-                        ("want", &(a + b)),
+                        ("want", &want),
+                        (name, count),
                     ],
-                )));
+                )
+            };
+            if want > u128::from(max_values) {
+                let message = count("kernel.matmul_too_large", &max_values, "max");
+                return Err(CliError::from(message));
+            }
+            let input = read_stdin_f32(max_values)?;
+            if input.len() as u128 != want {
+                let message = count("kernel.matmul_len", &input.len(), "count");
+                return Err(CliError::from(message));
             }
             // B starts at a whole vec4 in the kernel's buffer.
             let offset = dlsys_core::kernels::gemm_b_offset(problem) as usize;

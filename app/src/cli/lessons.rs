@@ -8,7 +8,6 @@ use super::output::{Report, emit};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct LessonsArgs {
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }

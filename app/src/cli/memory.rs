@@ -20,11 +20,8 @@ use super::{CliError, say, t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct MemoryArgs {
-    /// An MLP's layer sizes, input to output (e.g. 784,128,10): estimated
-    /// and measured on the engine.
     #[arg(long, value_name = "SIZES", conflicts_with = "transformer")]
     mlp: Option<String>,
-    /// A transformer preset; --layers, --hidden … change its fields.
     #[arg(long, value_name = "MODEL", value_parser = choice(&Preset::ALL, |p| p.name()))]
     transformer: Option<Preset>,
     #[arg(long)]
@@ -33,48 +30,47 @@ pub struct MemoryArgs {
     hidden: Option<u64>,
     #[arg(long)]
     heads: Option<u64>,
-    /// KV heads (fewer than --heads: grouped-query attention).
     #[arg(long)]
     kv_heads: Option<u64>,
-    /// The feed-forward block's inner size (default: the preset's; 4 ×
-    /// hidden for a GELU model whose --hidden is given).
     #[arg(long)]
     ffn: Option<u64>,
     #[arg(long, value_parser = choice(&FFN_KINDS, ffn_id))]
     ffn_kind: Option<FfnKind>,
     #[arg(long)]
     vocab: Option<u64>,
-    /// Untied output matrix (its own vocab × hidden parameters).
     #[arg(long)]
     untied: bool,
-    /// Sequences per step (per rank): default 64 for an MLP, 1 for a transformer.
     #[arg(long)]
     batch: Option<u64>,
-    /// Tokens per sequence (default: the preset's context, else 1024).
     #[arg(long)]
     seq: Option<u64>,
     #[arg(long, default_value = "adam", ignore_case = true, value_parser = name_of(&OptimizerKind::NAMES, |o| *o))]
     optimizer: String,
     #[arg(long, default_value = "mixed-fp16", value_parser = choice(&Precision::ALL, |p| p.name()))]
     precision: Precision,
-    /// Activation checkpointing of the MLP in segments of K layers (K = 1
-    /// without a value: every layer but the last is recomputed in backward).
     #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1",
           value_parser = clap::value_parser!(u64).range(1..=dlsys_core::memory::mlp::MAX_LAYERS as u64))]
     checkpoint: Option<u64>,
-    /// The MLP's estimate alone, without training a step (for networks
-    /// too large to measure here).
     #[arg(long)]
     estimate_only: bool,
-    /// ZeRO stage, 0 to 3.
-    #[arg(long, default_value_t = 0)]
-    zero: u64,
-    /// Data-parallel ranks.
-    #[arg(long, default_value_t = 1)]
-    dp: u64,
-    /// Print JSON instead of text.
+    #[arg(long)]
+    zero: Option<u64>,
+    #[arg(long)]
+    dp: Option<u64>,
     #[arg(long)]
     pub json: bool,
+}
+
+/// The MLP's batch and a custom transformer's sequence when not given.
+const MLP_BATCH: u64 = 64;
+const SEQ: u64 = 1024;
+
+/// The figures `memory --help` names.
+pub(super) fn help_values() -> Vec<(&'static str, String)> {
+    vec![
+        ("memory_batch", MLP_BATCH.to_string()),
+        ("seq", SEQ.to_string()),
+    ]
 }
 
 const FFN_KINDS: [FfnKind; 2] = [FfnKind::Gelu, FfnKind::SwiGlu];
@@ -102,11 +98,57 @@ struct TransformerOut {
     report: TransformerReport,
 }
 
+impl MemoryArgs {
+    /// The transformer's flags that were given, by name.
+    fn transformer_flags(&self) -> Vec<&'static str> {
+        [
+            ("--layers", self.layers.is_some()),
+            ("--hidden", self.hidden.is_some()),
+            ("--heads", self.heads.is_some()),
+            ("--kv-heads", self.kv_heads.is_some()),
+            ("--ffn", self.ffn.is_some()),
+            ("--ffn-kind", self.ffn_kind.is_some()),
+            ("--vocab", self.vocab.is_some()),
+            ("--untied", self.untied),
+            ("--seq", self.seq.is_some()),
+            ("--zero", self.zero.is_some()),
+            ("--dp", self.dp.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| flag)
+        .collect()
+    }
+
+    /// The MLP's flags that were given, by name.
+    fn mlp_flags(&self) -> Vec<&'static str> {
+        [
+            ("--checkpoint", self.checkpoint.is_some()),
+            ("--estimate-only", self.estimate_only),
+        ]
+        .into_iter()
+        .filter(|(_, given)| *given)
+        .map(|(flag, _)| flag)
+        .collect()
+    }
+}
+
 pub fn run(args: &MemoryArgs) -> Result<ExitCode, CliError> {
+    // A flag the model asked for does not take is refused, not ignored.
+    let refused = if args.mlp.is_some() {
+        args.transformer_flags()
+            .first()
+            .map(|f| (*f, "memory.transformer_only"))
+    } else {
+        args.mlp_flags().first().map(|f| (*f, "memory.mlp_only"))
+    };
+    if let Some((flag, key)) = refused {
+        return Err(CliError::from(tf(key, &[("flag", &flag)])));
+    }
     if let Some(sizes) = &args.mlp {
         let settings = MlpSettings {
             sizes: sizes.clone(),
-            batch: usize::try_from(args.batch.unwrap_or(64)).unwrap_or(usize::MAX),
+            batch: usize::try_from(args.batch.unwrap_or(MLP_BATCH)).unwrap_or(usize::MAX),
             optimizer: args.optimizer.clone(),
             precision: args.precision,
             checkpoint: args.checkpoint.is_some(),
@@ -164,7 +206,7 @@ fn transformer_run(
             run.model.kv_heads = heads;
             run.model.ffn = hidden.saturating_mul(4);
             run.model.dropout = false;
-            run.seq = args.seq.unwrap_or(1024);
+            run.seq = args.seq.unwrap_or(SEQ);
             run.model.positions = run.seq;
             run
         }
@@ -194,8 +236,8 @@ fn transformer_run(
     run.seq = args.seq.unwrap_or(run.seq);
     run.precision = args.precision;
     run.states = optimizer.states() as u64;
-    run.zero = Zero::from_stage(args.zero).map_err(|e| say(&e))?;
-    run.ranks = args.dp;
+    run.zero = Zero::from_stage(args.zero.unwrap_or(0)).map_err(|e| say(&e))?;
+    run.ranks = args.dp.unwrap_or(1);
     let name = args
         .transformer
         .map_or_else(|| t("memory.custom").to_owned(), |p| p.name().to_owned());

@@ -16,6 +16,7 @@ mod lang;
 mod lessons;
 mod memory;
 pub mod output;
+mod parse_error;
 mod pipeline;
 mod quiz;
 mod train;
@@ -35,7 +36,7 @@ pub use float::FloatArgs;
 pub use gpu_info::GpuInfoArgs;
 pub use gradcheck::GradcheckArgs;
 pub use kernel::KernelCommand;
-pub use lang::{lang, t, tf};
+pub use lang::{identifiers, lang, t, tf};
 pub use lessons::LessonsArgs;
 pub use memory::MemoryArgs;
 pub use pipeline::PipelineArgs;
@@ -44,18 +45,13 @@ pub use train::TrainArgs;
 pub use wgsl_exercise::WgslExerciseArgs;
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "dlsys-lab",
-    version,
-    about = "An interactive workbench for deep-learning-systems topics. \
-             Without a subcommand it opens the app."
-)]
+// Every help text (the commands', the arguments', the headings) comes from
+// `assets/cli.ron` in the run's language: see `lang::localize`.
+#[command(name = "dlsys-lab", version)]
 pub struct Cli {
-    /// Open this lesson (its id, e.g. `welcome`; a leading `#` is allowed).
     #[arg(long, value_name = "ID")]
     pub lesson: Option<String>,
 
-    /// Language of the output and of the app: en or zh (default: from LANG).
     #[arg(
         long,
         global = true,
@@ -70,63 +66,29 @@ pub struct Cli {
 
 #[derive(Clone, Debug, Subcommand)]
 pub enum Command {
-    /// Print the GPU adapter dlsys-lab would use and its optional features.
     GpuInfo(GpuInfoArgs),
-    /// Self-check every exercise: each checker must accept its reference
-    /// answer and reject its listed wrong answers.
     Check(CheckArgs),
-    /// Show a value in every float format — bits, value, class, rounding
-    /// error, ulp, neighbours — or, with `--batch --to F`, round fp32 patterns
-    /// read from stdin (hex, one per line) into F.
     Float(FloatArgs),
-    /// Check every autograd op (the MLP's and the layers') and a whole MLP against numerical gradients;
-    /// exits non-zero if any is outside the good band.
     Gradcheck(GradcheckArgs),
-    /// Train an MLP and print per-epoch loss and train/test accuracy (and,
-    /// under a reduced precision, the loss scale, skipped steps and the
-    /// fraction of gradient values that underflowed).
     Train(Box<TrainArgs>),
-    /// A training step's memory by component and its FLOPs: for an MLP
-    /// (`--mlp 784,128,10`) estimated and measured on the engine; for a
-    /// transformer (`--transformer llama-7b`, or `--layers --hidden
-    /// --heads`) with ZeRO, the KV cache and training FLOPs.
     Memory(MemoryArgs),
-    /// Run one collective (all-reduce by ring, tree, halving-doubling or a
-    /// parameter server; ring reduce-scatter or all-gather) on seeded
-    /// buffers: the result checked, every node's bytes and messages, the
-    /// time on the α-β virtual clock beside the closed form.
     Allreduce(AllreduceArgs),
-    /// Train the MLP through the real input pipeline with 1, 2, 4… loader
-    /// workers: each stage's mean time, the measured throughput and
-    /// utilisation beside the model's prediction.
     Pipeline(PipelineArgs),
-    /// A mock written test: N questions drawn (seeded) across every
-    /// lesson's exercises, then the answers and explanations — the same
-    /// draw as the app's Mock test page.
     Quiz(QuizArgs),
-    /// Benchmarks (they print numbers; they are not tests).
     Bench {
         #[command(subcommand)]
         what: BenchWhat,
     },
-    /// Run one GPU kernel on your own data: f32 little-endian on stdin.
     #[command(name = "kernel")]
     RunKernel {
         #[command(subcommand)]
         which: KernelCommand,
     },
-    /// List the lessons (their ids are the routes: `--lesson ID`, `#ID`).
     Lessons(LessonsArgs),
-    /// The WGSL kernel exercises: without ID, list them; with ID, print its
-    /// template; with ID and FILE (or - for stdin), check your kernel.
     WgslExercise(WgslExerciseArgs),
-    /// Your progress on the Rust exercise track (exercises/learn/): runs
-    /// `cargo test -p dlsys-exercises` and shows which pass and what is next.
     Exercises {
-        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// The dlsys-lab source checkout (default: found from here).
         #[arg(long, value_name = "DIR")]
         root: Option<std::path::PathBuf>,
     },
@@ -239,7 +201,7 @@ pub fn parse() -> Result<Cli, ExitCode> {
             err.exit();
         }
         let json = std::env::args_os().any(|arg| arg == "--json");
-        report_error(&one_line(&err), json);
+        report_error(&parse_error::message(&err), json);
         ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2))
     })
 }
@@ -249,19 +211,7 @@ pub fn report_error(message: &str, json: bool) {
     if json {
         println!("{}", output::error_json(message));
     }
-    eprintln!("error: {message}");
-}
-
-/// clap's message on one line: `invalid value 'x' for '--y <Y>' [possible values: …]`.
-fn one_line(err: &clap::Error) -> String {
-    let text = err.render().to_string();
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("For more information"))
-        .collect();
-    let joined = lines.join(" ");
-    joined.strip_prefix("error: ").unwrap_or(&joined).to_owned()
+    eprintln!("{}", tf("cli.error", &[("message", &message)]));
 }
 
 #[cfg(test)]
@@ -271,17 +221,5 @@ mod tests {
     #[test]
     fn the_command_line_is_well_formed() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn a_bad_value_is_one_line_listing_the_choices() {
-        let err = Cli::try_parse_from(["dlsys-lab", "kernel", "reduce", "--op", "mean"])
-            .err()
-            .map(|err| one_line(&err))
-            .unwrap_or_default();
-        assert!(
-            !err.contains('\n') && err.contains("mean") && err.contains("sum, max"),
-            "{err}"
-        );
     }
 }

@@ -21,35 +21,34 @@ use super::{CliError, say, t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct PipelineArgs {
-    /// The worker counts to run, comma-separated (1–8); one worker always
-    /// runs first, for the stage times the model takes.
     #[arg(long, default_value = "1,2,4", value_delimiter = ',')]
     workers: Vec<usize>,
-    /// Batches each worker may have ready ahead of the trainer (1–16).
     #[arg(long, default_value_t = 2)]
     prefetch: usize,
     #[arg(long, default_value_t = 32)]
     batch: usize,
-    /// Batches trained per worker count.
     #[arg(long, default_value_t = 50)]
     batches: usize,
-    /// Extra CPU work per sample, in ms (a slow JPEG decoder).
     #[arg(long, default_value_t = 0.0)]
     extra_decode_ms: f64,
-    /// Extra blocking wait per sample, in ms (a slow disk or network read).
     #[arg(long, default_value_t = 0.0)]
     extra_read_ms: f64,
-    /// Turn the random shift and noise off.
     #[arg(long)]
     no_augment: bool,
-    /// mnist or digits.
     #[arg(long, default_value = "mnist")]
     dataset: String,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Print JSON lines instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The figures `pipeline --help` names.
+pub(super) fn help_values() -> Vec<(&'static str, String)> {
+    vec![
+        ("pipeline_workers", MAX_WORKERS.to_string()),
+        ("prefetch", dlsys_core::pipeline::MAX_PREFETCH.to_string()),
+    ]
 }
 
 /// What one worker measured: the model's inputs.

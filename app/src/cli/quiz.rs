@@ -12,16 +12,18 @@ use super::{CliError, t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct QuizArgs {
-    /// Questions to draw (1–50).
     #[arg(long, default_value_t = 10,
           value_parser = clap::value_parser!(u64).range(1..=MAX_QUESTIONS as u64))]
     n: u64,
-    /// The draw's seed: the app's Mock test page draws the same for it.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_SEED))]
     seed: u64,
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The figures `quiz --help` names.
+pub(super) fn help_values() -> Vec<(&'static str, String)> {
+    vec![("questions", MAX_QUESTIONS.to_string())]
 }
 
 #[derive(serde::Serialize)]

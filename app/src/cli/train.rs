@@ -17,18 +17,14 @@ use super::tf;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct TrainArgs {
-    /// What to train: the MLP (every flag below), the CNN on MNIST, or the
-    /// tiny character-level transformer on the shipped text.
     #[arg(long, default_value = MODELS[0], value_parser = name_of(&MODELS, |m| *m))]
     pub(super) model: String,
-    /// The data set (default digits; the CNN trains on mnist only).
     #[arg(
         long,
         ignore_case = true,
         value_parser = name_of(&data::NAMES, |n| *n),
     )]
     pub(super) dataset: Option<String>,
-    /// Hidden layer sizes, comma-separated (e.g. 128,64).
     #[arg(long, default_value = "128")]
     hidden: String,
     #[arg(
@@ -45,24 +41,20 @@ pub struct TrainArgs {
         value_parser = name_of(&OptimizerKind::NAMES, |o| *o),
     )]
     optimizer: String,
-    /// Learning rate (default 0.05 for the MLP, 3e-3 for the CNN, 1e-2 for the transformer).
     #[arg(long, allow_hyphen_values = true)]
     pub(super) lr: Option<f64>,
-    /// Examples per step (default 64 for the MLP, 16 for the CNN, 8 sequences for the transformer).
     #[arg(long)]
     pub(super) batch: Option<usize>,
-    /// Epochs (default 10 for the MLP, 3 for the CNN).
     #[arg(long)]
     pub(super) epochs: Option<u64>,
-    /// Steps of the transformer (default 1000).
     #[arg(long)]
     pub(super) steps: Option<u64>,
+    #[arg(long)]
+    pub(super) images: Option<usize>,
     #[arg(long, default_value_t = 1)]
     pub(super) seed: u64,
-    /// Compute (op outputs and gradients) in fp32, tf32, bf16, fp16, fp8-e4m3, fp8-e5m2 or eXmY.
     #[arg(long, default_value = "fp32", value_name = "F")]
     precision: String,
-    /// dynamic (2^16, ×2 after 200 clean steps, ×½ and skip on inf/NaN), none, or a fixed value.
     #[arg(
         long,
         default_value = "none",
@@ -70,23 +62,18 @@ pub struct TrainArgs {
         allow_hyphen_values = true
     )]
     loss_scale: String,
-    /// fp32 (a master copy; the forward pass sees rounded weights) or same (weights stored in --precision).
     #[arg(
         long,
         default_value = master_weights_id(&MasterWeights::Fp32),
         value_parser = name_of(&MASTER_WEIGHTS, master_weights_id),
     )]
     master_weights: String,
-    /// Format of the optimizer state (momentum, Adam's moments).
     #[arg(long, default_value = "fp32", value_name = "F")]
     optimizer_state: String,
-    /// Format of the gradient-accumulation buffer.
     #[arg(long, default_value = "fp32", value_name = "F")]
     accumulate_in: String,
-    /// Batches accumulated per optimizer step.
     #[arg(long, default_value_t = 1)]
     micro_batches: u32,
-    /// Multiply the loss by this before backward (e.g. 2^-16: smaller gradients).
     #[arg(
         long,
         default_value = "1",
@@ -94,35 +81,56 @@ pub struct TrainArgs {
         allow_hyphen_values = true
     )]
     loss_weight: String,
-    /// Data-parallel workers (2–16, on threads): each trains on its own
-    /// --batch examples per step and the gradients are averaged by
-    /// --allreduce (fp32, plain steps only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=16))]
     workers: u64,
-    /// Asynchronous SGD against a parameter server (with --workers): no
-    /// worker waits; each gradient is as stale as the virtual clock makes it.
-    /// Stale gradients under momentum add up to a larger momentum: with many
-    /// workers prefer --optimizer sgd.
     #[arg(long = "async")]
     asynchronous: bool,
-    /// How the workers' gradients are summed (with --workers).
     #[arg(long, value_parser = choice(&Algorithm::ALL, |a| a.id()))]
     allreduce: Option<Algorithm>,
-    /// Every link's latency in µs, for the virtual clock (with --workers; default 5).
     #[arg(long)]
     alpha_us: Option<f64>,
-    /// Every link's bandwidth in GB/s (with --workers; default 25).
     #[arg(long)]
     gbps: Option<f64>,
-    /// Each worker's compute rate in GFLOP/s, for the virtual clock (with --workers; default 1000).
     #[arg(long)]
     gflops: Option<f64>,
-    /// One of the mixed-precision lesson's scenarios (sets everything but --json).
     #[arg(long, value_parser = name_of(&Scenario::ALL, |s| s.id()))]
     scenario: Option<String>,
-    /// Print JSON lines (one per epoch, then the final accuracy) instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The MLP's defaults where a flag is not given (the CNN's and the
+/// transformer's are their settings' defaults).
+const MLP_LR: f64 = 0.05;
+const MLP_BATCH: usize = 64;
+const MLP_EPOCHS: u64 = 10;
+pub(super) const CNN_EPOCHS: u64 = 3;
+pub(super) const TEXT_STEPS: u64 = 1000;
+/// The virtual clock's defaults for data-parallel training.
+const ALPHA_US: f64 = 5.0;
+const GBPS: f64 = 25.0;
+const GFLOPS: f64 = 1000.0;
+
+/// The figures `train --help` names.
+pub(super) fn help_values() -> Vec<(&'static str, String)> {
+    use dlsys_core::nn::models::{cnn_run::CnnSettings, text_run::TextSettings};
+    let (cnn, text) = (CnnSettings::default(), TextSettings::default());
+    vec![
+        ("mlp_lr", MLP_LR.to_string()),
+        ("cnn_lr", cnn.lr.to_string()),
+        ("text_lr", text.lr.to_string()),
+        ("mlp_batch", MLP_BATCH.to_string()),
+        ("cnn_batch", cnn.batch.to_string()),
+        ("text_batch", text.batch.to_string()),
+        ("mlp_epochs", MLP_EPOCHS.to_string()),
+        ("cnn_epochs", CNN_EPOCHS.to_string()),
+        ("text_steps", TEXT_STEPS.to_string()),
+        ("dp_min", dlsys_core::collective::MIN_WORKERS.to_string()),
+        ("dp_max", dlsys_core::collective::MAX_WORKERS.to_string()),
+        ("alpha", ALPHA_US.to_string()),
+        ("gbps", GBPS.to_string()),
+        ("gflops", GFLOPS.to_string()),
+    ]
 }
 
 const MASTER_WEIGHTS: [MasterWeights; 2] = [MasterWeights::Fp32, MasterWeights::Same];
@@ -143,15 +151,15 @@ impl TrainArgs {
     }
 
     fn mlp_lr(&self) -> f64 {
-        self.lr.unwrap_or(0.05)
+        self.lr.unwrap_or(MLP_LR)
     }
 
     fn mlp_batch(&self) -> usize {
-        self.batch.unwrap_or(64)
+        self.batch.unwrap_or(MLP_BATCH)
     }
 
     fn mlp_epochs(&self) -> u64 {
-        self.epochs.unwrap_or(10)
+        self.epochs.unwrap_or(MLP_EPOCHS)
     }
 
     /// The precision policy's flags, each with whether it was given a
@@ -245,11 +253,16 @@ pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
     if args.model != MODELS[0] {
         return super::train_models::run(args);
     }
-    if args.steps.is_some() {
-        return Err(CliError::from(tf(
-            "train.model_only",
-            &[("flag", &"--steps"), ("model", &MODELS[2])],
-        )));
+    for (flag, given, model) in [
+        ("--steps", args.steps.is_some(), MODELS[2]),
+        ("--images", args.images.is_some(), MODELS[1]),
+    ] {
+        if given {
+            return Err(CliError::from(tf(
+                "train.model_only",
+                &[("flag", &flag), ("model", &model)],
+            )));
+        }
     }
     if args.workers > 1 {
         return args.data_parallel();
@@ -296,9 +309,9 @@ impl TrainArgs {
             workers: self.workers as usize,
             algorithm: self.allreduce.unwrap_or(Algorithm::Ring),
             asynchronous: self.asynchronous,
-            alpha_us: self.alpha_us.unwrap_or(5.0),
-            gbps: self.gbps.unwrap_or(25.0),
-            gflops: self.gflops.unwrap_or(1000.0),
+            alpha_us: self.alpha_us.unwrap_or(ALPHA_US),
+            gbps: self.gbps.unwrap_or(GBPS),
+            gflops: self.gflops.unwrap_or(GFLOPS),
             json: self.json,
         })
     }
@@ -311,7 +324,8 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Cli
     let mut trainer = Trainer::new(config, train_set, test_set).map_err(|e| super::say(&e))?;
     if !json {
         emit_text(&Setup {
-            policy: (!trainer.config.policy.is_fp32()).then(|| trainer.config.policy.describe()),
+            policy: (!trainer.config.policy.is_fp32())
+                .then(|| dlsys_core::names::Named::name(&trainer.config.policy, super::lang())),
             dataset: data.name.clone(),
             train: trainer.train.len(),
             test: trainer.test.len(),

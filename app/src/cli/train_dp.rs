@@ -69,6 +69,7 @@ struct Finished {
 }
 
 pub fn run(f: &DpFlags<'_>) -> Result<ExitCode, CliError> {
+    dlsys_core::nn::config::check_epochs(f.epochs).map_err(|e| say(&e))?;
     let whole = data::load(f.dataset, f.seed).map_err(|e| say(&e))?;
     let (train, test) = whole.split(data::TEST_FRACTION, f.seed);
     let hidden = parse_hidden(f.hidden).map_err(|e| say(&e))?;

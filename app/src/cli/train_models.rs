@@ -36,6 +36,7 @@ pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
         let flags = [
             ("--dataset", args.dataset.is_some()),
             ("--epochs", args.epochs.is_some()),
+            ("--images", args.images.is_some()),
         ];
         if let Some((flag, _)) = flags.iter().find(|(_, given)| *given) {
             return Err(CliError::from(tf(
@@ -83,8 +84,8 @@ fn train_cnn(args: &TrainArgs) -> Result<ExitCode, CliError> {
     }
     let defaults = CnnSettings::default();
     let settings = CnnSettings {
-        images: None,
-        epochs: args.epochs.unwrap_or(3),
+        images: args.images,
+        epochs: args.epochs.unwrap_or(super::train::CNN_EPOCHS),
         batch: args.batch.unwrap_or(defaults.batch),
         lr: args.lr.unwrap_or(defaults.lr),
         seed: args.seed,
@@ -157,7 +158,7 @@ struct TextFinished {
 fn train_transformer(args: &TrainArgs) -> Result<ExitCode, CliError> {
     let defaults = TextSettings::default();
     let settings = TextSettings {
-        steps: args.steps.unwrap_or(1000),
+        steps: args.steps.unwrap_or(super::train::TEXT_STEPS),
         batch: args.batch.unwrap_or(defaults.batch),
         lr: args.lr.unwrap_or(defaults.lr),
         seed: args.seed,

@@ -11,16 +11,14 @@ use dlsys_shaders::kernel_track::{
 
 use super::CliError;
 use super::output::{Report, emit};
-use super::tf;
+use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct WgslExerciseArgs {
     pub id: Option<String>,
     pub file: Option<std::path::PathBuf>,
-    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
-    /// After a pass, skip timing your kernel against the built-in ladder.
     #[arg(long)]
     pub no_race: bool,
 }
@@ -148,21 +146,27 @@ impl Report for Checked {
         writeln!(out, "{}: {}", self.exercise, self.message)?;
         match &self.race {
             Some(Ok(race)) => {
+                let lang = super::lang();
                 let heading = tf(
                     "wgsl.race",
                     &[
-                        ("problem", &race.problem.say(super::lang())),
+                        ("problem", &race.problem.say(lang)),
                         ("trials", &race.trials),
-                        ("timer", &race.timer),
+                        ("timer", &race.timer_kind.name(lang)),
                     ],
                 );
                 writeln!(out, "{heading}")?;
                 for (i, lap) in race.laps.iter().enumerate() {
+                    let name = if lap.kernel == "yours" {
+                        t("wgsl.yours")
+                    } else {
+                        &lap.kernel
+                    };
                     writeln!(
                         out,
-                        "  {:>2}. {:<26} {:>9.3} ms {:>8.2} GB/s",
+                        "  {:>2}. {} {:>9.3} ms {:>8.2} GB/s",
                         i + 1,
-                        lap.kernel,
+                        super::lang::pad(name, 26),
                         lap.median_ns / 1e6,
                         lap.gb_per_s
                     )?;

@@ -170,6 +170,8 @@ crate::catalog_error! {
         Overlap = "collective.overlap",
         /// The global batch (workers × shard) is empty or larger than the data.
         Batch { global: u64, rows: u64 } = "collective.batch",
+        /// More steps than a run here takes.
+        Steps { steps: u64, max: u64 } = "collective.steps",
         /// A compute rate that is not a positive number, or a straggler
         /// that is no worker or is faster than the rest.
         Rate = "collective.rate",

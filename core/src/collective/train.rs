@@ -31,6 +31,10 @@ pub struct Straggler {
     pub slowdown: f64,
 }
 
+/// The most steps a data-parallel run takes: its batches are drawn up
+/// front (a million global batches of a few examples hold tens of MB).
+pub const MAX_STEPS: usize = 1_000_000;
+
 /// What a data-parallel run trains and how.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DpSettings {
@@ -149,6 +153,12 @@ impl DpSettings {
             return Err(CollectiveError::Batch {
                 global: global as u64,
                 rows: data.len() as u64,
+            });
+        }
+        if self.steps > MAX_STEPS {
+            return Err(CollectiveError::Steps {
+                steps: self.steps as u64,
+                max: MAX_STEPS as u64,
             });
         }
         let rate_ok = self.flops_per_s.is_finite() && self.flops_per_s > 0.0;

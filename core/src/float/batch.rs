@@ -14,6 +14,21 @@ pub struct BatchReport {
     pub invalid: usize,
 }
 
+/// Why a batch stopped: its input could not be read, or its output written.
+#[derive(Debug)]
+pub enum BatchIo {
+    Read(std::io::Error),
+    Write(std::io::Error),
+}
+
+impl std::fmt::Display for BatchIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Read(err) | Self::Write(err) => err.fmt(f),
+        }
+    }
+}
+
 /// Parses one line: an fp32 pattern in hex, `0x` optional.
 pub fn parse_f32_pattern(line: &str) -> Result<u32, FormatError> {
     let text = line.trim();
@@ -43,7 +58,7 @@ pub fn convert_batch(
     rounding: Rounding,
     seed: u64,
     mut on_error: impl FnMut(usize, &FormatError),
-) -> std::io::Result<BatchReport> {
+) -> Result<BatchReport, BatchIo> {
     let width = format.bits().div_ceil(4) as usize;
     let mut stochastic = StochasticRounder::new(seed);
     let mut report = BatchReport::default();
@@ -52,7 +67,7 @@ pub fn convert_batch(
         let parsed = match line {
             Ok(line) => parse_f32_pattern(&line),
             Err(err) if err.kind() == std::io::ErrorKind::InvalidData => Err(FormatError::NotUtf8),
-            Err(err) => return Err(err),
+            Err(err) => return Err(BatchIo::Read(err)),
         };
         match parsed {
             Ok(bits) => {
@@ -62,16 +77,16 @@ pub fn convert_batch(
                 } else {
                     format.encode(&exact, rounding)
                 };
-                writeln!(output, "0x{out:0width$x}")?;
+                writeln!(output, "0x{out:0width$x}").map_err(BatchIo::Write)?;
             }
             Err(error) => {
                 report.invalid += 1;
                 on_error(index + 1, &error);
-                writeln!(output, "invalid")?;
+                writeln!(output, "invalid").map_err(BatchIo::Write)?;
             }
         }
     }
-    output.flush()?;
+    output.flush().map_err(BatchIo::Write)?;
     Ok(report)
 }
 

@@ -23,7 +23,7 @@ pub use gemm::{
     BLOCK, Block, GEMM_TOLERANCE, GemmKind, GemmReference, TILE, Tile, gemm_b_offset, gemm_inputs,
     gemm_reference, largest_gemm_k,
 };
-pub use plan::{largest_accepted, loop_iterations, plan};
+pub use plan::{largest_accepted, largest_accepted_vec4, loop_iterations, plan};
 pub use reference::{
     Comparison, compare, compare_with_floor, reduce_reference, relative_error, softmax_reference,
 };
@@ -37,6 +37,8 @@ crate::catalog_error! {
         UnknownOp { name: String } = "plan.unknown_op",
         /// An invocation would loop more often than drivers allow.
         LoopBudget { kernel: String, rows: u32, cols: u32, iterations: u64, budget: u32, largest: u64 } = "plan.loop_budget",
+        /// The same for a kernel that takes wider rows when their width is a multiple of 4.
+        RowLoopBudget { kernel: String, rows: u32, cols: u32, iterations: u64, budget: u32, largest: u64, largest_vec4: u64 } = "plan.row_loop_budget",
         /// A GEMM whose inner dimension K would loop past the budget.
         GemmTooDeep { kernel: String, k: u32, iterations: u64, budget: u32, largest: u32 } = "plan.gemm_too_deep",
         /// The subgroup GEMM's traffic depends on a subgroup size the adapter does not fix.
@@ -168,6 +170,25 @@ impl SoftmaxKind {
             Self::Subgroup => "subgroup",
             Self::SubgroupRows => "row-per-subgroup",
         }
+    }
+
+    /// The variant for rows of `cols` when none is asked for: one subgroup
+    /// per row (many rows to a workgroup) for rows narrower than a
+    /// workgroup, where the adapter has subgroup operations; else online
+    /// softmax, a workgroup per row. A workgroup per narrow row leaves most
+    /// of its invocations idle, and on a CPU adapter each workgroup costs
+    /// tens of microseconds: 2²⁴ rows of 1 took over 500 s that way.
+    pub fn for_width(cols: u32, subgroups: bool) -> Self {
+        if subgroups && cols < WG {
+            Self::SubgroupRows
+        } else {
+            Self::Online
+        }
+    }
+
+    /// Whether it runs one workgroup per row.
+    pub fn workgroup_per_row(self) -> bool {
+        self != Self::SubgroupRows
     }
 }
 
@@ -329,9 +350,9 @@ impl Kernel {
     /// reads nothing), the problem's values otherwise.
     pub fn input_len(self, problem: Problem) -> u64 {
         match self {
-            Self::Gemm(_) => {
-                gemm_b_offset(problem) + u64::from(problem.k) * u64::from(problem.cols)
-            }
+            // Saturating: a size past u64 is refused as too large anyway.
+            Self::Gemm(_) => gemm_b_offset(problem)
+                .saturating_add(u64::from(problem.k) * u64::from(problem.cols)),
             Self::Fma => 1,
             _ => problem.elements(),
         }
@@ -477,6 +498,11 @@ pub struct DeviceLimits {
 }
 
 impl DeviceLimits {
+    /// Rows the row-per-subgroup softmax takes per workgroup (one per subgroup).
+    pub fn rows_per_workgroup(self) -> u32 {
+        (WG / self.subgroup_max.clamp(1, WG)).max(1)
+    }
+
     /// What the CPU path and tests assume when there is no adapter to ask.
     pub const TYPICAL: Self = Self {
         cache_floats: 4096 - WG,

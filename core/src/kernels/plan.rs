@@ -65,16 +65,19 @@ pub fn loop_iterations(kernel: Kernel, problem: Problem, device: DeviceLimits) -
     main + SMALL_LOOPS
 }
 
-/// The largest problem `kernel` accepts on `device` within the loop budget:
-/// columns of a single row for softmax, values for the others (at most
-/// `limit`, what the device's buffers hold).
+/// The largest problem `kernel` accepts on `device` within the loop budget,
+/// with every smaller one accepted too: columns of a single row for
+/// softmax, values for the others (at most `limit`, what the device's
+/// buffers hold). A kernel that loops less over rows whose width is a
+/// multiple of 4 (16-byte loads) accepts wider such rows:
+/// [`largest_accepted_vec4`].
 pub fn largest_accepted(kernel: Kernel, device: DeviceLimits, limit: u64) -> u64 {
-    let fits = |n: u64| {
-        let cols = u32::try_from(n).unwrap_or(u32::MAX);
-        loop_iterations(kernel, Problem::new(1, cols), device) <= u64::from(LOOP_BUDGET)
-    };
+    let fits = |n: u64| fits_budget(kernel, device, n);
+    // Every width up to n: n itself, and the widest width below n that is
+    // not a multiple of 4 (the slower class, where the classes differ).
+    let all_fit = |n: u64| fits(n) && (n < 4 || !n.is_multiple_of(4) || fits(n - 1));
     let limit = limit.min(u64::from(u32::MAX / 4));
-    if fits(limit) {
+    if all_fit(limit) {
         // The copy's vec4 loads want a multiple of 4.
         return if kernel == Kernel::Copy {
             limit / 4 * 4
@@ -82,10 +85,36 @@ pub fn largest_accepted(kernel: Kernel, device: DeviceLimits, limit: u64) -> u64
             limit
         };
     }
-    let (mut lo, mut hi) = (1, limit);
+    last_true(1, limit, all_fit)
+}
+
+/// Where `kernel` accepts rows wider than [`largest_accepted`] when their
+/// width is a multiple of 4: the widest such row (`None` when the widths
+/// share one limit).
+pub fn largest_accepted_vec4(kernel: Kernel, device: DeviceLimits, limit: u64) -> Option<u64> {
+    let any = largest_accepted(kernel, device, limit);
+    let quads = limit.min(u64::from(u32::MAX / 4)) / 4;
+    let fits = |q: u64| fits_budget(kernel, device, 4 * q);
+    let widest = if fits(quads) {
+        4 * quads
+    } else {
+        4 * last_true(1, quads, fits)
+    };
+    (widest > any).then_some(widest)
+}
+
+/// Whether one row of `n` columns keeps `kernel` within the loop budget.
+fn fits_budget(kernel: Kernel, device: DeviceLimits, n: u64) -> bool {
+    let cols = u32::try_from(n).unwrap_or(u32::MAX);
+    loop_iterations(kernel, Problem::new(1, cols), device) <= u64::from(LOOP_BUDGET)
+}
+
+/// The largest x in `lo..hi` with `ok(x)`, for `ok` true up to a point and
+/// false from there on (`ok(lo)` assumed, `ok(hi)` false).
+fn last_true(mut lo: u64, mut hi: u64, ok: impl Fn(u64) -> bool) -> u64 {
     while lo + 1 < hi {
         let mid = lo + (hi - lo) / 2;
-        if fits(mid) {
+        if ok(mid) {
             lo = mid;
         } else {
             hi = mid;
@@ -117,13 +146,27 @@ pub fn plan(
         Kernel::Copy | Kernel::Softmax(_) | Kernel::Reduce(..)
     );
     if memory_bound && iterations > u64::from(LOOP_BUDGET) {
-        return Err(PlanError::LoopBudget {
-            kernel: kernel.id(),
-            rows,
-            cols,
-            iterations,
-            budget: LOOP_BUDGET,
-            largest: largest_accepted(kernel, device, elements),
+        // The same limits whatever the width asked: the rule, not a search from it.
+        let limit = u64::from(u32::MAX / 4);
+        let largest = largest_accepted(kernel, device, limit);
+        return Err(match largest_accepted_vec4(kernel, device, limit) {
+            Some(largest_vec4) => PlanError::RowLoopBudget {
+                kernel: kernel.id(),
+                rows,
+                cols,
+                iterations,
+                budget: LOOP_BUDGET,
+                largest,
+                largest_vec4,
+            },
+            None => PlanError::LoopBudget {
+                kernel: kernel.id(),
+                rows,
+                cols,
+                iterations,
+                budget: LOOP_BUDGET,
+                largest,
+            },
         });
     }
     let n = elements as u32;
@@ -246,7 +289,7 @@ pub fn plan(
                 2,
             ),
             SoftmaxKind::SubgroupRows => {
-                let per_group = (WG / device.subgroup_max.clamp(1, WG)).max(1);
+                let per_group = device.rows_per_workgroup();
                 // Whole vec4s when the row allows, 16-byte loads.
                 let entry = if cols.is_multiple_of(4) {
                     "softmax_subgroup_rows:main_vec4"
@@ -326,4 +369,54 @@ pub fn plan(
         dispatches: steps.len() as u32,
     };
     Ok((steps, traffic))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::TEST_DEVICE;
+
+    /// The row-per-subgroup softmax loops 4× less over rows whose width is
+    /// a multiple of 4: it states both limits, the same whatever width was
+    /// asked, and accepts every width up to the one that applies.
+    #[test]
+    fn row_per_subgroup_states_one_rule_whatever_the_width() {
+        let kernel = Kernel::Softmax(SoftmaxKind::SubgroupRows);
+        let device = DeviceLimits {
+            subgroup_min: 8,
+            subgroup_max: 8,
+            ..TEST_DEVICE
+        };
+        let limit = u64::from(u32::MAX / 4);
+        let any = largest_accepted(kernel, device, limit);
+        let vec4 = largest_accepted_vec4(kernel, device, limit).unwrap_or(0);
+        assert!(vec4 > any && vec4.is_multiple_of(4), "{any} {vec4}");
+        let accepts = |cols: u64| plan(kernel, Problem::new(1, cols as u32), device).is_ok();
+        // Every width up to `any`, every multiple of 4 up to `vec4`.
+        assert!(accepts(any) && accepts(any - 1) && accepts(any / 4 * 4));
+        assert!(!accepts(if (any + 1).is_multiple_of(4) {
+            any + 2
+        } else {
+            any + 1
+        }));
+        assert!(accepts(vec4) && !accepts(vec4 + 4) && !accepts(vec4 + 1));
+        let mut stated = Vec::new();
+        for cols in [vec4 + 4, vec4 + 1, any + 1, any + 2, 3 * vec4] {
+            if let Err(PlanError::RowLoopBudget {
+                largest,
+                largest_vec4,
+                ..
+            }) = plan(kernel, Problem::new(1, cols as u32), device)
+            {
+                stated.push((largest, largest_vec4));
+            }
+        }
+        assert_eq!(stated, vec![(any, vec4); 5]);
+        // The other kernels keep one limit: every width up to it.
+        let online = Kernel::Softmax(SoftmaxKind::Online);
+        assert_eq!(largest_accepted_vec4(online, device, limit), None);
+        let largest = largest_accepted(online, device, limit);
+        assert!(plan(online, Problem::new(1, largest as u32), device).is_ok());
+        assert!(plan(online, Problem::new(1, largest as u32 + 1), device).is_err());
+    }
 }

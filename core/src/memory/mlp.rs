@@ -115,8 +115,8 @@ impl MlpEstimate {
 impl MlpShape {
     pub fn validate(&self) -> Result<(), MemoryError> {
         if self.sizes.len() < 2 {
-            return Err(MemoryError::Zero {
-                what: Quantity::Layers,
+            return Err(MemoryError::MlpSizes {
+                given: self.sizes.len() as u64,
             });
         }
         if self.sizes.contains(&0) {

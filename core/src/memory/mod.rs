@@ -84,6 +84,10 @@ crate::catalog_error! {
         MeteredBatch { batch: u64, max: u64 } = "memory.metered_batch",
         /// A model with learned positions cannot see more tokens than it has positions.
         SeqBeyondPositions { seq: u64, positions: u64 } = "memory.seq_beyond_positions",
+        /// An MLP given fewer than two sizes (it needs an input and an output).
+        MlpSizes { given: u64 } = "memory.mlp_sizes",
+        /// More data-parallel ranks than an estimate here takes.
+        Ranks { ranks: u64, max: u64 } = "memory.ranks",
         /// The MLP cannot be built or trained for a step.
         Train { reason: crate::nn::TrainError } = "memory.train",
     }

@@ -50,7 +50,8 @@ pub fn show_flops(flops: u64) -> String {
     format!("{flops} FLOP")
 }
 
-/// `3.20 µs`, `12.5 ms`, `1.07 s`: three significant digits; `0 s`.
+/// `3.20 µs`, `12.5 ms`, `1.07 s`: three significant digits; `0 s`;
+/// `1.00e-12 s` below a nanosecond and `3.15e7 s` from 10⁵ s on.
 pub fn show_seconds(seconds: f64) -> String {
     if !seconds.is_finite() {
         return format!("{seconds}");
@@ -59,6 +60,10 @@ pub fn show_seconds(seconds: f64) -> String {
         return "0 s".to_owned();
     }
     let sign = if seconds < 0.0 { "-" } else { "" };
+    // Past the units' range, scientific: not 300 digits, nor "0.00 ns".
+    if !(1e-9..1e5).contains(&seconds.abs()) {
+        return format!("{sign}{:.2e} s", seconds.abs());
+    }
     const UNITS: [(f64, &str); 3] = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs")];
     for (scale, unit) in UNITS {
         if seconds.abs() >= scale {
@@ -105,5 +110,10 @@ mod tests {
         assert_eq!(show_seconds(1.07), "1.07 s");
         assert_eq!(show_seconds(0.0), "0 s");
         assert_eq!(show_seconds(5e-8), "50.0 ns");
+        assert_eq!(show_seconds(1e-9), "1.00 ns");
+        assert_eq!(show_seconds(1e-12), "1.00e-12 s");
+        assert_eq!(show_seconds(99_999.0), "99999 s");
+        assert_eq!(show_seconds(1e300), "1.00e300 s");
+        assert_eq!(show_seconds(-1e-300), "-1.00e-300 s");
     }
 }

@@ -422,6 +422,10 @@ pub fn attention_flops(
     product(Q::Flops, &[4, layers, seq, hidden, tokens])
 }
 
+/// The most data-parallel ranks an estimate takes: about a million, far
+/// past the largest training runs (tens of thousands of GPUs).
+pub const MAX_RANKS: u64 = 1 << 20;
+
 /// `ceil(count / ranks)`: one rank's shard.
 fn shard(count: u64, ranks: u64) -> u64 {
     count.div_ceil(ranks.max(1))
@@ -452,6 +456,12 @@ impl TransformerRun {
             if value == 0 {
                 return Err(MemoryError::Zero { what });
             }
+        }
+        if self.ranks > MAX_RANKS {
+            return Err(MemoryError::Ranks {
+                ranks: self.ranks,
+                max: MAX_RANKS,
+            });
         }
         if m.positions > 0 && self.seq > m.positions {
             return Err(MemoryError::SeqBeyondPositions {

@@ -424,14 +424,6 @@ impl LossScale {
             },
         }
     }
-
-    pub fn name(self) -> String {
-        match self {
-            Self::None => "none".to_owned(),
-            Self::Static(s) => format!("static {s}"),
-            Self::Dynamic { .. } => "dynamic".to_owned(),
-        }
-    }
 }
 
 /// Where the weights live.
@@ -505,20 +497,10 @@ impl Policy {
         Ok(())
     }
 
+    /// The policy in English (its words are `policy` in `assets/names.ron`;
+    /// [`crate::names::Named::name`] gives them in any language).
     pub fn describe(&self) -> String {
-        format!(
-            "compute {}, grads {}, optimizer state {}, accumulation {}, master weights {}, loss scale {}",
-            self.compute,
-            self.grads,
-            self.optimizer_state,
-            self.accumulation,
-            if self.master_weights == MasterWeights::Fp32 {
-                "fp32"
-            } else {
-                "same"
-            },
-            self.loss_scale.name()
-        )
+        crate::names::Named::name(self, crate::text::Lang::En)
     }
 }
 

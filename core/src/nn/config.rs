@@ -56,19 +56,34 @@ impl Default for TrainConfig {
     }
 }
 
+/// The largest batch the MLP trains on.
+pub const MAX_BATCH: usize = 65_536;
+/// The most epochs an MLP run takes (the data-parallel runs too).
+pub const MAX_EPOCHS: u64 = 10_000;
+
+/// Refuses an epoch count outside `1..=MAX_EPOCHS`.
+pub fn check_epochs(epochs: u64) -> Result<(), TrainError> {
+    if epochs == 0 || epochs > MAX_EPOCHS {
+        return Err(TrainError::Epochs {
+            value: epochs,
+            max: MAX_EPOCHS,
+        });
+    }
+    Ok(())
+}
+
 impl TrainConfig {
     pub fn validate(&self) -> Result<(), TrainError> {
         if !(self.lr.is_finite() && self.lr > 0.0) {
             return Err(TrainError::LearningRate { value: self.lr });
         }
-        if self.batch_size == 0 || self.batch_size > 65_536 {
+        if self.batch_size == 0 || self.batch_size > MAX_BATCH {
             return Err(TrainError::BatchSize {
                 value: self.batch_size,
+                max: MAX_BATCH,
             });
         }
-        if self.epochs == 0 || self.epochs > 10_000 {
-            return Err(TrainError::Epochs { value: self.epochs });
-        }
+        check_epochs(self.epochs)?;
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
             return Err(TrainError::WeightDecay);
         }

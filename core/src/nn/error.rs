@@ -7,8 +7,8 @@ crate::catalog_error! {
     /// Settings or a configuration that do not make a training run.
     pub enum TrainError {
         LearningRate { value: f64 } = "train.learning_rate",
-        BatchSize { value: usize } = "train.batch_size",
-        Epochs { value: u64 } = "train.epochs",
+        BatchSize { value: usize, max: usize } = "train.batch_size",
+        Epochs { value: u64, max: u64 } = "train.epochs",
         WeightDecay = "train.weight_decay",
         LossWeight { value: f32 } = "train.loss_weight",
         MicroBatches { value: u32 } = "train.micro_batches",

@@ -80,25 +80,37 @@ impl Default for PipelineSettings {
 impl PipelineSettings {
     /// Whether the settings describe a pipeline here.
     pub fn check(&self, examples: usize) -> Result<(), PipelineError> {
-        let bad = |what: &str| {
-            Err(PipelineError::Setting {
-                what: what.to_owned(),
-            })
-        };
+        let count = |value: usize| value as u64;
         if !(1..=MAX_WORKERS).contains(&self.workers) {
-            return bad("workers");
+            return Err(PipelineError::Workers {
+                value: count(self.workers),
+                max: count(MAX_WORKERS),
+            });
         }
         if !(1..=MAX_PREFETCH).contains(&self.prefetch) {
-            return bad("prefetch");
+            return Err(PipelineError::Prefetch {
+                value: count(self.prefetch),
+                max: count(MAX_PREFETCH),
+            });
         }
-        if !(1..=MAX_BATCH).contains(&self.batch) || self.batch > examples {
-            return bad("batch");
+        let max = MAX_BATCH.min(examples);
+        if !(1..=max).contains(&self.batch) {
+            return Err(PipelineError::Batch {
+                value: count(self.batch),
+                max: count(max),
+            });
         }
-        if self.extra_cpu_us > MAX_EXTRA_US || self.extra_io_us > MAX_EXTRA_US {
-            return bad("extra");
+        if let Some(us) = [self.extra_cpu_us, self.extra_io_us]
+            .into_iter()
+            .find(|us| *us > MAX_EXTRA_US)
+        {
+            return Err(PipelineError::Extra {
+                us,
+                max: MAX_EXTRA_US,
+            });
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {
-            return bad("lr");
+            return Err(PipelineError::LearningRate { value: self.lr });
         }
         Ok(())
     }
@@ -107,8 +119,16 @@ impl PipelineSettings {
 crate::catalog_error! {
     /// Why a pipeline cannot run.
     pub enum PipelineError {
-        /// A setting outside what a pipeline here takes.
-        Setting { what: String } = "pipeline.setting",
+        /// Loader workers outside 1..=max.
+        Workers { value: u64, max: u64 } = "pipeline.workers",
+        /// Prefetched batches per worker outside 1..=max.
+        Prefetch { value: u64, max: u64 } = "pipeline.prefetch",
+        /// A batch outside 1..=max (the batch limit, or the data's size).
+        Batch { value: u64, max: u64 } = "pipeline.batch",
+        /// Extra cost per sample past the limit (µs).
+        Extra { us: u64, max: u64 } = "pipeline.extra",
+        /// A learning rate that is not a positive number.
+        LearningRate { value: f64 } = "pipeline.lr",
         /// No batches asked for, or too many.
         Batches { batches: u64, max: u64 } = "pipeline.batches",
         /// The data set is not an image set or cannot be read.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::TEXT;
 use crate::kit::{datasets, figure, theme};
+use crate::kit::theme::ReadableAxes as _;
 
 /// What the learner set (persisted; the trained weights are not).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -394,10 +395,8 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
         Plot::new("train_loss")
             .height(200.0)
             .x_axis_label(TEXT.get(lang, "plot.step"))
-            .x_grid_spacer(theme::readable_grid())
-            .x_axis_formatter(theme::grid_label)
-            .y_grid_spacer(theme::readable_grid())
-            .y_axis_formatter(theme::grid_label)
+            .readable_x()
+            .readable_y()
             .allow_scroll(false)
             .show(&mut cols[0], |plot| {
                 plot.line(
@@ -419,10 +418,8 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
         Plot::new("train_accuracy")
             .height(200.0)
             .x_axis_label(TEXT.get(lang, "plot.epoch"))
-            .x_grid_spacer(theme::readable_grid())
-            .x_axis_formatter(theme::grid_label)
-            .y_grid_spacer(theme::readable_grid())
-            .y_axis_formatter(theme::grid_label)
+            .readable_x()
+            .readable_y()
             .include_y(0.0)
             .include_y(1.0)
             .allow_scroll(false)

@@ -10,6 +10,7 @@ use dlsys_core::text::Lang;
 
 use super::{MAX_MIB, Settings, TEXT, algorithm_combo, number, t};
 use crate::kit::{gantt, theme};
+use crate::kit::theme::ReadableAxes as _;
 
 /// The most layers the view splits the model into (a bar each).
 pub const MAX_VIEW_LAYERS: usize = 64;
@@ -210,8 +211,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
         .height(220.0)
         .x_axis_label(t(lang, "axis.bucket"))
         .y_axis_label(t(lang, "axis.step_ms"))
-        .y_grid_spacer(theme::readable_grid())
-            .y_axis_formatter(theme::grid_label)
+        .readable_y()
         .x_grid_spacer(egui_plot::uniform_grid_spacer(|_| [1.0, 4.0, 8.0]))
         .x_axis_formatter(|mark, _| {
             if mark.value.fract() == 0.0 {

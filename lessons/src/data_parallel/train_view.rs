@@ -15,6 +15,7 @@ use dlsys_core::text::Lang;
 use super::{Settings, TEXT, number, t};
 use crate::kit::background::Background;
 use crate::kit::{gantt, theme};
+use crate::kit::theme::ReadableAxes as _;
 
 /// What a finished run shows.
 pub struct Trained {
@@ -196,11 +197,9 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
     Plot::new("dp_train_loss")
         .height(180.0)
         .x_axis_label(t(lang, "axis.step"))
-        .x_grid_spacer(theme::readable_grid())
-            .x_axis_formatter(theme::grid_label)
+        .readable_x()
         .y_axis_label(t(lang, "axis.loss"))
-        .y_grid_spacer(theme::readable_grid())
-            .y_axis_formatter(theme::grid_label)
+        .readable_y()
         .allow_scroll(false)
         .show(ui, |plot| {
             // Drawn wide and pale underneath: the data-parallel curve runs on top of it.
@@ -280,11 +279,9 @@ fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
     Plot::new("dp_async_loss")
         .height(180.0)
         .x_axis_label(t(lang, "axis.virtual_ms"))
-        .x_grid_spacer(theme::readable_grid())
-            .x_axis_formatter(theme::grid_label)
+        .readable_x()
         .y_axis_label(t(lang, "axis.loss"))
-        .y_grid_spacer(theme::readable_grid())
-            .y_axis_formatter(theme::grid_label)
+        .readable_y()
         .allow_scroll(false)
         .show(ui, |plot| {
             plot.line(Line::new(t(lang, "train.series_async"), PlotPoints::from(asynchronous)).color(theme::series(&visuals, 4)));

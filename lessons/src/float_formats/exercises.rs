@@ -218,32 +218,53 @@ fn pick_format(rng: &mut rand::rngs::StdRng, with_fp32: bool) -> Format {
     formats.swap_remove(rng.random_range(0..formats.len()))
 }
 
+/// A question on one value of a format's range (its prompt names the format
+/// and its bit layout; the answer is `value` to three significant digits):
+/// everything but the reference answer and the anticipated mistakes.
+fn range_question(
+    lang: Lang,
+    id: &str,
+    format: &Format,
+    value: f64,
+    hint2: (&str, &dyn std::fmt::Display),
+    explain: &[(&str, &dyn std::fmt::Display)],
+) -> Task {
+    Task {
+        prompt: TEXT.fill(
+            lang,
+            &format!("ex.{id}.prompt"),
+            &[("format", &format.name), ("layout", &layout(format))],
+        ),
+        kind: AnswerKind::Number,
+        checker: number(value, 3),
+        hints: vec![
+            t(lang, &format!("ex.{id}.hint1")),
+            TEXT.fill(lang, &format!("ex.{id}.hint2"), &[hint2]),
+        ],
+        explanation: TEXT.fill(lang, &format!("ex.{id}.explain"), explain),
+        reference: String::new(),
+        mistakes: Vec::new(),
+    }
+}
+
 fn min_subnormal(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let format = pick_format(&mut rng, true);
     let range = format.range();
-    Task {
-        prompt: TEXT.fill(
-            lang,
-            "ex.min_subnormal.prompt",
-            &[("format", &format.name), ("layout", &layout(&format))],
-        ),
-        kind: AnswerKind::Number,
-        checker: number(range.min_subnormal, 3),
-        hints: vec![
-            t(lang, "ex.min_subnormal.hint1"),
-            TEXT.fill(lang, "ex.min_subnormal.hint2", &[("bias", &format.bias)]),
+    let base = range_question(
+        lang,
+        "min_subnormal",
+        &format,
+        range.min_subnormal,
+        ("bias", &format.bias),
+        &[
+            ("emin", &range.emin),
+            ("man_bits", &format.man_bits),
+            ("value", &show(range.min_subnormal)),
+            ("min_normal", &show(range.min_normal)),
         ],
-        explanation: TEXT.fill(
-            lang,
-            "ex.min_subnormal.explain",
-            &[
-                ("emin", &range.emin),
-                ("man_bits", &format.man_bits),
-                ("value", &show(range.min_subnormal)),
-                ("min_normal", &show(range.min_normal)),
-            ],
-        ),
+    );
+    Task {
         reference: format!("2^{}", range.emin - format.man_bits as i32),
         mistakes: vec![
             Mistake {
@@ -259,6 +280,7 @@ fn min_subnormal(seed: u64, lang: Lang) -> Task {
                 feedback: t(lang, "ex.min_subnormal.zero"),
             },
         ],
+         ..base
     }
 }
 
@@ -424,32 +446,25 @@ fn epsilon(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let format = pick_format(&mut rng, true);
     let range = format.range();
-    Task {
-        prompt: TEXT.fill(
-            lang,
-            "ex.epsilon.prompt",
-            &[("format", &format.name), ("layout", &layout(&format))],
-        ),
-        kind: AnswerKind::Number,
-        checker: number(range.epsilon, 3),
-        hints: vec![
-            t(lang, "ex.epsilon.hint1"),
-            TEXT.fill(lang, "ex.epsilon.hint2", &[("man_bits", &format.man_bits)]),
+    let base = range_question(
+        lang,
+        "epsilon",
+        &format,
+        range.epsilon,
+        ("man_bits", &format.man_bits),
+        &[
+            ("man_bits", &format.man_bits),
+            ("eps", &show(range.epsilon)),
+            ("half", &show(range.unit_roundoff)),
         ],
-        explanation: TEXT.fill(
-            lang,
-            "ex.epsilon.explain",
-            &[
-                ("man_bits", &format.man_bits),
-                ("eps", &show(range.epsilon)),
-                ("half", &show(range.unit_roundoff)),
-            ],
-        ),
+    );
+    Task {
         reference: format!("2^-{}", format.man_bits),
         mistakes: vec![Mistake {
             answer: show(range.unit_roundoff),
             feedback: t(lang, "ex.epsilon.half"),
         }],
+         ..base
     }
 }
 

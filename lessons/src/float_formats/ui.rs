@@ -9,6 +9,7 @@ use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
 
 use super::{ACCUMULATION_COUNT, Computed, FloatFormats, Settings, TEXT};
 use crate::kit::theme;
+use crate::kit::theme::ReadableAxes as _;
 
 fn t(lang: Lang, key: &'static str) -> &'static str {
     TEXT.get(lang, key)
@@ -554,8 +555,7 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
             let visuals = ui.visuals().clone();
             Plot::new("float_accumulation")
                 .height(200.0)
-                .x_grid_spacer(theme::readable_grid())
-            .x_axis_formatter(theme::grid_label)
+                .readable_x()
                 .x_axis_label(t(lang, "plot.step"))
                 .y_axis_label(t(lang, "plot.running_sum"))
                 .allow_scroll(false)

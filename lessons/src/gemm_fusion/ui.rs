@@ -12,6 +12,7 @@ use crate::kit::kernel_plots::{self, BarItem};
 use crate::kit::race::Race;
 use crate::Env;
 use crate::kit::theme;
+use crate::kit::theme::ReadableAxes as _;
 
 fn t(lang: Lang, key: &str) -> String {
     TEXT.get(lang, key).to_owned()
@@ -466,8 +467,7 @@ fn stride_plot(ui: &mut egui::Ui, lang: Lang, sweep: &[[f64; 2]], copy: Option<f
             }
         })
         .x_grid_spacer(theme::integer_grid())
-        .y_grid_spacer(theme::readable_grid())
-        .y_axis_formatter(theme::grid_label)
+        .readable_y()
         .include_y(0.0)
         .include_y(copy.unwrap_or(0.0) * 1.1)
         .allow_scroll(false)

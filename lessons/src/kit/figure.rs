@@ -1,7 +1,7 @@
 //! What every plot shares: its legend, drawn under the plot as ordinary
 //! widgets (never over the data, readable by a screen reader, each entry
 //! with an optional tooltip), and the record of every plot's series that
-//! the app tests read (`tests/common`'s `plot_colours_are_distinct`: no two
+//! the app tests read (`tests/lab/common`'s `plot_colours_are_distinct`: no two
 //! series of one plot share a colour).
 
 use egui::{Color32, Id, Sense, Ui};

@@ -14,6 +14,7 @@ use egui_plot::{Bar, BarChart, GridMark, HLine, Line, Plot, PlotPoint, PlotPoint
 
 use crate::kit::figure::{self, Key};
 use crate::kit::theme;
+use crate::kit::theme::ReadableAxes as _;
 
 fn text() -> &'static Catalog {
     crate::kit::text()
@@ -146,8 +147,7 @@ pub fn bars(
     Plot::new(id)
         .height(26.0 * n as f32 + 48.0)
         .x_axis_label(axis)
-        .x_grid_spacer(theme::readable_grid())
-        .x_axis_formatter(theme::grid_label)
+        .readable_x()
         .y_axis_formatter(theme::row_names(names))
         .y_grid_spacer(theme::integer_grid())
         .include_x(0.0)

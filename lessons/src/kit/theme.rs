@@ -246,6 +246,24 @@ pub fn decade_grid() -> impl Fn(egui_plot::GridInput) -> Vec<egui_plot::GridMark
     }
 }
 
+/// A plot's axes with [`readable_grid`]'s lines and [`grid_label`]'s numbers.
+pub trait ReadableAxes: Sized {
+    fn readable_x(self) -> Self;
+    fn readable_y(self) -> Self;
+}
+
+impl ReadableAxes for egui_plot::Plot<'_> {
+    fn readable_x(self) -> Self {
+        self.x_grid_spacer(readable_grid())
+            .x_axis_formatter(grid_label)
+    }
+
+    fn readable_y(self) -> Self {
+        self.y_grid_spacer(readable_grid())
+            .y_axis_formatter(grid_label)
+    }
+}
+
 /// The label of a grid line from [`readable_grid`]: its value with as many
 /// decimals as the step needs (a step of 0.5 shows 0.5, not 0).
 pub fn grid_label(mark: egui_plot::GridMark, _range: &std::ops::RangeInclusive<f64>) -> String {

@@ -24,6 +24,11 @@ fn why_text(why: Why, lang: Lang) -> String {
     )
 }
 
+/// An op as code: `baddbmm()`.
+fn call(op: &AutocastOp) -> String {
+    format!("{}()", op.name)
+}
+
 fn cast_name(cast: CastTo) -> &'static str {
     match cast {
         CastTo::Lower => "fp16",
@@ -36,7 +41,7 @@ pub fn autocast_ui(ui: &mut egui::Ui, lang: Lang) {
     ui.label(TEXT.get(lang, "autocast.intro"));
     ui.add_space(4.0);
     for why in Why::ALL {
-        let ops: Vec<&str> = autocast::ops_of(why).map(|o| o.name).collect();
+        let ops: Vec<String> = autocast::ops_of(why).map(call).collect();
         ui.horizontal_wrapped(|ui| {
             ui.strong(cast_name(why.cast()));
             ui.monospace(ops.join(", "));
@@ -80,19 +85,19 @@ pub fn which_op_runs_in_fp32(seed: u64, lang: Lang) -> Task {
             feedback: TEXT.fill(
                 lang,
                 "ex.autocast_op.wrong",
-                &[("op", &op.name), ("format", &cast_name(op.cast())), ("why", &why_text(op.why, lang))],
+                &[("op", &call(op)), ("format", &cast_name(op.cast())), ("why", &why_text(op.why, lang))],
             ),
         })
         .collect();
     Task {
         prompt: TEXT.fill(lang, "ex.autocast_op.prompt", &[("format", &cast_name(ask))]),
-        kind: AnswerKind::Choice { options: options.iter().map(|o| o.name.to_owned()).collect() },
+        kind: AnswerKind::Choice { options: options.iter().map(call).collect() },
         checker: AnswerChecker::Choice { correct },
         hints: vec![TEXT.get(lang, "ex.autocast_op.hint1").to_owned(), TEXT.get(lang, "ex.autocast_op.hint2").to_owned()],
         explanation: TEXT.fill(
             lang,
             "ex.autocast_op.explain",
-            &[("op", &answer.name), ("format", &cast_name(ask)), ("why", &why_text(answer.why, lang))],
+            &[("op", &call(&answer)), ("format", &cast_name(ask)), ("why", &why_text(answer.why, lang))],
         ),
         reference: (correct + 1).to_string(),
         mistakes,

@@ -11,6 +11,7 @@ use super::TEXT;
 use super::runs::{PairRun, Side};
 use crate::kit::figure::{self, Key};
 use crate::kit::theme;
+use crate::kit::theme::ReadableAxes as _;
 
 /// The comparison: outcome lines, the per-epoch table, the plots.
 pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
@@ -40,10 +41,8 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
             .height(220.0)
             .x_axis_label(t("plot.step"))
             .y_axis_label(t("plot.log_loss"))
-            .x_grid_spacer(theme::readable_grid())
-            .x_axis_formatter(theme::grid_label)
-            .y_grid_spacer(theme::readable_grid())
-            .y_axis_formatter(theme::grid_label)
+            .readable_x()
+            .readable_y()
             .allow_scroll(false)
             .show(&mut cols[0], |plot| {
                 // The baseline first, so the policy's line is drawn on top
@@ -90,10 +89,8 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
             .height(220.0)
             .x_axis_label(t("plot.step"))
             .y_axis_label(t("plot.log_scale"))
-            .x_grid_spacer(theme::readable_grid())
-            .x_axis_formatter(theme::grid_label)
-            .y_grid_spacer(theme::readable_grid())
-            .y_axis_formatter(theme::grid_label)
+            .readable_x()
+            .readable_y()
             .include_y(lo - 1.0)
             .include_y(hi + 1.0)
             .allow_scroll(false)
@@ -383,8 +380,7 @@ fn layer_histogram(
     let zone = |c: egui::Color32| c.gamma_multiply(0.18);
     Plot::new(("mixed_hist", layer.name.as_str()))
         .height(170.0)
-        .x_grid_spacer(theme::readable_grid())
-            .x_axis_formatter(theme::grid_label)
+        .readable_x()
         .include_y(0.0)
         .include_x(lo)
         .include_x(hi)

@@ -7,6 +7,7 @@ use dlsys_core::text::Lang;
 use super::run_view::Runs;
 use super::{Settings, TEXT, cores, t};
 use crate::kit::theme;
+use crate::kit::theme::ReadableAxes as _;
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
@@ -41,8 +42,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
         .height(220.0)
         .x_axis_label(t(lang, "axis.workers"))
         .y_axis_label(t(lang, "axis.rate"))
-        .y_grid_spacer(theme::readable_grid())
-            .y_axis_formatter(theme::grid_label)
+        .readable_y()
         .include_y(0.0)
         .allow_scroll(false)
         .show(ui, |plot| {

@@ -28,9 +28,15 @@ pub struct Lap {
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct KernelRace {
     pub problem: Words,
+    /// The problem's size: rows × cols, or a GEMM's M × K by K × N (`k` > 0).
+    pub rows: u32,
+    pub cols: u32,
+    pub k: u32,
     pub trials: u32,
     /// How the learner's kernel was timed (the ladder's laps say theirs).
     pub timer: String,
+    #[serde(skip)]
+    pub timer_kind: crate::TimerKind,
     /// Fastest first.
     pub laps: Vec<Lap>,
 }
@@ -150,6 +156,8 @@ pub fn race_blocking(
 ) -> Result<KernelRace, RaceError> {
     use crate::ladder::{Inputs, Ladder, Outcome, WARMUP};
     use crate::plumbing::{TimerKind, map_read, median, read_mapped, readback_buffer, ticks_to_ns};
+    use dlsys_core::names::Named as _;
+    use dlsys_core::text::Lang;
 
     let device = &gpu.device;
     let (pipeline, compiled) = super::checker::compile(gpu, exercise.layout, source, false);
@@ -240,7 +248,7 @@ pub fn race_blocking(
         kernel: "yours".to_owned(),
         median_ns: yours,
         gb_per_s: bytes / yours,
-        timer: timer.label(),
+        timer: timer.name(Lang::En),
     }];
     let mut runner = crate::KernelRunner::new(gpu.clone());
     let problem = dlsys_core::kernels::Problem::new(case.rows, case.cols);
@@ -275,7 +283,7 @@ pub fn race_blocking(
                     kernel: row.kernel.id(),
                     median_ns: ns,
                     gb_per_s: min_bytes / ns,
-                    timer: row.timer.label(),
+                    timer: row.timer.name(Lang::En),
                 });
             }
             Outcome::Skipped { kernel, why } => {
@@ -290,8 +298,12 @@ pub fn race_blocking(
     laps.sort_by(|a, b| a.median_ns.total_cmp(&b.median_ns));
     Ok(KernelRace {
         problem: case.name,
+        rows: case.rows,
+        cols: case.cols,
+        k: case.k,
         trials,
-        timer: timer.label(),
+        timer: timer.name(Lang::En),
+        timer_kind: timer,
         laps,
     })
 }

@@ -53,15 +53,7 @@ impl Default for CnnSettings {
 impl CnnSettings {
     /// Every limit, with the value refused.
     pub fn validate(&self) -> Result<(), TrainError> {
-        if !(self.lr.is_finite() && self.lr > 0.0) {
-            return Err(TrainError::LearningRate { value: self.lr });
-        }
-        if self.batch == 0 || self.batch > MAX_BATCH {
-            return Err(TrainError::ModelBatch {
-                value: self.batch as u64,
-                max: MAX_BATCH as u64,
-            });
-        }
+        super::check_step(self.lr, self.batch, MAX_BATCH)?;
         if self.epochs == 0 || self.epochs > MAX_EPOCHS {
             return Err(TrainError::ModelEpochs {
                 value: self.epochs,

@@ -48,15 +48,7 @@ impl Default for TextSettings {
 impl TextSettings {
     /// Every limit, with the value refused.
     pub fn validate(&self) -> Result<(), TrainError> {
-        if !(self.lr.is_finite() && self.lr > 0.0) {
-            return Err(TrainError::LearningRate { value: self.lr });
-        }
-        if self.batch == 0 || self.batch > MAX_BATCH {
-            return Err(TrainError::ModelBatch {
-                value: self.batch as u64,
-                max: MAX_BATCH as u64,
-            });
-        }
+        super::check_step(self.lr, self.batch, MAX_BATCH)?;
         if self.steps == 0 || self.steps > MAX_STEPS {
             return Err(TrainError::ModelSteps {
                 value: self.steps,

@@ -3,9 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod support;
-
-use support::{dlsys_lab, fails_with_one_line, has_cjk};
+use crate::support::{dlsys_lab, fails_with_one_line, has_cjk};
 
 #[test]
 fn pipeline_reports_each_worker_count_beside_the_model() {

@@ -2,9 +2,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod support;
-
-use support::{assert_one_line_error, dlsys_lab};
+use crate::support::{assert_one_line_error, dlsys_lab};
 
 #[test]
 fn memory_estimates_an_mlp_and_measures_the_same_bytes() {

@@ -15,9 +15,7 @@ use dlsys_core::kernels::{
 use dlsys_shaders::KernelRunner;
 use dlsys_shaders::report::{Reference, row};
 
-mod support;
-
-use support::{run, runner, traffic_mismatch};
+use crate::support::{run, runner, traffic_mismatch};
 
 /// Runs `kernel` and judges it as the ladder does (its reference, its
 /// tolerance); `Err` says what was wrong.

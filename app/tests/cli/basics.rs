@@ -2,15 +2,13 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod support;
-
 use std::process::Command;
 
-use support::{
+use crate::support::{
     assert_one_line_error, dlsys_lab, f32_bytes, fails_with_one_line, gpu_expected, with_stdin,
 };
 
-use support::is_ci;
+use crate::support::is_ci;
 
 /// True (and a skip outside CI) when the command failed for want of an adapter.
 fn gpu_missing(out: &std::process::Output) -> bool {

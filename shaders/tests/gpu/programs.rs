@@ -6,8 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
 use dlsys_core::kernels::{Family, Problem, Traffic};
 use dlsys_shaders::ladder::{Ladder, Outcome};
 use dlsys_shaders::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program, Values};
@@ -192,7 +190,7 @@ fn chain_program(ops: &[Op], n: usize) -> Program {
 }
 
 fn run(programs: Vec<Program>) -> Vec<Outcome> {
-    let Some(mut runner) = support::runner("programs") else {
+    let Some(mut runner) = crate::support::runner("programs") else {
         return Vec::new();
     };
     Ladder::with_inputs(
@@ -246,7 +244,7 @@ fn a_generated_kernel_runs_checked_and_its_traffic_is_counted() {
         .unwrap_or_else(|| panic!("{:?}", outcomes[0]));
     assert!(row.check.ok, "{row:?}");
     assert_eq!(row.counted, None, "the ladder times, it does not count");
-    let Some(mut runner) = support::runner("generated_counted") else {
+    let Some(mut runner) = crate::support::runner("generated_counted") else {
         return;
     };
     let program = chain_program(&ops, n);

@@ -2,9 +2,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod support;
-
-use support::{assert_one_line_error, dlsys_lab, dlsys_lab_in, has_cjk};
+use crate::support::{assert_one_line_error, dlsys_lab, dlsys_lab_in, has_cjk};
 
 #[test]
 fn the_cli_speaks_chinese_when_asked_or_when_the_system_does() {

@@ -6,14 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support::{run, runner, traffic_mismatch};
 use dlsys_core::kernels::{
     Data, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind, compare, reduce_reference,
     relative_error, softmax_reference,
 };
-mod support;
-
 use dlsys_shaders::{KernelRunner, RunSpec};
-use support::{run, runner, traffic_mismatch};
 
 /// The kernels this file tests.
 fn memory_bound() -> impl Iterator<Item = Kernel> {
@@ -195,40 +193,55 @@ fn every_kernel_is_right_at_its_largest_accepted_size() {
             continue;
         }
         let largest = dlsys_core::kernels::largest_accepted(kernel, device, limit);
-        let cols = u32::try_from(largest).unwrap();
-        let problem = Problem::new(1, cols);
-        if largest < limit {
-            let more = Problem::new(1, cols + 1);
-            let refused = dlsys_core::kernels::plan(kernel, more, device);
-            if !refused
-                .as_ref()
-                .is_err_and(|e| e.to_string().contains("65,535"))
-            {
-                failures.push(format!("{} accepts {more:?}: {refused:?}", kernel.id()));
+        // A kernel that takes wider rows of whole vec4s runs at both limits.
+        let vec4 = dlsys_core::kernels::largest_accepted_vec4(kernel, device, limit);
+        for (largest, step) in std::iter::once((largest, 1)).chain(vec4.map(|v| (v, 4))) {
+            let mut cols = u32::try_from(largest).unwrap();
+            // Past the vec4 limit one vec4 more is refused; below it, the
+            // widest row that is no multiple of 4 runs and the next is refused.
+            let scalar = step == 1 && vec4.is_some();
+            let mut wider = cols + step as u32;
+            if scalar && cols.is_multiple_of(4) {
+                cols -= 1;
             }
-        }
-        let x = Data::Random.generate(1, cols as usize, 5, matches!(kernel, Kernel::Reduce(..)));
-        let started = std::time::Instant::now();
-        let got = run(&mut r, kernel, problem, &x, false).output;
-        let ok = match kernel {
-            Kernel::Copy => got == x,
-            Kernel::Softmax(_) => {
-                let c = compare(&got, &softmax_reference(&x, 1, cols as usize));
-                c.ok(1e-5)
+            if scalar && wider.is_multiple_of(4) {
+                wider += 1;
             }
-            Kernel::Reduce(_, op) => {
-                relative_error(f64::from(got[0]), reduce_reference(&x, op)) < 1e-5
+            if largest + step <= limit {
+                let more = Problem::new(1, wider);
+                let refused = dlsys_core::kernels::plan(kernel, more, device);
+                if !refused
+                    .as_ref()
+                    .is_err_and(|e| e.to_string().contains("65,535"))
+                {
+                    failures.push(format!("{} accepts {more:?}: {refused:?}", kernel.id()));
+                }
             }
-            _ => false,
-        };
-        eprintln!(
-            "{:<26} 1 × {cols}: {} in {:.2} s",
-            kernel.id(),
-            if ok { "right" } else { "WRONG" },
-            started.elapsed().as_secs_f64()
-        );
-        if !ok {
-            failures.push(format!("{} wrong at 1 × {cols}", kernel.id()));
+            let problem = Problem::new(1, cols);
+            let x =
+                Data::Random.generate(1, cols as usize, 5, matches!(kernel, Kernel::Reduce(..)));
+            let started = std::time::Instant::now();
+            let got = run(&mut r, kernel, problem, &x, false).output;
+            let ok = match kernel {
+                Kernel::Copy => got == x,
+                Kernel::Softmax(_) => {
+                    let c = compare(&got, &softmax_reference(&x, 1, cols as usize));
+                    c.ok(1e-5)
+                }
+                Kernel::Reduce(_, op) => {
+                    relative_error(f64::from(got[0]), reduce_reference(&x, op)) < 1e-5
+                }
+                _ => false,
+            };
+            eprintln!(
+                "{:<26} 1 × {cols}: {} in {:.2} s",
+                kernel.id(),
+                if ok { "right" } else { "WRONG" },
+                started.elapsed().as_secs_f64()
+            );
+            if !ok {
+                failures.push(format!("{} wrong at 1 × {cols}", kernel.id()));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

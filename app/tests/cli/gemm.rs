@@ -3,9 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod support;
-
-use support::{assert_one_line_error, dlsys_lab, f32_bytes, gpu_expected, with_stdin};
+use crate::support::{assert_one_line_error, dlsys_lab, f32_bytes, gpu_expected, with_stdin};
 
 #[test]
 fn matmul_reads_a_then_b_and_writes_c() {

@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
-use support::{dlsys_lab, fails_with_one_line};
+use crate::support::{dlsys_lab, fails_with_one_line};
 
 #[test]
 fn the_transformer_trains_from_about_ln_v_and_says_how_far() {

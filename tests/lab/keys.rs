@@ -3,8 +3,6 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
-
 use dlsys_core::text::Lang;
 
 #[test]
@@ -12,7 +10,7 @@ fn alt_arrows_move_between_lessons_and_wrap() {
     let ids: Vec<&str> = dlsys_lessons::all().iter().map(|l| l.id()).collect();
     assert!(ids.len() >= 2, "needs two lessons to move between");
     let (mut harness, _gpu) =
-        common::app_harness_in("lesson_keys", Lang::En, egui::vec2(1100.0, 760.0));
+        crate::common::app_harness_in("lesson_keys", Lang::En, egui::vec2(1100.0, 760.0));
     harness.run();
     assert_eq!(harness.state().current_lesson(), ids[0]);
     let alt = egui::Modifiers::ALT;

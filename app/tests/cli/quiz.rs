@@ -3,9 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod support;
-
-use support::{dlsys_lab, fails_with_one_line, has_cjk};
+use crate::support::{dlsys_lab, fails_with_one_line, has_cjk};
 
 #[test]
 fn quiz_draws_what_the_app_draws_and_prints_the_answers_last() {

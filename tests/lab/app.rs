@@ -3,9 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
-
-use common::{MemoryStorage, app_harness, click_visible, run_while};
+use crate::common::{MemoryStorage, app_harness, click_visible, run_while};
 use dlsys_core::text::Lang;
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable as _;
@@ -16,19 +14,19 @@ fn every_lesson_opens_from_the_sidebar_and_matches_its_snapshot() {
     let (mut harness, gpu) = app_harness("every_lesson_opens", &storage, None);
     harness.run();
     let mut failures = Vec::new();
-    if gpu && let Err(err) = common::snapshot_sidebar(&mut harness) {
+    if gpu && let Err(err) = crate::common::snapshot_sidebar(&mut harness) {
         failures.push(err);
     }
-    common::visit_every_lesson(&mut harness, Lang::En, |harness, id| {
+    crate::common::visit_every_lesson(&mut harness, Lang::En, |harness, id| {
         if gpu
             && let Err(err) =
-                common::snapshot_lesson(harness, Lang::En, id, &format!("lesson_{id}"))
+                crate::common::snapshot_lesson(harness, Lang::En, id, &format!("lesson_{id}"))
         {
             failures.push(err);
         }
     });
     // The plots every lesson draws before any run: no colour twice in one.
-    let drawn = common::plot_colours_are_distinct(&harness, common::PLOTS_ON_OPENING);
+    let drawn = crate::common::plot_colours_are_distinct(&harness, crate::common::PLOTS_ON_OPENING);
     eprintln!("plots drawn on opening: {drawn:?}");
     assert!(
         failures.is_empty(),
@@ -201,7 +199,7 @@ impl dlsys_lab::persist::Store for FailingStore {
 /// A failed save is shown, not swallowed, and the next change tries again.
 #[test]
 fn a_failed_save_is_shown_to_the_learner() {
-    let (builder, _) = common::builder("failed_save");
+    let (builder, _) = crate::common::builder("failed_save");
     let store = FailingStore::default();
     let writes = store.writes.clone();
     let mut harness = builder.build_eframe(move |cc| {
@@ -335,7 +333,7 @@ fn training_runs_between_frames_and_finishes() {
             .query_by_label_contains("Decision boundary")
             .is_some()
     );
-    common::plot_colours_are_distinct(&harness, &["train_accuracy", "train_boundary"]);
+    crate::common::plot_colours_are_distinct(&harness, &["train_accuracy", "train_boundary"]);
 }
 
 #[test]
@@ -350,7 +348,7 @@ fn the_memory_lesson_measures_on_the_engine_beside_the_estimate() {
     });
     // The bar and the table's column.
     assert_eq!(harness.query_all_by_label("measured").count(), 2);
-    common::plot_colours_are_distinct(&harness, &["memory_timeline"]);
+    crate::common::plot_colours_are_distinct(&harness, &["memory_timeline"]);
     assert!(
         harness
             .query_by_label_contains("\"Checkpointing is free\"")
@@ -360,7 +358,7 @@ fn the_memory_lesson_measures_on_the_engine_beside_the_estimate() {
 
 #[test]
 fn the_browser_selftest_sequence_passes_natively_too() {
-    let (builder, gpu) = common::builder("selftest");
+    let (builder, gpu) = crate::common::builder("selftest");
     let mut harness = builder.build_eframe(|cc| {
         dlsys_lab::DlsysApp::new(
             cc,
@@ -443,9 +441,12 @@ fn a_mixed_precision_scenario_trains_both_sides_and_shows_what_was_lost() {
         .get_by_label_contains("Weight gradients as they reach")
         .scroll_to_me();
     harness.run();
-    common::plot_colours_are_distinct(&harness, &["mixed_loss", "mixed_scale", "mixed_hist"]);
+    crate::common::plot_colours_are_distinct(
+        &harness,
+        &["mixed_loss", "mixed_scale", "mixed_hist"],
+    );
     if gpu {
-        common::snapshot_lesson(
+        crate::common::snapshot_lesson(
             &mut harness,
             Lang::En,
             "mixed_precision",
@@ -530,7 +531,7 @@ fn the_layers_lesson_trains_its_cnn_and_transformer_between_frames() {
             .query_by_label_contains("Greedy continuation")
             .is_some()
     );
-    common::plot_colours_are_distinct(
+    crate::common::plot_colours_are_distinct(
         &harness,
         &["attn_flops", "attn_kv", "layers_gradcheck_plot"],
     );

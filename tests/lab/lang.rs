@@ -4,8 +4,6 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
-
 use dlsys_core::text::Lang;
 use egui::accesskit::Role;
 
@@ -48,15 +46,15 @@ fn every_lesson_fits_in_chinese_at_1400_and_800_px_and_in_english_at_800() {
     let mut failures = Vec::new();
     for (lang, width) in [(Lang::Zh, 1400.0), (Lang::Zh, 800.0), (Lang::En, 800.0)] {
         let (mut harness, gpu) =
-            common::app_harness_in("every_lesson_fits", lang, egui::vec2(width, 900.0));
+            crate::common::app_harness_in("every_lesson_fits", lang, egui::vec2(width, 900.0));
         harness.run();
         let code = lang.id();
-        common::visit_every_lesson(&mut harness, lang, |harness, id| {
+        crate::common::visit_every_lesson(&mut harness, lang, |harness, id| {
             for cut in text_past_the_window(harness, width) {
                 failures.push(format!("{id} at {width} px, {code}: {cut}"));
             }
             let name = format!("{code}_{width}_{id}");
-            if gpu && let Err(err) = common::snapshot_lesson(harness, lang, id, &name) {
+            if gpu && let Err(err) = crate::common::snapshot_lesson(harness, lang, id, &name) {
                 failures.push(err);
             }
         });
@@ -64,65 +62,17 @@ fn every_lesson_fits_in_chinese_at_1400_and_800_px_and_in_english_at_800() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The Latin words a Chinese screen may show (`tests/latin_allowlist.txt`).
-/// With them, every word of the kernels' ids (`reduce/divergent`): ids.
-fn allowed_latin() -> Vec<String> {
-    let mut words: Vec<String> = include_str!("latin_allowlist.txt")
-        .lines()
-        .map(|l| {
-            l.split('#')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_lowercase()
+/// Every word of the kernels' ids (`reduce/divergent`): identifiers the
+/// pages show in tables and legends.
+fn kernel_id_words() -> Vec<String> {
+    dlsys_core::kernels::Kernel::all()
+        .into_iter()
+        .flat_map(|k| {
+            k.id()
+                .split(['/', '-'])
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
         })
-        .filter(|l| !l.is_empty())
-        .collect();
-    for kernel in dlsys_core::kernels::Kernel::all() {
-        words.extend(kernel.id().split(['/', '-']).map(str::to_owned));
-    }
-    words
-}
-
-/// English prose left in a text: each whitespace-separated piece made of
-/// Latin letters only (a digit, `_`, `-`, `/`, `.`, `:` or an inner capital
-/// make it code, an id, a flag or a formula), at least four of them, not on
-/// the allow-list. First-use glosses in full-width brackets（…）and quoted
-/// sample text “…” are not prose to translate.
-fn english_words(text: &str, allowed: &[String]) -> Vec<String> {
-    let mut prose = String::new();
-    let mut depth = 0i32;
-    for c in text.chars() {
-        match c {
-            '（' | '“' => {
-                depth += 1;
-                prose.push(' ');
-            }
-            '）' | '”' => depth = (depth - 1).max(0),
-            _ if depth <= 0 => prose.push(c),
-            _ => {}
-        }
-    }
-    prose
-        .split(|c: char| c.is_whitespace() || !c.is_ascii())
-        // A call, `contiguous()`, is code.
-        .filter(|piece| !piece.contains("()"))
-        .map(|piece| {
-            piece.trim_matches(|c: char| {
-                matches!(
-                    c,
-                    ',' | ';' | '!' | '?' | '"' | '\'' | '`' | '*' | '(' | ')'
-                )
-            })
-        })
-        .filter(|piece| piece.len() >= 4 && piece.chars().all(|c| c.is_ascii_alphabetic()))
-        .filter(|piece| {
-            !piece.chars().skip(1).any(|c| c.is_ascii_uppercase())
-                || piece.chars().all(|c| c.is_ascii_uppercase())
-        })
-        .filter(|piece| piece.chars().any(|c| c.is_ascii_lowercase()))
-        .filter(|piece| !allowed.contains(&piece.to_lowercase()))
-        .map(str::to_owned)
         .collect()
 }
 
@@ -137,14 +87,15 @@ const EGUI_OWN: &[&str] = &["Resize panel"];
 #[test]
 fn no_english_is_left_on_any_chinese_page_after_its_main_action() {
     use egui_kittest::kittest::NodeT as _;
-    let allowed = allowed_latin();
+    let ids = kernel_id_words();
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let (mut harness, _) =
-        common::app_harness_in("no_english", Lang::Zh, egui::vec2(1400.0, 900.0));
+        crate::common::app_harness_in("no_english", Lang::Zh, egui::vec2(1400.0, 900.0));
     harness.run();
     let mut found = std::collections::BTreeSet::new();
-    common::visit_every_lesson(&mut harness, Lang::Zh, |harness, id| {
+    crate::common::visit_every_lesson(&mut harness, Lang::Zh, |harness, id| {
         if harness.state_mut().start_self_test_action(id) {
-            common::run_while(harness, 4, 180, id, |h| h.state().lesson_busy(id));
+            crate::common::run_while(harness, 4, 180, id, |h| h.state().lesson_busy(id));
             harness.run();
         }
         for node in harness.root().children_recursive() {
@@ -159,7 +110,7 @@ fn no_english_is_left_on_any_chinese_page_after_its_main_action() {
             if EGUI_OWN.contains(&text.as_str()) {
                 continue;
             }
-            for word in english_words(&text, &allowed) {
+            for word in dlsys_core::latin::stray_words(&text, &ids) {
                 found.insert(format!(
                     "{id}: `{word}` in `{}`",
                     text.chars().take(80).collect::<String>()

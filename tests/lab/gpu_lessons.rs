@@ -4,9 +4,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
-
-use common::{MemoryStorage, app_harness, click_visible, run_while};
+use crate::common::{MemoryStorage, app_harness, click_visible, run_while};
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable as _;
 
@@ -27,7 +25,7 @@ fn the_kernel_race_runs_every_variant_without_blocking_frames() {
         h.state().lesson_busy("gpu_kernels")
     });
     harness.run();
-    common::plot_colours_are_distinct(&harness, &["gpu_bandwidth", "gpu_roofline"]);
+    crate::common::plot_colours_are_distinct(&harness, &["gpu_bandwidth", "gpu_roofline"]);
     if gpu {
         assert!(frames > 2, "the race ran inside one frame");
         assert!(harness.query_all_by_label_contains("matches").count() >= 12);
@@ -81,7 +79,7 @@ fn the_gemm_lesson_races_the_chosen_sizes_and_draws_every_plot() {
         assert!(harness.query_by_label(id).is_some(), "{id} did not race");
     }
     assert!(harness.query_by_label("gemm/tiled-16").is_none());
-    common::plot_colours_are_distinct(
+    crate::common::plot_colours_are_distinct(
         &harness,
         &[
             "gemm_gflops",
@@ -129,7 +127,7 @@ fn a_broken_kernel_shows_its_diagnostic_and_a_correct_one_passes() {
     let excerpt = format!("line {line}: total += x[i];");
     assert!(harness.query_by_label(&excerpt).is_some(), "{excerpt}");
     if gpu {
-        common::snapshot_lesson(
+        crate::common::snapshot_lesson(
             &mut harness,
             dlsys_core::text::Lang::En,
             "write_kernels",

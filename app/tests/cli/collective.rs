@@ -3,9 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod support;
-
-use support::{dlsys_lab, fails_with_one_line};
+use crate::support::{dlsys_lab, fails_with_one_line};
 
 /// Runs a command that prints JSON lines; it must succeed.
 fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {

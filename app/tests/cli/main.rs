@@ -1,0 +1,14 @@
+//! The command line, run as a user runs it: the built binary, one test
+//! binary with a module per subcommand family (one link, not ten).
+
+mod basics;
+mod collective;
+mod gemm;
+mod lang;
+mod limits;
+mod memory;
+mod models;
+mod pipeline;
+mod quiz;
+mod support;
+mod zh;

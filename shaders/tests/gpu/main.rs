@@ -1,0 +1,10 @@
+//! The kernels on a real adapter (lavapipe in CI), one test binary with a
+//! module per subject. The runaway-kernel test stays in its own binary: it
+//! loses its device on purpose.
+
+mod compute_kernels;
+mod kernel_exercises;
+mod kernels;
+mod loop_budget;
+mod programs;
+mod support;
