@@ -36,6 +36,10 @@ pub struct DlsysApp {
     panel: ExercisePanel,
     notices: Vec<Notice>,
     show_gpu_window: bool,
+    /// A lesson was opened from the sidebar, a key or a link: draw it from
+    /// its top. (Each lesson keeps its own scroll position, so the browser's
+    /// Back and Forward, which do not set this, return to where you were.)
+    scroll_to_top: bool,
     storage: Option<Box<dyn Store>>,
     /// The language the page is drawn in this frame: the chosen one, except
     /// in the browser while the Chinese font is still downloading (English).
@@ -96,6 +100,7 @@ impl DlsysApp {
             panel: ExercisePanel::default(),
             notices,
             show_gpu_window: false,
+            scroll_to_top: false,
             storage,
             shown_lang: Lang::En,
             last_saved: saved.unwrap_or_default(),
@@ -376,7 +381,9 @@ impl DlsysApp {
                     self.state.lang = choice;
                 }
             }
-            if self.state.lang != lang {
+            // Only while the font is really missing (the web, downloading): not
+            // for the one frame in which the choice changed.
+            if self.state.lang != lang && !dlsys_lessons::kit::fonts::cjk_ready(ui.ctx()) {
                 let note = dlsys_lessons::kit::fonts::cjk_failure().map_or_else(
                     || text.get(lang, "app.loading_font").to_owned(),
                     |why| text.fill(lang, "app.font_failed", &[("why", &why)]),
@@ -493,7 +500,7 @@ impl DlsysApp {
             ui.add_space(2.0);
         }
         if let Some(id) = open {
-            self.state.lesson = id.to_owned();
+            self.go_to(id);
         }
     }
 
@@ -516,7 +523,14 @@ impl DlsysApp {
         }
         let here = self.lesson_index(&self.state.lesson).unwrap_or(0);
         let to = (here as isize + step).rem_euclid(count as isize) as usize;
-        self.state.lesson = self.lessons[to].id().to_owned();
+        let id = self.lessons[to].id().to_owned();
+        self.go_to(&id);
+    }
+
+    /// Opens lesson `id` (known to exist) at its top.
+    fn go_to(&mut self, id: &str) {
+        self.state.lesson = id.to_owned();
+        self.scroll_to_top = true;
     }
 
     fn gpu_window_ui(&mut self, ctx: &egui::Context) {
@@ -575,32 +589,36 @@ impl eframe::App for DlsysApp {
         let mut outcome = Default::default();
         let mut opened: Option<String> = None;
         egui::CentralPanel::default().show(ui, |ui| {
-            egui::ScrollArea::vertical()
-                .auto_shrink(false)
-                .show(ui, |ui| {
-                    let Some(index) = self.lesson_index(&self.state.lesson) else {
-                        return;
-                    };
-                    let env = Env {
-                        gpu: &self.gpu,
-                        lang: self.shown_lang,
-                    };
-                    let lesson = &mut self.lessons[index];
-                    lesson.ui(ui, &env);
-                    opened = lesson.take_open_request();
-                    let exercises = lesson.exercises();
-                    if !exercises.is_empty() {
-                        ui.add_space(12.0);
-                        ui.separator();
-                        outcome = self.panel.ui(
-                            ui,
-                            lesson.id(),
-                            exercises,
-                            &mut self.state.progress,
-                            self.shown_lang,
-                        );
-                    }
-                });
+            let mut scroll = egui::ScrollArea::vertical()
+                .id_salt(("lesson_page", self.state.lesson.as_str()))
+                .auto_shrink(false);
+            if std::mem::take(&mut self.scroll_to_top) {
+                scroll = scroll.vertical_scroll_offset(0.0);
+            }
+            scroll.show(ui, |ui| {
+                let Some(index) = self.lesson_index(&self.state.lesson) else {
+                    return;
+                };
+                let env = Env {
+                    gpu: &self.gpu,
+                    lang: self.shown_lang,
+                };
+                let lesson = &mut self.lessons[index];
+                lesson.ui(ui, &env);
+                opened = lesson.take_open_request();
+                let exercises = lesson.exercises();
+                if !exercises.is_empty() {
+                    ui.add_space(12.0);
+                    ui.separator();
+                    outcome = self.panel.ui(
+                        ui,
+                        lesson.id(),
+                        exercises,
+                        &mut self.state.progress,
+                        self.shown_lang,
+                    );
+                }
+            });
         });
         if self.show_gpu_window {
             let ctx = ui.ctx().clone();
@@ -610,6 +628,7 @@ impl eframe::App for DlsysApp {
         // A lesson asked to open another (a route, as the sidebar's click).
         if let Some(route) = opened {
             self.open_route(&route);
+            self.scroll_to_top = true;
         }
         let outcome: dlsys_lessons::kit::exercise_panel::PanelOutcome = outcome;
         if outcome.newly_solved {

@@ -234,6 +234,9 @@ pub fn chinese_problems(catalog: &Catalog, code_only: &[&str]) -> Vec<String> {
 }
 
 /// Replaces `{name}` with the matching argument; unknown names stay visible.
+/// `{name|one|other}` is an English plural: `one` where the argument shows
+/// as `1`, `other` otherwise (`{k} {k|worker|workers}`); the number itself is
+/// written by its own `{name}`.
 pub fn fill_placeholders(template: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
     let mut out = String::with_capacity(template.len() + 16);
     let mut rest = template;
@@ -242,12 +245,20 @@ pub fn fill_placeholders(template: &str, args: &[(&str, &dyn std::fmt::Display)]
         let after = &rest[open + 1..];
         match after.find('}') {
             Some(close) => {
-                let name = &after[..close];
+                let (name, forms) = match after[..close].split_once('|') {
+                    Some((name, forms)) => (name, forms.split_once('|')),
+                    None => (&after[..close], None),
+                };
                 match args.iter().find(|(arg, _)| *arg == name) {
-                    Some((_, value)) => out.push_str(&value.to_string()),
+                    Some((_, value)) => match forms {
+                        Some((one, other)) => {
+                            out.push_str(if value.to_string() == "1" { one } else { other });
+                        }
+                        None => out.push_str(&value.to_string()),
+                    },
                     None => {
                         out.push('{');
-                        out.push_str(name);
+                        out.push_str(&after[..close]);
                         out.push('}');
                     }
                 }
@@ -332,6 +343,16 @@ mod tests {
     fn keeps_unknown_placeholders_and_unclosed_braces() {
         assert_eq!(fill_placeholders("{x} {y", &[("x", &1)]), "1 {y");
         assert_eq!(fill_placeholders("{z}", &[]), "{z}");
+        assert_eq!(fill_placeholders("{z|a|b}", &[]), "{z|a|b}");
+    }
+
+    #[test]
+    fn plural_forms_follow_the_number() {
+        let text = "{k} {k|worker|workers}";
+        assert_eq!(fill_placeholders(text, &[("k", &1)]), "1 worker");
+        assert_eq!(fill_placeholders(text, &[("k", &0)]), "0 workers");
+        assert_eq!(fill_placeholders(text, &[("k", &2)]), "2 workers");
+        assert_eq!(fill_placeholders(text, &[("k", &"1.0")]), "1.0 workers");
     }
 
     #[test]

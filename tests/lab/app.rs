@@ -65,7 +65,7 @@ fn an_unknown_route_is_reported_not_fatal() {
     assert_eq!(harness.state().current_lesson(), "welcome");
     assert!(
         harness
-            .query_by_label_contains("There is no lesson `no_such_lesson`")
+            .query_by_label_contains("There is no lesson “no_such_lesson”")
             .is_some()
     );
 }

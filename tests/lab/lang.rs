@@ -76,6 +76,25 @@ fn kernel_id_words() -> Vec<String> {
         .collect()
 }
 
+/// The words of the catalogs' `code` spans (commands, identifiers): the
+/// page draws them in the monospace font without their backticks, so the
+/// page's text no longer marks them as code.
+fn code_span_words() -> Vec<String> {
+    let mut words = Vec::new();
+    for (_, catalog) in dlsys_lessons::catalogs() {
+        for (_, _, text) in catalog.texts() {
+            for span in text.split('`').skip(1).step_by(2) {
+                words.extend(
+                    span.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                        .filter(|w| !w.is_empty())
+                        .map(str::to_owned),
+                );
+            }
+        }
+    }
+    words
+}
+
 /// Labels egui itself gives its widgets (not ours to translate).
 const EGUI_OWN: &[&str] = &["Resize panel"];
 
@@ -87,7 +106,8 @@ const EGUI_OWN: &[&str] = &["Resize panel"];
 #[test]
 fn no_english_is_left_on_any_chinese_page_after_its_main_action() {
     use egui_kittest::kittest::NodeT as _;
-    let ids = kernel_id_words();
+    let mut ids = kernel_id_words();
+    ids.extend(code_span_words());
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let (mut harness, _) =
         crate::common::app_harness_in("no_english", Lang::Zh, egui::vec2(1400.0, 900.0));

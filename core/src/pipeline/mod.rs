@@ -24,7 +24,9 @@ mod tests;
 mod train;
 
 pub use loader::Loader;
-pub use model::{Bound, Costs, Prediction, epoch_seconds, knee, predict};
+pub use model::{
+    ABOVE_MODEL_TOLERANCE, Bound, Costs, Prediction, above_model, epoch_seconds, knee, predict,
+};
 pub use stages::{Batch, StageTimes, make_batch};
 pub use train::{PipelineRun, StepRecord, run_batches, train_direct, train_through};
 

@@ -94,6 +94,18 @@ pub fn predict(costs: Costs, workers: usize, cores: usize, threads: bool) -> Pre
     }
 }
 
+/// How far a measured throughput may run above the model's before it is
+/// flagged: the model's period is at least the trainer's step, so it bounds
+/// the rate, and a point well above it means the stage times fed to the model
+/// were measured while the machine was busier than during that point.
+pub const ABOVE_MODEL_TOLERANCE: f64 = 0.10;
+
+/// Whether `measured` samples/s exceed the model's `predicted` by more than
+/// [`ABOVE_MODEL_TOLERANCE`].
+pub fn above_model(measured: f64, predicted: f64) -> bool {
+    measured > predicted * (1.0 + ABOVE_MODEL_TOLERANCE)
+}
+
 /// The fewest workers (up to `max`) past which more add nothing: where the
 /// workers stop being the bound; `None` if they still are at `max`.
 pub fn knee(costs: Costs, cores: usize, max: usize) -> Option<usize> {

@@ -208,7 +208,8 @@ pub fn graph_ui(ui: &mut egui::Ui, settings: &mut GraphSettings, lang: Lang) {
         ui.label(applied(&g, *last, lang));
     }
     let next = order.iter().rev().nth(settings.steps).copied();
-    crate::kit::theme::sideways(ui, "graph_canvas", |ui| {
+    // Backward starts at the output, the rightmost node: open there.
+    crate::kit::theme::sideways_from_right(ui, "graph_canvas", |ui| {
         draw(ui, &g, &order, &stepped, next, lang);
     });
 

@@ -509,8 +509,12 @@ fn boundary_ui(
     };
     let (c0, c1) = (theme::series(visuals, 0), theme::series(visuals, 1));
     let side = 2.0 * EXTENT as f32;
+    // Square, so that equal data units on both axes span the data, not a
+    // wide strip of empty plane beside it.
+    let px = ui.available_width().min(320.0);
     Plot::new("train_boundary")
-        .height(320.0)
+        .width(px)
+        .height(px)
         .data_aspect(1.0)
         .allow_scroll(false)
         .show(ui, |plot| {

@@ -238,7 +238,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
             );
             plot.hline(
                 HLine::new(t(lang, "overlap.best"), best * ms)
-                    .color(visuals.weak_text_color())
+                    .color(theme::series(&visuals, 2))
                     .style(egui_plot::LineStyle::dotted_dense()),
             );
             plot.line(Line::new(t(lang, "overlap.series"), PlotPoints::from(curve)).color(theme::series(&visuals, 0)).width(2.0));
@@ -254,7 +254,7 @@ fn plot(ui: &mut egui::Ui, s: &Settings, timed: &OverlapStep, lang: Lang) {
         &[
             Key::line(t(lang, "overlap.series"), theme::series(&visuals, 0)),
             Key::rule(t(lang, "overlap.none"), theme::series(&visuals, 1)),
-            Key::rule(t(lang, "overlap.best"), visuals.weak_text_color()),
+            Key::rule(t(lang, "overlap.best"), theme::series(&visuals, 2)),
             Key::rule(t(lang, "overlap.current"), visuals.text_color()),
         ],
     );

@@ -8,6 +8,7 @@ use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::text::Lang;
 
 use super::{Settings, TEXT, color, number, t};
+use crate::kit::theme::ReadableAxes as _;
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     use crate::kit::figure::{self, Key};
@@ -25,6 +26,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
         .height(220.0)
         .x_axis_label(t(lang, "axis.workers"))
         .y_axis_label(t(lang, "axis.speedup"))
+        .readable_y()
         .include_y(0.0)
         .allow_scroll(false)
         .show(ui, |plot| {

@@ -259,8 +259,7 @@ fn table_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                         let side = |v: Option<f64>| v.map_or("—".to_owned(), |v| show_sig(v, 8));
                         ui.label(
                             RichText::new(format!("{} / {}", side(row.below), side(row.above)))
-                                .monospace()
-                                .small(),
+                                .monospace(),
                         );
                         ui.end_row();
                     }
@@ -565,7 +564,7 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                             demo.trace.iter().map(|(s, v)| [*s as f64, *v]).collect();
                         plot.line(
                             Line::new(demo.format.clone(), PlotPoints::from(points))
-                                .color(theme::series(&visuals, i)),
+                                .color(format_color(&visuals, computed, &demo.format, i)),
                         );
                     }
                 });
@@ -573,7 +572,12 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                 .accumulation
                 .iter()
                 .enumerate()
-                .map(|(i, demo)| crate::kit::figure::Key::line(&demo.format, theme::series(&visuals, i)))
+                .map(|(i, demo)| {
+                    crate::kit::figure::Key::line(
+                        &demo.format,
+                        format_color(&visuals, computed, &demo.format, i),
+                    )
+                })
                 .collect();
             crate::kit::figure::legend(ui, "float_accumulation", &keys);
         },
@@ -629,4 +633,21 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
             ],
         ));
     });
+}
+
+/// A format's colour, the same in every plot of the lesson: its place in the
+/// table's list of formats (as the spacing plot draws it); a format not in
+/// the list takes a colour after theirs.
+pub(super) fn format_color(
+    visuals: &egui::Visuals,
+    computed: &Computed,
+    name: &str,
+    fallback: usize,
+) -> egui::Color32 {
+    let index = computed
+        .formats
+        .iter()
+        .position(|f| f.name == name)
+        .unwrap_or(computed.formats.len() + fallback);
+    theme::series(visuals, index)
 }

@@ -95,7 +95,7 @@ impl GemmFusion {
             fusion_results(ui, lang, &self.fusion);
         });
         section(ui, &TEXT, lang, "access", |ui| {
-            ui.label(t(lang, "access.explain"));
+            crate::kit::prose(ui, &t(lang, "access.explain"));
             self.race_button(ui, env, Section::Access, "access.run", busy);
             access_results(ui, lang, &self.access);
         });

@@ -130,7 +130,7 @@ impl Lesson for GpuKernels {
                         .map(|k| format!("explain.reduce/{}", k.id())),
                 );
                 for key in keys {
-                    ui.label(format!("• {}", TEXT.get(lang, &key)));
+                    crate::kit::prose(ui, &format!("• {}", TEXT.get(lang, &key)));
                 }
             });
     }

@@ -101,7 +101,7 @@ impl ExercisePanel {
         let task = self.task(lesson_id, exercise, seed, lang).clone();
         let entry = progress.entry(lesson_id, exercise.id);
 
-        ui.label(&task.prompt);
+        super::prose(ui, &task.prompt);
         let mut submit = false;
         ui.horizontal(|ui| match &task.kind {
             AnswerKind::Choice { options } => {
@@ -170,10 +170,13 @@ impl ExercisePanel {
 
         let shown = (entry.hints_shown as usize).min(task.hints.len());
         for (i, hint) in task.hints.iter().take(shown).enumerate() {
-            ui.label(format!(
-                "• {}: {hint}",
-                text.fill(lang, "panel.hint_n", &[("n", &(i + 1))])
-            ));
+            super::prose(
+                ui,
+                &format!(
+                    "• {}: {hint}",
+                    text.fill(lang, "panel.hint_n", &[("n", &(i + 1))])
+                ),
+            );
         }
 
         ui.horizontal_wrapped(|ui| {
@@ -225,7 +228,7 @@ impl ExercisePanel {
                 if entry.revealed {
                     ui.label(text.fill(lang, "panel.answer_is", &[("answer", &task.reference)]));
                 }
-                ui.label(&task.explanation);
+                super::prose(ui, &task.explanation);
             });
         }
         outcome

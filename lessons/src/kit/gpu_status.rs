@@ -82,11 +82,7 @@ impl GpuStatus {
 /// empty name), so then it says whose adapter it is and what it does report.
 pub fn adapter_label(info: &GpuInfo, lang: Lang) -> String {
     if info.adapter.trim().is_empty() {
-        super::text().fill(
-            lang,
-            "app.browser_adapter",
-            &[("kind", &info.device_type), ("backend", &info.backend)],
-        )
+        super::text().fill(lang, "app.browser_adapter", &[("kind", &info.device_type)])
     } else {
         info.adapter.clone()
     }

@@ -225,19 +225,26 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
     if !lo_x.is_finite() || !lo_y.is_finite() {
         (lo_x, hi_x, lo_y, hi_y) = (-1.0, 1.0, -1.0, 1.0);
     }
-    // A label moves right past the labels already at about its place.
+    // A label moves right, a label's width at a time, until it overlaps no
+    // label already placed (a width of about 0.16 decades holds " 12").
+    const WIDTH: f64 = 0.16;
+    const HEIGHT: f64 = 0.12;
     let mut placed: Vec<(f64, f64)> = Vec::new();
     let labels: Vec<(f64, f64, String)> = points
         .iter()
         .map(|(number, _, x, y)| {
-            let near = placed
+            let mut at = *x;
+            while placed
                 .iter()
-                .filter(|(px, py)| (px - x).abs() < 0.15 && (py - y).abs() < 0.12)
-                .count();
-            placed.push((*x, *y));
-            (*x + 0.09 * near as f64, *y, format!(" {number}"))
+                .any(|(px, py)| (px - at).abs() < WIDTH && (py - y).abs() < HEIGHT)
+            {
+                at += WIDTH;
+            }
+            placed.push((at, *y));
+            (at, *y, format!(" {number}"))
         })
         .collect();
+    let hi_x = labels.iter().map(|l| l.0).fold(hi_x, f64::max);
     let text_color = visuals.text_color();
     let decade = |mark: GridMark, _: &std::ops::RangeInclusive<f64>| {
         if mark.value.fract() == 0.0 && mark.value.abs() < 300.0 {

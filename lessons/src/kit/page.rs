@@ -7,7 +7,30 @@ use dlsys_core::text::{Catalog, Lang};
 /// A lesson page's heading and introduction: `title` and `intro` from its catalog.
 pub fn header_ui(ui: &mut egui::Ui, text: &Catalog, lang: Lang) {
     ui.heading(text.get(lang, "title"));
-    ui.label(text.get(lang, "intro"));
+    prose(ui, text.get(lang, "intro"));
+}
+
+/// A wrapped paragraph whose `backticked` spans (commands, code) are drawn
+/// in the monospace font, without the backticks.
+pub fn prose(ui: &mut egui::Ui, text: &str) -> egui::Response {
+    if !text.contains('`') {
+        return ui.label(text);
+    }
+    let style = ui.style();
+    let color = ui.visuals().text_color();
+    let body = egui::TextStyle::Body.resolve(style);
+    let mono = egui::TextStyle::Monospace.resolve(style);
+    let mut job = egui::text::LayoutJob::default();
+    for (i, part) in text.split('`').enumerate() {
+        let font = if i % 2 == 1 {
+            mono.clone()
+        } else {
+            body.clone()
+        };
+        job.append(part, 0.0, egui::TextFormat::simple(font, color));
+    }
+    job.wrap.max_width = ui.available_width();
+    ui.label(job)
 }
 
 /// The sections drawn so far, by id (`<lesson catalog's key prefix>`), in

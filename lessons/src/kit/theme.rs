@@ -178,18 +178,45 @@ pub fn band_keys(visuals: &Visuals, lang: dlsys_core::text::Lang) -> Vec<crate::
 }
 
 /// Content that may be wider than the page (a table, a graph) scrolls
-/// sideways inside itself, so the page never grows past the window. Marked
-/// as a scroll view in the accessibility tree: for screen readers, and for
-/// the test that fails on text cut off at the window's edge.
+/// sideways inside itself, so the page never grows past the window. Its
+/// scroll bar is solid and shown whenever the content is wider than the
+/// window (not a floating bar that appears on hover only), so a cut-off
+/// table says that it scrolls. Marked as a scroll view in the accessibility
+/// tree: for screen readers, and for the test that fails on text cut off at
+/// the window's edge.
 pub fn sideways<R>(ui: &mut egui::Ui, id: &str, add: impl FnOnce(&mut egui::Ui) -> R) -> R {
-    egui::ScrollArea::horizontal()
-        .id_salt(id)
-        .show(ui, |ui| {
-            let scroll =
-                egui::UiBuilder::new().accessibility_role(egui::accesskit::Role::ScrollView);
-            ui.scope_builder(scroll, add).inner
-        })
-        .inner
+    scrolled_sideways(ui, id, false, add)
+}
+
+/// [`sideways`], opened at its right end (where a graph's output is).
+pub fn sideways_from_right<R>(
+    ui: &mut egui::Ui,
+    id: &str,
+    add: impl FnOnce(&mut egui::Ui) -> R,
+) -> R {
+    scrolled_sideways(ui, id, true, add)
+}
+
+fn scrolled_sideways<R>(
+    ui: &mut egui::Ui,
+    id: &str,
+    from_right: bool,
+    add: impl FnOnce(&mut egui::Ui) -> R,
+) -> R {
+    ui.scope(|ui| {
+        ui.spacing_mut().scroll = egui::style::ScrollStyle::solid();
+        egui::ScrollArea::horizontal()
+            .id_salt(id)
+            .stick_to_right(from_right)
+            .scroll_bar_visibility(egui::scroll_area::ScrollBarVisibility::VisibleWhenNeeded)
+            .show(ui, |ui| {
+                let scroll =
+                    egui::UiBuilder::new().accessibility_role(egui::accesskit::Role::ScrollView);
+                ui.scope_builder(scroll, add).inner
+            })
+            .inner
+    })
+    .inner
 }
 
 /// Grid lines at a 1-2-5 step that puts about five labelled lines across

@@ -418,6 +418,7 @@ fn peak_line(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
         "mlp.peak",
         &[
             ("peak", &show_bytes(m.peak)),
+            ("bar", &show_bytes(m.components.total())),
             ("at", &at),
             ("phases", &crate::kit::join(lang, &phases)),
         ],

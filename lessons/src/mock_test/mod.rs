@@ -98,6 +98,9 @@ pub struct MockTest {
     save_request: bool,
     /// Abandon was clicked once: ask before throwing the paper away.
     confirm_abandon: bool,
+    /// The paper was just marked: scroll its score into view (Submit sits
+    /// at the bottom of a long page).
+    show_score: bool,
 }
 
 impl MockTest {

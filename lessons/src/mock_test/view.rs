@@ -124,6 +124,7 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     if submit {
         m.confirm_abandon = false;
         m.submit(lang);
+        m.show_score = true;
     } else if abandon {
         m.confirm_abandon = false;
         m.saved.current = None;
@@ -139,11 +140,14 @@ fn marked(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     };
     let verdicts = test.marked.clone().unwrap_or_default();
     let right = verdicts.iter().filter(|v| **v).count();
-    ui.strong(TEXT.fill(
+    let score = ui.strong(TEXT.fill(
         lang,
         "marked.score",
         &[("right", &right), ("total", &verdicts.len()), ("time", &clock(test.elapsed_s))],
     ));
+    if std::mem::take(&mut m.show_score) {
+        score.scroll_to_me(Some(egui::Align::TOP));
+    }
     let visuals = ui.visuals().clone();
     for (i, (task, q)) in tasks.iter().zip(&test.questions).enumerate() {
         ui.separator();

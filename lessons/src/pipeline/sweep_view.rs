@@ -1,7 +1,7 @@
 //! Throughput against the workers: the model's curve from one worker's
 //! stage times, the measured runs of a sweep on it, the knee marked.
 
-use dlsys_core::pipeline::{MAX_WORKERS, knee, predict};
+use dlsys_core::pipeline::{ABOVE_MODEL_TOLERANCE, MAX_WORKERS, above_model, knee, predict};
 use dlsys_core::text::Lang;
 
 use super::run_view::Runs;
@@ -14,7 +14,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     ui.label(t(lang, "sweep.explain"));
     // One cooperative worker on the web: there is nothing to sweep.
     if cfg!(target_arch = "wasm32") {
-        ui.weak(t(lang, "sweep.web"));
+        crate::kit::prose(ui, &t(lang, "sweep.web"));
         return;
     }
     if ui.add_enabled(!runs.is_running(), egui::Button::new(t(lang, "sweep.run"))).clicked() {
@@ -36,6 +36,15 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     let measured: Vec<[f64; 2]> = finished
         .all()
         .map(|r| [r.settings.workers as f64, r.samples_per_s()])
+        .collect();
+    // The model bounds the rate: a point well above it is said, not hidden.
+    let above: Vec<(usize, f64, f64)> = measured
+        .iter()
+        .map(|&[k, rate]| {
+            let k = k as usize;
+            (k, rate, predict(costs, k, cores, threads).samples_per_s(batch))
+        })
+        .filter(|&(_, rate, bound)| above_model(rate, bound))
         .collect();
     let bend = knee(costs, cores, MAX_WORKERS);
     Plot::new("pipe_sweep_plot")
@@ -72,4 +81,19 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
         Some(k) => ui.label(TEXT.fill(lang, "sweep.knee_line", &[("k", &k), ("cores", &cores)])),
         None => ui.label(TEXT.fill(lang, "sweep.no_knee", &[("max", &MAX_WORKERS), ("cores", &cores)])),
     };
+    for (k, rate, bound) in above {
+        ui.colored_label(
+            theme::warn(&visuals),
+            TEXT.fill(
+                lang,
+                "sweep.above_model",
+                &[
+                    ("k", &k),
+                    ("rate", &dlsys_core::float::show_sig(rate, 3)),
+                    ("bound", &dlsys_core::float::show_sig(bound, 3)),
+                    ("tolerance", &format!("{:.0}%", 100.0 * ABOVE_MODEL_TOLERANCE)),
+                ],
+            ),
+        );
+    }
 }

@@ -49,7 +49,7 @@ impl Lesson for Welcome {
             "how.cli"
         };
         for key in ["how.sidebar", "how.keys", cli] {
-            ui.label(format!("• {}", t(key)));
+            crate::kit::prose(ui, &format!("• {}", t(key)));
         }
         ui.add_space(8.0);
         ui.strong(t("gpu"));
