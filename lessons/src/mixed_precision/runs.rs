@@ -236,16 +236,26 @@ impl PairRun {
         }
     }
 
-    pub fn start_scenario(&mut self, scenario: Scenario, lang: Lang) {
+    /// A scenario as its button starts it, cut to `epochs` epochs (the
+    /// self-test's size: seconds, not the full run).
+    pub fn start_scenario_for(&mut self, scenario: Scenario, epochs: u64, lang: Lang) {
         let title = TEXT
             .get(lang, &format!("scenario.{}", scenario.id()))
             .to_owned();
+        let cut = |config: TrainConfig| TrainConfig {
+            epochs: config.epochs.min(epochs),
+            ..config
+        };
         self.start(
             title,
             "digits",
-            scenario.config(),
-            scenario.baseline().config(),
+            cut(scenario.config()),
+            cut(scenario.baseline().config()),
         );
+    }
+
+    pub fn start_scenario(&mut self, scenario: Scenario, lang: Lang) {
+        self.start_scenario_for(scenario, u64::MAX, lang);
     }
 }
 
