@@ -604,7 +604,13 @@ impl eframe::App for DlsysApp {
                     lang: self.shown_lang,
                 };
                 let lesson = &mut self.lessons[index];
+                // The sidebar, drawn before the page, shows the lesson's
+                // progress: when the page changes it, draw again at once.
+                let note = lesson.progress_note(env.lang);
                 lesson.ui(ui, &env);
+                if lesson.progress_note(env.lang) != note {
+                    ui.ctx().request_repaint();
+                }
                 opened = lesson.take_open_request();
                 let exercises = lesson.exercises();
                 if !exercises.is_empty() {

@@ -84,6 +84,7 @@ pub struct TrainRun {
     /// Wall time spent running (pauses excluded), for the ETA.
     elapsed: web_time::Duration,
     last_tick: Option<web_time::Instant>,
+    budget: crate::kit::frame_budget::FrameBudget,
 }
 
 impl TrainRun {
@@ -148,6 +149,7 @@ impl TrainRun {
         };
         if !self.running {
             self.last_tick = None;
+            self.budget.pause();
             return;
         }
         let now = web_time::Instant::now();
@@ -156,7 +158,7 @@ impl TrainRun {
             self.elapsed += (now - last).min(web_time::Duration::from_millis(500));
         }
         self.last_tick = Some(now);
-        trainer.run_for(web_time::Duration::from_millis(12));
+        self.budget.run(|slice| trainer.run_for(slice));
         if trainer.status != Status::Running {
             self.running = false;
         }

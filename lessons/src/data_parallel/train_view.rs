@@ -133,7 +133,7 @@ fn train(settings: DpSettings) -> Outcome {
 }
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, training: &mut Training, lang: Lang) {
-    crate::kit::prose(ui, &t(lang, "train.explain"));
+    crate::kit::prose(ui, t(lang, "train.explain"));
     ui.horizontal_wrapped(|ui| {
         number(ui, t(lang, "train.shard"), &mut s.shard, 1..=64, 0.1);
         number(ui, t(lang, "train.steps"), &mut s.steps, 1..=200, 0.5);

@@ -154,9 +154,9 @@ impl GpuKernels {
                                         ui.monospace(show_sig(r.max_rel_error, 2));
                                     }
                                 }
-                                Outcome::Skipped { why, .. } | Outcome::Program(Err((_, why))) => {
-                                    let why = why.message(lang);
-                                    ui.weak(TEXT.fill(lang, "status.skipped", &[("why", &why)]));
+                                // The reason is a sentence: below the table, not in a column.
+                                Outcome::Skipped { .. } | Outcome::Program(Err(_)) => {
+                                    ui.weak(t("status.skipped_short"));
                                 }
                                 Outcome::Cpu(c) => {
                                     ui.weak("CPU");
@@ -164,6 +164,12 @@ impl GpuKernels {
                                     ui.monospace("—");
                                     ui.monospace(show_sig(c.bytes as f64 / 1e6, 4));
                                     ui.monospace(c.passes.to_string());
+                                    ui.monospace("—");
+                                    let gbs = outcome.measured().map_or(f64::NAN, |m| m.gb_per_s);
+                                    ui.monospace(show_sig(gbs, 3));
+                                    // Checked against the reference on the GPU path only.
+                                    ui.monospace("—");
+                                    ui.monospace("—");
                                 }
                                 // The softmax ladder has no programs.
                                 Outcome::Program(Ok(_)) => {}
@@ -172,6 +178,16 @@ impl GpuKernels {
                         }
                     });
             });
+        for outcome in &self.race.results {
+            if let Outcome::Skipped { why, .. } | Outcome::Program(Err((_, why))) = outcome {
+                let why = why.message(lang);
+                ui.weak(format!(
+                    "{}: {}",
+                    outcome.id(),
+                    TEXT.fill(lang, "status.skipped", &[("why", &why)])
+                ));
+            }
+        }
         let ran: Vec<&Row> = self.race.results.iter().filter_map(Outcome::ran).collect();
         for r in &ran {
             if r.dispatch_ms.len() > 1 {

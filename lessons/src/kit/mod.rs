@@ -13,6 +13,7 @@ pub mod exercise_kit;
 pub mod exercise_panel;
 pub mod figure;
 pub mod fonts;
+pub mod frame_budget;
 pub mod gantt;
 mod gpu_status;
 pub mod kernel_plots;

@@ -1,6 +1,6 @@
 //! The lesson's two trainings, the core's runs (`cnn_run`, `text_run`)
 //! stepped a slice at a time between frames (so the page stays responsive,
-//! in the browser too): the CNN with its three evaluations, and the tiny
+//! in the browser too; the slice from `kit::frame_budget`): the CNN with its three evaluations, and the tiny
 //! transformer.
 
 use dlsys_core::autograd::Tensor;
@@ -15,10 +15,8 @@ use web_time::{Duration, Instant};
 
 use super::TEXT;
 use crate::kit::datasets::{self, Fetch};
+use crate::kit::frame_budget::FrameBudget;
 use crate::kit::theme;
-
-/// Work done per frame before handing the frame back.
-const SLICE: Duration = Duration::from_millis(25);
 
 /// The CNN's run: waiting for MNIST, training, or done.
 #[derive(Default)]
@@ -30,6 +28,7 @@ pub struct CnnJob {
     train_seconds: f64,
     pub result: Option<(CnnResult, f64)>,
     error: Option<TrainError>,
+    budget: FrameBudget,
 }
 
 impl CnnJob {
@@ -81,7 +80,7 @@ impl CnnJob {
         let Some(run) = &mut self.run else {
             return;
         };
-        let until = Instant::now() + SLICE;
+        let until = Instant::now() + self.budget.begin();
         while Instant::now() < until {
             let training = matches!(run.phase(), CnnPhase::Training { .. });
             match run.step() {
@@ -101,6 +100,7 @@ impl CnnJob {
                 self.train_seconds = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64());
             }
         }
+        self.budget.end();
         ctx.request_repaint();
     }
 }
@@ -183,6 +183,7 @@ pub struct TextJob {
     pub error: Option<TrainError>,
     /// The heatmaps' weights for the model shown (recomputed at each report).
     pub weights: Option<Vec<Tensor<f32>>>,
+    budget: FrameBudget,
 }
 
 impl Default for TextJob {
@@ -199,6 +200,7 @@ impl Default for TextJob {
             result: None,
             error: None,
             weights: None,
+            budget: FrameBudget::default(),
         }
     }
 }
@@ -240,7 +242,7 @@ impl TextJob {
         let (true, Some(run)) = (self.running, &mut self.run) else {
             return;
         };
-        let until = Instant::now() + SLICE;
+        let until = Instant::now() + self.budget.begin();
         while Instant::now() < until {
             match run.step() {
                 Ok(None) => {}
@@ -258,6 +260,7 @@ impl TextJob {
                 }
             }
         }
+        self.budget.end();
         ctx.request_repaint();
     }
 }

@@ -133,6 +133,7 @@ pub struct Side {
 pub struct PairRun {
     pub title: String,
     pub sides: Vec<Side>,
+    budget: crate::kit::frame_budget::FrameBudget,
     running: bool,
     pub error: Option<TrainError>,
     /// (title, dataset, configs) to start once MNIST has downloaded (web).
@@ -187,11 +188,16 @@ impl PairRun {
             return;
         }
         if !self.running {
+            self.budget.pause();
             return;
         }
-        for side in &mut self.sides {
-            side.trainer.run_for(web_time::Duration::from_millis(6));
-        }
+        // The two runs share the frame's slice.
+        let sides = &mut self.sides;
+        self.budget.run(|slice| {
+            for side in sides.iter_mut() {
+                side.trainer.run_for(slice / 2);
+            }
+        });
         if self
             .sides
             .iter()

@@ -14,7 +14,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     ui.label(t(lang, "sweep.explain"));
     // One cooperative worker on the web: there is nothing to sweep.
     if cfg!(target_arch = "wasm32") {
-        crate::kit::prose(ui, &t(lang, "sweep.web"));
+        crate::kit::prose(ui, t(lang, "sweep.web"));
         return;
     }
     if ui.add_enabled(!runs.is_running(), egui::Button::new(t(lang, "sweep.run"))).clicked() {
