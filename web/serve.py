@@ -37,7 +37,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 return None
             body = open(file, "rb")
             self.send_response(200)
-            kind = TYPES.get(os.path.splitext(path)[1], "application/octet-stream")
+            kind = self.guess_type(path)
             self.send_header("Content-Type", kind)
             if encoding:
                 self.send_header("Content-Encoding", encoding)

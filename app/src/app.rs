@@ -624,6 +624,19 @@ impl eframe::App for DlsysApp {
                         self.shown_lang,
                     );
                 }
+                // The end of the page leads on to the next lesson.
+                if let Some(next) = self.lessons.get(index + 1) {
+                    ui.add_space(12.0);
+                    ui.separator();
+                    let label = shell_text().fill(
+                        env.lang,
+                        "app.next_lesson",
+                        &[("title", &next.title(env.lang))],
+                    );
+                    if ui.button(label).clicked() {
+                        opened = Some(next.id().to_owned());
+                    }
+                }
             });
         });
         if self.show_gpu_window {

@@ -162,6 +162,8 @@ impl Lesson for GemmFusion {
             m: 67,
             n: 65,
             k: 33,
+            rows: 64,
+            cols: 256,
             trials: 1,
             ..Settings::default()
         };

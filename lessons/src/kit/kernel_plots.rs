@@ -200,7 +200,11 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
     let plotted: Vec<&Measured> = ran
         .iter()
         .filter(|r| r.kernel != Kernel::Fma)
-        .filter(|r| r.roofline.is_some_and(|(ai, gops)| ai > 0.0 && gops > 0.0))
+        .filter(|r| {
+            r.roofline.is_some_and(|(ai, gops)| {
+                ai > 0.0 && gops > 0.0 && ai.is_finite() && gops.is_finite()
+            })
+        })
         .collect();
     let points: Vec<(usize, &Measured, f64, f64)> = plotted
         .iter()

@@ -78,6 +78,7 @@ impl CnnJob {
             return;
         }
         let Some(run) = &mut self.run else {
+            self.budget.pause();
             return;
         };
         let until = Instant::now() + self.budget.begin();
@@ -240,6 +241,7 @@ impl TextJob {
 
     pub fn logic(&mut self, ctx: &egui::Context) {
         let (true, Some(run)) = (self.running, &mut self.run) else {
+            self.budget.pause();
             return;
         };
         let until = Instant::now() + self.budget.begin();

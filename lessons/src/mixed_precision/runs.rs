@@ -194,8 +194,9 @@ impl PairRun {
         // The two runs share the frame's slice.
         let sides = &mut self.sides;
         self.budget.run(|slice| {
+            let share = slice / sides.len().max(1) as u32;
             for side in sides.iter_mut() {
-                side.trainer.run_for(slice / 2);
+                side.trainer.run_for(share);
             }
         });
         if self
