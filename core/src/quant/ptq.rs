@@ -100,6 +100,17 @@ impl GranularityKind {
     pub fn id(&self) -> String {
         weight_granularity(*self).id()
     }
+
+    /// "per tensor", "per channel", "per group of 32", in any language.
+    pub fn words(&self) -> crate::names::Words {
+        match self {
+            Self::Tensor => crate::names::Words::new("quant.granularity.tensor", &[]),
+            Self::Channel => crate::names::Words::new("quant.granularity.channel", &[]),
+            Self::Group(size) => {
+                crate::names::Words::new("quant.granularity.group_of", &[("size", size)])
+            }
+        }
+    }
 }
 
 /// How the activations entering each layer are quantised (int8,
@@ -462,3 +473,29 @@ fn widest_feature(data: &Dataset) -> usize {
         })
         .0
 }
+
+/// The bytes of the model's weights quantised under `settings` (scales in
+/// fp16, zero points when asymmetric; biases, kept in f32, not counted),
+/// through [`super::quantised_bytes`], the one byte count.
+pub fn model_bytes(
+    model: &Mlp<f32>,
+    settings: &QuantSettings,
+) -> Result<super::QuantBytes, QuantError> {
+    settings.validate()?;
+    let (mut params, mut blocks) = (0u64, 0u64);
+    for layer in &model.layers {
+        let (rows, cols) = layer.weight.rows_cols();
+        params += (rows * cols) as u64;
+        blocks += settings.granularity.blocks(rows, cols).1 as u64;
+    }
+    super::quantised_bytes(
+        params,
+        settings.format.bits,
+        blocks,
+        FP16_SCALE_BYTES,
+        settings.mapping == Mapping::Asymmetric,
+    )
+}
+
+/// Scales are stored in fp16.
+pub const FP16_SCALE_BYTES: u32 = 2;
