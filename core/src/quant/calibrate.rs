@@ -34,6 +34,14 @@ pub fn clip_range(
                 Ok((percentile(&sorted, 100.0 - pct), percentile(&sorted, pct)))
             }
         }
+        Calibration::Fraction { of_range } => {
+            if symmetric {
+                let a = lo.abs().max(hi.abs()) * of_range;
+                Ok((-a, a))
+            } else {
+                Ok((lo * of_range, hi * of_range))
+            }
+        }
         Calibration::Mse => {
             let (base_lo, base_hi) = if symmetric {
                 let a = lo.abs().max(hi.abs());

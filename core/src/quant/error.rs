@@ -13,6 +13,7 @@ crate::catalog_error! {
         /// A channel or group axis a 2-D tensor does not have.
         Axis { axis: usize } = "quant.axis",
         Percentile { value: f64 } = "quant.percentile",
+        Fraction { value: f64 } = "quant.fraction",
         /// A value that is NaN or infinite, at this index.
         NotFinite { index: usize, value: String } = "quant.not_finite",
         Empty = "quant.empty",

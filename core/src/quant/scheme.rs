@@ -190,6 +190,9 @@ pub enum Calibration {
     /// The clip among [`super::calibrate::MSE_STEPS`] shrinkings of the
     /// min–max range whose quantisation error (mean square) is least.
     Mse,
+    /// A clip set by hand: this fraction (0 < f ≤ 1) of the min–max range
+    /// (of amax, when symmetric) — the lesson's slider.
+    Fraction { of_range: f64 },
 }
 
 impl Calibration {
@@ -197,6 +200,9 @@ impl Calibration {
         match *self {
             Self::Percentile { pct } if !(pct.is_finite() && pct > 50.0 && pct <= 100.0) => {
                 Err(QuantError::Percentile { value: pct })
+            }
+            Self::Fraction { of_range } if !(of_range > 0.0 && of_range <= 1.0) => {
+                Err(QuantError::Fraction { value: of_range })
             }
             _ => Ok(()),
         }
@@ -207,6 +213,7 @@ impl Calibration {
             Self::MinMax => "minmax",
             Self::Percentile { .. } => "percentile",
             Self::Mse => "mse",
+            Self::Fraction { .. } => "fraction",
         }
     }
 
@@ -214,6 +221,7 @@ impl Calibration {
     pub fn id(&self) -> String {
         match self {
             Self::Percentile { pct } => format!("percentile:{pct}"),
+            Self::Fraction { of_range } => format!("fraction:{of_range}"),
             other => other.kind().to_owned(),
         }
     }
