@@ -369,7 +369,7 @@ pub fn round_to_integer(v: f64, rounding: Rounding, draw: u64) -> f64 {
             let floor = v.floor();
             let frac = v - floor;
             // The fraction as a 0.64 fixed-point number (saturating at 1).
-            let bits = (frac * 18_446_744_073_709_551_616.0) as u64;
+            let bits = (frac * crate::float::pow2(64)) as u64;
             if frac > 0.0 && draw < bits {
                 floor + 1.0
             } else {

@@ -145,12 +145,13 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
             if ghi < x_hi {
                 plot.span(Span::new("", ghi..=x_hi).fill(c_clip.gamma_multiply(0.18)));
             }
-            // Every code's value (the lines merge into a band at 8 bits,
-            // which is the point: 255 steps across the range).
-            for code in p.qmin..=p.qmax {
-                plot.vline(VLine::new("", p.dequantise(code)).color(c_grid.gamma_multiply(0.6)).width(0.5));
-            }
             plot.bar_chart(BarChart::new(weights_name, bars).color(c_weights));
+            // Every code's value, over the bars (the lines merge into a band
+            // at 8 bits, which is the point: 255 steps across the range).
+            let line = if p.qmax - p.qmin > 64 { 0.5 } else { 1.5 };
+            for code in p.qmin..=p.qmax {
+                plot.vline(VLine::new("", p.dequantise(code)).color(c_grid).width(line));
+            }
         });
     figure::legend(
         ui,

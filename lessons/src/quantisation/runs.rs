@@ -149,7 +149,11 @@ impl Runs {
                 ui.end_row();
             });
         });
-        ui.small(t(lang, "table.note"));
+        if let Ok(trained) = self.trained() {
+            let images = trained.test.len();
+            let step = format!("{:.2}", 100.0 / images.max(1) as f64);
+            ui.small(TEXT.fill(lang, "table.note", &[("images", &images), ("step", &step)]));
+        }
     }
 
     pub fn start_outlier(&mut self, s: &Settings) {
