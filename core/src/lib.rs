@@ -17,4 +17,5 @@ pub mod mixed;
 pub mod names;
 pub mod nn;
 pub mod pipeline;
+pub mod quant;
 pub mod text;

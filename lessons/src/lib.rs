@@ -228,6 +228,7 @@ registry! {
     float_formats::FloatFormats,
     autograd_mlp::AutogradMlp,
     mixed_precision::MixedPrecision,
+    quantisation::Quantisation,
     memory_compute::MemoryCompute,
     data_parallel::DataParallel,
     pipeline::Pipeline,

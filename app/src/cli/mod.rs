@@ -18,6 +18,7 @@ mod memory;
 pub mod output;
 mod parse_error;
 mod pipeline;
+mod quant;
 mod quiz;
 mod train;
 mod train_dp;
@@ -40,6 +41,7 @@ pub use lang::{identifiers, lang, t, tf};
 pub use lessons::LessonsArgs;
 pub use memory::MemoryArgs;
 pub use pipeline::PipelineArgs;
+pub use quant::QuantArgs;
 pub use quiz::QuizArgs;
 pub use train::TrainArgs;
 pub use wgsl_exercise::WgslExerciseArgs;
@@ -74,6 +76,7 @@ pub enum Command {
     Memory(MemoryArgs),
     Allreduce(AllreduceArgs),
     Pipeline(PipelineArgs),
+    Quant(Box<QuantArgs>),
     Quiz(QuizArgs),
     Bench {
         #[command(subcommand)]
@@ -106,6 +109,7 @@ impl Command {
             Self::Memory(args) => args.json,
             Self::Allreduce(args) => args.json,
             Self::Pipeline(args) => args.json,
+            Self::Quant(args) => args.json,
             Self::Quiz(args) => args.json,
             Self::Bench {
                 what: BenchWhat::Kernels(args),
@@ -165,6 +169,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Memory(args) => memory::run(&args),
         Command::Allreduce(args) => allreduce::run_args(&args),
         Command::Pipeline(args) => pipeline::run(&args),
+        Command::Quant(args) => quant::run(&args),
         Command::Quiz(args) => quiz::run(&args),
         Command::Bench {
             what: BenchWhat::Kernels(args),

@@ -9,6 +9,7 @@ mod limits;
 mod memory;
 mod models;
 mod pipeline;
+mod quant;
 mod quiz;
 mod support;
 mod zh;

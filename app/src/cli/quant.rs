@@ -1,0 +1,413 @@
+//! `dlsys-lab quant`: one value quantised into a range (`--value 0.37
+//! --range -1,1 --bits 8`), or the engine's MLP trained and quantised —
+//! accuracy before and after, the weights' bytes and error — with the
+//! outlier demonstration (`--outlier`) or the whole table (`--grid`).
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::float::{Rounding, parse_number, show_sig};
+use dlsys_core::names::Named as _;
+use dlsys_core::quant::ptq::{
+    self, ActScales, Cell, GranularityKind, OutlierReport, OutlierSettings, PtqSettings,
+};
+use dlsys_core::quant::{
+    Calibration, ErrorStats, IntFormat, Mapping, OneValue, QuantBytes, QuantError, QuantSettings,
+    quantise_value,
+};
+
+use super::choice;
+use super::output::{Report, emit};
+use super::{CliError, lang, say, t, tf};
+
+const MODELS: [&str; 1] = ["mlp"];
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct QuantArgs {
+    #[arg(long, default_value = "mlp", value_parser = choice::name_of(&MODELS, |m| m))]
+    model: String,
+    #[arg(long, value_name = "X", allow_hyphen_values = true)]
+    value: Option<String>,
+    #[arg(
+        long,
+        value_name = "LO,HI",
+        default_value = "-1,1",
+        allow_hyphen_values = true
+    )]
+    range: String,
+    #[arg(long, default_value_t = 8)]
+    bits: u32,
+    #[arg(long)]
+    unsigned: bool,
+    #[arg(long, default_value = "tensor")]
+    granularity: String,
+    #[arg(long, default_value = "symmetric", value_parser = choice::choice(&Mapping::ALL, |m| m.id()))]
+    mapping: Mapping,
+    #[arg(long, default_value = "minmax")]
+    calibrate: String,
+    #[arg(long, default_value = "rne", value_parser = choice::choice(&Rounding::ALL, |r| r.short_name()))]
+    rounding: Rounding,
+    #[arg(long)]
+    activations: bool,
+    #[arg(long, value_name = "M")]
+    outlier: Option<f64>,
+    #[arg(long)]
+    grid: bool,
+    #[arg(long, default_value_t = 32)]
+    group: usize,
+    #[arg(long, default_value = "digits")]
+    dataset: String,
+    #[arg(long, default_value = "128")]
+    hidden: String,
+    #[arg(long, default_value_t = 10)]
+    epochs: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The figures `quant --help` names.
+pub(super) fn help_values() -> Vec<(&'static str, String)> {
+    vec![
+        ("quant_min_bits", dlsys_core::quant::MIN_BITS.to_string()),
+        ("quant_max_bits", dlsys_core::quant::MAX_BITS.to_string()),
+    ]
+}
+
+fn calibration(text: &str) -> Result<Calibration, CliError> {
+    let text = text.trim();
+    match text {
+        "minmax" => Ok(Calibration::MinMax),
+        "mse" => Ok(Calibration::Mse),
+        _ => match text.strip_prefix("percentile:").map(parse_number) {
+            Some(Ok(pct)) => Ok(Calibration::Percentile { pct }),
+            Some(Err(e)) => Err(CliError::from(say(&e))),
+            None => Err(CliError::from(tf(
+                "quant.bad_calibrate",
+                &[("value", &text)],
+            ))),
+        },
+    }
+}
+
+fn granularity(text: &str) -> Result<GranularityKind, CliError> {
+    GranularityKind::parse(text)
+        .ok_or_else(|| CliError::from(tf("quant.bad_granularity", &[("value", &text.trim())])))
+}
+
+fn fail(e: &QuantError) -> CliError {
+    CliError::from(say(e))
+}
+
+pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
+    let kind = granularity(&args.granularity)?;
+    let settings = QuantSettings {
+        format: IntFormat {
+            bits: args.bits,
+            signed: !args.unsigned,
+        },
+        mapping: args.mapping,
+        granularity: ptq::weight_granularity(kind),
+        calibration: calibration(&args.calibrate)?,
+        rounding: args.rounding,
+        seed: args.seed,
+    };
+    settings.validate().map_err(|e| fail(&e))?;
+    if let Some(text) = &args.value {
+        let value = parse_number(text).map_err(|e| CliError::from(say(&e)))?;
+        let (lo, hi) = args
+            .range
+            .split_once(',')
+            .ok_or_else(|| CliError::from(tf("quant.bad_range", &[("value", &args.range)])))?;
+        let lo = parse_number(lo).map_err(|e| CliError::from(say(&e)))?;
+        let hi = parse_number(hi).map_err(|e| CliError::from(say(&e)))?;
+        let one = quantise_value(value, lo, hi, &settings).map_err(|e| fail(&e))?;
+        return emit(
+            &ValueReport {
+                mapping: args.mapping,
+                one,
+            },
+            args.json,
+        );
+    }
+    if let Some(m) = args.outlier
+        && !(m.is_finite() && (1.0..=ptq::MAX_OUTLIER).contains(&m))
+    {
+        return Err(fail(&QuantError::OutlierScale {
+            value: m,
+            max: ptq::MAX_OUTLIER,
+        }));
+    }
+    if args.grid && args.group == 0 {
+        return Err(fail(&QuantError::GroupSize));
+    }
+    let ptq_settings = PtqSettings {
+        dataset: args.dataset.clone(),
+        hidden: args.hidden.clone(),
+        epochs: args.epochs,
+        seed: args.seed,
+    };
+    let trained = ptq::train(&ptq_settings).map_err(|e| fail(&e))?;
+    let acts = args.activations.then_some(ActScales::PerTensor);
+    let cell = ptq::measure(&trained, &settings, kind, acts).map_err(|e| fail(&e))?;
+    let bytes = ptq::model_bytes(&trained.model, &settings).map_err(|e| fail(&e))?;
+    let outlier = match args.outlier {
+        Some(magnitude) => Some(
+            ptq::outlier(
+                &trained,
+                &OutlierSettings {
+                    channel: None,
+                    magnitude,
+                },
+            )
+            .map_err(|e| fail(&e))?,
+        ),
+        None => None,
+    };
+    let grid = if args.grid {
+        Some(ptq::grid(&trained, args.group, &mut |_, _| {}).map_err(|e| fail(&e))?)
+    } else {
+        None
+    };
+    let report = ModelReport {
+        model: args.model.clone(),
+        settings: ptq_settings,
+        format: settings.format.name(),
+        mapping: args.mapping,
+        granularity: kind,
+        calibration: settings.calibration,
+        activations: acts,
+        fp32_accuracy: trained.fp32_accuracy,
+        accuracy: cell.accuracy,
+        weight_error: cell.weight_error,
+        fp32_bytes: bytes.params * 4,
+        bytes,
+        outlier,
+        grid,
+    };
+    emit(&report, args.json)
+}
+
+#[derive(serde::Serialize)]
+struct ValueReport {
+    #[serde(skip)]
+    mapping: Mapping,
+    #[serde(flatten)]
+    one: OneValue,
+}
+
+impl Report for ValueReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let o = &self.one;
+        let p = &o.params;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "quant.value.params",
+                &[
+                    ("format", &o.format),
+                    ("mapping", &self.mapping.name(lang())),
+                    ("lo", &show_sig(o.lo, 6)),
+                    ("hi", &show_sig(o.hi, 6)),
+                    ("scale", &show_sig(p.scale, 6)),
+                    ("zero", &p.zero_point),
+                    ("qmin", &p.qmin),
+                    ("qmax", &p.qmax),
+                ],
+            )
+        )?;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "quant.value.result",
+                &[
+                    ("x", &show_sig(o.value, 9)),
+                    ("code", &o.code),
+                    ("back", &show_sig(o.restored, 9)),
+                    ("error", &show_sig(o.error, 3)),
+                    ("bound", &show_sig(o.bound, 3)),
+                ],
+            )
+        )?;
+        if o.clipped {
+            writeln!(out, "{}", t("quant.value.clipped"))?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(serde::Serialize)]
+struct ModelReport {
+    model: String,
+    settings: PtqSettings,
+    format: String,
+    mapping: Mapping,
+    granularity: GranularityKind,
+    calibration: Calibration,
+    /// int8 activations, per tensor and dynamic (W8A8), when set.
+    activations: Option<ActScales>,
+    fp32_accuracy: f64,
+    accuracy: f64,
+    weight_error: ErrorStats,
+    fp32_bytes: u64,
+    bytes: QuantBytes,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outlier: Option<OutlierReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grid: Option<Vec<Cell>>,
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2} %", 100.0 * x)
+}
+
+fn error_line(e: &ErrorStats) -> String {
+    tf(
+        "quant.model.error",
+        &[
+            ("max", &show_sig(e.max_abs_error, 3)),
+            ("rms", &show_sig(e.rms_error, 3)),
+            (
+                "sqnr",
+                &e.sqnr_db
+                    .map_or_else(|| "∞".to_owned(), |d| format!("{d:.1}")),
+            ),
+            ("clipped", &e.clipped),
+            ("count", &e.count),
+        ],
+    )
+}
+
+impl Report for ModelReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let s = &self.settings;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "quant.model.setup",
+                &[
+                    ("dataset", &s.dataset),
+                    ("hidden", &s.hidden),
+                    ("epochs", &s.epochs),
+                    ("seed", &s.seed),
+                ],
+            )
+        )?;
+        let acts = match self.activations {
+            Some(a) => tf("quant.model.acts_int8", &[("how", &a.name(lang()))]),
+            None => t("quant.model.acts_fp32").to_owned(),
+        };
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "quant.model.scheme",
+                &[
+                    ("format", &self.format),
+                    ("mapping", &self.mapping.name(lang())),
+                    ("granularity", &self.granularity.words().say(lang())),
+                    ("calibration", &self.calibration.name(lang())),
+                    ("acts", &acts),
+                ],
+            )
+        )?;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "quant.model.accuracy",
+                &[
+                    ("before", &pct(self.fp32_accuracy)),
+                    ("after", &pct(self.accuracy)),
+                    (
+                        "delta",
+                        &format!("{:+.2}", 100.0 * (self.accuracy - self.fp32_accuracy))
+                    ),
+                ],
+            )
+        )?;
+        writeln!(out, "{}", error_line(&self.weight_error))?;
+        let b = &self.bytes;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "quant.model.bytes",
+                &[
+                    ("params", &b.params),
+                    ("fp32", &self.fp32_bytes),
+                    ("total", &b.total_bytes),
+                    ("payload", &b.payload_bytes),
+                    ("scales", &b.scales_bytes),
+                    ("zeros", &b.zero_points_bytes),
+                    ("bpp", &format!("{:.3}", b.bits_per_param)),
+                ],
+            )
+        )?;
+        if let Some(o) = &self.outlier {
+            writeln!(
+                out,
+                "{}",
+                tf(
+                    "quant.outlier.setup",
+                    &[
+                        ("channel", &o.channel),
+                        ("m", &o.magnitude),
+                        ("amax", &show_sig(o.outlier_amax, 4)),
+                        ("others", &show_sig(o.others_amax, 4)),
+                        ("fp32", &pct(o.planted_fp32_accuracy)),
+                    ],
+                )
+            )?;
+            for r in &o.rows {
+                let gemm = t(if r.integer_gemm {
+                    "quant.outlier.gemm_yes"
+                } else {
+                    "quant.outlier.gemm_no"
+                });
+                writeln!(
+                    out,
+                    "{}",
+                    tf(
+                        "quant.outlier.row",
+                        &[
+                            ("weights", &r.weights.words().say(lang())),
+                            ("acts", &r.activations.name(lang())),
+                            ("accuracy", &pct(r.accuracy)),
+                            ("gemm", &gemm),
+                        ],
+                    )
+                )?;
+            }
+        }
+        if let Some(cells) = &self.grid {
+            writeln!(out, "{}", t("quant.grid.heading"))?;
+            for c in cells {
+                let acts = match c.activations {
+                    Some(a) => tf("quant.model.acts_int8", &[("how", &a.name(lang()))]),
+                    None => t("quant.model.acts_fp32").to_owned(),
+                };
+                writeln!(
+                    out,
+                    "{}",
+                    tf(
+                        "quant.grid.row",
+                        &[
+                            ("bits", &c.bits),
+                            ("granularity", &c.granularity.words().say(lang())),
+                            ("acts", &acts),
+                            ("accuracy", &pct(c.accuracy)),
+                            ("delta", &format!("{:+.2}", 100.0 * c.delta)),
+                            ("rms", &show_sig(c.weight_error.rms_error, 3)),
+                        ],
+                    )
+                )?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,144 @@
+//! `dlsys-lab quant` run as a user runs it: one value's code, the MLP
+//! quantised (accuracy, bytes, error), the outlier rows and the table, and
+//! bad input refused in one line of the learner's language.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use crate::support::{assert_one_line_error, dlsys_lab, fails_with_one_line, has_cjk};
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = dlsys_lab(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn one_value_gets_its_code_scale_and_bound() {
+    let v = json(&[
+        "quant", "--value", "0.37", "--bits", "8", "--range", "-1,1", "--json",
+    ]);
+    // scale 1/127: 0.37 · 127 = 46.99 → code 47.
+    assert_eq!(v["code"], 47);
+    assert_eq!(v["params"]["zero_point"], 0);
+    let scale = v["params"]["scale"].as_f64().unwrap();
+    assert!((scale - 1.0 / 127.0).abs() < 1e-15);
+    let err = v["error"].as_f64().unwrap();
+    assert!(err.abs() <= scale / 2.0 && err != 0.0);
+    let a = json(&[
+        "quant",
+        "--value",
+        "-0.25",
+        "--bits",
+        "4",
+        "--range",
+        "-1,3",
+        "--mapping",
+        "asymmetric",
+        "--unsigned",
+        "--json",
+    ]);
+    // scale 4/15, zero point round(15/4) = 4: −0.25 / (4/15) = −0.94 → −1 + 4 = 3.
+    assert_eq!(
+        (a["params"]["zero_point"].as_i64(), a["code"].as_i64()),
+        (Some(4), Some(3))
+    );
+    let text = dlsys_lab(&[
+        "--lang", "zh", "quant", "--value", "0.37", "--range", "-1,1",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(has_cjk(&text) && text.contains("码值 47"), "{text}");
+}
+
+#[test]
+fn the_mlp_is_trained_quantised_and_measured() {
+    let v = json(&[
+        "quant",
+        "--model",
+        "mlp",
+        "--bits",
+        "4",
+        "--granularity",
+        "group:32",
+        "--epochs",
+        "3",
+        "--outlier",
+        "200",
+        "--json",
+    ]);
+    let before = v["fp32_accuracy"].as_f64().unwrap();
+    let after = v["accuracy"].as_f64().unwrap();
+    assert!(before > 0.8 && after > 0.5, "{v}");
+    // digits: 64·128 + 128·10 weights; 4 bits; fp16 scales per group of 32 along K.
+    let b = &v["bytes"];
+    assert_eq!(b["params"], 9472);
+    assert_eq!(b["payload_bytes"], 4736);
+    assert_eq!(b["blocks"], 2 * 128 + 4 * 10);
+    assert_eq!(b["scales_bytes"], 2 * (2 * 128 + 4 * 10));
+    assert_eq!(v["fp32_bytes"], 4 * 9472);
+    let rows = v["outlier"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    let per_tensor = rows[0]["accuracy"].as_f64().unwrap();
+    assert!(per_tensor < before - 0.2, "{v}");
+    assert_eq!(rows[3]["integer_gemm"], false);
+    let grid = json(&[
+        "quant",
+        "--grid",
+        "--epochs",
+        "2",
+        "--activations",
+        "--json",
+    ]);
+    assert_eq!(grid["grid"].as_array().unwrap().len(), 14);
+    assert_eq!(grid["activations"], "PerTensor");
+    let zh = dlsys_lab(&[
+        "--lang",
+        "zh",
+        "quant",
+        "--bits",
+        "8",
+        "--granularity",
+        "channel",
+        "--epochs",
+        "2",
+        "--calibrate",
+        "percentile:99.9",
+    ]);
+    let text = String::from_utf8_lossy(&zh.stdout);
+    assert!(zh.status.success() && text.contains("测试准确率"), "{text}");
+}
+
+#[test]
+fn bad_input_is_one_line_in_the_learners_language() {
+    fails_with_one_line(&[
+        &["quant", "--bits", "9"],
+        &["quant", "--bits", "1"],
+        &["quant", "--granularity", "group:0"],
+        &["quant", "--granularity", "row"],
+        &["quant", "--value", "nan"],
+        &["quant", "--value", "inf", "--range", "-1,1"],
+        &["quant", "--value", "0.1", "--range", "1,-1"],
+        &["quant", "--value", "0.1", "--range", "1"],
+        &["quant", "--calibrate", "percentile:101"],
+        &["quant", "--calibrate", "kl"],
+        &["quant", "--unsigned"],
+        &["quant", "--outlier", "0"],
+        &["quant", "--model", "cnn"],
+    ]);
+    let args = ["--lang", "zh", "quant", "--bits", "9"];
+    let out = dlsys_lab(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(err.starts_with("错误：") && err.contains('9'), "{err}");
+    let args = ["quant", "--bits", "0"];
+    assert_one_line_error(&args, &dlsys_lab(&args));
+    let out = dlsys_lab(&["quant", "--value", "nan", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("NaN"), "{v}");
+}

@@ -1,0 +1,105 @@
+//! Sizes: the bytes of quantised weights (payload, scales, zero points),
+//! the bound on an integer dot product's sum, and fp8's per-tensor scale.
+
+use serde::Serialize;
+
+use super::QuantError;
+use super::scheme::{IntFormat, MAX_BITS, MIN_BITS};
+use crate::float::Format;
+
+/// What `params` weights take at `bits` each, with one scale (and, when
+/// asymmetric, one zero point of `bits` bits) per block.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct QuantBytes {
+    pub params: u64,
+    pub bits: u32,
+    pub blocks: u64,
+    pub scale_bytes: u32,
+    pub payload_bytes: u64,
+    pub scales_bytes: u64,
+    pub zero_points_bytes: u64,
+    pub total_bytes: u64,
+    /// total · 8 / params.
+    pub bits_per_param: f64,
+}
+
+/// The one byte count: `params` values packed at `bits` (rounded up to
+/// whole bytes), `blocks` scales of `scale_bytes` each (2 for fp16), and
+/// `blocks` zero points packed at `bits` when `zero_points`.
+pub fn quantised_bytes(
+    params: u64,
+    bits: u32,
+    blocks: u64,
+    scale_bytes: u32,
+    zero_points: bool,
+) -> Result<QuantBytes, QuantError> {
+    if !(MIN_BITS..=16).contains(&bits) {
+        return Err(QuantError::Bits {
+            bits,
+            min: MIN_BITS,
+            max: MAX_BITS,
+        });
+    }
+    let packed = |count: u64| (u128::from(count) * u128::from(bits)).div_ceil(8) as u64;
+    let payload_bytes = packed(params);
+    let scales_bytes = blocks.saturating_mul(u64::from(scale_bytes));
+    let zero_points_bytes = if zero_points { packed(blocks) } else { 0 };
+    let total_bytes = payload_bytes
+        .saturating_add(scales_bytes)
+        .saturating_add(zero_points_bytes);
+    Ok(QuantBytes {
+        params,
+        bits,
+        blocks,
+        scale_bytes,
+        payload_bytes,
+        scales_bytes,
+        zero_points_bytes,
+        total_bytes,
+        bits_per_param: if params == 0 {
+            0.0
+        } else {
+            total_bytes as f64 * 8.0 / params as f64
+        },
+    })
+}
+
+/// [`quantised_bytes`] with groups of `group` along K: one block per
+/// `group` weights (a model whose K is a multiple of `group`, as LLMs'
+/// 4096 or 8192 are; `group = 0` means one scale for the whole tensor).
+pub fn grouped_bytes(
+    params: u64,
+    bits: u32,
+    group: u64,
+    scale_bytes: u32,
+    zero_points: bool,
+) -> Result<QuantBytes, QuantError> {
+    let blocks = if group == 0 {
+        1
+    } else {
+        params.div_ceil(group)
+    };
+    quantised_bytes(params, bits, blocks, scale_bytes, zero_points)
+}
+
+/// The largest |Σ qa·qw| over a K-long dot product of codes in `a` and `w`
+/// (each code's magnitude at most |qmin|, the larger end), and the bits a
+/// signed accumulator needs to hold it.
+pub fn dot_bound(k: u64, a: IntFormat, w: IntFormat) -> (u128, u32) {
+    let mag = |f: IntFormat| u128::from(f.qmin().unsigned_abs().max(f.qmax().unsigned_abs()));
+    let bound = u128::from(k) * mag(a) * mag(w);
+    (bound, 129 - bound.leading_zeros())
+}
+
+/// fp8 per-tensor scaling from the current amax, as NVIDIA Transformer
+/// Engine computes it: `scale = max_finite / amax / 2^margin`, the tensor
+/// multiplied by it before conversion (so its amax lands `margin` binades
+/// below the format's largest finite value). `amax = 0` keeps scale 1.
+pub fn fp8_scale(amax: f64, format: &Format, margin: i32) -> f64 {
+    let max = format.range().max_finite;
+    if amax > 0.0 && amax.is_finite() {
+        max / amax / crate::float::pow2(margin)
+    } else {
+        1.0
+    }
+}

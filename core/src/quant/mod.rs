@@ -1,0 +1,30 @@
+//! Integer quantisation: formats of 2–8 bits, symmetric and affine
+//! mappings, per-tensor / per-channel / per-group scales, nearest-even and
+//! stochastic rounding, min–max / percentile / MSE calibration
+//! ([`scheme`], [`calibrate`], [`tensor`]); post-training quantisation of
+//! the engine's MLP and the outlier demonstration ([`ptq`]); the bytes of
+//! quantised weights ([`bytes`]). The quantisation lesson draws these and
+//! `dlsys-lab quant` prints them.
+//!
+//! Not here (yet): fp8 delayed scaling and training, MX block formats,
+//! KL calibration, GPTQ/AWQ, QAT, SmoothQuant, integer GEMMs.
+
+pub mod bytes;
+pub mod calibrate;
+mod error;
+pub mod ptq;
+pub mod scheme;
+pub mod tensor;
+
+pub use bytes::{QuantBytes, dot_bound, fp8_scale, grouped_bytes, quantised_bytes};
+pub use error::QuantError;
+pub use scheme::{
+    Calibration, Granularity, IntFormat, MAX_BITS, MIN_BITS, Mapping, QParams, QuantSettings,
+};
+pub use tensor::{
+    ErrorStats, OneValue, QuantTensor, error_stats, fake_quantise, quantise, quantise_value,
+    quantise_with_stats,
+};
+
+#[cfg(test)]
+mod tests;

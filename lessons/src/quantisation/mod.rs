@@ -1,0 +1,160 @@
+//! "Quantisation": a trained weight tensor on the integer grid with a clip
+//! the learner drags (error and SQNR from the core), post-training
+//! quantisation of the engine's MLP measured cell by cell, the planted
+//! outlier channel, and the bytes of a quantised model. Every number comes
+//! from `dlsys_core::quant`; `dlsys-lab quant` prints the same values.
+
+mod bytes_view;
+mod exercises;
+mod grid_view;
+mod runs;
+
+use dlsys_core::float::Rounding;
+use dlsys_core::quant::Mapping;
+use dlsys_core::text::Lang;
+use serde::{Deserialize, Serialize};
+
+use crate::{Env, Lesson};
+
+pub use exercises::EXERCISES;
+
+crate::lesson_text!("quantisation");
+
+/// What the learner set up; survives restarts (clamped when read back).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// The histogram: which layer's weights, bits, mapping, and the clip as
+    /// a fraction of the tensor's amax.
+    pub layer: usize,
+    pub bits: u32,
+    pub mapping: Mapping,
+    /// Nearest-even or stochastic (seed 1).
+    pub rounding: Rounding,
+    pub clip: f64,
+    /// The table's group size along K.
+    pub group: usize,
+    /// The outlier's magnitude M: the feature becomes M · (x + 1).
+    pub outlier: f64,
+    /// The bytes calculator: parameters in billions, bits, group size
+    /// (0: one scale per tensor), bytes per scale, zero points.
+    pub params_billions: f64,
+    pub calc_bits: u32,
+    pub calc_group: u64,
+    pub scale_bytes: u32,
+    pub zero_points: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            layer: 0,
+            bits: 4,
+            mapping: Mapping::Symmetric,
+            rounding: Rounding::NearestEven,
+            clip: 1.0,
+            group: 32,
+            outlier: 200.0,
+            params_billions: 70.0,
+            calc_bits: 4,
+            calc_group: 128,
+            scale_bytes: 2,
+            zero_points: false,
+        }
+    }
+}
+
+impl Settings {
+    fn clamped(&mut self) {
+        let d = Self::default();
+        let finite = |x: f64, lo: f64, hi: f64, fallback: f64| {
+            if x.is_finite() { x.clamp(lo, hi) } else { fallback }
+        };
+        self.layer = self.layer.min(1);
+        if !ROUNDINGS.contains(&self.rounding) {
+            self.rounding = Rounding::NearestEven;
+        }
+        self.bits = self.bits.clamp(dlsys_core::quant::MIN_BITS, dlsys_core::quant::MAX_BITS);
+        self.clip = finite(self.clip, 0.05, 1.0, d.clip);
+        self.group = self.group.clamp(1, 128);
+        self.outlier = finite(self.outlier, 1.0, 1000.0, d.outlier);
+        self.params_billions = finite(self.params_billions, 0.001, 10_000.0, d.params_billions);
+        self.calc_bits = self.calc_bits.clamp(2, 16);
+        self.calc_group = self.calc_group.min(1 << 20);
+        self.scale_bytes = self.scale_bytes.clamp(1, 4);
+    }
+}
+
+/// The roundings the histogram offers.
+const ROUNDINGS: [Rounding; 2] = [Rounding::NearestEven, Rounding::Stochastic];
+
+fn t(lang: Lang, key: &'static str) -> &'static str {
+    TEXT.get(lang, key)
+}
+
+#[derive(Default)]
+pub struct Quantisation {
+    settings: Settings,
+    runs: runs::Runs,
+}
+
+impl Lesson for Quantisation {
+    crate::lesson_identity!(exercises: EXERCISES);
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        self.settings.clamped();
+        crate::kit::header_ui(ui, &TEXT, lang);
+        ui.add_space(8.0);
+        let (s, runs) = (&mut self.settings, &mut self.runs);
+        crate::kit::section(ui, &TEXT, lang, "grid", |ui| grid_view::ui(ui, s, runs, lang));
+        crate::kit::section(ui, &TEXT, lang, "table", |ui| runs.table_ui(ui, s, lang));
+        crate::kit::section(ui, &TEXT, lang, "outlier", |ui| runs.outlier_ui(ui, s, lang));
+        crate::kit::section(ui, &TEXT, lang, "bytes", |ui| bytes_view::ui(ui, s, lang));
+    }
+
+    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+        self.runs.logic(ctx);
+    }
+
+    fn is_busy(&self) -> bool {
+        self.runs.is_running()
+    }
+
+    crate::persist_field!(settings);
+
+    /// The table, as its button runs it.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        self.runs.start_table(&Settings::default(), true);
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        self.runs.self_test_outcome()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_and_garbage_is_clamped() {
+        let mut lesson = Quantisation::default();
+        lesson.settings.bits = 3;
+        let saved = lesson.save_state().unwrap_or_default();
+        let mut other = Quantisation::default();
+        assert!(other.load_state(&saved).is_ok());
+        assert_eq!(other.settings, lesson.settings);
+        assert!(other.load_state("(bits: \"x\")").is_err());
+        let mut wild = Settings {
+            bits: 40,
+            clip: f64::NAN,
+            group: 0,
+            outlier: -1.0,
+            ..Settings::default()
+        };
+        wild.clamped();
+        assert_eq!((wild.bits, wild.clip, wild.group, wild.outlier), (8, 1.0, 1, 1.0));
+    }
+}
