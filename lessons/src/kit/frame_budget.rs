@@ -81,7 +81,10 @@ impl FrameBudget {
                 ledger.next_id
             });
             ledger.worked += spent;
-            ledger.last_end.retain(|(other, _)| *other != id);
+            // Budgets dropped with their job leave no entry behind for long.
+            ledger.last_end.retain(|(other, end)| {
+                *other != id && now.saturating_duration_since(*end) < ACTIVE
+            });
             ledger.last_end.push((id, now));
             self.last_end = Some((now, ledger.worked));
         });
