@@ -132,6 +132,7 @@ impl DlsysApp {
             .all_styles_mut(|style| style.visuals.text_cursor.blink = false);
         cc.egui_ctx.set_theme(app.state.theme);
         cc.egui_ctx.set_zoom_factor(app.state.zoom);
+        cc.egui_ctx.options_mut(|o| o.screen_reader = app.state.speak);
         app
     }
 
@@ -369,6 +370,18 @@ impl DlsysApp {
             ui.separator();
             ui.toggle_value(&mut self.show_gpu_window, text.get(lang, "app.about_gpu"));
             ui.separator();
+            // Desktop screen readers read the AccessKit tree; the web's canvas
+            // has none, so eframe speaks focused controls when asked to.
+            if cfg!(target_arch = "wasm32") {
+                let toggle = ui
+                    .toggle_value(&mut self.state.speak, text.get(lang, "app.speak"))
+                    .on_hover_text(text.get(lang, "app.speak_hint"));
+                if toggle.changed() {
+                    let speak = self.state.speak;
+                    ui.ctx().options_mut(|o| o.screen_reader = speak);
+                }
+                ui.separator();
+            }
             // Each language is named in itself, so anyone can find theirs.
             ui.label(text.get(lang, "app.language"));
             for choice in Lang::ALL {
@@ -553,6 +566,8 @@ impl eframe::App for DlsysApp {
             } else {
                 self.state.lang
             };
+        #[cfg(target_arch = "wasm32")]
+        crate::web::set_document_lang(self.shown_lang.id());
         self.selftest_logic(ctx);
         self.lesson_keys(ctx);
         self.route_logic();

@@ -17,6 +17,16 @@ pub fn hash() -> Option<String> {
     (!id.is_empty()).then(|| id.to_owned())
 }
 
+/// Sets `<html lang>` to the language drawn, so the browser's speech
+/// synthesis (the read-aloud toggle) picks a voice for it.
+pub fn set_document_lang(code: &str) {
+    if let Some(root) = window().and_then(|w| w.document()).and_then(|d| d.document_element())
+        && root.get_attribute("lang").as_deref() != Some(code)
+    {
+        let _ = root.set_attribute("lang", code);
+    }
+}
+
 /// Puts `#id` in the address bar as a new history entry (so Back returns).
 pub fn push_hash(id: &str) {
     if hash().as_deref() == Some(id) {

@@ -61,6 +61,8 @@ pub struct SavedState {
     pub lang: Lang,
     /// Whether the list of lessons is shown (hidden: the page has the width).
     pub sidebar: bool,
+    /// The web's read-aloud of focused controls (egui's `screen_reader`).
+    pub speak: bool,
     pub progress: Progress,
     /// Each lesson's own state, as RON, keyed by lesson id.
     pub lesson_states: BTreeMap<String, String>,
@@ -76,6 +78,7 @@ impl Default for SavedState {
             zoom: 1.0,
             lang: Lang::En,
             sidebar: true,
+            speak: false,
             progress: Progress::default(),
             lesson_states: BTreeMap::new(),
             unreadable: BTreeMap::new(),

@@ -54,6 +54,12 @@ impl Dataset {
         }
     }
 
+    /// The first `n` rows (all of them when there are fewer).
+    pub fn first(&self, n: usize) -> Self {
+        let indices: Vec<usize> = (0..n.min(self.len())).collect();
+        self.subset(&indices, "first")
+    }
+
     /// A seeded shuffle, then the first `len − test` rows train and the rest test.
     pub fn split(&self, test_fraction: f64, seed: u64) -> (Self, Self) {
         let mut order: Vec<usize> = (0..self.len()).collect();

@@ -29,7 +29,12 @@ pub struct CnnJob {
     pub result: Option<(CnnResult, f64)>,
     error: Option<TrainError>,
     budget: FrameBudget,
+    /// The self-test's run: a few hundred images, trained and tested.
+    quick: bool,
 }
+
+/// Images the self-test's CNN trains on and is tested on.
+const QUICK_IMAGES: usize = 256;
 
 impl CnnJob {
     pub fn is_running(&self) -> bool {
@@ -40,6 +45,26 @@ impl CnnJob {
         self.result = None;
         self.error = None;
         self.waiting_for_data = true;
+        self.quick = false;
+    }
+
+    /// The self-test's run: the button's path on [`QUICK_IMAGES`] images.
+    pub fn start_quick(&mut self) {
+        self.start();
+        self.quick = true;
+    }
+
+    /// How the last run ended, for the self-test (`None` while it runs).
+    pub fn outcome(&self) -> Option<Result<String, String>> {
+        if let Some(err) = &self.error {
+            return Some(Err(format!("CNN: {err}")));
+        }
+        if self.is_running() {
+            return None;
+        }
+        let (result, _) = self.result.as_ref()?;
+        let detail = format!("CNN: {} test images, accuracy {:.3}", result.test, result.accuracy[0]);
+        Some(if result.accuracy[0] > 0.3 { Ok(detail) } else { Err(detail) })
     }
 
     pub fn stop(&mut self) {
@@ -49,11 +74,18 @@ impl CnnJob {
 
     fn begin(&mut self) {
         self.waiting_for_data = false;
-        let settings = CnnSettings::default();
+        let mut settings = CnnSettings::default();
+        if self.quick {
+            settings.images = Some(QUICK_IMAGES);
+        }
+        let quick = self.quick;
         let run = datasets::load("mnist", settings.seed)
             .map_err(TrainError::from)
             .and_then(|data| {
-                let (train, test) = data.split(datasets::TEST_FRACTION, settings.seed);
+                let (train, mut test) = data.split(datasets::TEST_FRACTION, settings.seed);
+                if quick {
+                    test = test.first(QUICK_IMAGES);
+                }
                 CnnRun::new(settings, train, test)
             });
         match run {
@@ -222,9 +254,37 @@ impl TextJob {
     }
 
     pub fn start(&mut self) {
+        self.start_with(self.settings);
+    }
+
+    /// The self-test's run: the button's path, a few steps.
+    pub fn start_quick(&mut self) {
+        self.start_with(TextSettings {
+            steps: 20,
+            ..self.settings
+        });
+    }
+
+    /// How the last run ended, for the self-test (`None` while it runs).
+    pub fn outcome(&self) -> Option<Result<String, String>> {
+        if let Some(err) = &self.error {
+            return Some(Err(format!("transformer: {err}")));
+        }
+        if self.running {
+            return None;
+        }
+        let result = self.result.as_ref()?;
+        let detail = format!(
+            "transformer: {} steps, loss {:.3} -> {:.3}",
+            result.report.step, result.start_loss, result.end_loss
+        );
+        Some(if result.end_loss < result.start_loss { Ok(detail) } else { Err(detail) })
+    }
+
+    fn start_with(&mut self, settings: TextSettings) {
         self.result = None;
         self.error = None;
-        match TextRun::new(self.settings) {
+        match TextRun::new(settings) {
             Ok(run) => {
                 self.run = Some(run);
                 self.running = true;

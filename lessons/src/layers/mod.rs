@@ -87,6 +87,21 @@ impl Lesson for Layers {
     }
 
     crate::persist_field!(settings);
+
+    /// The CNN on a few hundred images and twenty transformer steps, through
+    /// their buttons' paths.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        self.cnn.start_quick();
+        self.text.start_quick();
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        let (cnn, text) = (self.cnn.outcome()?, self.text.outcome()?);
+        let failed = cnn.is_err() || text.is_err();
+        let detail = format!("{}; {}", cnn.unwrap_or_else(|e| e), text.unwrap_or_else(|e| e));
+        Some(if failed { Err(crate::SelfTestFailure(detail)) } else { Ok(detail) })
+    }
 }
 
 #[cfg(test)]

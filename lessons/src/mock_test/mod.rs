@@ -101,6 +101,8 @@ pub struct MockTest {
     /// The paper was just marked: scroll its score into view (Submit sits
     /// at the bottom of a long page).
     show_score: bool,
+    /// The self-test's verdict: a drawn paper's reference answers, marked.
+    self_test: Option<crate::SelfTestResult>,
 }
 
 impl MockTest {
@@ -229,6 +231,33 @@ impl Lesson for MockTest {
             "note",
             &[("due", &self.saved.review.due().len()), ("tests", &self.saved.review.tests)],
         ))
+    }
+
+    /// A seeded paper of ten drawn and generated in both languages, each
+    /// question's reference answer marked by its own checker; the learner's
+    /// paper, history and review boxes are not touched.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        let questions = quiz::draw(&self.lessons, 10, 1);
+        let mut wrong = Vec::new();
+        for lang in [Lang::En, Lang::Zh] {
+            for (question, task) in questions.iter().zip(quiz::tasks(&self.lessons, &questions, lang)) {
+                match task {
+                    Some((task, _, _)) if task.check(&task.reference).is_correct() => {}
+                    _ => wrong.push(format!("{}/{} seed {} ({})", question.lesson, question.exercise, question.seed, lang.id())),
+                }
+            }
+        }
+        let detail = format!("{} questions marked in 2 languages", questions.len());
+        self.self_test = Some(if questions.is_empty() || !wrong.is_empty() {
+            Err(crate::SelfTestFailure(format!("{detail}; reference answers marked wrong: {}", wrong.join(", "))))
+        } else {
+            Ok(detail)
+        });
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        self.self_test.clone()
     }
 
     fn take_open_request(&mut self) -> Option<String> {

@@ -276,10 +276,13 @@ fn results(ui: &mut egui::Ui, finished: &Finished, lang: Lang) {
         });
     });
     let k = finished.main().settings.workers;
-    let p = predict(costs, k, cores, finished.main().settings.threads);
+    let threads = finished.main().settings.threads;
+    let p = predict(costs, k, cores, threads);
+    // One cooperative worker (the web): everything in turn, nothing overlaps.
+    let formula = if threads { "run.formula" } else { "run.formula_serial" };
     ui.label(TEXT.fill(
         lang,
-        "run.formula",
+        formula,
         &[
             ("tc", &show_seconds(costs.compute_s)),
             ("tcpu", &show_seconds(costs.cpu_s)),
@@ -290,4 +293,7 @@ fn results(ui: &mut egui::Ui, finished: &Finished, lang: Lang) {
             ("util", &format!("{:.1}%", 100.0 * p.utilisation)),
         ],
     ));
+    if !threads {
+        ui.weak(t(lang, "run.coarse_clock"));
+    }
 }

@@ -13,6 +13,7 @@ use dlsys_shaders::kernel_track::{
     CheckJob, EXERCISES, KernelChecker, KernelExercise, KernelRace, KernelVerdict, RaceError,
     validate,
 };
+use dlsys_shaders::KernelError;
 use serde::{Deserialize, Serialize};
 
 use dlsys_shaders::GpuError;
@@ -109,6 +110,10 @@ pub struct WriteKernels {
     /// Set when the learner's code changed or an exercise passed; the shell
     /// saves soon after (so an edit survives a crash).
     save_requested: Option<web_time::Instant>,
+    /// Whether the running check is already the one retry after a lost
+    /// device (a loss can be transient: a driver reset, a browser's GPU
+    /// process restarted under load).
+    retried_lost: bool,
 }
 
 impl Default for WriteKernels {
@@ -125,6 +130,7 @@ impl Default for WriteKernels {
             revealed: BTreeSet::new(),
             confirm_reset: false,
             save_requested: None,
+            retried_lost: false,
         }
     }
 }
@@ -190,6 +196,7 @@ impl WriteKernels {
     /// The Check button: the code in the editor.
     fn start_check(&mut self, ex: &'static KernelExercise, env: &Env<'_>) {
         let source = self.code_mut(ex, env.lang).clone();
+        self.retried_lost = false;
         self.check(ex, source, env);
     }
 
@@ -346,7 +353,13 @@ impl WriteKernels {
     }
 
     /// Abandons the device a runaway kernel holds and starts a fresh one.
+    /// The web shares the app's device: the next check makes a checker on it
+    /// again (a lost device there is the app's too, and the next check says so).
     fn recover(&mut self) {
+        #[cfg(target_arch = "wasm32")]
+        if matches!(self.device, CheckerState::Ready(_)) {
+            self.device = CheckerState::Idle;
+        }
         #[cfg(not(target_arch = "wasm32"))]
         if let CheckerState::Ready(checker) =
             std::mem::replace(&mut self.device, CheckerState::Idle)
@@ -456,8 +469,6 @@ impl Lesson for WriteKernels {
     crate::lesson_identity!();
 
     fn logic(&mut self, ctx: &egui::Context, env: &Env<'_>) {
-        #[cfg(target_arch = "wasm32")]
-        let _ = env;
         if self.save_requested.is_some() {
             ctx.request_repaint_after(web_time::Duration::from_millis(1100));
         }
@@ -499,7 +510,16 @@ impl Lesson for WriteKernels {
                 Some(verdict) => {
                     let abandon = job.abandons_device();
                     let source = self.job.take().map(|(_, _, s)| s).unwrap_or_default();
-                    self.finish(ex, verdict, source, abandon);
+                    let lost = matches!(verdict, KernelVerdict::Failed(KernelError::DeviceLost));
+                    if lost && !self.retried_lost {
+                        // Once, on a fresh device, before the learner is told.
+                        log::warn!("the checker's device was lost; checking again on a new one");
+                        self.retried_lost = true;
+                        self.abandon_device();
+                        self.check(ex, source, env);
+                    } else {
+                        self.finish(ex, verdict, source, abandon);
+                    }
                     ctx.request_repaint();
                 }
                 None => ctx.request_repaint(),
@@ -632,6 +652,7 @@ impl Lesson for WriteKernels {
     /// button's path; the learner's code and progress stay as they are.
     fn self_test_start(&mut self, env: &Env<'_>) -> bool {
         let ex = &EXERCISES[0];
+        self.retried_lost = false;
         self.check(ex, ex.reference(), env);
         true
     }
