@@ -1,6 +1,6 @@
 //! The whole app under egui_kittest: every lesson in Chinese at 1400 and
 //! 800 px wide and in English at 800 px, snapshot-tested, with no text cut
-//! off by the window.
+//! off by the window and no table row that loses its label when scrolled.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -41,6 +41,60 @@ fn text_past_the_window(
     cut
 }
 
+/// Rows of a table that scrolls sideways past the window with no label left
+/// in place: scrolled, such a row loses what it is about. A row's label is
+/// text outside the scroll view, to its left, level with the row.
+fn rows_without_a_pinned_label(
+    harness: &egui_kittest::Harness<'_, dlsys_lab::DlsysApp>,
+    width: f32,
+) -> Vec<String> {
+    use egui_kittest::kittest::NodeT as _;
+    let text_like = |role| {
+        matches!(
+            role,
+            Role::Label | Role::Button | Role::CheckBox | Role::RadioButton | Role::ComboBox
+        )
+    };
+    let nodes: Vec<_> = harness
+        .root()
+        .children_recursive()
+        .map(|n| n.accesskit_node())
+        .collect();
+    let mut missing = Vec::new();
+    for view in nodes.iter().filter(|n| n.role() == Role::ScrollView) {
+        let inside: Vec<_> = nodes
+            .iter()
+            .filter(|n| text_like(n.role()))
+            .filter(|n| std::iter::successors(n.parent(), |p| p.parent()).any(|p| p.id() == view.id()))
+            .filter_map(|n| n.bounding_box().map(|b| (n, b)))
+            .collect();
+        if !inside.iter().any(|(_, b)| b.x1 > f64::from(width) + 1.0) {
+            continue;
+        }
+        let left = inside.iter().map(|(_, b)| b.x0).fold(f64::INFINITY, f64::min);
+        let labels: Vec<_> = nodes
+            .iter()
+            .filter(|n| text_like(n.role()))
+            .filter(|n| !std::iter::successors(n.parent(), |p| p.parent()).any(|p| p.id() == view.id()))
+            .filter_map(|n| n.bounding_box())
+            .filter(|b| b.x1 <= left + 1.0)
+            .collect();
+        for (node, b) in &inside {
+            let level = |l: &egui::accesskit::Rect| l.y0 < b.y1 - 1.0 && b.y0 < l.y1 - 1.0;
+            if !labels.iter().any(level) {
+                let text = node.label().or_else(|| node.value()).unwrap_or_default();
+                missing.push(format!(
+                    "`{}` at y = {:.0} scrolls with no label beside it",
+                    text.chars().take(40).collect::<String>(),
+                    b.y0
+                ));
+                break;
+            }
+        }
+    }
+    missing
+}
+
 #[test]
 fn every_lesson_fits_in_chinese_at_1400_and_800_px_and_in_english_at_800() {
     let mut failures = Vec::new();
@@ -50,7 +104,10 @@ fn every_lesson_fits_in_chinese_at_1400_and_800_px_and_in_english_at_800() {
         harness.run();
         let code = lang.id();
         crate::common::visit_every_lesson(&mut harness, lang, |harness, id| {
-            for cut in text_past_the_window(harness, width) {
+            for cut in text_past_the_window(harness, width)
+                .into_iter()
+                .chain(rows_without_a_pinned_label(harness, width))
+            {
                 failures.push(format!("{id} at {width} px, {code}: {cut}"));
             }
             let name = format!("{code}_{width}_{id}");

@@ -107,10 +107,15 @@ impl Conv2d {
 
     /// Where patch row `p` (channel, tap row, tap column) at output pixel
     /// (`oy`, `ox`) reads the input, or `None` for the zero padding.
-    fn source(&self, p: usize, oy: usize, ox: usize) -> Option<usize> {
+    /// Row `p` of the patch matrix: its (channel, tap row, tap column).
+    pub fn tap(&self, p: usize) -> (usize, usize, usize) {
         let (kh, kw) = self.kernel;
         let (c, tap) = (p / (kh * kw), p % (kh * kw));
-        let (ky, kx) = (tap / kw, tap % kw);
+        (c, tap / kw, tap % kw)
+    }
+
+    fn source(&self, p: usize, oy: usize, ox: usize) -> Option<usize> {
+        let (c, ky, kx) = self.tap(p);
         let y = (oy * self.stride + ky * self.dilation).checked_sub(self.padding)?;
         let x = (ox * self.stride + kx * self.dilation).checked_sub(self.padding)?;
         (y < self.height && x < self.width).then_some((c * self.height + y) * self.width + x)

@@ -56,24 +56,36 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     };
     ui.add_space(4.0);
     ui.label(TEXT.fill(lang, "wire.table", &[("size", &size), ("n", &n)]));
-    theme::sideways(ui, "dp_wire_table", |ui| {
-        egui::Grid::new("dp_wire_rows").striped(true).show(ui, |ui| {
-            for key in ["col.algo", "col.steps", "col.worker", "col.busiest", "col.total", "col.closed", "col.sim"] {
-                ui.label(egui::RichText::new(t(lang, key)).strong());
+    // The algorithm's name stays put; its figures scroll at 800 px.
+    crate::kit::table::pinned(
+        ui,
+        "dp_wire_table",
+        rows.len() + 1,
+        crate::kit::table::Look::default(),
+        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
+            None => {
+                ui.label(egui::RichText::new(t(lang, "col.algo")).strong());
             }
-            ui.end_row();
-            for r in &rows {
-                ui.colored_label(color(ui.visuals(), r.algorithm), r.algorithm.name(lang));
-                ui.label(r.steps.to_string());
-                ui.label(show_bytes(r.worker_max_bytes));
-                ui.label(show_bytes(r.busiest_bytes));
-                ui.label(show_bytes(r.total_bytes));
-                ui.label(show_seconds(r.closed_s));
-                ui.label(show_seconds(r.simulated_s));
-                ui.end_row();
+            Some(row) => {
+                ui.colored_label(color(ui.visuals(), row.algorithm), row.algorithm.name(lang));
             }
-        });
-    });
+        },
+        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
+            None => {
+                for key in ["col.steps", "col.worker", "col.busiest", "col.total", "col.closed", "col.sim"] {
+                    ui.label(egui::RichText::new(t(lang, key)).strong());
+                }
+            }
+            Some(row) => {
+                ui.label(row.steps.to_string());
+                ui.label(show_bytes(row.worker_max_bytes));
+                ui.label(show_bytes(row.busiest_bytes));
+                ui.label(show_bytes(row.total_bytes));
+                ui.label(show_seconds(row.closed_s));
+                ui.label(show_seconds(row.simulated_s));
+            }
+        },
+    );
     if let Some(ring) = rows.iter().find(|r| r.algorithm == Algorithm::Ring) {
         ui.add_space(4.0);
         ui.label(TEXT.fill(

@@ -212,59 +212,65 @@ fn table_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
     if computed.rows.is_empty() {
         return;
     }
-    theme::sideways(ui, "float_table", |ui| {
-            egui::Grid::new("float_formats_table")
-                .striped(true)
-                .spacing([14.0, 6.0])
-                .show(ui, |ui| {
-                    for key in [
-                        "table.format",
-                        "table.bits",
-                        "table.value",
-                        "table.class",
-                        "table.error",
-                        "table.ulp",
-                        "table.neighbours",
-                    ] {
-                        crate::kit::column_header(ui, &TEXT, lang, key);
-                    }
-                    ui.end_row();
-                    for (row, format) in computed.rows.iter().zip(&computed.formats) {
-                        ui.label(RichText::new(&format.name).strong())
-                            .on_hover_text(format!(
-                                "1-{}-{}, bias {}",
-                                format.exp_bits, format.man_bits, format.bias
-                            ));
-                        ui.vertical(|ui| {
-                            if let Some(input) = bits_ui(ui, format, row.bits, lang) {
-                                changes.input = Some(input);
-                            }
-                            ui.weak(RichText::new(&row.hex).monospace().small());
-                        });
-                        ui.label(RichText::new(show(row.value)).monospace());
-                        ui.colored_label(
-                            class_color(ui.visuals(), row.class),
-                            row.class.name(lang),
-                        );
-                        let error = if row.rel_error.is_finite() {
-                            show_sig(row.rel_error, 3)
-                        } else {
-                            "—".to_owned()
-                        };
-                        ui.label(RichText::new(error).monospace());
-                        ui.label(
-                            RichText::new(row.ulp.map_or("—".to_owned(), power_of_two)).monospace(),
-                        )
-                        .on_hover_text(row.ulp.map_or(String::new(), show));
-                        let side = |v: Option<f64>| v.map_or("—".to_owned(), |v| show_sig(v, 8));
-                        ui.label(
-                            RichText::new(format!("{} / {}", side(row.below), side(row.above)))
-                                .monospace(),
-                        );
-                        ui.end_row();
-                    }
-                });
-        });
+    // The format's name stays put; its numbers scroll at 800 px.
+    let look = crate::kit::table::Look {
+        spacing: egui::vec2(14.0, 6.0),
+        striped: true,
+    };
+    let rows = computed.rows.len() + 1;
+    crate::kit::table::pinned(
+        ui,
+        "float_table",
+        rows,
+        look,
+        |ui, r| match r.checked_sub(1).and_then(|i| computed.formats.get(i)) {
+            None => crate::kit::column_header(ui, &TEXT, lang, "table.format"),
+            Some(format) => {
+                ui.label(RichText::new(&format.name).strong()).on_hover_text(format!(
+                    "1-{}-{}, bias {}",
+                    format.exp_bits, format.man_bits, format.bias
+                ));
+            }
+        },
+        |ui, r| {
+            let Some((row, format)) = r
+                .checked_sub(1)
+                .and_then(|i| computed.rows.get(i).zip(computed.formats.get(i)))
+            else {
+                for key in [
+                    "table.bits",
+                    "table.value",
+                    "table.class",
+                    "table.error",
+                    "table.ulp",
+                    "table.neighbours",
+                ] {
+                    crate::kit::column_header(ui, &TEXT, lang, key);
+                }
+                return;
+            };
+            ui.vertical(|ui| {
+                if let Some(input) = bits_ui(ui, format, row.bits, lang) {
+                    changes.input = Some(input);
+                }
+                ui.weak(RichText::new(&row.hex).monospace().small());
+            });
+            ui.label(RichText::new(show(row.value)).monospace());
+            ui.colored_label(class_color(ui.visuals(), row.class), row.class.name(lang));
+            let error = if row.rel_error.is_finite() {
+                show_sig(row.rel_error, 3)
+            } else {
+                "—".to_owned()
+            };
+            ui.label(RichText::new(error).monospace());
+            ui.label(RichText::new(row.ulp.map_or("—".to_owned(), power_of_two)).monospace())
+                .on_hover_text(row.ulp.map_or(String::new(), show));
+            let side = |v: Option<f64>| v.map_or("—".to_owned(), |v| show_sig(v, 8));
+            ui.label(
+                RichText::new(format!("{} / {}", side(row.below), side(row.above))).monospace(),
+            );
+        },
+    );
 }
 
 /// A power of two as `2^k` (ulps always are).

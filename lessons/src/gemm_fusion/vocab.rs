@@ -23,19 +23,51 @@ pub const WORDS: [(&str, &str, &str); 14] = [
     ("float4 loads", "vec4<f32> loads", "vocab.float4"),
 ];
 
+/// Narrowest the meanings' column gets beside the two code columns; below
+/// it, each row's CUDA and WGSL words stand one over the other.
+const MIN_MEANING: f32 = 260.0;
+
 pub fn table(ui: &mut egui::Ui, lang: Lang) {
+    let spacing = egui::vec2(14.0, 4.0);
+    let font = egui::TextStyle::Monospace.resolve(ui.style());
+    let color = ui.visuals().text_color();
+    let width = |text: &str| {
+        ui.fonts_mut(|f| f.layout_no_wrap(text.to_owned(), font.clone(), color))
+            .size()
+            .x
+    };
+    let (cuda, wgsl) = WORDS.iter().fold((0.0f32, 0.0f32), |(c, w), row| {
+        (c.max(width(row.0)), w.max(width(row.1)))
+    });
+    let page = ui.available_width();
+    let side_by_side = page - cuda - wgsl - 3.0 * spacing.x >= MIN_MEANING;
+    let code = if side_by_side { cuda + wgsl + spacing.x } else { cuda.max(wgsl) };
+    let what_width = (page - code - 2.0 * spacing.x).max(160.0);
     crate::kit::theme::sideways(ui, "gemm_vocab", |ui| {
-        egui::Grid::new("gemm_vocab").striped(true).spacing([14.0, 4.0]).show(ui, |ui| {
-            for key in ["vocab.cuda", "vocab.wgsl", "vocab.what"] {
-                ui.strong(TEXT.get(lang, key));
+        egui::Grid::new("gemm_vocab").striped(true).spacing(spacing).show(ui, |ui| {
+            if side_by_side {
+                ui.strong(TEXT.get(lang, "vocab.cuda"));
+                ui.strong(TEXT.get(lang, "vocab.wgsl"));
+            } else {
+                ui.vertical(|ui| {
+                    ui.strong(TEXT.get(lang, "vocab.cuda"));
+                    ui.strong(TEXT.get(lang, "vocab.wgsl"));
+                });
             }
+            ui.strong(TEXT.get(lang, "vocab.what"));
             ui.end_row();
             for (cuda, wgsl, what) in WORDS {
-                ui.monospace(cuda);
-                ui.monospace(wgsl);
-                // Wrapped at a fixed width, so the table fits the page.
+                if side_by_side {
+                    ui.monospace(cuda);
+                    ui.monospace(wgsl);
+                } else {
+                    ui.vertical(|ui| {
+                        ui.monospace(cuda);
+                        ui.label(egui::RichText::new(wgsl).monospace().weak());
+                    });
+                }
                 ui.scope(|ui| {
-                    ui.set_max_width(340.0);
+                    ui.set_max_width(what_width);
                     ui.add(egui::Label::new(TEXT.get(lang, what)).wrap());
                 });
                 ui.end_row();

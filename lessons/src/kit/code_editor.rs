@@ -217,18 +217,28 @@ pub fn show(
                     .selectable(false),
                 );
             });
-        let response = egui::TextEdit::multiline(code)
-            .id_salt(id_salt)
-            .code_editor()
-            .desired_rows(24)
-            .desired_width(f32::INFINITY)
-            .layouter(&mut layouter)
-            .show(ui)
-            .response
-            .response;
-        let label = label.to_owned();
-        response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::TextInput, true, &label));
-        response
+        // Lines are never wrapped (code): a line wider than the window
+        // scrolls sideways, the gutter stays.
+        let widest = {
+            let job = highlight(code.as_str(), &font, &visuals, error_line);
+            ui.fonts_mut(|f| f.layout_job(job)).size().x + 16.0
+        };
+        let salt = format!("{id_salt}_sideways");
+        super::theme::sideways(ui, &salt, |ui| {
+            let response = egui::TextEdit::multiline(code)
+                .id_salt(id_salt)
+                .code_editor()
+                .desired_rows(24)
+                .desired_width(widest.max(ui.available_width()))
+                .layouter(&mut layouter)
+                .show(ui)
+                .response
+                .response;
+            let label = label.to_owned();
+            response
+                .widget_info(|| egui::WidgetInfo::labeled(egui::Role::TextInput, true, &label));
+            response
+        })
     })
     .inner
 }

@@ -19,6 +19,7 @@ mod gpu_status;
 pub mod kernel_plots;
 mod page;
 pub mod race;
+pub mod table;
 pub mod theme;
 
 use std::sync::LazyLock;

@@ -158,14 +158,25 @@ pub fn conv_ui(ui: &mut egui::Ui, s: &mut ConvSettings, lang: Lang) {
         }
     });
     ui.label(t("conv.matrix"));
-    crate::kit::theme::sideways(ui, "conv_matrix", |ui| {
-        egui::Grid::new("conv_matrix").spacing([1.0, 1.0]).show(ui, |ui| {
-            for r in 0..patch {
-                for col in 0..cols {
-                    cell(ui, (matrix[r * cols + col] as usize).to_string(), col == s.pixel);
-                }
-                ui.end_row();
+    // Each row's (channel, tap row, tap column) stays put; the output
+    // pixels scroll at 800 px.
+    let look = crate::kit::table::Look {
+        spacing: egui::vec2(1.0, 1.0),
+        striped: false,
+    };
+    crate::kit::table::pinned(
+        ui,
+        "conv_matrix",
+        patch,
+        look,
+        |ui, r| {
+            let (c, ky, kx) = geometry.tap(r);
+            ui.weak(TEXT.fill(lang, "conv.row", &[("c", &c), ("ky", &ky), ("kx", &kx)]));
+        },
+        |ui, r| {
+            for col in 0..cols {
+                cell(ui, (matrix[r * cols + col] as usize).to_string(), col == s.pixel);
             }
-        });
-    });
+        },
+    );
 }

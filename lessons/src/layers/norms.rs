@@ -82,52 +82,64 @@ pub fn norms_ui(ui: &mut egui::Ui, s: &mut NormSettings, lang: Lang) {
     let x = batch();
     let shown = if s.normalised { normalised(&x, s.batch) } else { x.clone() };
     let visuals = ui.visuals().clone();
-    crate::kit::theme::sideways(ui, "norms_grid", |ui| {
-        egui::Grid::new("norms_grid").spacing([2.0, 2.0]).show(ui, |ui| {
-            ui.strong(t("norms.image"));
-            for c in 0..C {
-                for p in 0..HW {
-                    ui.monospace(TEXT.fill(lang, "norms.cell", &[("c", &c), ("p", &p)]));
-                }
-            }
-            ui.end_row();
-            for n in 0..N {
-                ui.monospace(n.to_string());
+    // The image's number stays put; its cells scroll at 800 px.
+    let look = crate::kit::table::Look {
+        spacing: egui::vec2(2.0, 2.0),
+        striped: false,
+    };
+    crate::kit::table::pinned(
+        ui,
+        "norms_grid",
+        N + 1,
+        look,
+        |ui, r| {
+            match r {
+                0 => ui.strong(t("norms.image")),
+                n => ui.monospace((n - 1).to_string()),
+            };
+        },
+        |ui, r| {
+            let Some(n) = r.checked_sub(1) else {
                 for c in 0..C {
-                    let (id, members) = group(s.batch, n, c);
-                    // The statistics of what is shown: the input's, or ≈ 0 and 1.
-                    let values: Vec<f64> = members.iter().map(|i| shown[*i]).collect();
-                    let (mean, var) = mean_and_variance(&values);
-                    let name = if s.batch {
-                        TEXT.fill(lang, "norms.group_batch", &[("i", &id)])
-                    } else {
-                        TEXT.fill(lang, "norms.group_layer", &[("i", &id)])
-                    };
-                    let tip = TEXT.fill(
-                        lang,
-                        "norms.group_tip",
-                        &[
-                            ("group", &name),
-                            ("mean", &show_sig(mean, 3)),
-                            ("var", &show_sig(var, 3)),
-                            ("count", &values.len()),
-                        ],
-                    );
-                    let fill = figure::nth(&visuals, id).gamma_multiply(0.35);
                     for p in 0..HW {
-                        let v = shown[(n * C + c) * HW + p];
-                        egui::Frame::new()
-                            .fill(fill)
-                            .inner_margin(egui::Margin::symmetric(4, 2))
-                            .show(ui, |ui| ui.monospace(format!("{v:+.2}")))
-                            .response
-                            .on_hover_text(&tip);
+                        ui.monospace(TEXT.fill(lang, "norms.cell", &[("c", &c), ("p", &p)]));
                     }
                 }
-                ui.end_row();
+                return;
+            };
+            for c in 0..C {
+                let (id, members) = group(s.batch, n, c);
+                // The statistics of what is shown: the input's, or ≈ 0 and 1.
+                let values: Vec<f64> = members.iter().map(|i| shown[*i]).collect();
+                let (mean, var) = mean_and_variance(&values);
+                let name = if s.batch {
+                    TEXT.fill(lang, "norms.group_batch", &[("i", &id)])
+                } else {
+                    TEXT.fill(lang, "norms.group_layer", &[("i", &id)])
+                };
+                let tip = TEXT.fill(
+                    lang,
+                    "norms.group_tip",
+                    &[
+                        ("group", &name),
+                        ("mean", &show_sig(mean, 3)),
+                        ("var", &show_sig(var, 3)),
+                        ("count", &values.len()),
+                    ],
+                );
+                let fill = figure::nth(&visuals, id).gamma_multiply(0.35);
+                for p in 0..HW {
+                    let v = shown[(n * C + c) * HW + p];
+                    egui::Frame::new()
+                        .fill(fill)
+                        .inner_margin(egui::Margin::symmetric(4, 2))
+                        .show(ui, |ui| ui.monospace(format!("{v:+.2}")))
+                        .response
+                        .on_hover_text(&tip);
+                }
             }
-        });
-    });
+        },
+    );
     ui.label(TEXT.fill(
         lang,
         "norms.summary",
