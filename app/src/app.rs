@@ -132,7 +132,8 @@ impl DlsysApp {
             .all_styles_mut(|style| style.visuals.text_cursor.blink = false);
         cc.egui_ctx.set_theme(app.state.theme);
         cc.egui_ctx.set_zoom_factor(app.state.zoom);
-        cc.egui_ctx.options_mut(|o| o.screen_reader = app.state.speak);
+        cc.egui_ctx
+            .options_mut(|o| o.screen_reader = app.state.speak);
         app
     }
 

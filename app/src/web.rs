@@ -20,7 +20,9 @@ pub fn hash() -> Option<String> {
 /// Sets `<html lang>` to the language drawn, so the browser's speech
 /// synthesis (the read-aloud toggle) picks a voice for it.
 pub fn set_document_lang(code: &str) {
-    if let Some(root) = window().and_then(|w| w.document()).and_then(|d| d.document_element())
+    if let Some(root) = window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.document_element())
         && root.get_attribute("lang").as_deref() != Some(code)
     {
         let _ = root.set_attribute("lang", code);

@@ -10,6 +10,7 @@ pub mod errors;
 pub mod exercise;
 pub mod float;
 pub mod glossary;
+pub mod inference;
 pub mod kernels;
 pub mod latin;
 pub mod memory;

@@ -235,6 +235,7 @@ registry! {
     gpu_kernels::GpuKernels,
     gemm_fusion::GemmFusion,
     layers::Layers,
+    inference::Inference,
     write_kernels::WriteKernels,
     mock_test::MockTest,
 }

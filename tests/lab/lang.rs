@@ -65,17 +65,24 @@ fn rows_without_a_pinned_label(
         let inside: Vec<_> = nodes
             .iter()
             .filter(|n| text_like(n.role()))
-            .filter(|n| std::iter::successors(n.parent(), |p| p.parent()).any(|p| p.id() == view.id()))
+            .filter(|n| {
+                std::iter::successors(n.parent(), |p| p.parent()).any(|p| p.id() == view.id())
+            })
             .filter_map(|n| n.bounding_box().map(|b| (n, b)))
             .collect();
         if !inside.iter().any(|(_, b)| b.x1 > f64::from(width) + 1.0) {
             continue;
         }
-        let left = inside.iter().map(|(_, b)| b.x0).fold(f64::INFINITY, f64::min);
+        let left = inside
+            .iter()
+            .map(|(_, b)| b.x0)
+            .fold(f64::INFINITY, f64::min);
         let labels: Vec<_> = nodes
             .iter()
             .filter(|n| text_like(n.role()))
-            .filter(|n| !std::iter::successors(n.parent(), |p| p.parent()).any(|p| p.id() == view.id()))
+            .filter(|n| {
+                !std::iter::successors(n.parent(), |p| p.parent()).any(|p| p.id() == view.id())
+            })
             .filter_map(|n| n.bounding_box())
             .filter(|b| b.x1 <= left + 1.0)
             .collect();

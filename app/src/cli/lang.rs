@@ -121,6 +121,7 @@ fn help_values() -> &'static [(&'static str, String)] {
         values.extend(super::pipeline::help_values());
         values.extend(super::quiz::help_values());
         values.extend(super::quant::help_values());
+        values.extend(super::infer::help_values());
         values
     });
     &VALUES

@@ -11,6 +11,7 @@ mod choice;
 mod float;
 mod gpu_info;
 mod gradcheck;
+mod infer;
 mod kernel;
 mod lang;
 mod lessons;
@@ -36,6 +37,7 @@ pub use check::{CheckArgs, CodeCheck, code_exercise_checks, self_check_all};
 pub use float::FloatArgs;
 pub use gpu_info::GpuInfoArgs;
 pub use gradcheck::GradcheckArgs;
+pub use infer::InferCommand;
 pub use kernel::KernelCommand;
 pub use lang::{identifiers, lang, t, tf};
 pub use lessons::LessonsArgs;
@@ -77,6 +79,10 @@ pub enum Command {
     Allreduce(AllreduceArgs),
     Pipeline(PipelineArgs),
     Quant(Box<QuantArgs>),
+    Infer {
+        #[command(subcommand)]
+        what: InferCommand,
+    },
     Quiz(QuizArgs),
     Bench {
         #[command(subcommand)]
@@ -110,6 +116,7 @@ impl Command {
             Self::Allreduce(args) => args.json,
             Self::Pipeline(args) => args.json,
             Self::Quant(args) => args.json,
+            Self::Infer { what } => what.json(),
             Self::Quiz(args) => args.json,
             Self::Bench {
                 what: BenchWhat::Kernels(args),
@@ -170,6 +177,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Allreduce(args) => allreduce::run_args(&args),
         Command::Pipeline(args) => pipeline::run(&args),
         Command::Quant(args) => quant::run(&args),
+        Command::Infer { what } => infer::run(&what),
         Command::Quiz(args) => quiz::run(&args),
         Command::Bench {
             what: BenchWhat::Kernels(args),

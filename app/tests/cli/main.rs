@@ -4,6 +4,7 @@
 mod basics;
 mod collective;
 mod gemm;
+mod infer;
 mod lang;
 mod limits;
 mod memory;

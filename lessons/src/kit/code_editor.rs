@@ -235,8 +235,7 @@ pub fn show(
                 .response
                 .response;
             let label = label.to_owned();
-            response
-                .widget_info(|| egui::WidgetInfo::labeled(egui::Role::TextInput, true, &label));
+            response.widget_info(|| egui::WidgetInfo::labeled(egui::Role::TextInput, true, &label));
             response
         })
     })

@@ -55,16 +55,16 @@ impl CnnJob {
     }
 
     /// How the last run ended, for the self-test (`None` while it runs).
-    pub fn outcome(&self) -> Option<Result<String, String>> {
+    pub fn outcome(&self) -> Option<crate::SelfTestResult> {
         if let Some(err) = &self.error {
-            return Some(Err(format!("CNN: {err}")));
+            return Some(Err(crate::SelfTestFailure(format!("CNN: {err}"))));
         }
         if self.is_running() {
             return None;
         }
         let (result, _) = self.result.as_ref()?;
         let detail = format!("CNN: {} test images, accuracy {:.3}", result.test, result.accuracy[0]);
-        Some(if result.accuracy[0] > 0.3 { Ok(detail) } else { Err(detail) })
+        Some(if result.accuracy[0] > 0.3 { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) })
     }
 
     pub fn stop(&mut self) {
@@ -266,9 +266,9 @@ impl TextJob {
     }
 
     /// How the last run ended, for the self-test (`None` while it runs).
-    pub fn outcome(&self) -> Option<Result<String, String>> {
+    pub fn outcome(&self) -> Option<crate::SelfTestResult> {
         if let Some(err) = &self.error {
-            return Some(Err(format!("transformer: {err}")));
+            return Some(Err(crate::SelfTestFailure(format!("transformer: {err}"))));
         }
         if self.running {
             return None;
@@ -278,7 +278,7 @@ impl TextJob {
             "transformer: {} steps, loss {:.3} -> {:.3}",
             result.report.step, result.start_loss, result.end_loss
         );
-        Some(if result.end_loss < result.start_loss { Ok(detail) } else { Err(detail) })
+        Some(if result.end_loss < result.start_loss { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) })
     }
 
     fn start_with(&mut self, settings: TextSettings) {

@@ -99,7 +99,7 @@ impl Lesson for Layers {
     fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
         let (cnn, text) = (self.cnn.outcome()?, self.text.outcome()?);
         let failed = cnn.is_err() || text.is_err();
-        let detail = format!("{}; {}", cnn.unwrap_or_else(|e| e), text.unwrap_or_else(|e| e));
+        let detail = format!("{}; {}", cnn.unwrap_or_else(|e| e.0), text.unwrap_or_else(|e| e.0));
         Some(if failed { Err(crate::SelfTestFailure(detail)) } else { Ok(detail) })
     }
 }

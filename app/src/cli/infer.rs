@@ -1,0 +1,333 @@
+//! `dlsys-lab infer`: the serving calculator (`calc`: time to first token,
+//! time per output token, tokens/s and the bounds), the paged KV cache
+//! against contiguous reservation on a seeded stream (`paged`), and
+//! speculative decoding measured with its exactness test (`speculate`).
+//! The same core values as the inference lesson's page.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::float::show_sig;
+use dlsys_core::inference::calc::{self, DevicePreset, ServeReport, ServeSettings};
+use dlsys_core::inference::paged::{self, SchemeRun, StreamReport, StreamSettings};
+use dlsys_core::inference::speculative::{self, SpecReport, SpecSettings};
+use dlsys_core::memory::show_seconds;
+use dlsys_core::memory::transformer::Preset;
+
+use super::output::{Report, emit};
+use super::{CliError, choice, say, t, tf};
+
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum InferCommand {
+    Calc(CalcArgs),
+    Paged(PagedArgs),
+    Speculate(SpecArgs),
+}
+
+impl InferCommand {
+    pub fn json(&self) -> bool {
+        match self {
+            Self::Calc(a) => a.json,
+            Self::Paged(a) => a.json,
+            Self::Speculate(a) => a.json,
+        }
+    }
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct CalcArgs {
+    #[arg(long, default_value = "llama-7b", value_parser = choice::choice(&Preset::ALL, |p| p.name()))]
+    model: Preset,
+    #[arg(long, default_value = "h100-sxm", value_parser = choice::choice(&DevicePreset::ALL, |d| d.name()))]
+    device: DevicePreset,
+    #[arg(long, default_value_t = 2.0)]
+    weight_bytes: f64,
+    #[arg(long, default_value_t = 2)]
+    kv_bytes: u64,
+    #[arg(long, default_value_t = 512)]
+    prompt: u64,
+    #[arg(long, default_value_t = 1024)]
+    context: u64,
+    #[arg(long, default_value_t = 1)]
+    batch: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct PagedArgs {
+    #[arg(long, default_value_t = StreamSettings::default().memory_tokens)]
+    memory: u64,
+    #[arg(long, default_value_t = StreamSettings::default().block_tokens)]
+    block: u32,
+    #[arg(long, default_value_t = StreamSettings::default().reserve)]
+    reserve: u64,
+    #[arg(long, default_value_t = StreamSettings::default().requests)]
+    requests: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct SpecArgs {
+    #[arg(long, default_value_t = SpecSettings::default().k)]
+    k: u32,
+    #[arg(long, default_value_t = SpecSettings::default().rounds)]
+    rounds: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+/// The figures `infer --help` names.
+pub(super) fn help_values() -> Vec<(&'static str, String)> {
+    vec![
+        ("infer_max_k", speculative::MAX_K.to_string()),
+        ("infer_max_count", calc::MAX_COUNT.to_string()),
+    ]
+}
+
+pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
+    match command {
+        InferCommand::Calc(a) => {
+            let settings = ServeSettings {
+                weight_bytes: a.weight_bytes,
+                kv_bytes: a.kv_bytes,
+                prompt: a.prompt,
+                context: a.context,
+                batch: a.batch,
+                ..ServeSettings::preset(a.model, a.device)
+            };
+            let report = calc::serve(&settings).map_err(|e| CliError::from(say(&e)))?;
+            emit(
+                &CalcReport {
+                    model: a.model.name(),
+                    device: a.device.name(),
+                    settings,
+                    report,
+                },
+                a.json,
+            )
+        }
+        InferCommand::Paged(a) => {
+            let settings = StreamSettings {
+                memory_tokens: a.memory,
+                block_tokens: a.block,
+                reserve: a.reserve,
+                requests: a.requests,
+                seed: a.seed,
+                ..StreamSettings::default()
+            };
+            let report = paged::run_stream(&settings).map_err(|e| CliError::from(say(&e)))?;
+            emit(&PagedReport { settings, report }, a.json)
+        }
+        InferCommand::Speculate(a) => {
+            let settings = SpecSettings {
+                k: a.k,
+                rounds: a.rounds,
+                seed: a.seed,
+            };
+            let corpus = dlsys_core::nn::models::char_model::Corpus::shipped();
+            let (target, draft) = speculative::text_pair(&corpus);
+            let context = speculative::text_context(&corpus);
+            let report = speculative::measure(&target, &draft, context, &settings)
+                .map_err(|e| CliError::from(say(&e)))?;
+            emit(&SpecCli { report }, a.json)
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct CalcReport {
+    model: &'static str,
+    device: &'static str,
+    settings: ServeSettings,
+    #[serde(flatten)]
+    report: ServeReport,
+}
+
+fn bound(b: calc::Bound) -> &'static str {
+    match b {
+        calc::Bound::Compute => t("infer.bound.compute"),
+        calc::Bound::Memory => t("infer.bound.memory"),
+    }
+}
+
+impl Report for CalcReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (s, r) = (&self.settings, &self.report);
+        let gb = |bytes: f64| show_sig(bytes / 1e9, 3);
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "infer.calc.setup",
+                &[
+                    ("model", &self.model),
+                    ("device", &self.device),
+                    ("params", &show_sig(r.parameters as f64 / 1e9, 3)),
+                    ("weights", &gb(r.weight_bytes)),
+                    ("kv", &r.kv_per_token),
+                ],
+            )
+        )?;
+        for (key, phase) in [
+            ("infer.calc.prefill", &r.prefill),
+            ("infer.calc.decode", &r.decode),
+        ] {
+            writeln!(
+                out,
+                "{}",
+                tf(
+                    key,
+                    &[
+                        ("prompt", &s.prompt),
+                        ("context", &s.context),
+                        ("batch", &s.batch),
+                        ("time", &show_seconds(phase.seconds)),
+                        ("compute", &show_seconds(phase.compute_s)),
+                        ("memory", &show_seconds(phase.memory_s)),
+                        ("bound", &bound(phase.bound)),
+                    ],
+                )
+            )?;
+        }
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "infer.calc.rates",
+                &[
+                    ("tps", &show_sig(r.tokens_per_s, 4)),
+                    ("limit", &show_sig(r.bandwidth_bound_tokens_per_s, 4)),
+                    ("ridge", &show_sig(r.ridge_batch, 3)),
+                    ("attn", &show_sig(r.attention_intensity, 3)),
+                    ("ridge_i", &show_sig(r.ridge_intensity, 3)),
+                    ("fit", &r.sequences_fit),
+                ],
+            )
+        )?;
+        if !r.weights_fit {
+            let memory = show_sig(s.device.memory_gb, 3);
+            writeln!(
+                out,
+                "{}",
+                tf(
+                    "infer.calc.no_fit",
+                    &[("weights", &gb(r.weight_bytes)), ("memory", &memory)]
+                )
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(serde::Serialize)]
+struct PagedReport {
+    settings: StreamSettings,
+    #[serde(flatten)]
+    report: StreamReport,
+}
+
+fn scheme_line(out: &mut dyn Write, key: &str, run: &SchemeRun) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}",
+        tf(
+            key,
+            &[
+                ("waste", &format!("{:.1}", 100.0 * run.waste())),
+                ("mean", &format!("{:.1}", run.mean_running())),
+                ("peak", &run.peak_running()),
+                ("steps", &run.steps),
+                ("finished", &run.finished),
+                ("preempted", &run.preempted),
+            ],
+        )
+    )
+}
+
+impl Report for PagedReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let s = &self.settings;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "infer.paged.setup",
+                &[
+                    ("requests", &s.requests),
+                    ("plo", &s.prompt.0),
+                    ("phi", &s.prompt.1),
+                    ("olo", &s.output.0),
+                    ("ohi", &s.output.1),
+                    ("memory", &s.memory_tokens),
+                    ("reserve", &s.reserve),
+                    ("block", &s.block_tokens),
+                ],
+            )
+        )?;
+        scheme_line(out, "infer.paged.contiguous", &self.report.contiguous)?;
+        scheme_line(out, "infer.paged.paged", &self.report.paged)
+    }
+}
+
+#[derive(serde::Serialize)]
+struct SpecCli {
+    #[serde(flatten)]
+    report: SpecReport,
+}
+
+impl Report for SpecCli {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let r = &self.report;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "infer.spec.rates",
+                &[
+                    ("k", &r.k),
+                    ("alpha", &format!("{:.3}", r.alpha)),
+                    ("measured", &format!("{:.3}", r.tokens_per_pass)),
+                    ("se", &format!("{:.3}", r.standard_error)),
+                    ("formula", &format!("{:.3}", r.formula)),
+                ],
+            )
+        )?;
+        for (key, test) in [
+            ("infer.spec.exact", &r.exact),
+            ("infer.spec.wrong", &r.wrong),
+        ] {
+            let verdict = if test.passes() {
+                t("infer.spec.pass")
+            } else {
+                t("infer.spec.fail")
+            };
+            writeln!(
+                out,
+                "{}",
+                tf(
+                    key,
+                    &[
+                        ("stat", &format!("{:.1}", test.statistic)),
+                        ("dof", &test.dof),
+                        ("critical", &format!("{:.1}", test.critical)),
+                        ("samples", &test.samples),
+                        ("verdict", &verdict),
+                    ],
+                )
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The run fails when the exact sampler fails its test, or the wrong
+    /// one passes it (the test could not tell them apart).
+    fn ok(&self) -> bool {
+        self.report.exact.passes() && !self.report.wrong.passes()
+    }
+}

@@ -1,0 +1,125 @@
+//! `dlsys-lab infer` run as a user runs it: the serving calculator's
+//! phases and bounds, the paged KV cache against contiguous reservation,
+//! speculative decoding with its exactness test, and bad input refused in
+//! one line of the learner's language.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use crate::support::{dlsys_lab, fails_with_one_line, has_cjk};
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = dlsys_lab(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_calculator_names_each_phase_bound_and_the_ridge_batch() {
+    let v = json(&[
+        "infer", "calc", "--model", "llama-7b", "--device", "h100-sxm", "--json",
+    ]);
+    assert_eq!(v["kv_per_token"], 524_288);
+    assert_eq!(v["prefill"]["bound"], "Compute");
+    assert_eq!(v["decode"]["bound"], "Memory");
+    // 989 TFLOP/s · 2 bytes ÷ (2 · 3,350 GB/s).
+    let ridge = v["ridge_batch"].as_f64().unwrap();
+    assert!((ridge - 989e12 / 3350e9).abs() < 1e-9, "{ridge}");
+    let tps = v["tokens_per_s"].as_f64().unwrap();
+    assert!(tps <= v["bandwidth_bound_tokens_per_s"].as_f64().unwrap() * (1.0 + 1e-12));
+    // Past the ridge (at a short context) the decode step is compute-bound.
+    let big = json(&[
+        "infer",
+        "calc",
+        "--batch",
+        "1024",
+        "--context",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(big["decode"]["bound"], "Compute");
+    // 70B in fp16 does not fit one 80 GB device: said, in Chinese too.
+    let out = dlsys_lab(&["--lang", "zh", "infer", "calc", "--model", "llama2-70b"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && has_cjk(&text) && text.contains("超过了设备"),
+        "{text}"
+    );
+}
+
+#[test]
+fn paging_runs_more_requests_in_the_same_memory() {
+    let v = json(&["infer", "paged", "--requests", "60", "--json"]);
+    let waste = |scheme: &str| {
+        let r = &v[scheme];
+        let (reserved, used) = (
+            r["reserved"].as_array().unwrap(),
+            r["used"].as_array().unwrap(),
+        );
+        let (a, b) = reserved
+            .iter()
+            .zip(used)
+            .fold((0.0, 0.0), |(a, b), (r, u)| {
+                (a + r.as_f64().unwrap(), b + u.as_f64().unwrap())
+            });
+        1.0 - b / a
+    };
+    assert!(waste("contiguous") > 0.5 && waste("paged") < 0.05);
+    assert_eq!(v["paged"]["finished"], 60);
+    assert_eq!(v["contiguous"]["finished"], 60);
+    let out = dlsys_lab(&["infer", "paged", "--requests", "20"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 3, "{text}");
+}
+
+#[test]
+fn speculation_is_exact_and_the_wrong_resampler_is_caught() {
+    let v = json(&[
+        "infer",
+        "speculate",
+        "--k",
+        "3",
+        "--rounds",
+        "5000",
+        "--json",
+    ]);
+    let (stat, critical) = (
+        v["exact"]["statistic"].as_f64().unwrap(),
+        v["exact"]["critical"].as_f64().unwrap(),
+    );
+    assert!(stat <= critical, "{stat} > {critical}");
+    assert!(v["wrong"]["statistic"].as_f64().unwrap() > v["wrong"]["critical"].as_f64().unwrap());
+    let (measured, formula, se) = (
+        v["tokens_per_pass"].as_f64().unwrap(),
+        v["formula"].as_f64().unwrap(),
+        v["standard_error"].as_f64().unwrap(),
+    );
+    assert!((1.0..=4.0).contains(&measured) && se > 0.0 && formula > 1.0);
+}
+
+#[test]
+fn bad_serving_input_is_refused_in_one_line() {
+    fails_with_one_line(&[
+        &["infer", "calc", "--batch", "0"],
+        &["infer", "calc", "--context", "99999999999"],
+        &["infer", "calc", "--weight-bytes", "3"],
+        &["infer", "calc", "--weight-bytes", "nan"],
+        &["infer", "calc", "--kv-bytes", "8"],
+        &["infer", "calc", "--device", "tpu"],
+        &["infer", "calc", "--model", "gpt-5"],
+        &["infer", "paged", "--block", "0"],
+        &["infer", "paged", "--memory", "100"],
+        &["infer", "paged", "--requests", "0"],
+        &["infer", "paged", "--reserve", "600"],
+        &["infer", "speculate", "--k", "0"],
+        &["infer", "speculate", "--k", "17"],
+        &["infer", "speculate", "--rounds", "5"],
+        &["infer", "speculate", "--k", "-1"],
+    ]);
+    let out = dlsys_lab(&["--lang", "zh", "infer", "speculate", "--k", "99"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(has_cjk(&err) && err.contains("16"), "{err}");
+}

@@ -1,0 +1,29 @@
+//! Why a serving estimate or simulation cannot be made; the words are in
+//! `assets/errors.ron`.
+
+use crate::memory::MemoryError;
+
+crate::catalog_error! {
+    /// Settings the inference cores refuse.
+    pub enum InferError {
+        Model { reason: MemoryError } = "infer.model",
+        UnknownDevice { name: String, choices: String } = "infer.unknown_device",
+        Bandwidth { value: f64 } = "infer.bandwidth",
+        Peak { value: f64 } = "infer.peak",
+        DeviceMemory { value: f64 } = "infer.device_memory",
+        WeightBytes { value: f64 } = "infer.weight_bytes",
+        KvBytes { value: u64 } = "infer.kv_bytes",
+        Prompt { value: u64, max: u64 } = "infer.prompt",
+        Context { value: u64, max: u64 } = "infer.context",
+        Batch { value: u64, max: u64 } = "infer.batch",
+        PromptLengths { lo: u64, hi: u64, reserve: u64 } = "infer.prompt_lengths",
+        OutputLengths { lo: u64, hi: u64, reserve: u64 } = "infer.output_lengths",
+        Longest { longest: u64, reserve: u64 } = "infer.longest",
+        BlockTokens { value: u32 } = "infer.block_tokens",
+        Memory { tokens: u64, reserve: u64, max: u64 } = "infer.memory",
+        Stream { requests: u32, steps: u32 } = "infer.stream",
+        Proposals { k: u32, max: u32 } = "infer.proposals",
+        Rounds { rounds: u32, min: u32, max: u32 } = "infer.rounds",
+        Pair { vocab: u64, alpha: f64 } = "infer.pair",
+    }
+}

@@ -1,0 +1,214 @@
+//! The serving calculator: the model, the device and the formats chosen,
+//! prefill and decode as a table of FLOPs, bytes and the two times, the
+//! rates and bounds, and tokens per second against the batch size.
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::float::show_sig;
+use dlsys_core::inference::calc::{self, Bound, DevicePreset, MAX_COUNT, Phase};
+use dlsys_core::memory::show_seconds;
+use dlsys_core::memory::transformer::Preset;
+use dlsys_core::text::Lang;
+
+use super::{KV_BYTES, Settings, TEXT, WEIGHT_BYTES, t};
+use crate::kit::theme;
+
+fn bytes_name(lang: Lang, bytes: f64) -> &'static str {
+    match bytes {
+        b if b >= 2.0 => t(lang, "format.fp16"),
+        b if b >= 1.0 => t(lang, "format.int8"),
+        _ => t(lang, "format.int4"),
+    }
+}
+
+fn bound_name(lang: Lang, bound: Bound) -> &'static str {
+    match bound {
+        Bound::Compute => t(lang, "bound.compute"),
+        Bound::Memory => t(lang, "bound.memory"),
+    }
+}
+
+fn controls(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    ui.horizontal_wrapped(|ui| {
+        let label = ui.label(t(lang, "calc.model"));
+        egui::ComboBox::from_id_salt("infer_model")
+            .selected_text(s.model.name())
+            .show_ui(ui, |ui| {
+                for p in Preset::ALL {
+                    ui.selectable_value(&mut s.model, p, p.name());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        let label = ui.label(t(lang, "calc.device"));
+        egui::ComboBox::from_id_salt("infer_device")
+            .selected_text(s.device.name())
+            .show_ui(ui, |ui| {
+                for d in DevicePreset::ALL {
+                    ui.selectable_value(&mut s.device, d, d.name());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        ui.label(t(lang, "calc.weights"));
+        for b in WEIGHT_BYTES {
+            ui.selectable_value(&mut s.weight_bytes, b, bytes_name(lang, b));
+        }
+        ui.label(t(lang, "calc.kv"));
+        for b in KV_BYTES {
+            ui.selectable_value(&mut s.kv_bytes, b, bytes_name(lang, b as f64));
+        }
+    });
+    ui.horizontal_wrapped(|ui| {
+        crate::kit::number_field(ui, t(lang, "calc.prompt"), &mut s.prompt, 1..=MAX_COUNT, 4.0);
+        crate::kit::number_field(ui, t(lang, "calc.context"), &mut s.context, 1..=MAX_COUNT, 4.0);
+        crate::kit::number_field(ui, t(lang, "calc.batch"), &mut s.batch, 1..=MAX_COUNT, 0.5);
+    });
+}
+
+pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    ui.label(t(lang, "calc.explain"));
+    controls(ui, s, lang);
+    let serve = s.serve();
+    let r = match calc::serve(&serve) {
+        Ok(r) => r,
+        Err(e) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            return;
+        }
+    };
+    let device = serve.device;
+    ui.label(TEXT.fill(
+        lang,
+        "calc.setup",
+        &[
+            ("params", &show_sig(r.parameters as f64 / 1e9, 3)),
+            ("weights", &show_sig(r.weight_bytes / 1e9, 3)),
+            ("kv", &show_sig(r.kv_per_token as f64 / 1024.0, 4)),
+            ("bw", &device.bandwidth_gb_s),
+            ("peak", &device.peak_tflops),
+            ("memory", &device.memory_gb),
+        ],
+    ));
+    if !r.weights_fit {
+        ui.colored_label(
+            theme::bad(ui.visuals()),
+            TEXT.fill(
+                lang,
+                "calc.no_fit",
+                &[("weights", &show_sig(r.weight_bytes / 1e9, 3)), ("memory", &device.memory_gb)],
+            ),
+        );
+    }
+    phase_table(ui, &[(t(lang, "calc.prefill"), &r.prefill), (t(lang, "calc.decode"), &r.decode)], lang);
+    ui.label(TEXT.fill(
+        lang,
+        "calc.rates",
+        &[
+            ("tps", &show_sig(r.tokens_per_s, 4)),
+            ("limit", &show_sig(r.bandwidth_bound_tokens_per_s, 4)),
+            ("tpot", &show_seconds(r.decode.seconds)),
+            ("ttft", &show_seconds(r.prefill.seconds)),
+            ("ridge", &show_sig(r.ridge_batch, 3)),
+            ("fit", &r.sequences_fit),
+            ("context", &s.context),
+        ],
+    ));
+    ui.label(TEXT.fill(
+        lang,
+        "calc.attention",
+        &[
+            ("attn", &show_sig(r.attention_intensity, 3)),
+            ("ridge_i", &show_sig(r.ridge_intensity, 3)),
+            ("heads", &serve.model.heads),
+            ("kv_heads", &serve.model.kv_heads),
+        ],
+    ));
+    batch_plot(ui, s, r.ridge_batch, lang);
+}
+
+fn phase_table(ui: &mut egui::Ui, rows: &[(&str, &Phase)], lang: Lang) {
+    crate::kit::table::pinned(
+        ui,
+        "infer_phases",
+        rows.len() + 1,
+        crate::kit::table::Look::default(),
+        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
+            None => {
+                ui.strong(t(lang, "col.phase"));
+            }
+            Some((name, _)) => {
+                ui.label(*name);
+            }
+        },
+        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
+            None => {
+                for key in ["col.flops", "col.bytes", "col.intensity", "col.compute", "col.memory", "col.time", "col.bound"] {
+                    crate::kit::column_header(ui, &TEXT, lang, key);
+                }
+            }
+            Some((_, p)) => {
+                ui.monospace(dlsys_core::memory::show_flops(p.flops as u64));
+                ui.monospace(format!("{} GB", show_sig(p.bytes / 1e9, 3)));
+                ui.monospace(show_sig(p.intensity(), 3));
+                ui.monospace(show_seconds(p.compute_s));
+                ui.monospace(show_seconds(p.memory_s));
+                ui.monospace(show_seconds(p.seconds));
+                ui.label(bound_name(lang, p.bound));
+            }
+        },
+    );
+}
+
+/// Tokens per second against the batch, 1 to 4,096 (log₂ on x): what the
+/// device reaches (points) under its two roofs, the rate if only FLOPs
+/// counted and the rate if only bytes counted (lines), and the ridge batch.
+fn batch_plot(ui: &mut egui::Ui, s: &Settings, ridge: f64, lang: Lang) {
+    use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
+    let serve = s.serve();
+    let batches: Vec<u64> = (0..=12).map(|i| 1u64 << i).collect();
+    let mut reached = Vec::new();
+    let mut compute = Vec::new();
+    let mut memory = Vec::new();
+    for &b in &batches {
+        let Ok(r) = calc::serve(&dlsys_core::inference::calc::ServeSettings { batch: b, ..serve.clone() }) else {
+            return;
+        };
+        let x = (b as f64).log2();
+        reached.push([x, r.tokens_per_s.log10()]);
+        compute.push([x, (b as f64 / r.decode.compute_s).log10()]);
+        memory.push([x, (b as f64 / r.decode.memory_s).log10()]);
+    }
+    let visuals = ui.visuals().clone();
+    let (c_reached, c_compute, c_memory) = (theme::series(&visuals, 0), theme::series(&visuals, 1), theme::series(&visuals, 2));
+    ui.label(t(lang, "plot.batch_heading"));
+    Plot::new("infer_batch_plot")
+        .height(200.0)
+        .x_axis_label(t(lang, "axis.batch"))
+        .y_axis_label(t(lang, "axis.tokens_per_s"))
+        .x_axis_formatter(|mark, _| format!("{}", 2f64.powf(mark.value).round()))
+        .y_grid_spacer(theme::decade_grid())
+        .y_axis_formatter(|mark, _| dlsys_core::float::show_sig(10f64.powf(mark.value), 3))
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            plot.line(Line::new(t(lang, "plot.compute_roof"), PlotPoints::from(compute)).color(c_compute));
+            plot.line(Line::new(t(lang, "plot.memory_roof"), PlotPoints::from(memory)).color(c_memory));
+            plot.points(Points::new(t(lang, "plot.rate"), PlotPoints::from(reached)).radius(3.5).color(c_reached));
+            if ridge.is_finite() && ridge > 0.0 {
+                plot.vline(
+                    VLine::new(t(lang, "plot.ridge"), ridge.log2())
+                        .color(visuals.text_color())
+                        .style(egui_plot::LineStyle::dashed_dense()),
+                );
+            }
+        });
+    crate::kit::figure::legend(
+        ui,
+        "infer_batch_plot",
+        &[
+            crate::kit::figure::Key::points(t(lang, "plot.rate"), c_reached),
+            crate::kit::figure::Key::line(t(lang, "plot.compute_roof"), c_compute),
+            crate::kit::figure::Key::line(t(lang, "plot.memory_roof"), c_memory),
+            crate::kit::figure::Key::rule(t(lang, "plot.ridge"), visuals.text_color()),
+        ],
+    );
+}

@@ -1,0 +1,182 @@
+//! "Inference & serving": the serving calculator (prefill vs decode, each
+//! bound by compute or by bytes, the batch where decoding turns
+//! compute-bound, the KV cache and how many sequences fit), the paged KV
+//! cache against contiguous reservation on a seeded stream of requests, and
+//! speculative decoding with its exactness test. Every number comes from
+//! `dlsys_core::inference`; `dlsys-lab infer` prints the same values.
+
+mod calc_view;
+mod exercises;
+mod paged_view;
+mod spec_view;
+
+use dlsys_core::inference::calc::{DevicePreset, MAX_COUNT, ServeSettings};
+use dlsys_core::inference::paged::{MAX_MEMORY_TOKENS, StreamSettings};
+use dlsys_core::inference::speculative::MAX_K;
+use dlsys_core::memory::transformer::Preset;
+use dlsys_core::text::Lang;
+use serde::{Deserialize, Serialize};
+
+use crate::{Env, Lesson};
+
+pub use exercises::EXERCISES;
+
+crate::lesson_text!("inference");
+
+/// What the learner set up; survives restarts (clamped when read back).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub model: Preset,
+    pub device: DevicePreset,
+    /// Bytes per weight and per cached value.
+    pub weight_bytes: f64,
+    pub kv_bytes: u64,
+    pub prompt: u64,
+    pub context: u64,
+    pub batch: u64,
+    pub stream: StreamSettings,
+    /// Proposals per round and the seed of the speculation.
+    pub k: u32,
+    pub spec_seed: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let serve = ServeSettings::preset(Preset::Llama7b, DevicePreset::H100);
+        Self {
+            model: Preset::Llama7b,
+            device: DevicePreset::H100,
+            weight_bytes: serve.weight_bytes,
+            kv_bytes: serve.kv_bytes,
+            prompt: serve.prompt,
+            context: serve.context,
+            batch: serve.batch,
+            stream: StreamSettings::default(),
+            k: 4,
+            spec_seed: 1,
+        }
+    }
+}
+
+/// The weight formats the calculator offers: bytes per weight.
+pub const WEIGHT_BYTES: [f64; 3] = [2.0, 1.0, 0.5];
+/// The cache formats: bytes per value.
+pub const KV_BYTES: [u64; 2] = [2, 1];
+
+impl Settings {
+    fn clamped(&mut self) {
+        let d = Self::default();
+        if !WEIGHT_BYTES.contains(&self.weight_bytes) {
+            self.weight_bytes = d.weight_bytes;
+        }
+        if !KV_BYTES.contains(&self.kv_bytes) {
+            self.kv_bytes = d.kv_bytes;
+        }
+        self.prompt = self.prompt.clamp(1, MAX_COUNT);
+        self.context = self.context.clamp(1, MAX_COUNT);
+        self.batch = self.batch.clamp(1, MAX_COUNT);
+        self.k = self.k.clamp(1, MAX_K);
+        let st = &mut self.stream;
+        st.block_tokens = st.block_tokens.clamp(1, 256);
+        st.reserve = st.reserve.clamp(2, 1 << 16);
+        st.memory_tokens = st.memory_tokens.clamp(st.reserve, MAX_MEMORY_TOKENS);
+        st.requests = st.requests.clamp(1, 1000);
+        // The lengths stay as drawn by the lesson: half the reserve each at most.
+        let half = st.reserve / 2;
+        st.prompt = (st.prompt.0.clamp(1, half), st.prompt.1.clamp(1, half));
+        st.output = (st.output.0.clamp(1, half), st.output.1.clamp(1, half));
+        if st.prompt.0 > st.prompt.1 {
+            st.prompt = (st.prompt.1, st.prompt.0);
+        }
+        if st.output.0 > st.output.1 {
+            st.output = (st.output.1, st.output.0);
+        }
+    }
+
+    /// The calculator's settings.
+    pub fn serve(&self) -> ServeSettings {
+        ServeSettings {
+            weight_bytes: self.weight_bytes,
+            kv_bytes: self.kv_bytes,
+            prompt: self.prompt,
+            context: self.context,
+            batch: self.batch,
+            ..ServeSettings::preset(self.model, self.device)
+        }
+    }
+}
+
+fn t(lang: Lang, key: &'static str) -> &'static str {
+    TEXT.get(lang, key)
+}
+
+#[derive(Default)]
+pub struct Inference {
+    settings: Settings,
+    paged: paged_view::Cache,
+    spec: spec_view::Cache,
+}
+
+impl Lesson for Inference {
+    crate::lesson_identity!(exercises: EXERCISES);
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        self.settings.clamped();
+        crate::kit::header_ui(ui, &TEXT, lang);
+        ui.add_space(8.0);
+        let Self { settings, paged, spec } = self;
+        crate::kit::section(ui, &TEXT, lang, "calc", |ui| calc_view::ui(ui, settings, lang));
+        crate::kit::section(ui, &TEXT, lang, "paged", |ui| paged.ui(ui, &mut settings.stream, lang));
+        crate::kit::section(ui, &TEXT, lang, "spec", |ui| spec.ui(ui, settings, lang));
+    }
+
+    crate::persist_field!(settings);
+
+    /// The stream through both caches and the speculation at the lesson's
+    /// defaults, as the page computes them.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        let d = Settings::default();
+        self.paged.compute(&d.stream);
+        self.spec.compute(&d);
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        let paged = self.paged.outcome()?;
+        let spec = self.spec.outcome()?;
+        let failed = paged.is_err() || spec.is_err();
+        let detail = format!("{}; {}", paged.unwrap_or_else(|e| e.0), spec.unwrap_or_else(|e| e.0));
+        Some(if failed { Err(crate::SelfTestFailure(detail)) } else { Ok(detail) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_and_garbage_is_clamped() {
+        let mut lesson = Inference::default();
+        lesson.settings.batch = 32;
+        lesson.settings.device = DevicePreset::A100;
+        let saved = lesson.save_state().unwrap_or_default();
+        let mut other = Inference::default();
+        assert!(other.load_state(&saved).is_ok());
+        assert_eq!(other.settings, lesson.settings);
+        assert!(other.load_state("(batch: \"x\")").is_err());
+        let mut wild = Settings {
+            weight_bytes: f64::NAN,
+            batch: 0,
+            k: 99,
+            ..Settings::default()
+        };
+        wild.stream.block_tokens = 0;
+        wild.stream.prompt = (900, 3);
+        wild.clamped();
+        assert!(wild.serve().validate().is_ok());
+        assert!(wild.stream.validate().is_ok(), "{:?}", wild.stream.validate());
+        assert_eq!(wild.k, MAX_K);
+    }
+}

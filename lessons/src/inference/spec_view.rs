@@ -1,0 +1,168 @@
+//! Speculative decoding on the shipped text (bigram target, unigram draft):
+//! a few rounds streamed with each token coloured by how it came (a kept
+//! proposal, the resample after a rejection, the target's bonus token), the
+//! measured acceptance and tokens per pass against the formula, and the
+//! chi-squared test that passes exact resampling and fails the mistake.
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::inference::InferError;
+use dlsys_core::inference::speculative::{self, ChiSquared, MAX_K, Resample, SpecReport, SpecSettings, Table};
+use dlsys_core::nn::models::char_model::Corpus;
+use dlsys_core::text::Lang;
+use rand::SeedableRng as _;
+
+use super::{Settings, TEXT, t};
+use crate::kit::theme;
+
+/// Rounds the page streams as coloured text.
+const SHOWN_ROUNDS: usize = 12;
+
+/// The text's models and the last measurement, for the settings it ran with.
+pub struct Cache {
+    corpus: Corpus,
+    target: Table,
+    draft: Table,
+    last: Option<(SpecSettings, Result<SpecReport, InferError>)>,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        let corpus = Corpus::shipped();
+        let (target, draft) = speculative::text_pair(&corpus);
+        Self { corpus, target, draft, last: None }
+    }
+}
+
+impl Cache {
+    fn settings(s: &Settings) -> SpecSettings {
+        SpecSettings { k: s.k, seed: s.spec_seed, ..SpecSettings::default() }
+    }
+
+    pub fn compute(&mut self, s: &Settings) -> &Result<SpecReport, InferError> {
+        let spec = Self::settings(s);
+        if self.last.as_ref().is_none_or(|(done, _)| *done != spec) {
+            let context = speculative::text_context(&self.corpus);
+            self.last = Some((spec, speculative::measure(&self.target, &self.draft, context, &spec)));
+        }
+        match &self.last {
+            Some((_, result)) => result,
+            None => unreachable!("just computed"),
+        }
+    }
+
+    /// For the self-test: exact passes, the mistake fails.
+    pub fn outcome(&self) -> Option<crate::SelfTestResult> {
+        let (_, result) = self.last.as_ref()?;
+        Some(match result {
+            Ok(r) => {
+                let detail = format!(
+                    "α {:.3}, {:.3} tokens a pass (formula {:.3}); χ² exact {:.1}, wrong {:.1}, critical {:.1}",
+                    r.alpha, r.tokens_per_pass, r.formula, r.exact.statistic, r.wrong.statistic, r.exact.critical
+                );
+                if r.exact.passes() && !r.wrong.passes() { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) }
+            }
+            Err(e) => Err(crate::SelfTestFailure(e.to_string())),
+        })
+    }
+
+    pub fn ui(&mut self, ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+        ui.label(t(lang, "spec.explain"));
+        ui.horizontal_wrapped(|ui| {
+            crate::kit::number_field(ui, t(lang, "spec.k"), &mut s.k, 1..=MAX_K, 0.1);
+            crate::kit::number_field(ui, t(lang, "spec.seed"), &mut s.spec_seed, 0..=u64::from(u32::MAX), 0.2);
+        });
+        self.stream_ui(ui, s, lang);
+        let report = match self.compute(s) {
+            Ok(r) => r.clone(),
+            Err(e) => {
+                ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+                return;
+            }
+        };
+        ui.label(TEXT.fill(
+            lang,
+            "spec.rates",
+            &[
+                ("k", &report.k),
+                ("alpha", &format!("{:.3}", report.alpha)),
+                ("measured", &format!("{:.3}", report.tokens_per_pass)),
+                ("se", &format!("{:.3}", report.standard_error)),
+                ("formula", &format!("{:.3}", report.formula)),
+            ],
+        ));
+        let context = match self.corpus.vocab.get(report.context).copied().unwrap_or(' ') {
+            ' ' => t(lang, "spec.space").to_owned(),
+            c => format!("“{c}”"),
+        };
+        ui.label(TEXT.fill(lang, "spec.test", &[("context", &context), ("samples", &report.exact.samples)]));
+        test_line(ui, t(lang, "spec.exact"), &report.exact, lang);
+        test_line(ui, t(lang, "spec.wrong"), &report.wrong, lang);
+    }
+
+    /// A few rounds from the test's context, each token coloured by how it
+    /// was emitted.
+    fn stream_ui(&self, ui: &mut egui::Ui, s: &Settings, lang: Lang) {
+        let visuals = ui.visuals().clone();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(s.spec_seed);
+        let mut prev = speculative::text_context(&self.corpus);
+        let mut job = egui::text::LayoutJob::default();
+        let font = egui::TextStyle::Monospace.resolve(ui.style());
+        let (mut kept_total, mut rounds) = (0u32, 0u32);
+        // Quoted: the text is the model's output, not the page's prose.
+        let weak = egui::TextFormat { font_id: font.clone(), color: visuals.weak_text_color(), ..Default::default() };
+        job.append("“", 0.0, weak.clone());
+        for _ in 0..SHOWN_ROUNDS {
+            let (emitted, kept) = speculative::round(&self.target, &self.draft, prev, s.k, Resample::Residual, &mut rng);
+            rounds += 1;
+            kept_total += kept;
+            for (i, &token) in emitted.iter().enumerate() {
+                let colour = if (i as u32) < kept {
+                    theme::good(&visuals)
+                } else if kept < s.k {
+                    theme::warn(&visuals)
+                } else {
+                    theme::series(&visuals, 0)
+                };
+                let c = self.corpus.vocab.get(token).copied().unwrap_or('?');
+                let shown = if c == '\n' { '¶' } else { c };
+                job.append(&shown.to_string(), 0.0, egui::TextFormat { font_id: font.clone(), color: colour, ..Default::default() });
+            }
+            job.append("│", 0.0, weak.clone());
+            prev = emitted.last().copied().unwrap_or(prev);
+        }
+        job.append("”", 0.0, weak);
+        job.wrap.max_width = ui.available_width();
+        ui.label(job);
+        crate::kit::figure::legend(
+            ui,
+            "infer_spec_stream",
+            &[
+                crate::kit::figure::Key::fill(t(lang, "spec.kept"), theme::good(&visuals)),
+                crate::kit::figure::Key::fill(t(lang, "spec.resampled"), theme::warn(&visuals)),
+                crate::kit::figure::Key::fill(t(lang, "spec.bonus"), theme::series(&visuals, 0)),
+            ],
+        );
+        ui.label(TEXT.fill(lang, "spec.stream", &[("rounds", &rounds), ("kept", &kept_total), ("k", &s.k)]));
+    }
+}
+
+fn test_line(ui: &mut egui::Ui, name: &str, test: &ChiSquared, lang: Lang) {
+    let (verdict, colour) = if test.passes() {
+        (t(lang, "spec.pass"), theme::good(ui.visuals()))
+    } else {
+        (t(lang, "spec.fail"), theme::bad(ui.visuals()))
+    };
+    ui.horizontal_wrapped(|ui| {
+        ui.label(TEXT.fill(
+            lang,
+            "spec.chi",
+            &[
+                ("name", &name),
+                ("stat", &format!("{:.1}", test.statistic)),
+                ("dof", &test.dof),
+                ("critical", &format!("{:.1}", test.critical)),
+            ],
+        ));
+        ui.colored_label(colour, verdict);
+    });
+}
