@@ -265,6 +265,17 @@ pub fn listed() -> Vec<Listed> {
         .collect()
 }
 
+/// `lesson`'s saved state loaded into a fresh one (a save that does not
+/// load fails the test), after `garbage` was refused by it.
+#[cfg(test)]
+pub(crate) fn reloaded<L: Lesson + Default>(lesson: &L, garbage: &str) -> L {
+    let saved = lesson.save_state().unwrap_or_default();
+    let mut other = L::default();
+    assert!(other.load_state(garbage).is_err(), "{garbage}");
+    assert!(other.load_state(&saved).is_ok(), "{saved}");
+    other
+}
+
 /// Holds a lesson's numeric exercises over 200 seeds in both languages:
 /// the reference is a finite number the checker accepts, at least
 /// `min_mistakes` known mistakes are left and each is rejected with its own

@@ -14,8 +14,8 @@ use dlsys_core::inference::speculative::{self, SpecReport, SpecSettings};
 use dlsys_core::memory::show_seconds;
 use dlsys_core::memory::transformer::Preset;
 
-use super::output::{Report, emit};
-use super::{CliError, choice, say, t, tf};
+use super::output::{Report, emit, line};
+use super::{CliError, choice, say, t};
 
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum InferCommand {
@@ -160,65 +160,53 @@ impl Report for CalcReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let (s, r) = (&self.settings, &self.report);
         let gb = |bytes: f64| show_sig(bytes / 1e9, 3);
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "infer.calc.setup",
-                &[
-                    ("model", &self.model),
-                    ("device", &self.device),
-                    ("params", &show_sig(r.parameters as f64 / 1e9, 3)),
-                    ("weights", &gb(r.weight_bytes)),
-                    ("kv", &r.kv_per_token),
-                ],
-            )
+            "infer.calc.setup",
+            &[
+                ("model", &self.model),
+                ("device", &self.device),
+                ("params", &show_sig(r.parameters as f64 / 1e9, 3)),
+                ("weights", &gb(r.weight_bytes)),
+                ("kv", &r.kv_per_token),
+            ],
         )?;
         for (key, phase) in [
             ("infer.calc.prefill", &r.prefill),
             ("infer.calc.decode", &r.decode),
         ] {
-            writeln!(
+            line(
                 out,
-                "{}",
-                tf(
-                    key,
-                    &[
-                        ("prompt", &s.prompt),
-                        ("context", &s.context),
-                        ("batch", &s.batch),
-                        ("time", &show_seconds(phase.seconds)),
-                        ("compute", &show_seconds(phase.compute_s)),
-                        ("memory", &show_seconds(phase.memory_s)),
-                        ("bound", &bound(phase.bound)),
-                    ],
-                )
+                key,
+                &[
+                    ("prompt", &s.prompt),
+                    ("context", &s.context),
+                    ("batch", &s.batch),
+                    ("time", &show_seconds(phase.seconds)),
+                    ("compute", &show_seconds(phase.compute_s)),
+                    ("memory", &show_seconds(phase.memory_s)),
+                    ("bound", &bound(phase.bound)),
+                ],
             )?;
         }
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "infer.calc.rates",
-                &[
-                    ("tps", &show_sig(r.tokens_per_s, 4)),
-                    ("limit", &show_sig(r.bandwidth_bound_tokens_per_s, 4)),
-                    ("ridge", &show_sig(r.ridge_batch, 3)),
-                    ("attn", &show_sig(r.attention_intensity, 3)),
-                    ("ridge_i", &show_sig(r.ridge_intensity, 3)),
-                    ("fit", &r.sequences_fit),
-                ],
-            )
+            "infer.calc.rates",
+            &[
+                ("tps", &show_sig(r.tokens_per_s, 4)),
+                ("limit", &show_sig(r.bandwidth_bound_tokens_per_s, 4)),
+                ("ridge", &show_sig(r.ridge_batch, 3)),
+                ("attn", &show_sig(r.attention_intensity, 3)),
+                ("ridge_i", &show_sig(r.ridge_intensity, 3)),
+                ("fit", &r.sequences_fit),
+            ],
         )?;
         if !r.weights_fit {
             let memory = show_sig(s.device.memory_gb, 3);
-            writeln!(
+            line(
                 out,
-                "{}",
-                tf(
-                    "infer.calc.no_fit",
-                    &[("weights", &gb(r.weight_bytes)), ("memory", &memory)]
-                )
+                "infer.calc.no_fit",
+                &[("weights", &gb(r.weight_bytes)), ("memory", &memory)],
             )?;
         }
         Ok(())
@@ -233,42 +221,36 @@ struct PagedReport {
 }
 
 fn scheme_line(out: &mut dyn Write, key: &str, run: &SchemeRun) -> io::Result<()> {
-    writeln!(
+    line(
         out,
-        "{}",
-        tf(
-            key,
-            &[
-                ("waste", &format!("{:.1}", 100.0 * run.waste())),
-                ("mean", &format!("{:.1}", run.mean_running())),
-                ("peak", &run.peak_running()),
-                ("steps", &run.steps),
-                ("finished", &run.finished),
-                ("preempted", &run.preempted),
-            ],
-        )
+        key,
+        &[
+            ("waste", &format!("{:.1}", 100.0 * run.waste())),
+            ("mean", &format!("{:.1}", run.mean_running())),
+            ("peak", &run.peak_running()),
+            ("steps", &run.steps),
+            ("finished", &run.finished),
+            ("preempted", &run.preempted),
+        ],
     )
 }
 
 impl Report for PagedReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let s = &self.settings;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "infer.paged.setup",
-                &[
-                    ("requests", &s.requests),
-                    ("plo", &s.prompt.0),
-                    ("phi", &s.prompt.1),
-                    ("olo", &s.output.0),
-                    ("ohi", &s.output.1),
-                    ("memory", &s.memory_tokens),
-                    ("reserve", &s.reserve),
-                    ("block", &s.block_tokens),
-                ],
-            )
+            "infer.paged.setup",
+            &[
+                ("requests", &s.requests),
+                ("plo", &s.prompt.0),
+                ("phi", &s.prompt.1),
+                ("olo", &s.output.0),
+                ("ohi", &s.output.1),
+                ("memory", &s.memory_tokens),
+                ("reserve", &s.reserve),
+                ("block", &s.block_tokens),
+            ],
         )?;
         scheme_line(out, "infer.paged.contiguous", &self.report.contiguous)?;
         scheme_line(out, "infer.paged.paged", &self.report.paged)
@@ -284,19 +266,16 @@ struct SpecCli {
 impl Report for SpecCli {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let r = &self.report;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "infer.spec.rates",
-                &[
-                    ("k", &r.k),
-                    ("alpha", &format!("{:.3}", r.alpha)),
-                    ("measured", &format!("{:.3}", r.tokens_per_pass)),
-                    ("se", &format!("{:.3}", r.standard_error)),
-                    ("formula", &format!("{:.3}", r.formula)),
-                ],
-            )
+            "infer.spec.rates",
+            &[
+                ("k", &r.k),
+                ("alpha", &format!("{:.3}", r.alpha)),
+                ("measured", &format!("{:.3}", r.tokens_per_pass)),
+                ("se", &format!("{:.3}", r.standard_error)),
+                ("formula", &format!("{:.3}", r.formula)),
+            ],
         )?;
         for (key, test) in [
             ("infer.spec.exact", &r.exact),
@@ -307,19 +286,16 @@ impl Report for SpecCli {
             } else {
                 t("infer.spec.fail")
             };
-            writeln!(
+            line(
                 out,
-                "{}",
-                tf(
-                    key,
-                    &[
-                        ("stat", &format!("{:.1}", test.statistic)),
-                        ("dof", &test.dof),
-                        ("critical", &format!("{:.1}", test.critical)),
-                        ("samples", &test.samples),
-                        ("verdict", &verdict),
-                    ],
-                )
+                key,
+                &[
+                    ("stat", &format!("{:.1}", test.statistic)),
+                    ("dof", &test.dof),
+                    ("critical", &format!("{:.1}", test.critical)),
+                    ("samples", &test.samples),
+                    ("verdict", &verdict),
+                ],
             )?;
         }
         Ok(())

@@ -67,3 +67,12 @@ pub fn error_json(message: &str) -> String {
     serde_json::to_string(&Error { error: message })
         .unwrap_or_else(|_| r#"{"error": "could not write the error as JSON"}"#.to_owned())
 }
+
+/// One catalog line, filled, on `out`.
+pub fn line(
+    out: &mut dyn Write,
+    key: &str,
+    args: &[(&str, &dyn std::fmt::Display)],
+) -> io::Result<()> {
+    writeln!(out, "{}", super::tf(key, args))
+}

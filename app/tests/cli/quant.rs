@@ -4,17 +4,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::support::{assert_one_line_error, dlsys_lab, fails_with_one_line, has_cjk};
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let out = dlsys_lab(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use crate::support::{assert_one_line_error, dlsys_lab, fails_with_one_line, has_cjk, json};
 
 #[test]
 fn one_value_gets_its_code_scale_and_bound() {

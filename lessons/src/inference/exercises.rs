@@ -3,7 +3,7 @@
 //! prefill time, the ridge batch, the sequences that fit, blocks and their
 //! waste, the expected tokens per pass) or the memory calculator's KV bytes.
 
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
+use dlsys_core::exercise::Task;
 use dlsys_core::inference::calc::{self, Device};
 use dlsys_core::inference::paged::blocks_and_waste;
 use dlsys_core::inference::speculative::expected_tokens;
@@ -228,24 +228,13 @@ fn continuous_batching(seed: u64, lang: Lang) -> Task {
         "ex.continuous_batching.less_memory",
         "ex.continuous_batching.bigger_batch",
     ];
-    // The right option moves with the seed; the others keep their order.
-    let at = (seed % 4) as usize;
-    let mut options: Vec<String> = keys.iter().map(|k| t(lang, k)).collect();
-    options.swap(0, at);
-    let mistakes = (0..4)
-        .filter(|i| *i != at)
-        .map(|i| Mistake {
-            answer: (i + 1).to_string(),
-            feedback: t(lang, "ex.continuous_batching.wrong"),
-        })
-        .collect();
-    Task {
-        prompt: TEXT.fill(lang, "ex.continuous_batching.prompt", &[("batch", &batch), ("lo", &lo), ("hi", &hi)]),
-        kind: AnswerKind::Choice { options },
-        checker: AnswerChecker::Choice { correct: at },
-        hints: vec![t(lang, "ex.continuous_batching.hint1")],
-        explanation: t(lang, "ex.continuous_batching.explain"),
-        reference: (at + 1).to_string(),
-        mistakes,
-    }
+    let options = keys.iter().map(|k| t(lang, k)).collect();
+    crate::kit::exercise_kit::choice_task(
+        seed,
+        TEXT.fill(lang, "ex.continuous_batching.prompt", &[("batch", &batch), ("lo", &lo), ("hi", &hi)]),
+        options,
+        vec![t(lang, "ex.continuous_batching.hint1")],
+        t(lang, "ex.continuous_batching.explain"),
+        &t(lang, "ex.continuous_batching.wrong"),
+    )
 }

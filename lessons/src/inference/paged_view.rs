@@ -8,31 +8,25 @@ use dlsys_core::inference::paged::{MAX_MEMORY_TOKENS, SchemeRun, StreamReport, S
 use dlsys_core::text::Lang;
 
 use super::{TEXT, t};
+use crate::kit::memo::Memo;
 use crate::kit::theme;
 use crate::kit::theme::ReadableAxes as _;
 
 /// The last stream run, for the settings it ran with.
 #[derive(Default)]
 pub struct Cache {
-    last: Option<(StreamSettings, Result<StreamReport, InferError>)>,
+    memo: Memo<StreamSettings, Result<StreamReport, InferError>>,
 }
 
 impl Cache {
     /// Runs the stream unless these settings already ran.
     pub fn compute(&mut self, s: &StreamSettings) -> &Result<StreamReport, InferError> {
-        if self.last.as_ref().is_none_or(|(done, _)| done != s) {
-            self.last = Some((*s, run_stream(s)));
-        }
-        match &self.last {
-            Some((_, result)) => result,
-            None => unreachable!("just computed"),
-        }
+        self.memo.get(s, run_stream)
     }
 
     /// For the self-test: the two schemes' waste, or the error.
     pub fn outcome(&self) -> Option<crate::SelfTestResult> {
-        let (_, result) = self.last.as_ref()?;
-        Some(match result {
+        Some(match self.memo.last()? {
             Ok(r) => {
                 let detail = format!(
                     "paged waste {:.1} % vs contiguous {:.1} %",

@@ -12,6 +12,7 @@ use dlsys_core::text::Lang;
 use rand::SeedableRng as _;
 
 use super::{Settings, TEXT, t};
+use crate::kit::memo::Memo;
 use crate::kit::theme;
 
 /// Rounds the page streams as coloured text.
@@ -22,14 +23,14 @@ pub struct Cache {
     corpus: Corpus,
     target: Table,
     draft: Table,
-    last: Option<(SpecSettings, Result<SpecReport, InferError>)>,
+    memo: Memo<SpecSettings, Result<SpecReport, InferError>>,
 }
 
 impl Default for Cache {
     fn default() -> Self {
         let corpus = Corpus::shipped();
         let (target, draft) = speculative::text_pair(&corpus);
-        Self { corpus, target, draft, last: None }
+        Self { corpus, target, draft, memo: Memo::default() }
     }
 }
 
@@ -39,21 +40,15 @@ impl Cache {
     }
 
     pub fn compute(&mut self, s: &Settings) -> &Result<SpecReport, InferError> {
-        let spec = Self::settings(s);
-        if self.last.as_ref().is_none_or(|(done, _)| *done != spec) {
-            let context = speculative::text_context(&self.corpus);
-            self.last = Some((spec, speculative::measure(&self.target, &self.draft, context, &spec)));
-        }
-        match &self.last {
-            Some((_, result)) => result,
-            None => unreachable!("just computed"),
-        }
+        let Self { corpus, target, draft, memo } = self;
+        memo.get(&Self::settings(s), |spec| {
+            speculative::measure(target, draft, speculative::text_context(corpus), spec)
+        })
     }
 
     /// For the self-test: exact passes, the mistake fails.
     pub fn outcome(&self) -> Option<crate::SelfTestResult> {
-        let (_, result) = self.last.as_ref()?;
-        Some(match result {
+        Some(match self.memo.last()? {
             Ok(r) => {
                 let detail = format!(
                     "α {:.3}, {:.3} tokens a pass (formula {:.3}); χ² exact {:.1}, wrong {:.1}, critical {:.1}",

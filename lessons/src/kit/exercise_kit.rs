@@ -1,7 +1,9 @@
 //! What the lessons' exercise generators share: a value picked from a list
-//! with the task's seeded generator, and a number written as the reference
-//! a learner would type.
+//! with the task's seeded generator, a number written as the reference a
+//! learner would type, and a multiple-choice task whose right option moves
+//! with the seed.
 
+use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
 use dlsys_core::float::show_sig;
 use rand::{RngExt as _, SeedableRng as _};
 
@@ -19,4 +21,38 @@ pub fn pick<T: Copy>(rng: &mut rand::rngs::StdRng, from: &[T]) -> T {
 /// Four significant digits, as the reference a learner would type.
 pub fn show(x: f64) -> String {
     show_sig(x, 4)
+}
+
+/// A multiple-choice task: `options[0]` is the right one; it moves to
+/// position `seed % n` (the others keep their order), and every other
+/// option answers with `wrong`.
+pub fn choice_task(
+    seed: u64,
+    prompt: String,
+    mut options: Vec<String>,
+    hints: Vec<String>,
+    explanation: String,
+    wrong: &str,
+) -> Task {
+    let n = options.len().max(1);
+    let at = (seed % n as u64) as usize;
+    if at < options.len() {
+        options.swap(0, at);
+    }
+    let mistakes = (0..options.len())
+        .filter(|i| *i != at)
+        .map(|i| Mistake {
+            answer: (i + 1).to_string(),
+            feedback: wrong.to_owned(),
+        })
+        .collect();
+    Task {
+        prompt,
+        kind: AnswerKind::Choice { options },
+        checker: AnswerChecker::Choice { correct: at },
+        hints,
+        explanation,
+        reference: (at + 1).to_string(),
+        mistakes,
+    }
 }

@@ -17,6 +17,7 @@ pub mod frame_budget;
 pub mod gantt;
 mod gpu_status;
 pub mod kernel_plots;
+pub mod memo;
 mod page;
 pub mod race;
 pub mod table;

@@ -2,7 +2,7 @@
 //! `dlsys_core::quant` (scale and zero point, codes, the byte count, the
 //! dot product's bound, fp8's scale) or the float emulator's range.
 
-use dlsys_core::exercise::{AnswerChecker, AnswerKind, Mistake, Task};
+use dlsys_core::exercise::Task;
 use dlsys_core::float::{Format, Rounding};
 use dlsys_core::quant::{IntFormat, Mapping, QParams, dot_bound, fp8_scale, grouped_bytes};
 use dlsys_core::text::Lang;
@@ -166,26 +166,15 @@ fn outlier_granularity(seed: u64, lang: Lang) -> Task {
         "ex.outlier_granularity.token",
         "ex.outlier_granularity.weights_only",
     ];
-    // The right option moves with the seed; the others keep their order.
-    let at = (seed % 4) as usize;
-    let mut options: Vec<String> = keys.iter().map(|k| t(lang, k)).collect();
-    options.swap(0, at);
-    let mistakes = (0..4)
-        .filter(|i| *i != at)
-        .map(|i| Mistake {
-            answer: (i + 1).to_string(),
-            feedback: t(lang, "ex.outlier_granularity.wrong"),
-        })
-        .collect();
-    Task {
-        prompt: TEXT.fill(lang, "ex.outlier_granularity.prompt", &[("m", &m), ("channel", &channel)]),
-        kind: AnswerKind::Choice { options },
-        checker: AnswerChecker::Choice { correct: at },
-        hints: vec![t(lang, "ex.outlier_granularity.hint1")],
-        explanation: t(lang, "ex.outlier_granularity.explain"),
-        reference: (at + 1).to_string(),
-        mistakes,
-    }
+    let options = keys.iter().map(|k| t(lang, k)).collect();
+    crate::kit::exercise_kit::choice_task(
+        seed,
+        TEXT.fill(lang, "ex.outlier_granularity.prompt", &[("m", &m), ("channel", &channel)]),
+        options,
+        vec![t(lang, "ex.outlier_granularity.hint1")],
+        t(lang, "ex.outlier_granularity.explain"),
+        &t(lang, "ex.outlier_granularity.wrong"),
+    )
 }
 
 fn fp8_scale_task(seed: u64, lang: Lang) -> Task {

@@ -19,6 +19,17 @@ pub fn dlsys_lab_in(lang: &str, args: &[&str]) -> std::process::Output {
         .expect("the dlsys-lab binary runs")
 }
 
+/// The command succeeds and prints JSON: its value.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    let out = dlsys_lab(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the output is JSON")
+}
+
 pub fn has_cjk(text: &str) -> bool {
     text.chars().any(|c| ('\u{4E00}'..='\u{9FFF}').contains(&c))
 }
