@@ -28,6 +28,8 @@ pub struct BlockPool {
     free: Vec<BlockId>,
     /// References to each block (0: free).
     refs: Vec<u32>,
+    /// Blocks held by more than one table.
+    shared: u32,
 }
 
 impl BlockPool {
@@ -36,6 +38,7 @@ impl BlockPool {
             block_tokens: block_tokens.max(1),
             free: (0..blocks).rev().collect(),
             refs: vec![0; blocks as usize],
+            shared: 0,
         }
     }
 
@@ -62,14 +65,20 @@ impl BlockPool {
     }
 
     fn retain(&mut self, block: BlockId) {
-        self.refs[block as usize] += 1;
+        let r = &mut self.refs[block as usize];
+        *r += 1;
+        if *r == 2 {
+            self.shared += 1;
+        }
     }
 
     fn release(&mut self, block: BlockId) {
         let r = &mut self.refs[block as usize];
         *r -= 1;
-        if *r == 0 {
-            self.free.push(block);
+        match *r {
+            0 => self.free.push(block),
+            1 => self.shared -= 1,
+            _ => {}
         }
     }
 }
@@ -206,7 +215,12 @@ impl PagedCache {
     }
 
     /// Tokens held in all sequences (a shared prompt counted once per block).
+    /// Without shared blocks (the stream simulation's case) it is the sum
+    /// of the lengths, so a step costs one pass over the sequences.
     pub fn used_tokens(&self) -> u64 {
+        if self.pool.shared == 0 {
+            return self.seqs.values().map(|s| s.tokens).sum();
+        }
         let mut seen = std::collections::BTreeSet::new();
         let block_tokens = u64::from(self.pool.block_tokens);
         let mut used = 0;
@@ -249,6 +263,24 @@ impl PagedCache {
             if std::mem::replace(&mut free[b as usize], true) {
                 return Err(format!("block {b} is free twice"));
             }
+        }
+        // Tokens counted block by block, each shared block once.
+        let mut seen = std::collections::BTreeSet::new();
+        let block_tokens = u64::from(self.pool.block_tokens);
+        let mut used = 0;
+        for seq in self.seqs.values() {
+            for (i, &b) in seq.table.iter().enumerate() {
+                if seen.insert(b) {
+                    used += seq.tokens.saturating_sub(i as u64 * block_tokens).min(block_tokens);
+                }
+            }
+        }
+        if used != self.used_tokens() {
+            return Err(format!("{} tokens counted as used, {used} are", self.used_tokens()));
+        }
+        let shared = held.iter().filter(|&&h| h > 1).count() as u32;
+        if shared != self.pool.shared {
+            return Err(format!("{} blocks counted as shared, {shared} are", self.pool.shared));
         }
         for (b, (&h, &r)) in held.iter().zip(&self.pool.refs).enumerate() {
             if h != r {
