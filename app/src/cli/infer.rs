@@ -230,6 +230,7 @@ fn scheme_line(out: &mut dyn Write, key: &str, run: &SchemeRun) -> io::Result<()
             ("peak", &run.peak_running()),
             ("steps", &run.steps),
             ("finished", &run.finished),
+            ("requests", &run.requests),
             ("preempted", &run.preempted),
         ],
     )

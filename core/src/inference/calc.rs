@@ -130,7 +130,7 @@ impl Phase {
 
 /// Most of any count the calculator takes (tokens, batch), far past real
 /// deployments and well inside f64's exact integers.
-pub const MAX_COUNT: u64 = 1 << 24;
+pub const MAX_COUNT: u64 = 1 << 20;
 
 /// What to serve, on what.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -332,17 +332,35 @@ pub fn serve(s: &ServeSettings) -> Result<ServeReport, InferError> {
     })
 }
 
-/// Decode tokens per second at each batch in `batches` (the calculator at
-/// that batch, the rest of `s` unchanged), for the plot against batch size.
+/// Decode at one batch size: what the device reaches, and the rate if only
+/// FLOPs or only bytes counted (the two roofs).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct BatchPoint {
+    pub batch: u64,
+    pub tokens_per_s: f64,
+    pub compute_only: f64,
+    pub memory_only: f64,
+    pub bound: Bound,
+}
+
+/// Decode at each batch in `batches` (the calculator at that batch, the
+/// rest of `s` unchanged), for the plot against batch size.
 pub fn tokens_per_s_by_batch(
     s: &ServeSettings,
     batches: &[u64],
-) -> Result<Vec<(u64, f64, Bound)>, InferError> {
+) -> Result<Vec<BatchPoint>, InferError> {
     batches
         .iter()
         .map(|&batch| {
             let r = serve(&ServeSettings { batch, ..s.clone() })?;
-            Ok((batch, r.tokens_per_s, r.decode.bound))
+            let b = batch as f64;
+            Ok(BatchPoint {
+                batch,
+                tokens_per_s: r.tokens_per_s,
+                compute_only: b / r.decode.compute_s,
+                memory_only: b / r.decode.memory_s,
+                bound: r.decode.bound,
+            })
         })
         .collect()
 }

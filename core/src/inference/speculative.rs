@@ -190,6 +190,9 @@ pub fn chi_squared(counts: &[u64], p: &[f64]) -> ChiSquared {
     if pooled_exp > 0.0 {
         statistic += (pooled_obs - pooled_exp).powi(2) / pooled_exp;
         cells += 1;
+    } else if pooled_obs > 0.0 {
+        // A token the target gives probability 0 came out: not the target.
+        statistic = f64::INFINITY;
     }
     let dof = cells.saturating_sub(1).max(1);
     let d = f64::from(dof);
@@ -224,6 +227,8 @@ impl Default for SpecSettings {
 
 pub const MAX_K: u32 = 16;
 pub const MAX_ROUNDS: u32 = 1_000_000;
+/// Fewer samples could not tell the wrong resampler from the exact one.
+pub const MIN_ROUNDS: u32 = 2000;
 
 impl SpecSettings {
     pub fn validate(&self) -> Result<(), InferError> {
@@ -233,10 +238,10 @@ impl SpecSettings {
                 max: MAX_K,
             });
         }
-        if !(100..=MAX_ROUNDS).contains(&self.rounds) {
+        if !(MIN_ROUNDS..=MAX_ROUNDS).contains(&self.rounds) {
             return Err(InferError::Rounds {
                 rounds: self.rounds,
-                min: 100,
+                min: MIN_ROUNDS,
                 max: MAX_ROUNDS,
             });
         }

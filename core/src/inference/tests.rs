@@ -28,8 +28,12 @@ fn the_calculator_follows_the_shapes_and_the_datasheet() {
     ))
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(g.attention_intensity, 8.0);
-    // A 512-token prefill does 512 times the weights' FLOPs on one read of them.
-    assert!(r.prefill.flops > 512.0 * 2.0 * r.parameters as f64);
+    // A 512-token prefill: 2·N per token plus attention over the prompt.
+    let attention = 4.0 * 32.0 * 512.0 * 4096.0 * 512.0;
+    assert_eq!(
+        r.prefill.flops,
+        512.0 * 2.0 * r.parameters as f64 + attention
+    );
     assert_eq!(r.prefill.bound, Bound::Compute);
     // The fp16 weights (13.5 GB) leave room for this many 1,024-token caches.
     let fit = ((80e9 - r.weight_bytes) / (1024.0 * 524_288.0)).floor() as u64;
@@ -37,24 +41,35 @@ fn the_calculator_follows_the_shapes_and_the_datasheet() {
 }
 
 #[test]
-fn decoding_never_beats_the_bandwidth_bound_and_turns_compute_bound_past_the_ridge() {
+fn decoding_sits_on_the_lower_roof_and_turns_compute_bound_past_the_ridge() {
     let mut s = ServeSettings::preset(Preset::Llama7b, DevicePreset::A100);
     // A short context, so the weights dominate the bytes.
     s.context = 16;
     let batches: Vec<u64> = (0..12).map(|i| 1 << i).collect();
-    let rows = tokens_per_s_by_batch(&s, &batches).unwrap_or_else(|e| panic!("{e}"));
+    let points = tokens_per_s_by_batch(&s, &batches).unwrap_or_else(|e| panic!("{e}"));
     let ridge = serve(&s).map(|r| r.ridge_batch).unwrap_or(f64::NAN);
-    for (batch, tps, bound) in rows {
-        let r = serve(&ServeSettings { batch, ..s.clone() }).unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            tps <= r.bandwidth_bound_tokens_per_s * (1.0 + 1e-12),
-            "{batch}"
-        );
-        if (batch as f64) < 0.8 * ridge {
-            assert_eq!(bound, Bound::Memory, "{batch}");
+    for p in points {
+        // The rate is the lower roof, and the bound says which one.
+        let lower = p.compute_only.min(p.memory_only);
+        assert!((p.tokens_per_s - lower).abs() <= 1e-9 * lower, "{p:?}");
+        let expected = if p.memory_only < p.compute_only {
+            Bound::Memory
+        } else {
+            Bound::Compute
+        };
+        assert_eq!(p.bound, expected, "{p:?}");
+        // The bandwidth bound the calculator reports is the memory roof.
+        let r = serve(&ServeSettings {
+            batch: p.batch,
+            ..s.clone()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!((r.bandwidth_bound_tokens_per_s - p.memory_only).abs() <= 1e-9 * p.memory_only);
+        if (p.batch as f64) < 0.8 * ridge {
+            assert_eq!(p.bound, Bound::Memory, "{p:?}");
         }
-        if (batch as f64) > 1.3 * ridge {
-            assert_eq!(bound, Bound::Compute, "{batch}");
+        if (p.batch as f64) > 1.3 * ridge {
+            assert_eq!(p.bound, Bound::Compute, "{p:?}");
         }
     }
 }

@@ -166,18 +166,13 @@ fn batch_plot(ui: &mut egui::Ui, s: &Settings, ridge: f64, lang: Lang) {
     use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
     let serve = s.serve();
     let batches: Vec<u64> = (0..=12).map(|i| 1u64 << i).collect();
-    let mut reached = Vec::new();
-    let mut compute = Vec::new();
-    let mut memory = Vec::new();
-    for &b in &batches {
-        let Ok(r) = calc::serve(&dlsys_core::inference::calc::ServeSettings { batch: b, ..serve.clone() }) else {
-            return;
-        };
-        let x = (b as f64).log2();
-        reached.push([x, r.tokens_per_s.log10()]);
-        compute.push([x, (b as f64 / r.decode.compute_s).log10()]);
-        memory.push([x, (b as f64 / r.decode.memory_s).log10()]);
-    }
+    let Ok(points) = calc::tokens_per_s_by_batch(&serve, &batches) else {
+        return;
+    };
+    let series = |f: fn(&calc::BatchPoint) -> f64| -> Vec<[f64; 2]> {
+        points.iter().map(|p| [(p.batch as f64).log2(), f(p).log10()]).collect()
+    };
+    let (reached, compute, memory) = (series(|p| p.tokens_per_s), series(|p| p.compute_only), series(|p| p.memory_only));
     let visuals = ui.visuals().clone();
     let (c_reached, c_compute, c_memory) = (theme::series(&visuals, 0), theme::series(&visuals, 1), theme::series(&visuals, 2));
     ui.label(t(lang, "plot.batch_heading"));

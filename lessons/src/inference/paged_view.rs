@@ -68,6 +68,14 @@ impl Cache {
         };
         memory_plot(ui, &report, lang);
         results_table(ui, &report, lang);
+        for run in [&report.contiguous, &report.paged] {
+            if !run.complete() {
+                ui.colored_label(
+                    theme::warn(ui.visuals()),
+                    TEXT.fill(lang, "paged.unfinished", &[("finished", &run.finished), ("requests", &run.requests), ("steps", &run.steps)]),
+                );
+            }
+        }
         ui.label(TEXT.fill(
             lang,
             "paged.why",
@@ -75,7 +83,9 @@ impl Cache {
                 ("contiguous", &format!("{:.1}", 100.0 * report.contiguous.waste())),
                 ("paged", &format!("{:.1}", 100.0 * report.paged.waste())),
                 ("block", &settings.block_tokens),
-                ("ratio", &format!("{:.1}", report.paged.mean_running() / report.contiguous.mean_running().max(1e-9))),
+                ("ratio", &format!("{:.1}", report.concurrency_ratio())),
+                ("csteps", &report.contiguous.steps),
+                ("psteps", &report.paged.steps),
             ],
         ));
     }
@@ -135,7 +145,7 @@ fn results_table(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
         },
         |ui, i| match i.checked_sub(1).and_then(|i| rows.get(i)) {
             None => {
-                for key in ["col.waste", "col.mean_running", "col.peak_running", "col.steps", "col.preempted"] {
+                for key in ["col.waste", "col.mean_running", "col.peak_running", "col.finished", "col.steps", "col.preempted"] {
                     crate::kit::column_header(ui, &TEXT, lang, key);
                 }
             }
@@ -143,6 +153,7 @@ fn results_table(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
                 ui.monospace(format!("{:.1} %", 100.0 * run.waste()));
                 ui.monospace(format!("{:.1}", run.mean_running()));
                 ui.monospace(run.peak_running().to_string());
+                ui.monospace(format!("{} / {}", run.finished, run.requests));
                 ui.monospace(run.steps.to_string());
                 ui.monospace(run.preempted.to_string());
             }

@@ -13,7 +13,6 @@ use dlsys_shaders::kernel_track::{
     CheckJob, EXERCISES, KernelChecker, KernelExercise, KernelRace, KernelVerdict, RaceError,
     validate,
 };
-use dlsys_shaders::KernelError;
 use serde::{Deserialize, Serialize};
 
 use dlsys_shaders::GpuError;
@@ -510,7 +509,9 @@ impl Lesson for WriteKernels {
                 Some(verdict) => {
                     let abandon = job.abandons_device();
                     let source = self.job.take().map(|(_, _, s)| s).unwrap_or_default();
-                    let lost = matches!(verdict, KernelVerdict::Failed(KernelError::DeviceLost));
+                    // The device stopped answering (its channel closed, or
+                    // the readback failed), not a kernel that overran.
+                    let lost = abandon && !matches!(verdict, KernelVerdict::TimedOut { .. });
                     if lost && !self.retried_lost {
                         // Once, on a fresh device, before the learner is told.
                         log::warn!("the checker's device was lost; checking again on a new one");
