@@ -26,14 +26,17 @@ pub trait Model {
 /// One table of next-token probabilities per previous token.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Table {
+    /// One row per previous token, or a single row for every context.
     rows: Vec<Vec<f64>>,
+    vocab: usize,
 }
 
 impl Table {
     /// The same distribution whatever came before.
     pub fn context_free(p: Vec<f64>, vocab: usize) -> Self {
         Self {
-            rows: vec![normalised(p); vocab],
+            rows: vec![normalised(p)],
+            vocab,
         }
     }
 
@@ -45,6 +48,7 @@ impl Table {
         }
         Self {
             rows: rows.into_iter().map(normalised).collect(),
+            vocab,
         }
     }
 
@@ -60,7 +64,7 @@ impl Table {
 
 impl Model for Table {
     fn vocab(&self) -> usize {
-        self.rows.len()
+        self.vocab
     }
 
     fn next(&self, prev: usize) -> &[f64] {

@@ -59,15 +59,17 @@ impl Cache {
             ],
         ));
         let settings = *s;
+        // Borrowed, not cloned: a long stream's records are large, and this
+        // runs every frame.
         let report = match self.compute(&settings) {
-            Ok(r) => r.clone(),
+            Ok(r) => r,
             Err(e) => {
                 ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
                 return;
             }
         };
-        memory_plot(ui, &report, lang);
-        results_table(ui, &report, lang);
+        memory_plot(ui, report, lang);
+        results_table(ui, report, lang);
         for run in [&report.contiguous, &report.paged] {
             if !run.complete() {
                 ui.colored_label(
@@ -103,6 +105,10 @@ fn memory_plot(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
         (t(lang, "plot.paged_reserved"), series(&r.paged.reserved), 1, true),
         (t(lang, "plot.paged_used"), series(&r.paged.used), 3, false),
     ];
+    let keys: Vec<_> = lines
+        .iter()
+        .map(|(name, _, colour, _)| crate::kit::figure::Key::line(*name, theme::series(&visuals, *colour)))
+        .collect();
     ui.label(t(lang, "plot.memory_heading"));
     Plot::new("infer_paged_plot")
         .height(220.0)
@@ -113,7 +119,7 @@ fn memory_plot(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
         .include_y(0.0)
         .allow_scroll(false)
         .show(ui, |plot| {
-            for (name, points, colour, reserved) in lines.clone() {
+            for (name, points, colour, reserved) in lines {
                 let mut line = Line::new(name, PlotPoints::from(points)).color(theme::series(&visuals, colour));
                 if !reserved {
                     line = line.style(egui_plot::LineStyle::dashed_loose());
@@ -121,10 +127,6 @@ fn memory_plot(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
                 plot.line(line);
             }
         });
-    let keys: Vec<_> = lines
-        .iter()
-        .map(|(name, _, colour, _)| crate::kit::figure::Key::line(*name, theme::series(&visuals, *colour)))
-        .collect();
     crate::kit::figure::legend(ui, "infer_paged_plot", &keys);
 }
 

@@ -227,6 +227,11 @@ impl PagedCache {
         if self.pool.shared == 0 {
             return self.seqs.values().map(|s| s.tokens).sum();
         }
+        self.used_block_by_block()
+    }
+
+    /// Tokens counted block by block, each shared block once.
+    fn used_block_by_block(&self) -> u64 {
         let mut seen = std::collections::BTreeSet::new();
         let block_tokens = u64::from(self.pool.block_tokens);
         let mut used = 0;
@@ -270,20 +275,8 @@ impl PagedCache {
                 return Err(format!("block {b} is free twice"));
             }
         }
-        // Tokens counted block by block, each shared block once.
-        let mut seen = std::collections::BTreeSet::new();
-        let block_tokens = u64::from(self.pool.block_tokens);
-        let mut used = 0;
-        for seq in self.seqs.values() {
-            for (i, &b) in seq.table.iter().enumerate() {
-                if seen.insert(b) {
-                    used += seq
-                        .tokens
-                        .saturating_sub(i as u64 * block_tokens)
-                        .min(block_tokens);
-                }
-            }
-        }
+        // The one-pass count (no shared block) must agree with the block count.
+        let used = self.used_block_by_block();
         if used != self.used_tokens() {
             return Err(format!(
                 "{} tokens counted as used, {used} are",
