@@ -1,7 +1,9 @@
 //! The device side of a check: a device of the checker's own, the learner's
-//! pipeline compiled inside error scopes, one case per submission polled
-//! without blocking, and a time budget after which the device is abandoned.
+//! pipeline compiled inside error scopes, every case its own submission (all
+//! queued at once, answered in order) polled without blocking, and a time
+//! budget per case after which the device is abandoned.
 
+use std::collections::VecDeque;
 #[cfg(not(target_arch = "wasm32"))]
 use std::sync::Mutex;
 use std::sync::{Arc, mpsc};
@@ -26,6 +28,8 @@ pub struct KernelChecker {
     gpu: Option<Gpu>,
     /// Per case.
     pub budget: web_time::Duration,
+    /// Cases on the device at once ([`IN_FLIGHT`] unless a test says).
+    pub in_flight: usize,
     /// Set when a kernel timed out: the device must be replaced.
     poisoned: bool,
 }
@@ -35,6 +39,7 @@ impl KernelChecker {
         Self {
             gpu: Some(gpu),
             budget: web_time::Duration::from_secs(3),
+            in_flight: IN_FLIGHT,
             poisoned: false,
         }
     }
@@ -72,6 +77,7 @@ impl KernelChecker {
             cases: exercise.cases(),
             next: 0,
             budget: self.budget,
+            in_flight: self.in_flight.max(1),
             lost: false,
         };
         if let Err(d) = validate(exercise, source) {
@@ -361,6 +367,7 @@ pub(super) fn dispatch(
 }
 
 enum State {
+    /// The pipeline is compiling.
     Ready {
         gpu: Gpu,
         pipeline: Arc<Pipeline>,
@@ -368,26 +375,47 @@ enum State {
         compiled: Pending,
         since: web_time::Instant,
     },
+    /// Cases on the device (`in_flight` at most, each its own submission
+    /// and readback), their answers taken in order.
     Running {
         gpu: Gpu,
         pipeline: Arc<Pipeline>,
-        compiled: Pending,
-        readback: wgpu::Buffer,
-        receiver: Receiver,
-        /// Whether the device accepted the run.
-        errors: Pending,
+        in_flight: VecDeque<InFlight>,
+        /// When the case at the front began to count: its submission, or
+        /// the answer of the one before it (the queue runs them in order).
         started: web_time::Instant,
     },
     Done(Option<KernelVerdict>),
 }
 
-/// A check in flight: one case at a time, never blocking.
+/// Cases submitted before the first answers. The web queues them all: a
+/// case then costs no frame of its own, which on a software GPU in a
+/// browser was most of a check (9 cases, 9 frames). Natively one at a time:
+/// lavapipe's submit waits while a kernel runs, so a runaway first case
+/// would hold the next submit, and the time budget with it.
+const IN_FLIGHT: usize = if cfg!(target_arch = "wasm32") {
+    usize::MAX
+} else {
+    1
+};
+
+/// One case on the device.
+struct InFlight {
+    readback: wgpu::Buffer,
+    receiver: Receiver,
+    /// Whether the device accepted the run.
+    errors: Pending,
+}
+
+/// A check in flight, never blocking.
 pub struct CheckJob {
     exercise: &'static KernelExercise,
     state: State,
     cases: Vec<KernelCase>,
+    /// The case whose answer comes next.
     next: usize,
     budget: web_time::Duration,
+    in_flight: usize,
     /// The device stopped answering (lost, or its mapping failed).
     lost: bool,
 }
@@ -418,6 +446,10 @@ impl CheckJob {
         }
     }
 
+    fn done(&mut self, verdict: KernelVerdict) {
+        self.state = State::Done(Some(verdict));
+    }
+
     /// Advances without blocking; the verdict once there is one.
     pub fn poll(&mut self) -> Option<KernelVerdict> {
         loop {
@@ -432,9 +464,7 @@ impl CheckJob {
                     compiled,
                     since,
                 } => match compiled.get() {
-                    None if since.elapsed() > self.budget => {
-                        self.state = State::Done(Some(self.timed_out()));
-                    }
+                    None if since.elapsed() > self.budget => self.done(self.timed_out()),
                     None => {
                         self.state = State::Ready {
                             gpu,
@@ -444,21 +474,14 @@ impl CheckJob {
                         };
                         return None;
                     }
-                    Some(Some(error)) => self.state = State::Done(Some(rejected(&error))),
-                    Some(None) if self.next == self.cases.len() => {
-                        self.state = State::Done(Some(KernelVerdict::Passed {
-                            cases: self.cases.len(),
-                        }));
-                    }
+                    Some(Some(error)) => self.done(rejected(&error)),
                     Some(None) => {
-                        let (readback, receiver, errors) = self.submit(&gpu, &pipeline);
+                        let mut in_flight = VecDeque::new();
+                        self.top_up(&gpu, &pipeline, &mut in_flight);
                         self.state = State::Running {
                             gpu,
                             pipeline,
-                            compiled,
-                            readback,
-                            receiver,
-                            errors,
+                            in_flight,
                             started: web_time::Instant::now(),
                         };
                     }
@@ -466,41 +489,39 @@ impl CheckJob {
                 State::Running {
                     gpu,
                     pipeline,
-                    compiled,
-                    readback,
-                    receiver,
-                    errors,
+                    mut in_flight,
                     started,
                 } => {
+                    let Some(front) = in_flight.front() else {
+                        self.done(KernelVerdict::Passed {
+                            cases: self.cases.len(),
+                        });
+                        continue;
+                    };
                     let _ = gpu.device.poll(wgpu::PollType::Poll);
-                    let mapped = match receiver.try_recv() {
+                    let mapped = match front.receiver.try_recv() {
                         Ok(result) => Some(result),
                         Err(mpsc::TryRecvError::Empty) => None,
                         Err(mpsc::TryRecvError::Disconnected) => {
                             self.lost = true;
-                            self.state =
-                                State::Done(Some(KernelVerdict::Failed(KernelError::DeviceLost)));
+                            self.done(KernelVerdict::Failed(KernelError::DeviceLost));
                             continue;
                         }
                     };
-                    match (mapped, errors.get()) {
+                    match (mapped, front.errors.get()) {
                         // The device refused the run: that, not the output, is the answer.
                         (_, Some(Some(error))) => {
-                            self.state = State::Done(Some(KernelVerdict::Failed(
-                                KernelError::RunRejected { error },
-                            )));
+                            self.done(KernelVerdict::Failed(KernelError::RunRejected { error }));
                         }
                         (Some(Err(err)), _) => {
                             self.lost = true;
-                            self.state =
-                                State::Done(Some(KernelVerdict::Failed(KernelError::Readback {
-                                    error: err.to_string(),
-                                })));
+                            self.done(KernelVerdict::Failed(KernelError::Readback {
+                                error: err.to_string(),
+                            }));
                         }
                         (Some(Ok(())), Some(None)) => {
                             let case = &self.cases[self.next];
-                            let got = read_f32(&readback);
-                            self.next += 1;
+                            let got = read_f32(&front.readback);
                             match got.and_then(|(got, endless)| {
                                 if endless != 0 {
                                     return Err(KernelVerdict::EndlessLoop {
@@ -514,27 +535,25 @@ impl CheckJob {
                                     .map_err(KernelVerdict::Mismatch)
                             }) {
                                 Ok(()) => {
-                                    self.state = State::Ready {
+                                    in_flight.pop_front();
+                                    self.next += 1;
+                                    self.top_up(&gpu, &pipeline, &mut in_flight);
+                                    self.state = State::Running {
                                         gpu,
                                         pipeline,
-                                        compiled,
-                                        since: web_time::Instant::now(),
+                                        in_flight,
+                                        started: web_time::Instant::now(),
                                     };
                                 }
-                                Err(verdict) => self.state = State::Done(Some(verdict)),
+                                Err(verdict) => self.done(verdict),
                             }
                         }
-                        _ if started.elapsed() > self.budget => {
-                            self.state = State::Done(Some(self.timed_out()));
-                        }
+                        _ if started.elapsed() > self.budget => self.done(self.timed_out()),
                         _ => {
                             self.state = State::Running {
                                 gpu,
                                 pipeline,
-                                compiled,
-                                readback,
-                                receiver,
-                                errors,
+                                in_flight,
                                 started,
                             };
                             return None;
@@ -545,9 +564,19 @@ impl CheckJob {
         }
     }
 
-    /// Uploads the next case, dispatches, and asks for the output back.
-    fn submit(&self, gpu: &Gpu, pipeline: &Pipeline) -> (wgpu::Buffer, Receiver, Pending) {
-        let case = &self.cases[self.next];
+    /// Submits the cases after those in flight, up to `in_flight` of them.
+    fn top_up(&self, gpu: &Gpu, pipeline: &Pipeline, in_flight: &mut VecDeque<InFlight>) {
+        let end = self
+            .cases
+            .len()
+            .min(self.next.saturating_add(self.in_flight));
+        for case in &self.cases[self.next + in_flight.len()..end] {
+            in_flight.push_back(self.submit(gpu, pipeline, case));
+        }
+    }
+
+    /// Uploads a case, dispatches, and asks for the output back.
+    fn submit(&self, gpu: &Gpu, pipeline: &Pipeline, case: &KernelCase) -> InFlight {
         let device = &gpu.device;
         let scopes = Scopes::push(device);
         let bound = self.exercise.bind(gpu, pipeline, case);
@@ -563,7 +592,11 @@ impl CheckJob {
         gpu.queue.submit([encoder.finish()]);
         let receiver = map_read(&readback);
         let errors = scopes.pop();
-        (readback, receiver, errors)
+        InFlight {
+            readback,
+            receiver,
+            errors,
+        }
     }
 }
 

@@ -9,7 +9,8 @@
 //! device), then submits one trial and waits for it, so one poll times one
 //! trial and the app draws its frames between trials, never during one; on
 //! the web, where nothing may block, [`Job::poll`] submits the next trial
-//! when the browser reports the last one done.
+//! when the browser reports the last one done (the untimed prelude goes as
+//! one submission, the readback right behind the last trial).
 
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -96,8 +97,9 @@ impl Job {
             })
         };
         // The prelude: the instrumented run, then the warm-up runs, each its
-        // own piece (on the CPU clock each is submitted alone, so frames keep
-        // coming between them on a slow software GPU).
+        // own piece (natively, on the CPU clock, each is submitted and waited
+        // for alone, so frames keep coming between them on a slow software
+        // GPU; the web submits them together and never waits).
         let mut prelude = Vec::new();
         if let Some((pipelines, groups)) = &s.counted {
             let mut encoder = new_encoder();
@@ -283,19 +285,34 @@ impl Job {
         });
     }
 
-    /// Web: the last submission is done; time it and submit the next trial
-    /// (or the readback after the last one).
+    /// Web: the last submission is done; time it and submit the next piece.
+    /// Each answer costs a frame (the browser delivers it between frames),
+    /// so what needs no answer of its own goes along: the untimed prelude
+    /// in one submission, and the readback right behind the last piece (the
+    /// piece's answer covers only what was submitted before it was asked).
     fn trial_done(&mut self, at: web_time::Instant) {
         if let Some(started) = self.trial_started.take() {
             self.wall_times
                 .push(at.duration_since(started).as_nanos() as f64);
         }
-        if let Some(piece) = self.trials_left.pop() {
-            self.trial_started = piece.timed.then(web_time::Instant::now);
-            self.queue.submit([piece.buffer]);
-            self.after_submitted();
-            self.pending += 1;
-        } else {
+        let Some(piece) = self.trials_left.pop() else {
+            // No piece at all: only the readback was left.
+            if self.readback.is_some() {
+                self.pending += 1;
+                self.submit_readback();
+            }
+            return;
+        };
+        let timed = piece.timed;
+        let mut buffers = vec![piece.buffer];
+        while !timed && self.trials_left.last().is_some_and(|p| !p.timed) {
+            buffers.extend(self.trials_left.pop().map(|p| p.buffer));
+        }
+        self.trial_started = timed.then(web_time::Instant::now);
+        self.queue.submit(buffers);
+        self.after_submitted();
+        self.pending += 1;
+        if self.trials_left.is_empty() {
             // `submit_readback` retires the trials' own pending count.
             self.pending += 1;
             self.submit_readback();
