@@ -323,11 +323,12 @@ fn training_runs_between_frames_and_finishes() {
     let (mut harness, _) = app_harness("training", &storage, Some("autograd_mlp"));
     harness.run();
     click_visible(&mut harness, "Train");
-    let frames = run_while(&mut harness, 5, 300, "training", |h| {
+    // One frame at a time: a fast machine trains the epoch in a few frames.
+    let frames = run_while(&mut harness, 1, 300, "training", |h| {
         h.query_by_label_contains("Done: test accuracy").is_none()
     });
-    // Training took many frames: it never ran to completion inside one.
-    assert!(frames > 5, "finished in {frames} frames");
+    // Training took more than a frame: it never ran to completion inside one.
+    assert!(frames > 1, "finished in {frames} frames");
     assert!(
         harness
             .query_by_label_contains("Decision boundary")

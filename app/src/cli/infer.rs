@@ -1,6 +1,7 @@
 //! `dlsys-lab infer`: the serving calculator (`calc`: time to first token,
 //! time per output token, tokens/s and the bounds), the paged KV cache
-//! against contiguous reservation on a seeded stream (`paged`), and
+//! against contiguous reservation on a seeded stream (`paged`), static
+//! against continuous batching on the virtual clock (`serve`), and
 //! speculative decoding measured with its exactness test (`speculate`).
 //! The same core values as the inference lesson's page.
 
@@ -8,11 +9,13 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::float::show_sig;
+use dlsys_core::inference::batching::{self, BatchingRun, BatchingSettings, Scheme};
 use dlsys_core::inference::calc::{self, DevicePreset, ServeReport, ServeSettings};
 use dlsys_core::inference::paged::{self, SchemeRun, StreamReport, StreamSettings};
 use dlsys_core::inference::speculative::{self, SpecReport, SpecSettings};
 use dlsys_core::memory::show_seconds;
 use dlsys_core::memory::transformer::Preset;
+use dlsys_core::names::Named as _;
 
 use super::output::{Report, emit, line};
 use super::{CliError, choice, say, t};
@@ -21,6 +24,7 @@ use super::{CliError, choice, say, t};
 pub enum InferCommand {
     Calc(CalcArgs),
     Paged(PagedArgs),
+    Serve(ServeArgs),
     Speculate(SpecArgs),
 }
 
@@ -29,6 +33,7 @@ impl InferCommand {
         match self {
             Self::Calc(a) => a.json,
             Self::Paged(a) => a.json,
+            Self::Serve(a) => a.json,
             Self::Speculate(a) => a.json,
         }
     }
@@ -70,6 +75,35 @@ pub struct PagedArgs {
     json: bool,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Batching {
+    Static,
+    Continuous,
+    Both,
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    #[arg(long, default_value = "llama-7b", value_parser = choice::choice(&Preset::ALL, |p| p.name()))]
+    model: Preset,
+    #[arg(long, default_value = "h100-sxm", value_parser = choice::choice(&DevicePreset::ALL, |d| d.name()))]
+    device: DevicePreset,
+    #[arg(long, default_value_t = 5.0)]
+    rate: f64,
+    #[arg(long, value_enum, default_value_t = Batching::Both)]
+    batching: Batching,
+    #[arg(long, default_value_t = 200)]
+    requests: u32,
+    #[arg(long, default_value_t = 32)]
+    max_batch: u32,
+    #[arg(long, default_value_t = 2.0)]
+    max_wait: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Clone, Debug, clap::Args)]
 pub struct SpecArgs {
     #[arg(long, default_value_t = SpecSettings::default().k)]
@@ -87,6 +121,8 @@ pub(super) fn help_values() -> Vec<(&'static str, String)> {
     vec![
         ("infer_max_k", speculative::MAX_K.to_string()),
         ("infer_max_count", calc::MAX_COUNT.to_string()),
+        ("infer_max_requests", batching::MAX_REQUESTS.to_string()),
+        ("infer_max_batch", batching::MAX_BATCH.to_string()),
     ]
 }
 
@@ -124,6 +160,34 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
             let report = paged::run_stream(&settings).map_err(|e| CliError::from(say(&e)))?;
             emit(&PagedReport { settings, report }, a.json)
         }
+        InferCommand::Serve(a) => {
+            let settings = BatchingSettings {
+                requests: a.requests,
+                max_batch: a.max_batch,
+                max_wait_s: a.max_wait,
+                seed: a.seed,
+                ..BatchingSettings::new(ServeSettings::preset(a.model, a.device), a.rate)
+            };
+            let schemes: &[Scheme] = match a.batching {
+                Batching::Static => &[Scheme::Static],
+                Batching::Continuous => &[Scheme::Continuous],
+                Batching::Both => &Scheme::ALL,
+            };
+            let runs = schemes
+                .iter()
+                .map(|&scheme| batching::simulate(&settings, scheme))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| CliError::from(say(&e)))?;
+            emit(
+                &ServeCli {
+                    model: a.model.name(),
+                    device: a.device.name(),
+                    settings,
+                    runs,
+                },
+                a.json,
+            )
+        }
         InferCommand::Speculate(a) => {
             let settings = SpecSettings {
                 k: a.k,
@@ -147,13 +211,6 @@ struct CalcReport {
     settings: ServeSettings,
     #[serde(flatten)]
     report: ServeReport,
-}
-
-fn bound(b: calc::Bound) -> &'static str {
-    match b {
-        calc::Bound::Compute => t("infer.bound.compute"),
-        calc::Bound::Memory => t("infer.bound.memory"),
-    }
 }
 
 impl Report for CalcReport {
@@ -185,7 +242,7 @@ impl Report for CalcReport {
                     ("time", &show_seconds(phase.seconds)),
                     ("compute", &show_seconds(phase.compute_s)),
                     ("memory", &show_seconds(phase.memory_s)),
-                    ("bound", &bound(phase.bound)),
+                    ("bound", &phase.bound.name(super::lang())),
                 ],
             )?;
         }
@@ -255,6 +312,53 @@ impl Report for PagedReport {
         )?;
         scheme_line(out, "infer.paged.contiguous", &self.report.contiguous)?;
         scheme_line(out, "infer.paged.paged", &self.report.paged)
+    }
+}
+
+#[derive(serde::Serialize)]
+struct ServeCli {
+    model: &'static str,
+    device: &'static str,
+    settings: BatchingSettings,
+    runs: Vec<BatchingRun>,
+}
+
+impl Report for ServeCli {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let s = &self.settings;
+        line(
+            out,
+            "infer.serve.setup",
+            &[
+                ("requests", &s.requests),
+                ("rate", &show_sig(s.rate, 3)),
+                ("plo", &s.prompt.0),
+                ("phi", &s.prompt.1),
+                ("olo", &s.output.0),
+                ("ohi", &s.output.1),
+                ("model", &self.model),
+                ("device", &self.device),
+                ("batch", &s.max_batch),
+                ("wait", &show_seconds(s.max_wait_s)),
+            ],
+        )?;
+        for run in &self.runs {
+            line(
+                out,
+                "infer.serve.run",
+                &[
+                    ("scheme", &run.scheme.name(super::lang())),
+                    ("tput", &show_sig(run.throughput, 4)),
+                    ("ttft50", &show_seconds(run.ttft_p50)),
+                    ("ttft99", &show_seconds(run.ttft_p99)),
+                    ("e2e50", &show_seconds(run.e2e_p50)),
+                    ("e2e99", &show_seconds(run.e2e_p99)),
+                    ("mean", &format!("{:.1}", run.mean_batch)),
+                    ("pad", &format!("{:.1}", 100.0 * run.padding_share)),
+                ],
+            )?;
+        }
+        Ok(())
     }
 }
 

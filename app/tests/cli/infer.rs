@@ -1,6 +1,6 @@
 //! `dlsys-lab infer` run as a user runs it: the serving calculator's
 //! phases and bounds, the paged KV cache against contiguous reservation,
-//! speculative decoding with its exactness test, and bad input refused in
+//! static against continuous batching, speculative decoding with its exactness test, and bad input refused in
 //! one line of the learner's language.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -66,6 +66,44 @@ fn paging_runs_more_requests_in_the_same_memory() {
 }
 
 #[test]
+fn continuous_batching_serves_more_when_requests_crowd_in() {
+    let v = json(&[
+        "infer",
+        "serve",
+        "--rate",
+        "50",
+        "--requests",
+        "100",
+        "--json",
+    ]);
+    let runs = v["runs"].as_array().unwrap();
+    let field = |i: usize, key: &str| runs[i][key].as_f64().unwrap();
+    assert_eq!(
+        (runs[0]["scheme"].as_str(), runs[1]["scheme"].as_str()),
+        (Some("Static"), Some("Continuous"))
+    );
+    assert!(field(1, "throughput") > field(0, "throughput"));
+    assert!(field(0, "padding_share") > 0.0 && field(1, "padding_share") == 0.0);
+    assert!(field(1, "e2e_p99") >= field(1, "e2e_p50") && field(1, "ttft_p50") > 0.0);
+    // One scheme, in Chinese: the setup line and one run.
+    let out = dlsys_lab(&[
+        "--lang",
+        "zh",
+        "infer",
+        "serve",
+        "--batching",
+        "continuous",
+        "--requests",
+        "20",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.lines().count() == 2 && text.contains("连续批处理"),
+        "{text}"
+    );
+}
+
+#[test]
 fn speculation_is_exact_and_the_wrong_resampler_is_caught() {
     let v = json(&[
         "infer",
@@ -108,6 +146,20 @@ fn bad_serving_input_is_refused_in_one_line() {
         &["infer", "speculate", "--k", "17"],
         &["infer", "speculate", "--rounds", "5"],
         &["infer", "speculate", "--k", "-1"],
+        &["infer", "serve", "--rate", "0"],
+        &["infer", "serve", "--rate", "nan"],
+        &["infer", "serve", "--max-batch", "0"],
+        &["infer", "serve", "--max-wait", "-1"],
+        &["infer", "serve", "--requests", "0"],
+        &["infer", "serve", "--batching", "dynamic"],
+        &[
+            "infer",
+            "serve",
+            "--model",
+            "llama2-70b",
+            "--device",
+            "rtx-4090",
+        ],
     ]);
     let out = dlsys_lab(&["--lang", "zh", "infer", "speculate", "--k", "99"]);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -92,6 +92,12 @@ impl Bound {
     }
 }
 
+impl crate::names::Named for Bound {
+    fn name_key(&self) -> String {
+        format!("infer.bound.{}", self.key())
+    }
+}
+
 /// One phase: its work, its traffic and the time the device needs.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Phase {
@@ -330,6 +336,70 @@ pub fn serve(s: &ServeSettings) -> Result<ServeReport, InferError> {
         weights_fit: weight_bytes <= s.device.memory_gb * 1e9,
         sequences_fit: sequences_fit(&s.device, weight_bytes, s.context as f64 * kv),
     })
+}
+
+/// What one forward pass of a model costs on a device, by the calculator's
+/// conventions: the batching simulation times every iteration with it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepCost {
+    device: Device,
+    /// FLOPs per token through the weights: 2·N.
+    weight_flops: f64,
+    /// Bytes of weights one pass reads.
+    weight_bytes: f64,
+    /// Bytes of K/V one token holds.
+    kv_per_token: f64,
+    /// Attention FLOPs per query token per context token (the memory
+    /// calculator's `attention_flops` for one of each).
+    attention: f64,
+}
+
+impl StepCost {
+    /// The costs of `s`'s model, weights and cache on its device (its
+    /// prompt, context and batch are what it validates, not used).
+    pub fn new(s: &ServeSettings) -> Result<Self, InferError> {
+        s.validate()?;
+        let m = &s.model;
+        let model_err = |reason| InferError::Model { reason };
+        let n = m.parameters().map_err(model_err)? as f64;
+        let kv =
+            kv_cache_bytes(m.layers, m.kv_heads, m.head_dim(), 1, s.kv_bytes).map_err(model_err)?;
+        let attention = attention_flops(m.layers, 1, m.hidden, 1).map_err(model_err)?;
+        Ok(Self {
+            device: s.device,
+            weight_flops: 2.0 * n,
+            weight_bytes: n * s.weight_bytes,
+            kv_per_token: kv as f64,
+            attention: attention as f64,
+        })
+    }
+
+    /// Prefill of `tokens` prompt tokens in one pass (one prompt or several
+    /// side by side), `attended` = Σ prompt² query–key pairs, writing their K/V.
+    pub fn prefill(&self, tokens: f64, attended: f64) -> Phase {
+        Phase::on(
+            &self.device,
+            self.weight_flops * tokens + self.attention * attended,
+            self.weight_bytes + tokens * self.kv_per_token,
+        )
+    }
+
+    /// One decode step of `batch` sequences holding `context` tokens in all.
+    pub fn decode(&self, batch: f64, context: f64) -> Phase {
+        Phase::on(
+            &self.device,
+            self.weight_flops * batch + self.attention * context,
+            self.weight_bytes + context * self.kv_per_token,
+        )
+    }
+
+    pub fn weight_bytes(&self) -> f64 {
+        self.weight_bytes
+    }
+
+    pub fn kv_per_token(&self) -> f64 {
+        self.kv_per_token
+    }
 }
 
 /// Decode at one batch size: what the device reaches, and the rate if only

@@ -26,5 +26,10 @@ crate::catalog_error! {
         Proposals { k: u32, max: u32 } = "infer.proposals",
         Rounds { rounds: u32, min: u32, max: u32 } = "infer.rounds",
         Pair { vocab: u64, alpha: f64 } = "infer.pair",
+        Rate { value: f64 } = "infer.rate",
+        MaxBatch { value: u32, max: u32 } = "infer.max_batch",
+        MaxWait { value: f64 } = "infer.max_wait",
+        BatchMemory { batch: u32, fit: u64, longest: u64 } = "infer.batch_memory",
+        Rates { count: u32, max: u32 } = "infer.rates",
     }
 }

@@ -4,7 +4,8 @@
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
-use dlsys_core::inference::calc::{self, Bound, DevicePreset, MAX_COUNT, Phase};
+use dlsys_core::inference::calc::{self, DevicePreset, MAX_COUNT, Phase};
+use dlsys_core::names::Named as _;
 use dlsys_core::memory::show_seconds;
 use dlsys_core::memory::transformer::Preset;
 use dlsys_core::text::Lang;
@@ -20,12 +21,6 @@ fn bytes_name(lang: Lang, bytes: f64) -> &'static str {
     }
 }
 
-fn bound_name(lang: Lang, bound: Bound) -> &'static str {
-    match bound {
-        Bound::Compute => t(lang, "bound.compute"),
-        Bound::Memory => t(lang, "bound.memory"),
-    }
-}
 
 fn controls(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     ui.horizontal_wrapped(|ui| {
@@ -153,7 +148,7 @@ fn phase_table(ui: &mut egui::Ui, rows: &[(&str, &Phase)], lang: Lang) {
                 ui.monospace(show_seconds(p.compute_s));
                 ui.monospace(show_seconds(p.memory_s));
                 ui.monospace(show_seconds(p.seconds));
-                ui.label(bound_name(lang, p.bound));
+                ui.label(p.bound.name(lang));
             }
         },
     );

@@ -4,6 +4,7 @@
 //! waste, the expected tokens per pass) or the memory calculator's KV bytes.
 
 use dlsys_core::exercise::Task;
+use dlsys_core::inference::batching::padding_slots;
 use dlsys_core::inference::calc::{self, Device};
 use dlsys_core::inference::paged::blocks_and_waste;
 use dlsys_core::inference::speculative::expected_tokens;
@@ -18,7 +19,7 @@ mod tests {
     #[test]
     fn every_variant_has_a_real_answer_and_its_mistakes_are_caught() {
         // The last one is multiple choice.
-        crate::check_numeric_exercises(&super::EXERCISES[..7], 1);
+        crate::check_numeric_exercises(&super::EXERCISES[..8], 1);
     }
 }
 
@@ -32,6 +33,7 @@ crate::exercises! {
     sequences_fit => sequences_fit,
     block_waste => block_waste,
     tokens_per_pass => tokens_per_pass,
+    static_padding => static_padding,
     continuous_batching => continuous_batching,
 }
 
@@ -224,6 +226,30 @@ fn tokens_per_pass(seed: u64, lang: Lang) -> Task {
             (f64::from(k) * alpha, t(lang, "ex.tokens_per_pass.k_alpha")),
             (1.0 + f64::from(k) * alpha, t(lang, "ex.tokens_per_pass.linear")),
             (expected_tokens(alpha, k.saturating_sub(1)), t(lang, "ex.tokens_per_pass.no_bonus")),
+        ],
+    )
+}
+
+fn static_padding(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let n = pick(&mut rng, &[3usize, 4, 5]);
+    let outputs: Vec<u64> = (0..n).map(|_| pick(&mut rng, &[12u64, 40, 100, 250, 64, 8, 180, 30])).collect();
+    let answer = padding_slots(&outputs);
+    let longest = outputs.iter().copied().max().unwrap_or(0);
+    let total: u64 = outputs.iter().sum();
+    let shown = outputs.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    Task::numeric(
+        TEXT.fill(lang, "ex.static_padding.prompt", &[("outputs", &shown)]),
+        answer as f64,
+        vec![t(lang, "ex.static_padding.hint1")],
+        TEXT.fill(
+            lang,
+            "ex.static_padding.explain",
+            &[("n", &n), ("longest", &longest), ("total", &total), ("answer", &answer)],
+        ),
+        vec![
+            ((n as u64 * longest) as f64, t(lang, "ex.static_padding.all_slots")),
+            (total as f64, t(lang, "ex.static_padding.useful")),
         ],
     )
 }

@@ -1,10 +1,12 @@
 //! "Inference & serving": the serving calculator (prefill vs decode, each
 //! bound by compute or by bytes, the batch where decoding turns
 //! compute-bound, the KV cache and how many sequences fit), the paged KV
-//! cache against contiguous reservation on a seeded stream of requests, and
+//! cache against contiguous reservation on a seeded stream of requests,
+//! static against continuous batching on the virtual clock, and
 //! speculative decoding with its exactness test. Every number comes from
 //! `dlsys_core::inference`; `dlsys-lab infer` prints the same values.
 
+mod batching_view;
 mod calc_view;
 mod exercises;
 mod paged_view;
@@ -36,6 +38,7 @@ pub struct Settings {
     pub context: u64,
     pub batch: u64,
     pub stream: StreamSettings,
+    pub batching: batching_view::Stream,
     /// Proposals per round and the seed of the speculation.
     pub k: u32,
     pub spec_seed: u64,
@@ -53,6 +56,7 @@ impl Default for Settings {
             context: serve.context,
             batch: serve.batch,
             stream: StreamSettings::default(),
+            batching: batching_view::Stream::default(),
             k: 4,
             spec_seed: 1,
         }
@@ -77,6 +81,7 @@ impl Settings {
         self.context = self.context.clamp(1, MAX_COUNT);
         self.batch = self.batch.clamp(1, MAX_COUNT);
         self.k = self.k.clamp(1, MAX_K);
+        self.batching.clamped();
         let st = &mut self.stream;
         st.block_tokens = st.block_tokens.clamp(1, 256);
         st.reserve = st.reserve.clamp(2, 1 << 16);
@@ -115,6 +120,7 @@ fn t(lang: Lang, key: &'static str) -> &'static str {
 pub struct Inference {
     settings: Settings,
     paged: paged_view::Cache,
+    batching: batching_view::Cache,
     spec: spec_view::Cache,
 }
 
@@ -126,28 +132,33 @@ impl Lesson for Inference {
         self.settings.clamped();
         crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
-        let Self { settings, paged, spec } = self;
+        let Self { settings, paged, batching, spec } = self;
         crate::kit::section(ui, &TEXT, lang, "calc", |ui| calc_view::ui(ui, settings, lang));
         crate::kit::section(ui, &TEXT, lang, "paged", |ui| paged.ui(ui, &mut settings.stream, lang));
+        crate::kit::section(ui, &TEXT, lang, "batching", |ui| batching.ui(ui, settings, lang));
         crate::kit::section(ui, &TEXT, lang, "spec", |ui| spec.ui(ui, settings, lang));
     }
 
     crate::persist_field!(settings);
 
-    /// The stream through both caches and the speculation at the lesson's
-    /// defaults, as the page computes them.
+    /// The stream through both caches, both batching schemes and the
+    /// speculation at the lesson's defaults, as the page computes them.
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
         let d = Settings::default();
         self.paged.compute(&d.stream);
+        self.batching.compute(&d.batching.settings(&d));
         self.spec.compute(&d);
         true
     }
 
     fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
-        let paged = self.paged.outcome()?;
-        let spec = self.spec.outcome()?;
-        let failed = paged.is_err() || spec.is_err();
-        let detail = format!("{}; {}", paged.unwrap_or_else(|e| e.0), spec.unwrap_or_else(|e| e.0));
+        let outcomes = [self.paged.outcome()?, self.batching.outcome()?, self.spec.outcome()?];
+        let failed = outcomes.iter().any(Result::is_err);
+        let detail = outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|e| e.0))
+            .collect::<Vec<_>>()
+            .join("; ");
         Some(if failed { Err(crate::SelfTestFailure(detail)) } else { Ok(detail) })
     }
 }
@@ -170,7 +181,10 @@ mod tests {
         };
         wild.stream.block_tokens = 0;
         wild.stream.prompt = (900, 3);
+        wild.batching.rate = f64::NAN;
+        wild.batching.max_batch = 0;
         wild.clamped();
+        assert!(wild.batching.settings(&wild).validate().is_ok());
         assert!(wild.serve().validate().is_ok());
         assert!(wild.stream.validate().is_ok(), "{:?}", wild.stream.validate());
         assert_eq!(wild.k, MAX_K);

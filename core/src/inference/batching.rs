@@ -1,0 +1,450 @@
+//! Batching on the virtual clock: requests arrive as a seeded Poisson
+//! process and a server runs them with static or continuous batching, every
+//! iteration timed by the serving calculator ([`StepCost`]); throughput and
+//! the latency percentiles come out.
+//!
+//! The two schedulers, as this model runs them:
+//! - **Static** (request-level batching, as servers did before Orca): the
+//!   server waits until `max_batch` requests are waiting, or the oldest has
+//!   waited `max_wait_s`, or no more will arrive; it prefills the batch in
+//!   one pass, then decodes every sequence until the longest output ends (a
+//!   finished sequence keeps its slot and decodes padding), and returns all
+//!   the responses when the batch ends.
+//! - **Continuous** (iteration-level, as Orca and vLLM do): every iteration
+//!   either prefills the waiting requests that fit in the free slots (one
+//!   pass; running sequences wait for it, no chunked prefill) or decodes one
+//!   token for every running sequence; a sequence leaves, and returns its
+//!   response, the iteration it finishes.
+//!
+//! The prefill produces a request's first output token (time to first
+//! token = its end − the arrival). Memory is not a scheduler here: the
+//! settings are refused unless `max_batch` sequences of the longest
+//! request fit beside the weights (the paged-cache part models memory).
+
+use rand::{RngExt as _, SeedableRng as _};
+use serde::Serialize;
+
+use super::InferError;
+use super::calc::{ServeSettings, StepCost, sequences_fit};
+use crate::quant::calibrate::percentile;
+
+/// Most tokens one request may reach (prompt + output) in the simulation.
+pub const MAX_LENGTH: u64 = 8192;
+/// Most requests one simulation runs.
+pub const MAX_REQUESTS: u32 = 5000;
+/// Most sequences one batch holds.
+pub const MAX_BATCH: u32 = 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub enum Scheme {
+    Static,
+    Continuous,
+}
+
+impl Scheme {
+    pub const ALL: [Self; 2] = [Self::Static, Self::Continuous];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Static => "static",
+            Self::Continuous => "continuous",
+        }
+    }
+}
+
+impl crate::names::Named for Scheme {
+    fn name_key(&self) -> String {
+        format!("infer.batching.{}", self.key())
+    }
+}
+
+/// The model on its device, and the stream of requests.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct BatchingSettings {
+    /// Model, device and bytes per weight and per cached value (its prompt,
+    /// context and batch are set from the fields below when validated).
+    pub serve: ServeSettings,
+    /// Mean arrivals per second (exponential gaps between them).
+    pub rate: f64,
+    pub requests: u32,
+    /// Prompt lengths, uniform in [lo, hi].
+    pub prompt: (u64, u64),
+    /// Output lengths, uniform in [lo, hi].
+    pub output: (u64, u64),
+    pub max_batch: u32,
+    /// Static batching starts a batch that is not full once its oldest
+    /// request has waited this long.
+    pub max_wait_s: f64,
+    pub seed: u64,
+}
+
+impl BatchingSettings {
+    /// A stream on `serve`'s model and device: 200 requests of 16–512
+    /// prompt and 16–512 output tokens, batches of up to 32, a static batch
+    /// waiting at most 2 s, at `rate` requests a second.
+    pub fn new(serve: ServeSettings, rate: f64) -> Self {
+        Self {
+            serve,
+            rate,
+            requests: 200,
+            prompt: (16, 512),
+            output: (16, 512),
+            max_batch: 32,
+            max_wait_s: 2.0,
+            seed: 1,
+        }
+    }
+
+    /// The calculator's settings at this stream's worst case: the longest
+    /// prompt, the longest request's context, a full batch.
+    fn worst_case(&self) -> ServeSettings {
+        ServeSettings {
+            prompt: self.prompt.1,
+            context: self.prompt.1.saturating_add(self.output.1),
+            batch: u64::from(self.max_batch),
+            ..self.serve.clone()
+        }
+    }
+
+    pub fn validate(&self) -> Result<StepCost, InferError> {
+        if !(self.rate.is_finite() && self.rate > 0.0 && self.rate <= 1e6) {
+            return Err(InferError::Rate { value: self.rate });
+        }
+        let bad = |(lo, hi): (u64, u64)| lo == 0 || lo > hi || hi > MAX_LENGTH;
+        let (prompt, output) = (self.prompt, self.output);
+        if bad(prompt) {
+            return Err(InferError::PromptLengths {
+                lo: prompt.0,
+                hi: prompt.1,
+                reserve: MAX_LENGTH,
+            });
+        }
+        if bad(output) {
+            return Err(InferError::OutputLengths {
+                lo: output.0,
+                hi: output.1,
+                reserve: MAX_LENGTH,
+            });
+        }
+        if prompt.1 + output.1 > MAX_LENGTH {
+            return Err(InferError::Longest {
+                longest: prompt.1 + output.1,
+                reserve: MAX_LENGTH,
+            });
+        }
+        if !(1..=MAX_REQUESTS).contains(&self.requests) {
+            return Err(InferError::Stream {
+                requests: self.requests,
+                max: MAX_REQUESTS,
+            });
+        }
+        if !(1..=MAX_BATCH).contains(&self.max_batch) {
+            return Err(InferError::MaxBatch {
+                value: self.max_batch,
+                max: MAX_BATCH,
+            });
+        }
+        if !(self.max_wait_s.is_finite() && (0.0..=3600.0).contains(&self.max_wait_s)) {
+            return Err(InferError::MaxWait {
+                value: self.max_wait_s,
+            });
+        }
+        let worst = self.worst_case();
+        let cost = StepCost::new(&worst)?;
+        let per_sequence = worst.context as f64 * cost.kv_per_token();
+        let fit = sequences_fit(&worst.device, cost.weight_bytes(), per_sequence);
+        if fit < u64::from(self.max_batch) {
+            return Err(InferError::BatchMemory {
+                batch: self.max_batch,
+                fit,
+                longest: worst.context,
+            });
+        }
+        Ok(cost)
+    }
+
+    /// The requests, in order of arrival: (arrival s, prompt, output).
+    pub fn draw(&self) -> Vec<Request> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed);
+        let mut t = 0.0;
+        (0..self.requests)
+            .map(|_| {
+                // Exponential gaps: −ln(U)/rate with U in (0, 1].
+                let u: f64 = 1.0 - rng.random::<f64>();
+                t += -u.ln() / self.rate;
+                Request {
+                    arrival: t,
+                    prompt: rng.random_range(self.prompt.0..=self.prompt.1),
+                    output: rng.random_range(self.output.0..=self.output.1),
+                }
+            })
+            .collect()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Request {
+    pub arrival: f64,
+    pub prompt: u64,
+    pub output: u64,
+}
+
+/// When a request got its first token and its response.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Served {
+    pub first_token: f64,
+    pub done: f64,
+}
+
+/// One scheme's run over the stream.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BatchingRun {
+    pub scheme: Scheme,
+    /// Output tokens a second, from the first arrival to the last response.
+    pub throughput: f64,
+    pub ttft_p50: f64,
+    pub ttft_p99: f64,
+    pub e2e_p50: f64,
+    pub e2e_p99: f64,
+    /// Sequences per decode step, averaged over the steps.
+    pub mean_batch: f64,
+    /// Decode slot-steps spent on sequences already finished (static's padding).
+    pub padding_share: f64,
+    pub iterations: u64,
+    /// Seconds from the first arrival to the last response.
+    pub makespan: f64,
+}
+
+/// What a scheduler measured, before the percentiles.
+#[derive(Default)]
+struct Tally {
+    served: Vec<Option<Served>>,
+    decode_steps: u64,
+    slot_steps: f64,
+    padding: f64,
+    iterations: u64,
+}
+
+impl Tally {
+    fn new(requests: usize) -> Self {
+        Self {
+            served: vec![None; requests],
+            ..Self::default()
+        }
+    }
+
+    fn finish(self, scheme: Scheme, requests: &[Request]) -> BatchingRun {
+        let served: Vec<Served> = self.served.iter().flatten().copied().collect();
+        debug_assert_eq!(served.len(), requests.len(), "every request is served");
+        let sorted = |f: &dyn Fn(&Request, &Served) -> f64| {
+            let mut v: Vec<f64> = requests.iter().zip(&served).map(|(r, s)| f(r, s)).collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let ttft = sorted(&|r, s| s.first_token - r.arrival);
+        let e2e = sorted(&|r, s| s.done - r.arrival);
+        let start = requests.first().map_or(0.0, |r| r.arrival);
+        let end = served.iter().map(|s| s.done).fold(start, f64::max);
+        let makespan = end - start;
+        let tokens: u64 = requests.iter().map(|r| r.output).sum();
+        let steps = self.decode_steps.max(1) as f64;
+        BatchingRun {
+            scheme,
+            throughput: if makespan > 0.0 {
+                tokens as f64 / makespan
+            } else {
+                0.0
+            },
+            ttft_p50: percentile(&ttft, 50.0),
+            ttft_p99: percentile(&ttft, 99.0),
+            e2e_p50: percentile(&e2e, 50.0),
+            e2e_p99: percentile(&e2e, 99.0),
+            mean_batch: self.slot_steps / steps,
+            padding_share: if self.slot_steps > 0.0 {
+                self.padding / self.slot_steps
+            } else {
+                0.0
+            },
+            iterations: self.iterations,
+            makespan,
+        }
+    }
+}
+
+/// Runs the stream through one scheme.
+pub fn simulate(s: &BatchingSettings, scheme: Scheme) -> Result<BatchingRun, InferError> {
+    let cost = s.validate()?;
+    let requests = s.draw();
+    let tally = match scheme {
+        Scheme::Static => static_batching(s, &cost, &requests),
+        Scheme::Continuous => continuous(s, &cost, &requests),
+    };
+    Ok(tally.finish(scheme, &requests))
+}
+
+fn static_batching(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally {
+    let mut tally = Tally::new(requests.len());
+    let max_batch = s.max_batch as usize;
+    let (mut t, mut next) = (0.0_f64, 0);
+    while next < requests.len() {
+        // Wait for a full batch, the oldest's deadline or the last arrival.
+        let oldest = requests[next].arrival;
+        let full = requests.get(next + max_batch - 1).map(|r| r.arrival);
+        let start = t.max(oldest).max(match full {
+            Some(at) => at.min(oldest + s.max_wait_s),
+            None => (oldest + s.max_wait_s).min(requests[requests.len() - 1].arrival),
+        });
+        let arrived = requests[next..]
+            .iter()
+            .take(max_batch)
+            .take_while(|r| r.arrival <= start)
+            .count()
+            .max(1);
+        let batch = &requests[next..next + arrived];
+        let first_token = start + prefill(cost, batch);
+        t = first_token;
+        tally.iterations += 1;
+        let longest = batch.iter().map(|r| r.output).max().unwrap_or(1);
+        let mut context: f64 = batch.iter().map(|r| (r.prompt + 1) as f64).sum();
+        let b = batch.len() as f64;
+        // Every slot decodes until the longest output ends.
+        for _ in 1..longest {
+            t += cost.decode(b, context).seconds;
+            context += b;
+        }
+        let decode_steps = longest - 1;
+        tally.iterations += decode_steps;
+        tally.decode_steps += decode_steps;
+        tally.slot_steps += b * decode_steps as f64;
+        tally.padding += batch
+            .iter()
+            .map(|r| (longest - r.output) as f64)
+            .sum::<f64>();
+        for i in next..next + arrived {
+            tally.served[i] = Some(Served {
+                first_token,
+                done: t,
+            });
+        }
+        next += arrived;
+    }
+    tally
+}
+
+fn continuous(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally {
+    let mut tally = Tally::new(requests.len());
+    let max_batch = s.max_batch as usize;
+    let (mut t, mut next) = (0.0_f64, 0);
+    // (request, tokens produced, tokens in context)
+    let mut running: Vec<(usize, u64, u64)> = Vec::new();
+    while next < requests.len() || !running.is_empty() {
+        if running.is_empty() && requests[next].arrival > t {
+            t = requests[next].arrival;
+        }
+        let free = max_batch - running.len();
+        let arrived = requests[next..]
+            .iter()
+            .take(free)
+            .take_while(|r| r.arrival <= t)
+            .count();
+        tally.iterations += 1;
+        if arrived > 0 {
+            let batch = &requests[next..next + arrived];
+            t += prefill(cost, batch);
+            for (i, r) in batch.iter().enumerate() {
+                let id = next + i;
+                if r.output == 1 {
+                    tally.served[id] = Some(Served {
+                        first_token: t,
+                        done: t,
+                    });
+                } else {
+                    tally.served[id] = Some(Served {
+                        first_token: t,
+                        done: f64::NAN,
+                    });
+                    running.push((id, 1, r.prompt + 1));
+                }
+            }
+            next += arrived;
+            continue;
+        }
+        let context: u64 = running.iter().map(|r| r.2).sum();
+        t += cost.decode(running.len() as f64, context as f64).seconds;
+        tally.decode_steps += 1;
+        tally.slot_steps += running.len() as f64;
+        running.retain_mut(|(id, produced, context)| {
+            *produced += 1;
+            *context += 1;
+            let done = *produced >= requests[*id].output;
+            if done && let Some(served) = &mut tally.served[*id] {
+                served.done = t;
+            }
+            !done
+        });
+    }
+    tally
+}
+
+/// Decode slot-steps a static batch spends on padding: every sequence
+/// holds its slot until the longest output ends, and the prefill makes each
+/// one's first token, so a batch of outputs o decodes max(o) − 1 steps for
+/// each and Σ (max(o) − o) of those slot-steps are padding.
+pub fn padding_slots(outputs: &[u64]) -> u64 {
+    let longest = outputs.iter().copied().max().unwrap_or(0);
+    outputs.iter().map(|o| longest - o).sum()
+}
+
+/// Arrival rates for a sweep, as fractions of a rough capacity: a full
+/// batch decoding back to back at the mean lengths (prefills left out, so
+/// the real capacity is lower and the last rates overload the server).
+pub fn sweep_rates(s: &BatchingSettings) -> Result<Vec<f64>, InferError> {
+    const FRACTIONS: [f64; 10] = [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.25];
+    let cost = s.validate()?;
+    let mean = |(lo, hi): (u64, u64)| (lo + hi) as f64 / 2.0;
+    let (prompt, output) = (mean(s.prompt), mean(s.output));
+    let batch = f64::from(s.max_batch);
+    let step = cost.decode(batch, batch * (prompt + output / 2.0)).seconds;
+    let capacity = batch / (step * output);
+    Ok(FRACTIONS.iter().map(|f| f * capacity).collect())
+}
+
+/// One prefill pass over `batch`'s prompts, in seconds.
+fn prefill(cost: &StepCost, batch: &[Request]) -> f64 {
+    let tokens: f64 = batch.iter().map(|r| r.prompt as f64).sum();
+    let attended: f64 = batch.iter().map(|r| (r.prompt * r.prompt) as f64).sum();
+    cost.prefill(tokens, attended).seconds
+}
+
+/// Both schemes at one arrival rate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RatePoint {
+    pub rate: f64,
+    pub static_run: BatchingRun,
+    pub continuous: BatchingRun,
+}
+
+/// Most rates one sweep takes.
+pub const MAX_RATES: usize = 32;
+
+/// Both schemes at each rate in `rates`, the rest of `s` unchanged (the
+/// same seed: the same requests, arriving faster or slower).
+pub fn sweep(s: &BatchingSettings, rates: &[f64]) -> Result<Vec<RatePoint>, InferError> {
+    if rates.is_empty() || rates.len() > MAX_RATES {
+        return Err(InferError::Rates {
+            count: rates.len() as u32,
+            max: MAX_RATES as u32,
+        });
+    }
+    rates
+        .iter()
+        .map(|&rate| {
+            let at = BatchingSettings { rate, ..s.clone() };
+            Ok(RatePoint {
+                rate,
+                static_run: simulate(&at, Scheme::Static)?,
+                continuous: simulate(&at, Scheme::Continuous)?,
+            })
+        })
+        .collect()
+}
