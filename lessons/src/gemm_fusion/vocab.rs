@@ -61,9 +61,12 @@ pub fn table(ui: &mut egui::Ui, lang: Lang) {
                     ui.monospace(cuda);
                     ui.monospace(wgsl);
                 } else {
+                    // Never wrapped: a grid cell's first frame is narrow,
+                    // and the grid would keep the wrapped width.
                     ui.vertical(|ui| {
-                        ui.monospace(cuda);
-                        ui.label(egui::RichText::new(wgsl).monospace().weak());
+                        ui.set_min_width(code);
+                        ui.add(egui::Label::new(egui::RichText::new(cuda).monospace()).extend());
+                        ui.add(egui::Label::new(egui::RichText::new(wgsl).monospace().weak()).extend());
                     });
                 }
                 ui.scope(|ui| {
