@@ -1,16 +1,20 @@
 //! `dlsys-lab infer`: the serving calculator (`calc`: time to first token,
 //! time per output token, tokens/s and the bounds), the paged KV cache
 //! against contiguous reservation on a seeded stream (`paged`), static
-//! against continuous batching on the virtual clock (`serve`), and
-//! speculative decoding measured with its exactness test (`speculate`).
+//! against continuous batching on the virtual clock (`serve`), speculative
+//! decoding measured with its exactness test (`speculate`), and the
+//! engine's character model generating with or without its KV cache, every
+//! step timed (`generate`).
 //! The same core values as the inference lesson's page.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::float::show_sig;
+use dlsys_core::inference::InferError;
 use dlsys_core::inference::batching::{self, BatchingRun, BatchingSettings, Scheme};
 use dlsys_core::inference::calc::{self, DevicePreset, ServeReport, ServeSettings};
+use dlsys_core::inference::generate as textgen;
 use dlsys_core::inference::paged::{self, SchemeRun, StreamReport, StreamSettings};
 use dlsys_core::inference::speculative::{self, SpecReport, SpecSettings};
 use dlsys_core::memory::show_seconds;
@@ -26,6 +30,7 @@ pub enum InferCommand {
     Paged(PagedArgs),
     Serve(ServeArgs),
     Speculate(SpecArgs),
+    Generate(GenerateArgs),
 }
 
 impl InferCommand {
@@ -34,6 +39,7 @@ impl InferCommand {
             Self::Calc(a) => a.json,
             Self::Paged(a) => a.json,
             Self::Serve(a) => a.json,
+            Self::Generate(a) => a.json,
             Self::Speculate(a) => a.json,
         }
     }
@@ -98,6 +104,22 @@ pub struct ServeArgs {
     max_batch: u32,
     #[arg(long, default_value_t = 2.0)]
     max_wait: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct GenerateArgs {
+    #[arg(long, default_value = "Attention ")]
+    prompt: String,
+    #[arg(long, default_value_t = 200)]
+    tokens: usize,
+    #[arg(long)]
+    no_kv_cache: bool,
+    #[arg(long, default_value_t = 300)]
+    steps: u64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     #[arg(long)]
@@ -188,6 +210,7 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
                 a.json,
             )
         }
+        InferCommand::Generate(a) => generate(a),
         InferCommand::Speculate(a) => {
             let settings = SpecSettings {
                 k: a.k,
@@ -359,6 +382,113 @@ impl Report for ServeCli {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Trains the generation model (a report line every few steps), then
+/// generates with or without the cache.
+fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
+    use dlsys_core::nn::models::text_run::{TextEvent, TextRun};
+    let corpus = dlsys_core::nn::models::char_model::Corpus::shipped();
+    // Bad input is refused before the training it would waste.
+    let prompt = textgen::encode(&corpus, &a.prompt).map_err(|e| CliError::from(say(&e)))?;
+    if a.tokens == 0 || prompt.len() + a.tokens > textgen::CONTEXT {
+        let e = InferError::Continuation {
+            prompt: prompt.len(),
+            tokens: a.tokens,
+            context: textgen::CONTEXT,
+        };
+        return Err(CliError::from(say(&e)));
+    }
+    let mut run = TextRun::new(textgen::model_settings(a.steps, a.seed))
+        .map_err(|e| CliError::from(say(&e)))?;
+    let held_out = loop {
+        match run.step().map_err(|e| CliError::from(say(&e)))? {
+            Some(TextEvent::Report(r)) if !a.json => {
+                let mut out = io::stdout().lock();
+                line(
+                    &mut out,
+                    "infer.generate.training",
+                    &[
+                        ("step", &r.step),
+                        ("steps", &a.steps),
+                        ("loss", &format!("{:.3}", r.held_out_loss)),
+                    ],
+                )
+                .map_err(CliError::from)?;
+            }
+            Some(TextEvent::Finished(result)) => break result.held_out_loss,
+            _ => {}
+        }
+    };
+    let generation = textgen::generate(run.model(), &corpus, &a.prompt, a.tokens, !a.no_kv_cache)
+        .map_err(|e| CliError::from(say(&e)))?;
+    emit(
+        &GenerateCli {
+            context: run.model().config.context,
+            parameters: run.model().parameter_count(),
+            held_out_loss: held_out,
+            median_step_s: median(&generation.step_s),
+            generation,
+        },
+        a.json,
+    )
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    dlsys_core::quant::calibrate::percentile(&sorted, 50.0)
+}
+
+#[derive(serde::Serialize)]
+struct GenerateCli {
+    context: usize,
+    parameters: usize,
+    held_out_loss: f64,
+    median_step_s: f64,
+    #[serde(flatten)]
+    generation: textgen::Generation,
+}
+
+impl Report for GenerateCli {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let g = &self.generation;
+        line(
+            out,
+            "infer.generate.model",
+            &[
+                ("context", &self.context),
+                ("params", &self.parameters),
+                ("loss", &format!("{:.3}", self.held_out_loss)),
+            ],
+        )?;
+        line(
+            out,
+            "infer.generate.text",
+            &[("prompt", &g.prompt), ("text", &g.text)],
+        )?;
+        let (first, last) = (
+            g.step_s.first().copied().unwrap_or(0.0),
+            g.step_s.last().copied().unwrap_or(0.0),
+        );
+        line(
+            out,
+            if g.cached {
+                "infer.generate.cached"
+            } else {
+                "infer.generate.uncached"
+            },
+            &[
+                ("prefill", &show_seconds(g.prefill_s)),
+                ("steps", &g.step_s.len()),
+                ("median", &show_seconds(self.median_step_s)),
+                ("first", &show_seconds(first)),
+                ("last", &show_seconds(last)),
+                ("total", &show_seconds(g.total_s())),
+                ("bytes", &g.cache_bytes),
+            ],
+        )
     }
 }
 

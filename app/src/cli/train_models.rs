@@ -162,6 +162,7 @@ fn train_transformer(args: &TrainArgs) -> Result<ExitCode, CliError> {
         batch: args.batch.unwrap_or(defaults.batch),
         lr: args.lr.unwrap_or(defaults.lr),
         seed: args.seed,
+        ..defaults
     };
     let mut run = TextRun::new(settings).map_err(|e| super::say(&e))?;
     let config = run.model().config;

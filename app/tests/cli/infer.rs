@@ -104,6 +104,21 @@ fn continuous_batching_serves_more_when_requests_crowd_in() {
 }
 
 #[test]
+fn generation_with_the_cache_writes_what_recomputing_writes() {
+    let args = [
+        "infer", "generate", "--steps", "5", "--tokens", "40", "--json",
+    ];
+    let with = json(&args);
+    let without = json(&[&args[..], &["--no-kv-cache"]].concat());
+    assert_eq!(with["text"], without["text"]);
+    assert_eq!(with["text"].as_str().unwrap().chars().count(), 40);
+    assert_eq!(with["step_s"].as_array().unwrap().len(), 39);
+    // K and V of "Attention " and 39 generated characters: 2 · 49 · 32 · 4 bytes.
+    assert_eq!(with["cache_bytes"], 2 * 49 * 32 * 4);
+    assert_eq!(without["cache_bytes"], 0);
+}
+
+#[test]
 fn speculation_is_exact_and_the_wrong_resampler_is_caught() {
     let v = json(&[
         "infer",

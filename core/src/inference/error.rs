@@ -31,5 +31,11 @@ crate::catalog_error! {
         MaxWait { value: f64 } = "infer.max_wait",
         BatchMemory { batch: u32, fit: u64, longest: u64 } = "infer.batch_memory",
         Rates { count: u32, max: u32 } = "infer.rates",
+        PastContext { tokens: usize, context: usize } = "infer.past_context",
+        UnknownToken { id: usize, vocab: usize } = "infer.unknown_token",
+        EmptyPrompt = "infer.empty_prompt",
+        LongPrompt { chars: usize, max: usize } = "infer.long_prompt",
+        Character { character: String } = "infer.character",
+        Continuation { prompt: usize, tokens: usize, context: usize } = "infer.continuation",
     }
 }

@@ -12,6 +12,7 @@
 pub mod batching;
 pub mod calc;
 mod error;
+pub mod generate;
 pub mod paged;
 pub mod speculative;
 

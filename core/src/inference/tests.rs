@@ -450,3 +450,123 @@ mod batching {
         assert!(matches!(sweep(&ok, &[]), Err(InferError::Rates { .. })));
     }
 }
+
+mod generation {
+    use super::super::InferError;
+    use super::super::generate::{Cache, forward, generate};
+    use crate::autograd::{Graph, Var};
+    use crate::memory::transformer::kv_cache_bytes;
+    use crate::nn::models::char_model::{CharConfig, CharModel, Corpus, shipped_config};
+
+    /// The bound on |logit| differences between the row-wise forward and
+    /// the engine's graph, and between cached and recomputed decoding: f32
+    /// sums taken in another order, over rows of width 32 to 128.
+    const BOUND: f32 = 1e-4;
+
+    fn model(context: usize) -> (Corpus, CharModel) {
+        let corpus = Corpus::shipped();
+        let config = CharConfig {
+            context,
+            ..shipped_config(&corpus)
+        };
+        (corpus, CharModel::new(config, 7))
+    }
+
+    #[test]
+    fn the_row_wise_forward_is_the_engines_forward() {
+        let (corpus, model) = model(48);
+        let ids = &corpus.ids[..48];
+        let mut g = Graph::new();
+        let leaves: Vec<Var> = model.params().iter().map(|t| g.input(t.clone())).collect();
+        let (logits, _) = model.forward(&mut g, &leaves, ids);
+        let engine = g.value(logits).into_owned();
+        let ours = forward(&model, &mut Cache::default(), ids).unwrap();
+        assert_eq!(engine.shape, ours.shape);
+        let worst = engine
+            .data
+            .iter()
+            .zip(&ours.data)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(worst <= BOUND, "{worst}");
+        // In two pieces, the second attending to the first's cache: the same.
+        let mut cache = Cache::default();
+        forward(&model, &mut cache, &ids[..30]).unwrap();
+        let tail = forward(&model, &mut cache, &ids[30..]).unwrap();
+        let worst = tail
+            .data
+            .iter()
+            .zip(&ours.data[30 * ours.shape[1]..])
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(worst <= BOUND, "{worst}");
+    }
+
+    #[test]
+    fn decoding_with_the_cache_equals_decoding_without_it() {
+        let (corpus, model) = model(64);
+        let (prompt, tokens) = ("Attention ", 40);
+        let with = generate(&model, &corpus, prompt, tokens, true).unwrap();
+        let without = generate(&model, &corpus, prompt, tokens, false).unwrap();
+        assert_eq!((with.logits.len(), with.step_s.len()), (tokens, tokens - 1));
+        let (a, b): (Vec<char>, Vec<char>) =
+            (with.text.chars().collect(), without.text.chars().collect());
+        for (i, (x, y)) in with.logits.iter().zip(&without.logits).enumerate() {
+            let worst = x
+                .iter()
+                .zip(y)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0, f32::max);
+            assert!(worst <= BOUND, "step {i}: {worst}");
+            let mut sorted = x.clone();
+            sorted.sort_by(|p, q| q.total_cmp(p));
+            if a[i] != b[i] {
+                // Only a near tie may pick another token; after it the texts part.
+                assert!(sorted[0] - sorted[1] <= 2.0 * BOUND, "step {i}");
+                break;
+            }
+        }
+        // The cache holds the prompt's and every step's K and V: the memory
+        // calculator's formula for one layer in f32.
+        let cached = prompt.len() + tokens - 1;
+        let config = model.config;
+        let expect = kv_cache_bytes(
+            1,
+            config.heads as u64,
+            (config.width / config.heads) as u64,
+            cached as u64,
+            4,
+        )
+        .unwrap();
+        assert_eq!(with.cache_bytes, expect);
+        assert_eq!(without.cache_bytes, 0);
+    }
+
+    #[test]
+    fn bad_prompts_are_refused_with_the_reason() {
+        let (corpus, model) = model(32);
+        let refused =
+            |prompt: &str, tokens| generate(&model, &corpus, prompt, tokens, true).unwrap_err();
+        assert!(matches!(refused("", 4), InferError::EmptyPrompt));
+        assert!(matches!(
+            refused("naïve €", 4),
+            InferError::Character { .. }
+        ));
+        assert!(matches!(
+            refused("Attention ", 30),
+            InferError::Continuation { .. }
+        ));
+        assert!(matches!(
+            refused("Attention ", 0),
+            InferError::Continuation { .. }
+        ));
+        assert!(matches!(
+            forward(&model, &mut Cache::default(), &[0; 33]),
+            Err(InferError::PastContext { .. })
+        ));
+        assert!(matches!(
+            forward(&model, &mut Cache::default(), &[9999]),
+            Err(InferError::UnknownToken { .. })
+        ));
+    }
+}

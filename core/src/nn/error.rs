@@ -35,6 +35,7 @@ crate::catalog_error! {
         ModelBatch { value: u64, max: u64 } = "train.model_batch",
         ModelEpochs { value: u64, max: u64 } = "train.model_epochs",
         ModelSteps { value: u64, max: u64 } = "train.model_steps",
+        ModelContext { value: usize, max: usize } = "train.model_context",
         /// The loss stopped being finite in this epoch.
         Diverged { epoch: u64 } = "train.diverged",
         /// The loss stopped being finite at this step.

@@ -1,4 +1,5 @@
-//! "Inference & serving": the serving calculator (prefill vs decode, each
+//! "Inference & serving": the engine's character model generating with
+//! and without its KV cache, every step timed; the serving calculator (prefill vs decode, each
 //! bound by compute or by bytes, the batch where decoding turns
 //! compute-bound, the KV cache and how many sequences fit), the paged KV
 //! cache against contiguous reservation on a seeded stream of requests,
@@ -9,6 +10,7 @@
 mod batching_view;
 mod calc_view;
 mod exercises;
+mod generate_view;
 mod paged_view;
 mod spec_view;
 
@@ -39,6 +41,7 @@ pub struct Settings {
     pub batch: u64,
     pub stream: StreamSettings,
     pub batching: batching_view::Stream,
+    pub generation: generate_view::GenSettings,
     /// Proposals per round and the seed of the speculation.
     pub k: u32,
     pub spec_seed: u64,
@@ -57,6 +60,7 @@ impl Default for Settings {
             batch: serve.batch,
             stream: StreamSettings::default(),
             batching: batching_view::Stream::default(),
+            generation: generate_view::GenSettings::default(),
             k: 4,
             spec_seed: 1,
         }
@@ -82,6 +86,7 @@ impl Settings {
         self.batch = self.batch.clamp(1, MAX_COUNT);
         self.k = self.k.clamp(1, MAX_K);
         self.batching.clamped();
+        self.generation.clamped();
         let st = &mut self.stream;
         st.block_tokens = st.block_tokens.clamp(1, 256);
         st.reserve = st.reserve.clamp(2, 1 << 16);
@@ -119,6 +124,7 @@ fn t(lang: Lang, key: &'static str) -> &'static str {
 #[derive(Default)]
 pub struct Inference {
     settings: Settings,
+    generate: generate_view::Job,
     paged: paged_view::Cache,
     batching: batching_view::Cache,
     spec: spec_view::Cache,
@@ -132,19 +138,35 @@ impl Lesson for Inference {
         self.settings.clamped();
         crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
-        let Self { settings, paged, batching, spec } = self;
+        let Self { settings, generate, paged, batching, spec } = self;
+        crate::kit::section(ui, &TEXT, lang, "generate", |ui| generate.ui(ui, &mut settings.generation, lang));
         crate::kit::section(ui, &TEXT, lang, "calc", |ui| calc_view::ui(ui, settings, lang));
         crate::kit::section(ui, &TEXT, lang, "paged", |ui| paged.ui(ui, &mut settings.stream, lang));
         crate::kit::section(ui, &TEXT, lang, "batching", |ui| batching.ui(ui, settings, lang));
         crate::kit::section(ui, &TEXT, lang, "spec", |ui| spec.ui(ui, settings, lang));
     }
 
+    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+        self.generate.logic(ctx);
+    }
+
+    fn is_busy(&self) -> bool {
+        self.generate.is_running()
+    }
+
     crate::persist_field!(settings);
 
-    /// The stream through both caches, both batching schemes and the
-    /// speculation at the lesson's defaults, as the page computes them.
+    /// A short generation (a model trained 20 steps, 60 characters, with
+    /// and without the cache), the stream through both caches, both
+    /// batching schemes and the speculation at the lesson's defaults, as
+    /// the page computes them.
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
         let d = Settings::default();
+        self.generate.start(&generate_view::GenSettings {
+            steps: 20,
+            tokens: 60,
+            ..d.generation.clone()
+        });
         self.paged.compute(&d.stream);
         self.batching.compute(&d.batching.settings(&d));
         self.spec.compute(&d);
@@ -152,7 +174,12 @@ impl Lesson for Inference {
     }
 
     fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
-        let outcomes = [self.paged.outcome()?, self.batching.outcome()?, self.spec.outcome()?];
+        let outcomes = [
+            self.generate.outcome()?,
+            self.paged.outcome()?,
+            self.batching.outcome()?,
+            self.spec.outcome()?,
+        ];
         let failed = outcomes.iter().any(Result::is_err);
         let detail = outcomes
             .into_iter()

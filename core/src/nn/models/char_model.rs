@@ -149,6 +149,11 @@ impl CharModel {
         Self { config, params }
     }
 
+    /// The parameters, in the order [`PARAMETERS`] names them.
+    pub fn params(&self) -> &[Tensor<f32>] {
+        &self.params
+    }
+
     pub fn parameter_count(&self) -> usize {
         self.params.iter().map(Tensor::numel).sum()
     }
@@ -279,7 +284,7 @@ pub fn optimizer(lr: f64) -> Optimizer<f32> {
 pub fn shipped_config(corpus: &Corpus) -> CharConfig {
     CharConfig {
         vocab: corpus.vocab.len(),
-        context: 32,
+        context: super::text_run::SHIPPED_CONTEXT,
         width: 32,
         heads: 2,
     }

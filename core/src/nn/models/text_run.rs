@@ -31,6 +31,8 @@ pub struct TextSettings {
     pub batch: usize,
     pub lr: f64,
     pub seed: u64,
+    /// Characters of context the model learns positions for.
+    pub context: usize,
 }
 
 impl Default for TextSettings {
@@ -41,9 +43,16 @@ impl Default for TextSettings {
             batch: 8,
             lr: 1e-2,
             seed: 1,
+            context: SHIPPED_CONTEXT,
         }
     }
 }
+
+/// The lessons' model's context: 32 characters.
+pub const SHIPPED_CONTEXT: usize = 32;
+/// The longest context a run learns: its windows must fit in the held-out
+/// tenth of the shipped text (about 440 characters).
+pub const MAX_CONTEXT: usize = 256;
 
 impl TextSettings {
     /// Every limit, with the value refused.
@@ -53,6 +62,12 @@ impl TextSettings {
             return Err(TrainError::ModelSteps {
                 value: self.steps,
                 max: MAX_STEPS,
+            });
+        }
+        if !(2..=MAX_CONTEXT).contains(&self.context) {
+            return Err(TrainError::ModelContext {
+                value: self.context,
+                max: MAX_CONTEXT,
             });
         }
         Ok(())
@@ -110,7 +125,10 @@ impl TextRun {
     pub fn new(settings: TextSettings) -> Result<Self, TrainError> {
         settings.validate()?;
         let corpus = Corpus::shipped();
-        let config = char_model::shipped_config(&corpus);
+        let config = char_model::CharConfig {
+            context: settings.context,
+            ..char_model::shipped_config(&corpus)
+        };
         let (train, held) = corpus.split(HELD_OUT_FRACTION);
         let probe = train.windows(SCORED, config.context, settings.seed ^ 0x9e37);
         let held_out = held.windows(SCORED, config.context, settings.seed ^ 0x5eed);

@@ -1,0 +1,270 @@
+//! Generation with the engine's character model: the prompt prefilled in
+//! one pass, then one token a step — with a KV cache (each token's keys and
+//! values kept, so a step computes one new row) or without (the whole prefix
+//! run again every step) — every step timed.
+//!
+//! [`forward`] is the model's forward pass over new tokens that attend to
+//! the cached ones: the same layers as `CharModel::forward` (embeddings,
+//! LayerNorm, causal attention, the GELU MLP, the head; the engine's ε and
+//! GELU), written on rows so that a step can reuse the cache. With an empty
+//! cache and the whole sequence it is the engine's forward, up to the order
+//! of f32 sums (tested). Greedy decoding: each token is the argmax.
+
+use serde::Serialize;
+
+use super::InferError;
+use crate::autograd::{Tensor, matmul, mean_and_variance};
+use crate::kernels::{LAYERNORM_EPS, gelu};
+use crate::nn::models::char_model::{CharModel, Corpus};
+
+/// Keys and values of the tokens so far, `[tokens, width]` each.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cache {
+    keys: Vec<f32>,
+    values: Vec<f32>,
+    tokens: usize,
+}
+
+impl Cache {
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    /// Bytes the cache holds: 2 · tokens · width · 4 (one layer).
+    pub fn bytes(&self) -> u64 {
+        ((self.keys.len() + self.values.len()) * 4) as u64
+    }
+}
+
+/// The rows of `x` (`[rows, cols]`) normalised, then scaled by γ and shifted by β.
+fn layer_norm(x: &Tensor<f32>, gamma: &Tensor<f32>, beta: &Tensor<f32>) -> Tensor<f32> {
+    let (rows, cols) = x.rows_cols();
+    let mut y = x.clone();
+    for r in 0..rows {
+        let (mean, var) = mean_and_variance(x.row(r));
+        let inv = 1.0 / (var + LAYERNORM_EPS).sqrt();
+        for c in 0..cols {
+            let i = r * cols + c;
+            y.data[i] = gamma.data[c] * ((x.data[i] - mean) * inv) + beta.data[c];
+        }
+    }
+    y
+}
+
+/// `x + bias` with the bias broadcast over the rows.
+fn add_bias(mut x: Tensor<f32>, bias: &Tensor<f32>) -> Tensor<f32> {
+    let cols = bias.numel();
+    for (i, v) in x.data.iter_mut().enumerate() {
+        *v += bias.data[i % cols];
+    }
+    x
+}
+
+/// The logits (`[ids.len(), vocab]`) of `ids` placed after the cached
+/// tokens, whose keys and values are appended to `cache`.
+pub fn forward(
+    model: &CharModel,
+    cache: &mut Cache,
+    ids: &[usize],
+) -> Result<Tensor<f32>, InferError> {
+    let config = model.config;
+    let (d, heads, start) = (config.width, config.heads, cache.tokens);
+    if start + ids.len() > config.context {
+        return Err(InferError::PastContext {
+            tokens: start + ids.len(),
+            context: config.context,
+        });
+    }
+    if let Some(&id) = ids.iter().find(|&&id| id >= config.vocab) {
+        return Err(InferError::UnknownToken {
+            id,
+            vocab: config.vocab,
+        });
+    }
+    let p = model.params();
+    let n = ids.len();
+    let mut x = Tensor::zeros(&[n, d]);
+    for (i, &id) in ids.iter().enumerate() {
+        let (token, place) = (p[0].row(id), p[1].row(start + i));
+        for c in 0..d {
+            x.data[i * d + c] = token[c] + place[c];
+        }
+    }
+    let h = layer_norm(&x, &p[2], &p[3]);
+    let q = matmul(&h, false, &p[4], false);
+    cache.keys.extend(matmul(&h, false, &p[5], false).data);
+    cache.values.extend(matmul(&h, false, &p[6], false).data);
+    cache.tokens += n;
+    let attended = attend(&q, cache, start, heads);
+    let o = matmul(&attended, false, &p[7], false);
+    let x = x.zip_map(&o, |a, b| a + b);
+    let h = layer_norm(&x, &p[8], &p[9]);
+    let h = add_bias(matmul(&h, false, &p[10], false), &p[11]).map(|v| gelu(f64::from(v)) as f32);
+    let h = add_bias(matmul(&h, false, &p[12], false), &p[13]);
+    let x = x.zip_map(&h, |a, b| a + b);
+    let h = layer_norm(&x, &p[14], &p[15]);
+    Ok(add_bias(matmul(&h, false, &p[16], false), &p[17]))
+}
+
+/// Causal attention of the new rows' queries (the first at position
+/// `start`) over every cached key and value, head by head, 1/√(d/heads).
+fn attend(q: &Tensor<f32>, cache: &Cache, start: usize, heads: usize) -> Tensor<f32> {
+    let (n, d) = q.rows_cols();
+    let dh = d / heads;
+    let scale = 1.0 / (dh as f32).sqrt();
+    let mut out = Tensor::zeros(&[n, d]);
+    let mut scores = Vec::with_capacity(cache.tokens);
+    for i in 0..n {
+        let seen = start + i + 1;
+        for h in 0..heads {
+            let cols = h * dh..(h + 1) * dh;
+            let query = &q.data[i * d..(i + 1) * d][cols.clone()];
+            scores.clear();
+            scores.extend((0..seen).map(|j| {
+                let key = &cache.keys[j * d..(j + 1) * d][cols.clone()];
+                query.iter().zip(key).map(|(a, b)| a * b).sum::<f32>() * scale
+            }));
+            let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(*s));
+            let mut total = 0.0;
+            for s in &mut scores {
+                *s = (*s - max).exp();
+                total += *s;
+            }
+            let row = &mut out.data[i * d..(i + 1) * d][cols.clone()];
+            for (j, w) in scores.iter().enumerate() {
+                let value = &cache.values[j * d..(j + 1) * d][cols.clone()];
+                for (o, v) in row.iter_mut().zip(value) {
+                    *o += w / total * v;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The context of the model this lesson generates with: 256 characters,
+/// so a 200-character continuation of a short prompt never slides its
+/// window (a slid window would move every cached key to a new position).
+pub const CONTEXT: usize = crate::nn::models::text_run::MAX_CONTEXT;
+
+/// The training run of the generation model: the lesson's text run (its
+/// schedule and seed rule) at [`CONTEXT`] characters, `steps` steps.
+pub fn model_settings(steps: u64, seed: u64) -> crate::nn::models::text_run::TextSettings {
+    crate::nn::models::text_run::TextSettings {
+        steps,
+        seed,
+        context: CONTEXT,
+        ..Default::default()
+    }
+}
+
+/// Most characters a prompt may hold.
+pub const MAX_PROMPT: usize = 200;
+
+/// One generation, timed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Generation {
+    pub cached: bool,
+    pub prompt: String,
+    pub text: String,
+    /// Seconds of the prompt's prefill (its first token's).
+    pub prefill_s: f64,
+    /// Seconds of each decode step after it, in order.
+    pub step_s: Vec<f64>,
+    /// Each new token's logits (the prefill's last row first).
+    #[serde(skip)]
+    pub logits: Vec<Vec<f32>>,
+    /// The cache's bytes at the end (0 without it).
+    pub cache_bytes: u64,
+}
+
+impl Generation {
+    pub fn total_s(&self) -> f64 {
+        self.prefill_s + self.step_s.iter().sum::<f64>()
+    }
+}
+
+/// The prompt's characters as the model's ids.
+pub fn encode(corpus: &Corpus, prompt: &str) -> Result<Vec<usize>, InferError> {
+    if prompt.is_empty() {
+        return Err(InferError::EmptyPrompt);
+    }
+    let count = prompt.chars().count();
+    if count > MAX_PROMPT {
+        return Err(InferError::LongPrompt {
+            chars: count,
+            max: MAX_PROMPT,
+        });
+    }
+    prompt
+        .chars()
+        .map(|c| {
+            corpus
+                .vocab
+                .binary_search(&c)
+                .map_err(|_| InferError::Character {
+                    character: c.to_string(),
+                })
+        })
+        .collect()
+}
+
+fn argmax(row: &[f32]) -> usize {
+    row.iter()
+        .enumerate()
+        .fold((0, f32::NEG_INFINITY), |(bi, bv), (i, &v)| {
+            if v > bv { (i, v) } else { (bi, bv) }
+        })
+        .0
+}
+
+/// `tokens` greedy tokens after `prompt`: with the cache, each step runs
+/// the new token alone; without, each step runs the whole sequence again.
+pub fn generate(
+    model: &CharModel,
+    corpus: &Corpus,
+    prompt: &str,
+    tokens: usize,
+    cached: bool,
+) -> Result<Generation, InferError> {
+    let mut ids = encode(corpus, prompt)?;
+    let context = model.config.context;
+    if tokens == 0 || ids.len() + tokens > context {
+        return Err(InferError::Continuation {
+            prompt: ids.len(),
+            tokens,
+            context,
+        });
+    }
+    let mut cache = Cache::default();
+    let started = web_time::Instant::now();
+    let first = forward(model, &mut cache, &ids)?;
+    let prefill_s = started.elapsed().as_secs_f64();
+    let mut logits = vec![first.row(first.rows_cols().0 - 1).to_vec()];
+    let mut step_s = Vec::with_capacity(tokens);
+    while logits.len() < tokens {
+        ids.push(argmax(&logits[logits.len() - 1]));
+        let started = web_time::Instant::now();
+        let row = if cached {
+            let last = ids[ids.len() - 1];
+            forward(model, &mut cache, &[last])?
+        } else {
+            cache = Cache::default();
+            let all = forward(model, &mut cache, &ids)?;
+            Tensor::new(all.row(ids.len() - 1).to_vec(), &[1, model.config.vocab])
+        };
+        step_s.push(started.elapsed().as_secs_f64());
+        logits.push(row.data);
+    }
+    ids.push(argmax(&logits[logits.len() - 1]));
+    let prompt_len = ids.len() - tokens;
+    Ok(Generation {
+        cached,
+        prompt: prompt.to_owned(),
+        text: corpus.decode(&ids[prompt_len..]),
+        prefill_s,
+        step_s,
+        logits,
+        cache_bytes: if cached { cache.bytes() } else { 0 },
+    })
+}
