@@ -118,6 +118,12 @@ pub struct GenerateArgs {
     tokens: usize,
     #[arg(long)]
     no_kv_cache: bool,
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f64,
+    #[arg(long, default_value_t = 0)]
+    top_k: usize,
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f64,
     #[arg(long, default_value_t = 300)]
     steps: u64,
     #[arg(long, default_value_t = 1)]
@@ -390,7 +396,14 @@ impl Report for ServeCli {
 fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
     use dlsys_core::nn::models::text_run::{TextEvent, TextRun};
     let corpus = dlsys_core::nn::models::char_model::Corpus::shipped();
+    let sampling = textgen::Sampling {
+        temperature: a.temperature,
+        top_k: a.top_k,
+        top_p: a.top_p,
+        seed: a.seed,
+    };
     // Bad input is refused before the training it would waste.
+    sampling.validate().map_err(|e| CliError::from(say(&e)))?;
     let prompt = textgen::encode(&corpus, &a.prompt).map_err(|e| CliError::from(say(&e)))?;
     if a.tokens == 0 || prompt.len() + a.tokens > textgen::CONTEXT {
         let e = InferError::Continuation {
@@ -421,8 +434,15 @@ fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
             _ => {}
         }
     };
-    let generation = textgen::generate(run.model(), &corpus, &a.prompt, a.tokens, !a.no_kv_cache)
-        .map_err(|e| CliError::from(say(&e)))?;
+    let generation = textgen::generate(
+        run.model(),
+        &corpus,
+        &a.prompt,
+        a.tokens,
+        !a.no_kv_cache,
+        &sampling,
+    )
+    .map_err(|e| CliError::from(say(&e)))?;
     emit(
         &GenerateCli {
             context: run.model().config.context,

@@ -116,6 +116,11 @@ fn generation_with_the_cache_writes_what_recomputing_writes() {
     // K and V of "Attention " and 39 generated characters: 2 · 49 · 32 · 4 bytes.
     assert_eq!(with["cache_bytes"], 2 * 49 * 32 * 4);
     assert_eq!(without["cache_bytes"], 0);
+    // Sampled the same way, the two draw the same characters too.
+    let hot = ["--temperature", "0.9", "--top-k", "12", "--top-p", "0.9"];
+    let with = json(&[&args[..], &hot[..]].concat());
+    let without = json(&[&args[..], &hot[..], &["--no-kv-cache"]].concat());
+    assert_eq!(with["text"], without["text"]);
 }
 
 #[test]

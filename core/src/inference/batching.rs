@@ -110,28 +110,7 @@ impl BatchingSettings {
         if !(self.rate.is_finite() && self.rate > 0.0 && self.rate <= 1e6) {
             return Err(InferError::Rate { value: self.rate });
         }
-        let bad = |(lo, hi): (u64, u64)| lo == 0 || lo > hi || hi > MAX_LENGTH;
-        let (prompt, output) = (self.prompt, self.output);
-        if bad(prompt) {
-            return Err(InferError::PromptLengths {
-                lo: prompt.0,
-                hi: prompt.1,
-                reserve: MAX_LENGTH,
-            });
-        }
-        if bad(output) {
-            return Err(InferError::OutputLengths {
-                lo: output.0,
-                hi: output.1,
-                reserve: MAX_LENGTH,
-            });
-        }
-        if prompt.1 + output.1 > MAX_LENGTH {
-            return Err(InferError::Longest {
-                longest: prompt.1 + output.1,
-                reserve: MAX_LENGTH,
-            });
-        }
+        super::check_lengths(self.prompt, self.output, MAX_LENGTH)?;
         if !(1..=MAX_REQUESTS).contains(&self.requests) {
             return Err(InferError::Stream {
                 requests: self.requests,

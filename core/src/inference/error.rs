@@ -37,5 +37,7 @@ crate::catalog_error! {
         LongPrompt { chars: usize, max: usize } = "infer.long_prompt",
         Character { character: String } = "infer.character",
         Continuation { prompt: usize, tokens: usize, context: usize } = "infer.continuation",
+        Temperature { value: f64, max: f64 } = "infer.temperature",
+        TopP { value: f64 } = "infer.top_p",
     }
 }

@@ -8,9 +8,13 @@
 //! LayerNorm, causal attention, the GELU MLP, the head; the engine's ε and
 //! GELU), written on rows so that a step can reuse the cache. With an empty
 //! cache and the whole sequence it is the engine's forward, up to the order
-//! of f32 sums (tested). Greedy decoding: each token is the argmax.
+//! of f32 sums (tested). Each token is the argmax, or drawn from the
+//! softmax at a temperature, cut to the top k and to the top p of the
+//! probability mass ([`Sampling`]); cached and uncached decoding draw the
+//! same random numbers.
 
-use serde::Serialize;
+use rand::{RngExt as _, SeedableRng as _};
+use serde::{Deserialize, Serialize};
 
 use super::InferError;
 use crate::autograd::{Tensor, matmul, mean_and_variance};
@@ -209,6 +213,107 @@ pub fn encode(corpus: &Corpus, prompt: &str) -> Result<Vec<usize>, InferError> {
         .collect()
 }
 
+/// How the next token is chosen from the logits.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sampling {
+    /// 0: always the most likely token (greedy); otherwise the logits are
+    /// divided by it before the softmax (below 1 sharper, above 1 flatter).
+    pub temperature: f64,
+    /// Keep only the k most likely tokens (0: all).
+    pub top_k: usize,
+    /// Keep the fewest most likely tokens whose probabilities reach p
+    /// (nucleus sampling; 1: all).
+    pub top_p: f64,
+    pub seed: u64,
+}
+
+impl Default for Sampling {
+    /// Greedy.
+    fn default() -> Self {
+        Self {
+            temperature: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            seed: 1,
+        }
+    }
+}
+
+/// The hottest temperature taken.
+pub const MAX_TEMPERATURE: f64 = 10.0;
+
+impl Sampling {
+    pub fn validate(&self) -> Result<(), InferError> {
+        if !(self.temperature.is_finite() && (0.0..=MAX_TEMPERATURE).contains(&self.temperature)) {
+            return Err(InferError::Temperature {
+                value: self.temperature,
+                max: MAX_TEMPERATURE,
+            });
+        }
+        if !(self.top_p.is_finite() && self.top_p > 0.0 && self.top_p <= 1.0) {
+            return Err(InferError::TopP { value: self.top_p });
+        }
+        Ok(())
+    }
+
+    /// The probabilities the next token is drawn from: the softmax of
+    /// logits ÷ temperature, cut to the top k and the top p, renormalised
+    /// (all on the argmax when greedy).
+    pub fn probabilities(&self, logits: &[f32]) -> Vec<f64> {
+        let mut probs = vec![0.0; logits.len()];
+        if logits.is_empty() {
+            return probs;
+        }
+        if self.temperature == 0.0 {
+            probs[argmax(logits)] = 1.0;
+            return probs;
+        }
+        let max = logits.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+        let mut order: Vec<usize> = (0..logits.len()).collect();
+        order.sort_by(|a, b| logits[*b].total_cmp(&logits[*a]).then(a.cmp(b)));
+        let weights: Vec<f64> = logits
+            .iter()
+            .map(|v| (f64::from(v - max) / self.temperature).exp())
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let keep_k = if self.top_k == 0 {
+            logits.len()
+        } else {
+            self.top_k.min(logits.len())
+        };
+        let mut mass = 0.0;
+        for (rank, &i) in order.iter().enumerate() {
+            if rank >= keep_k || (rank > 0 && mass >= self.top_p) {
+                break;
+            }
+            probs[i] = weights[i] / total;
+            mass += probs[i];
+        }
+        let kept: f64 = probs.iter().sum();
+        probs.iter_mut().for_each(|p| *p /= kept);
+        probs
+    }
+
+    /// The next token, by `rng`'s next draw.
+    pub fn pick(&self, logits: &[f32], rng: &mut rand::rngs::StdRng) -> usize {
+        if self.temperature == 0.0 {
+            return argmax(logits);
+        }
+        let probs = self.probabilities(logits);
+        let u: f64 = rng.random();
+        let mut acc = 0.0;
+        for (i, p) in probs.iter().enumerate() {
+            acc += p;
+            if u < acc {
+                return i;
+            }
+        }
+        // Rounding left u above the last sum: the last kept token.
+        probs.iter().rposition(|p| *p > 0.0).unwrap_or(0)
+    }
+}
+
 fn argmax(row: &[f32]) -> usize {
     row.iter()
         .enumerate()
@@ -218,15 +323,19 @@ fn argmax(row: &[f32]) -> usize {
         .0
 }
 
-/// `tokens` greedy tokens after `prompt`: with the cache, each step runs
-/// the new token alone; without, each step runs the whole sequence again.
+/// `tokens` tokens after `prompt`, chosen by `sampling`: with the cache,
+/// each step runs the new token alone; without, each step runs the whole
+/// sequence again.
 pub fn generate(
     model: &CharModel,
     corpus: &Corpus,
     prompt: &str,
     tokens: usize,
     cached: bool,
+    sampling: &Sampling,
 ) -> Result<Generation, InferError> {
+    sampling.validate()?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(sampling.seed);
     let mut ids = encode(corpus, prompt)?;
     let context = model.config.context;
     if tokens == 0 || ids.len() + tokens > context {
@@ -243,7 +352,7 @@ pub fn generate(
     let mut logits = vec![first.row(first.rows_cols().0 - 1).to_vec()];
     let mut step_s = Vec::with_capacity(tokens);
     while logits.len() < tokens {
-        ids.push(argmax(&logits[logits.len() - 1]));
+        ids.push(sampling.pick(&logits[logits.len() - 1], &mut rng));
         let started = web_time::Instant::now();
         let row = if cached {
             let last = ids[ids.len() - 1];
@@ -256,7 +365,7 @@ pub fn generate(
         step_s.push(started.elapsed().as_secs_f64());
         logits.push(row.data);
     }
-    ids.push(argmax(&logits[logits.len() - 1]));
+    ids.push(sampling.pick(&logits[logits.len() - 1], &mut rng));
     let prompt_len = ids.len() - tokens;
     Ok(Generation {
         cached,

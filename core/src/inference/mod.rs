@@ -18,5 +18,34 @@ pub mod speculative;
 
 pub use error::InferError;
 
+/// Prompt and output lengths, each uniform in [lo, hi]: both at least 1,
+/// in order, and the longest request within `reserve` tokens.
+pub(crate) fn check_lengths(
+    prompt: (u64, u64),
+    output: (u64, u64),
+    reserve: u64,
+) -> Result<(), InferError> {
+    let bad = |(lo, hi): (u64, u64)| lo == 0 || lo > hi || hi > reserve;
+    if bad(prompt) {
+        return Err(InferError::PromptLengths {
+            lo: prompt.0,
+            hi: prompt.1,
+            reserve,
+        });
+    }
+    if bad(output) {
+        return Err(InferError::OutputLengths {
+            lo: output.0,
+            hi: output.1,
+            reserve,
+        });
+    }
+    let longest = prompt.1.saturating_add(output.1);
+    if longest > reserve {
+        return Err(InferError::Longest { longest, reserve });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::inference::InferError;
-use dlsys_core::inference::generate::{self, CONTEXT, Generation};
+use dlsys_core::inference::generate::{self, CONTEXT, Generation, MAX_TEMPERATURE, Sampling};
 use dlsys_core::memory::show_seconds;
 use dlsys_core::nn::TrainError;
 use dlsys_core::nn::models::char_model::Corpus;
@@ -27,6 +27,7 @@ pub struct GenSettings {
     pub tokens: usize,
     pub steps: u64,
     pub seed: u64,
+    pub sampling: Sampling,
 }
 
 impl Default for GenSettings {
@@ -36,6 +37,7 @@ impl Default for GenSettings {
             tokens: 200,
             steps: 300,
             seed: 1,
+            sampling: Sampling::default(),
         }
     }
 }
@@ -44,6 +46,11 @@ impl GenSettings {
     pub fn clamped(&mut self) {
         self.tokens = self.tokens.clamp(1, CONTEXT - 1);
         self.steps = self.steps.clamp(1, MAX_STEPS);
+        let d = Sampling::default();
+        let sm = &mut self.sampling;
+        sm.temperature = if sm.temperature.is_finite() { sm.temperature.clamp(0.0, MAX_TEMPERATURE) } else { d.temperature };
+        sm.top_p = if sm.top_p.is_finite() { sm.top_p.clamp(0.01, 1.0) } else { d.top_p };
+        sm.top_k = sm.top_k.min(4096);
         if self.prompt.chars().count() > generate::MAX_PROMPT {
             self.prompt = self.prompt.chars().take(generate::MAX_PROMPT).collect();
         }
@@ -138,8 +145,9 @@ impl Job {
         let Some(held_out_loss) = trained else { return };
         // Both generations in one frame: a few hundred milliseconds at most.
         let (model, corpus, s) = (run.model(), run.corpus(), &self.asked);
-        let both = generate::generate(model, corpus, &s.prompt, s.tokens, true).and_then(|cached| {
-            generate::generate(model, corpus, &s.prompt, s.tokens, false).map(|uncached| Pair { cached, uncached, held_out_loss })
+        let both = generate::generate(model, corpus, &s.prompt, s.tokens, true, &s.sampling).and_then(|cached| {
+            generate::generate(model, corpus, &s.prompt, s.tokens, false, &s.sampling)
+                .map(|uncached| Pair { cached, uncached, held_out_loss })
         });
         match both {
             Ok(pair) => self.pair = Some(pair),
@@ -174,6 +182,13 @@ impl Job {
             crate::kit::number_field(ui, t(lang, "generate.tokens"), &mut s.tokens, 1..=CONTEXT - 1, 1.0);
             crate::kit::number_field(ui, t(lang, "generate.steps"), &mut s.steps, 1..=MAX_STEPS, 5.0);
             crate::kit::number_field(ui, t(lang, "generate.seed"), &mut s.seed, 0..=u64::from(u32::MAX), 0.2);
+        });
+        ui.horizontal_wrapped(|ui| {
+            let sm = &mut s.sampling;
+            crate::kit::number_field(ui, t(lang, "generate.temperature"), &mut sm.temperature, 0.0..=MAX_TEMPERATURE, 0.01);
+            crate::kit::number_field(ui, t(lang, "generate.top_k"), &mut sm.top_k, 0..=4096, 0.2);
+            crate::kit::number_field(ui, t(lang, "generate.top_p"), &mut sm.top_p, 0.01..=1.0, 0.005);
+            crate::kit::number_field(ui, t(lang, "generate.sample_seed"), &mut sm.seed, 0..=u64::from(u32::MAX), 0.2);
         });
         ui.horizontal_wrapped(|ui| {
             if let Some(run) = &self.run {

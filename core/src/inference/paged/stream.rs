@@ -63,28 +63,7 @@ pub fn watermark(blocks: u64) -> u64 {
 
 impl StreamSettings {
     pub fn validate(&self) -> Result<(), InferError> {
-        let bad = |(lo, hi): (u64, u64)| lo == 0 || lo > hi || hi > self.reserve;
-        let (prompt, output, reserve) = (self.prompt, self.output, self.reserve);
-        if bad(prompt) {
-            return Err(InferError::PromptLengths {
-                lo: prompt.0,
-                hi: prompt.1,
-                reserve,
-            });
-        }
-        if bad(output) {
-            return Err(InferError::OutputLengths {
-                lo: output.0,
-                hi: output.1,
-                reserve,
-            });
-        }
-        if prompt.1.saturating_add(output.1) > reserve {
-            return Err(InferError::Longest {
-                longest: prompt.1.saturating_add(output.1),
-                reserve,
-            });
-        }
+        crate::inference::check_lengths(self.prompt, self.output, self.reserve)?;
         if !(1..=256).contains(&self.block_tokens) {
             return Err(InferError::BlockTokens {
                 value: self.block_tokens,
