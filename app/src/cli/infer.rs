@@ -11,7 +11,6 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::float::show_sig;
-use dlsys_core::inference::InferError;
 use dlsys_core::inference::batching::{self, BatchingRun, BatchingSettings, Scheme};
 use dlsys_core::inference::calc::{self, DevicePreset, ServeReport, ServeSettings};
 use dlsys_core::inference::generate as textgen;
@@ -124,6 +123,8 @@ pub struct GenerateArgs {
     top_k: usize,
     #[arg(long, default_value_t = 1.0)]
     top_p: f64,
+    #[arg(long, default_value_t = 1)]
+    sample_seed: u64,
     #[arg(long, default_value_t = 300)]
     steps: u64,
     #[arg(long, default_value_t = 1)]
@@ -400,19 +401,11 @@ fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
         temperature: a.temperature,
         top_k: a.top_k,
         top_p: a.top_p,
-        seed: a.seed,
+        seed: a.sample_seed,
     };
     // Bad input is refused before the training it would waste.
-    sampling.validate().map_err(|e| CliError::from(say(&e)))?;
-    let prompt = textgen::encode(&corpus, &a.prompt).map_err(|e| CliError::from(say(&e)))?;
-    if a.tokens == 0 || prompt.len() + a.tokens > textgen::CONTEXT {
-        let e = InferError::Continuation {
-            prompt: prompt.len(),
-            tokens: a.tokens,
-            context: textgen::CONTEXT,
-        };
-        return Err(CliError::from(say(&e)));
-    }
+    textgen::check_request(&corpus, &a.prompt, a.tokens, textgen::CONTEXT, &sampling)
+        .map_err(|e| CliError::from(say(&e)))?;
     let mut run = TextRun::new(textgen::model_settings(a.steps, a.seed))
         .map_err(|e| CliError::from(say(&e)))?;
     let held_out = loop {
@@ -448,17 +441,11 @@ fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
             context: run.model().config.context,
             parameters: run.model().parameter_count(),
             held_out_loss: held_out,
-            median_step_s: median(&generation.step_s),
+            median_step_s: generation.median_step_s(),
             generation,
         },
         a.json,
     )
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    dlsys_core::quant::calibrate::percentile(&sorted, 50.0)
 }
 
 #[derive(serde::Serialize)]

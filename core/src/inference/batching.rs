@@ -34,6 +34,10 @@ pub const MAX_LENGTH: u64 = 8192;
 pub const MAX_REQUESTS: u32 = 5000;
 /// Most sequences one batch holds.
 pub const MAX_BATCH: u32 = 1024;
+/// The slowest and fastest arrivals a second: slower, the arrival times
+/// grow so large that a prefill no longer changes them in f64.
+pub const MIN_RATE: f64 = 1e-3;
+pub const MAX_RATE: f64 = 1e6;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub enum Scheme {
@@ -84,7 +88,14 @@ impl BatchingSettings {
     /// waiting at most 2 s, at `rate` requests a second.
     pub fn new(serve: ServeSettings, rate: f64) -> Self {
         Self {
-            serve,
+            // The calculator's prompt, context and batch are set per
+            // iteration here: fixed, so they do not tell two streams apart.
+            serve: ServeSettings {
+                prompt: 1,
+                context: 1,
+                batch: 1,
+                ..serve
+            },
             rate,
             requests: 200,
             prompt: (16, 512),
@@ -107,7 +118,7 @@ impl BatchingSettings {
     }
 
     pub fn validate(&self) -> Result<StepCost, InferError> {
-        if !(self.rate.is_finite() && self.rate > 0.0 && self.rate <= 1e6) {
+        if !(self.rate.is_finite() && (MIN_RATE..=MAX_RATE).contains(&self.rate)) {
             return Err(InferError::Rate { value: self.rate });
         }
         super::check_lengths(self.prompt, self.output, MAX_LENGTH)?;
@@ -213,19 +224,25 @@ impl Tally {
     }
 
     fn finish(self, scheme: Scheme, requests: &[Request]) -> BatchingRun {
-        let served: Vec<Served> = self.served.iter().flatten().copied().collect();
-        debug_assert_eq!(served.len(), requests.len(), "every request is served");
+        // Every request is served by construction; one that were not would
+        // be left out of the figures, never paired with another's times.
+        let pairs: Vec<(&Request, Served)> = requests
+            .iter()
+            .zip(&self.served)
+            .filter_map(|(r, s)| s.filter(|s| s.done.is_finite()).map(|s| (r, s)))
+            .collect();
         let sorted = |f: &dyn Fn(&Request, &Served) -> f64| {
-            let mut v: Vec<f64> = requests.iter().zip(&served).map(|(r, s)| f(r, s)).collect();
+            let mut v: Vec<f64> = pairs.iter().map(|(r, s)| f(r, s)).collect();
             v.sort_by(f64::total_cmp);
             v
         };
         let ttft = sorted(&|r, s| s.first_token - r.arrival);
         let e2e = sorted(&|r, s| s.done - r.arrival);
+        let served: Vec<Served> = pairs.iter().map(|(_, s)| *s).collect();
         let start = requests.first().map_or(0.0, |r| r.arrival);
         let end = served.iter().map(|s| s.done).fold(start, f64::max);
         let makespan = end - start;
-        let tokens: u64 = requests.iter().map(|r| r.output).sum();
+        let tokens: u64 = pairs.iter().map(|(r, _)| r.output).sum();
         let steps = self.decode_steps.max(1) as f64;
         BatchingRun {
             scheme,
@@ -252,13 +269,22 @@ impl Tally {
 
 /// Runs the stream through one scheme.
 pub fn simulate(s: &BatchingSettings, scheme: Scheme) -> Result<BatchingRun, InferError> {
+    simulate_requests(s, scheme, &s.draw())
+}
+
+/// Runs `requests` (in order of arrival; `s` gives the model, the device
+/// and the limits, its own stream is not drawn) through one scheme.
+pub fn simulate_requests(
+    s: &BatchingSettings,
+    scheme: Scheme,
+    requests: &[Request],
+) -> Result<BatchingRun, InferError> {
     let cost = s.validate()?;
-    let requests = s.draw();
     let tally = match scheme {
-        Scheme::Static => static_batching(s, &cost, &requests),
-        Scheme::Continuous => continuous(s, &cost, &requests),
+        Scheme::Static => static_batching(s, &cost, requests),
+        Scheme::Continuous => continuous(s, &cost, requests),
     };
-    Ok(tally.finish(scheme, &requests))
+    Ok(tally.finish(scheme, requests))
 }
 
 fn static_batching(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally {

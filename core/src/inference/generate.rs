@@ -178,6 +178,9 @@ pub struct Generation {
     /// Each new token's logits (the prefill's last row first).
     #[serde(skip)]
     pub logits: Vec<Vec<f32>>,
+    /// Tokens whose K and V the cache holds at the end (0 without it): the
+    /// prompt's and each step's input (the last token is never run).
+    pub cache_tokens: usize,
     /// The cache's bytes at the end (0 without it).
     pub cache_bytes: u64,
 }
@@ -186,6 +189,35 @@ impl Generation {
     pub fn total_s(&self) -> f64 {
         self.prefill_s + self.step_s.iter().sum::<f64>()
     }
+
+    /// The median decode step, seconds (0 with no step).
+    pub fn median_step_s(&self) -> f64 {
+        let mut sorted = self.step_s.clone();
+        sorted.sort_by(f64::total_cmp);
+        crate::quant::calibrate::percentile(&sorted, 50.0)
+    }
+}
+
+/// The prompt's ids, if `tokens` more fit in `context` positions and
+/// `sampling` is valid: what a generation checks before it starts (and a
+/// caller before training a model for it).
+pub fn check_request(
+    corpus: &Corpus,
+    prompt: &str,
+    tokens: usize,
+    context: usize,
+    sampling: &Sampling,
+) -> Result<Vec<usize>, InferError> {
+    sampling.validate()?;
+    let ids = encode(corpus, prompt)?;
+    if tokens == 0 || ids.len() + tokens > context {
+        return Err(InferError::Continuation {
+            prompt: ids.len(),
+            tokens,
+            context,
+        });
+    }
+    Ok(ids)
 }
 
 /// The prompt's characters as the model's ids.
@@ -222,8 +254,8 @@ pub struct Sampling {
     pub temperature: f64,
     /// Keep only the k most likely tokens (0: all).
     pub top_k: usize,
-    /// Keep the fewest most likely tokens whose probabilities reach p
-    /// (nucleus sampling; 1: all).
+    /// Then keep the fewest most likely tokens whose probabilities (among
+    /// those top-k kept) reach p (nucleus sampling; 1: all).
     pub top_p: f64,
     pub seed: u64,
 }
@@ -276,18 +308,20 @@ impl Sampling {
             .iter()
             .map(|v| (f64::from(v - max) / self.temperature).exp())
             .collect();
-        let total: f64 = weights.iter().sum();
+        // Top-k first; top-p then over what top-k kept, renormalised (the
+        // order Hugging Face and vLLM apply them in).
         let keep_k = if self.top_k == 0 {
             logits.len()
         } else {
             self.top_k.min(logits.len())
         };
+        let kept_k: f64 = order[..keep_k].iter().map(|&i| weights[i]).sum();
         let mut mass = 0.0;
-        for (rank, &i) in order.iter().enumerate() {
-            if rank >= keep_k || (rank > 0 && mass >= self.top_p) {
+        for (rank, &i) in order[..keep_k].iter().enumerate() {
+            if rank > 0 && mass >= self.top_p {
                 break;
             }
-            probs[i] = weights[i] / total;
+            probs[i] = weights[i] / kept_k;
             mass += probs[i];
         }
         let kept: f64 = probs.iter().sum();
@@ -334,17 +368,9 @@ pub fn generate(
     cached: bool,
     sampling: &Sampling,
 ) -> Result<Generation, InferError> {
-    sampling.validate()?;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(sampling.seed);
-    let mut ids = encode(corpus, prompt)?;
     let context = model.config.context;
-    if tokens == 0 || ids.len() + tokens > context {
-        return Err(InferError::Continuation {
-            prompt: ids.len(),
-            tokens,
-            context,
-        });
-    }
+    let mut ids = check_request(corpus, prompt, tokens, context, sampling)?;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(sampling.seed);
     let mut cache = Cache::default();
     let started = web_time::Instant::now();
     let first = forward(model, &mut cache, &ids)?;
@@ -374,6 +400,7 @@ pub fn generate(
         prefill_s,
         step_s,
         logits,
+        cache_tokens: if cached { cache.tokens() } else { 0 },
         cache_bytes: if cached { cache.bytes() } else { 0 },
     })
 }

@@ -1,4 +1,5 @@
-//! Serving a model: the serving calculator (time to first token, time per
+//! Serving a model: the engine's character model generating with and
+//! without its KV cache, every step timed ([`generate`]); the serving calculator (time to first token, time per
 //! output token, the batch where decoding turns compute-bound, how many
 //! sequences' caches fit; [`calc`]), the paged KV cache against contiguous
 //! reservation on a seeded stream of requests ([`paged`]), static against
@@ -6,8 +7,8 @@
 //! decoding's exact rejection sampling ([`speculative`]). The inference
 //! lesson draws these and `dlsys-lab infer` prints them.
 //!
-//! Not here (yet): generation with the engine's char model and its KV
-//! cache timed per step, the roofline points of prefill and decode measured.
+//! Not here (yet): the roofline points of prefill and decode measured on a
+//! model far larger than the CPU's caches.
 
 pub mod batching;
 pub mod calc;
@@ -49,3 +50,7 @@ pub(crate) fn check_lengths(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_batching;
+#[cfg(test)]
+mod tests_generate;

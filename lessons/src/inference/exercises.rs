@@ -233,7 +233,10 @@ fn tokens_per_pass(seed: u64, lang: Lang) -> Task {
 fn static_padding(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let n = pick(&mut rng, &[3usize, 4, 5]);
-    let outputs: Vec<u64> = (0..n).map(|_| pick(&mut rng, &[12u64, 40, 100, 250, 64, 8, 180, 30])).collect();
+    // Distinct lengths: equal ones would pad nothing.
+    let mut lengths = vec![12u64, 40, 100, 250, 64, 8, 180, 30];
+    rand::seq::SliceRandom::shuffle(lengths.as_mut_slice(), &mut rng);
+    let outputs: Vec<u64> = lengths[..n].to_vec();
     let answer = padding_slots(&outputs);
     let longest = outputs.iter().copied().max().unwrap_or(0);
     let total: u64 = outputs.iter().sum();

@@ -90,14 +90,7 @@ impl Job {
     pub fn start(&mut self, s: &GenSettings) {
         self.pair = None;
         self.failed = None;
-        let corpus = Corpus::shipped();
-        let checked = generate::encode(&corpus, &s.prompt).and_then(|ids| {
-            if ids.len() + s.tokens > CONTEXT {
-                Err(InferError::Continuation { prompt: ids.len(), tokens: s.tokens, context: CONTEXT })
-            } else {
-                Ok(())
-            }
-        });
+        let checked = generate::check_request(&Corpus::shipped(), &s.prompt, s.tokens, CONTEXT, &s.sampling);
         if let Err(e) = checked {
             self.failed = Some(Failed::Generate(e));
             return;
@@ -232,9 +225,12 @@ impl Job {
                 ("uncached", &show_seconds(u.total_s())),
                 ("ratio", &show_sig(u.total_s() / c.total_s().max(1e-12), 3)),
                 ("bytes", &c.cache_bytes),
-                ("tokens", &(c.prompt.chars().count() + c.step_s.len())),
+                ("tokens", &c.cache_tokens),
             ],
         ));
+        if cfg!(target_arch = "wasm32") {
+            ui.weak(t(lang, "generate.coarse_clock"));
+        }
     }
 }
 
@@ -244,8 +240,15 @@ fn step_plot(ui: &mut egui::Ui, pair: &Pair, lang: Lang) {
     use egui_plot::{Line, Plot, PlotPoints};
     let visuals = ui.visuals().clone();
     let start = pair.cached.prompt.chars().count() as f64 + 1.0;
+    // A step the clock saw as 0 s (a browser's clock is coarse) has no
+    // place on a log scale: left out.
     let series = |g: &Generation| -> Vec<[f64; 2]> {
-        g.step_s.iter().enumerate().map(|(i, s)| [start + i as f64, (s * 1e6).max(1e-3).log10()]).collect()
+        g.step_s
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s > 0.0)
+            .map(|(i, s)| [start + i as f64, (s * 1e6).log10()])
+            .collect()
     };
     let lines = [
         (t(lang, "plot.with_cache"), series(&pair.cached), theme::series(&visuals, 0)),

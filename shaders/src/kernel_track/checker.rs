@@ -1,7 +1,7 @@
 //! The device side of a check: a device of the checker's own, the learner's
-//! pipeline compiled inside error scopes, every case its own submission (all
-//! queued at once, answered in order) polled without blocking, and a time
-//! budget per case after which the device is abandoned.
+//! pipeline compiled inside error scopes, every case its own submission (a
+//! few queued at once on the web, answered in order) polled without
+//! blocking, and a time budget per case after which the device is abandoned.
 
 use std::collections::VecDeque;
 #[cfg(not(target_arch = "wasm32"))]
@@ -388,21 +388,21 @@ enum State {
     Done(Option<KernelVerdict>),
 }
 
-/// Cases submitted before the first answers. The web queues them all: a
-/// case then costs no frame of its own, which on a software GPU in a
-/// browser was most of a check (9 cases, 9 frames). Natively one at a time:
-/// lavapipe's submit waits while a kernel runs, so a runaway first case
-/// would hold the next submit, and the time budget with it.
-const IN_FLIGHT: usize = if cfg!(target_arch = "wasm32") {
-    usize::MAX
-} else {
-    1
-};
+/// Cases on the device at once. The web queues several: each answer costs
+/// a frame (the browser delivers it between frames), which on a software
+/// GPU in a browser was most of a check (9 cases, 9 frames). Not all: the
+/// cases left behind when one fails still run, and the next check's budget
+/// would count them. Natively one at a time: lavapipe's submit waits while
+/// a kernel runs, so a runaway first case would hold the next submit, and
+/// the time budget with it.
+const IN_FLIGHT: usize = if cfg!(target_arch = "wasm32") { 4 } else { 1 };
 
 /// One case on the device.
 struct InFlight {
     readback: wgpu::Buffer,
     receiver: Receiver,
+    /// The mapping's answer, once it came.
+    mapped: Option<Result<(), wgpu::BufferAsyncError>>,
     /// Whether the device accepted the run.
     errors: Pending,
 }
@@ -492,32 +492,37 @@ impl CheckJob {
                     mut in_flight,
                     started,
                 } => {
-                    let Some(front) = in_flight.front() else {
+                    let Some(front) = in_flight.front_mut() else {
                         self.done(KernelVerdict::Passed {
                             cases: self.cases.len(),
                         });
                         continue;
                     };
                     let _ = gpu.device.poll(wgpu::PollType::Poll);
-                    let mapped = match front.receiver.try_recv() {
-                        Ok(result) => Some(result),
-                        Err(mpsc::TryRecvError::Empty) => None,
-                        Err(mpsc::TryRecvError::Disconnected) => {
-                            self.lost = true;
-                            self.done(KernelVerdict::Failed(KernelError::DeviceLost));
-                            continue;
+                    // The mapping's answer is kept until the error scope's
+                    // arrives too (on the web they come on separate tasks):
+                    // the channel gives it once.
+                    if front.mapped.is_none() {
+                        match front.receiver.try_recv() {
+                            Ok(result) => front.mapped = Some(result),
+                            Err(mpsc::TryRecvError::Empty) => {}
+                            Err(mpsc::TryRecvError::Disconnected) => {
+                                self.lost = true;
+                                self.done(KernelVerdict::Failed(KernelError::DeviceLost));
+                                continue;
+                            }
                         }
-                    };
-                    match (mapped, front.errors.get()) {
+                    }
+                    let front = &*front;
+                    match (&front.mapped, front.errors.get()) {
                         // The device refused the run: that, not the output, is the answer.
                         (_, Some(Some(error))) => {
                             self.done(KernelVerdict::Failed(KernelError::RunRejected { error }));
                         }
                         (Some(Err(err)), _) => {
+                            let error = err.to_string();
                             self.lost = true;
-                            self.done(KernelVerdict::Failed(KernelError::Readback {
-                                error: err.to_string(),
-                            }));
+                            self.done(KernelVerdict::Failed(KernelError::Readback { error }));
                         }
                         (Some(Ok(())), Some(None)) => {
                             let case = &self.cases[self.next];
@@ -595,6 +600,7 @@ impl CheckJob {
         InFlight {
             readback,
             receiver,
+            mapped: None,
             errors,
         }
     }

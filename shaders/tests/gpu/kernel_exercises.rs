@@ -20,14 +20,14 @@ fn checker(test: &str) -> Option<KernelChecker> {
 }
 
 /// Every reference passes and every known-wrong kernel fails naming its
-/// mistake, with one case on the device at a time (native) and with all of
-/// them queued at once (the web's way): the same verdicts either way.
+/// mistake, with one case on the device at a time (native) and with
+/// several queued at once (the web's way): the same verdicts either way.
 #[test]
 fn references_pass_and_known_wrong_kernels_fail_naming_the_mistake() {
     let Some(mut c) = checker("references") else {
         return;
     };
-    for in_flight in [1, usize::MAX] {
+    for in_flight in [1, 4] {
         c.in_flight = in_flight;
         for ex in &EXERCISES {
             let verdict = c.check_blocking(ex, &ex.reference());
