@@ -142,31 +142,39 @@ fn a_static_batch_starts_when_full_at_its_deadline_or_after_the_last_arrival() {
     };
     let prefill = |n: f64| cost.prefill(100.0 * n, 1e4 * n).seconds;
     let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    // A stream's median time to first token (of three) and its makespan.
+    let expect = |scheme, arrivals: [f64; 3], ttft: [f64; 3], makespan: f64| {
+        let run = simulate_requests(&s, scheme, &arrivals.map(at)).unwrap();
+        let mut sorted = ttft.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        assert!(
+            close(run.ttft_p50, sorted[1]),
+            "{} vs {sorted:?}",
+            run.ttft_p50
+        );
+        assert!(
+            close(run.makespan, makespan),
+            "{} vs {makespan}",
+            run.makespan
+        );
+    };
     // Full at 0.5 (two waiting); the third is the last: no wait for company.
-    let run = simulate_requests(&s, Scheme::Static, &[at(0.0), at(0.5), at(10.0)]).unwrap();
-    let ttft = [0.5 + prefill(2.0), prefill(2.0), prefill(1.0)];
-    let mut sorted = ttft.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    assert!(
-        close(run.ttft_p50, sorted[1]),
-        "{} vs {sorted:?}",
-        run.ttft_p50
+    let (one, two) = (prefill(1.0), prefill(2.0));
+    expect(
+        Scheme::Static,
+        [0.0, 0.5, 10.0],
+        [0.5 + two, two, one],
+        10.0 + one,
     );
-    assert!(close(run.makespan, 10.0 + prefill(1.0)), "{}", run.makespan);
     // Alone until its deadline at 2 s, then the next two together at 6.
-    let run = simulate_requests(&s, Scheme::Static, &[at(0.0), at(5.0), at(6.0)]).unwrap();
-    let ttft = [2.0 + prefill(1.0), 1.0 + prefill(2.0), prefill(2.0)];
-    let mut sorted = ttft.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    assert!(
-        close(run.ttft_p50, sorted[1]),
-        "{} vs {sorted:?}",
-        run.ttft_p50
+    expect(
+        Scheme::Static,
+        [0.0, 5.0, 6.0],
+        [2.0 + one, 1.0 + two, two],
+        6.0 + two,
     );
-    assert!(close(run.makespan, 6.0 + prefill(2.0)), "{}", run.makespan);
     // Continuous batching starts each at once.
-    let run = simulate_requests(&s, Scheme::Continuous, &[at(0.0), at(5.0), at(6.0)]).unwrap();
-    assert!(close(run.ttft_p50, prefill(1.0)) && close(run.makespan, 6.0 + prefill(1.0)));
+    expect(Scheme::Continuous, [0.0, 5.0, 6.0], [one; 3], 6.0 + one);
 }
 
 #[test]
