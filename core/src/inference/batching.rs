@@ -238,9 +238,8 @@ impl Tally {
         };
         let ttft = sorted(&|r, s| s.first_token - r.arrival);
         let e2e = sorted(&|r, s| s.done - r.arrival);
-        let served: Vec<Served> = pairs.iter().map(|(_, s)| *s).collect();
         let start = requests.first().map_or(0.0, |r| r.arrival);
-        let end = served.iter().map(|s| s.done).fold(start, f64::max);
+        let end = pairs.iter().map(|(_, s)| s.done).fold(start, f64::max);
         let makespan = end - start;
         let tokens: u64 = pairs.iter().map(|(r, _)| r.output).sum();
         let steps = self.decode_steps.max(1) as f64;
@@ -321,10 +320,8 @@ fn static_batching(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) 
         tally.iterations += decode_steps;
         tally.decode_steps += decode_steps;
         tally.slot_steps += b * decode_steps as f64;
-        tally.padding += batch
-            .iter()
-            .map(|r| (longest - r.output) as f64)
-            .sum::<f64>();
+        let outputs: Vec<u64> = batch.iter().map(|r| r.output).collect();
+        tally.padding += padding_slots(&outputs) as f64;
         for i in next..next + arrived {
             tally.served[i] = Some(Served {
                 first_token,

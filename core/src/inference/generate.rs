@@ -20,24 +20,11 @@ use super::InferError;
 use crate::autograd::{Tensor, matmul, mean_and_variance};
 use crate::kernels::{LAYERNORM_EPS, gelu};
 use crate::nn::models::char_model::{CharModel, Corpus};
+use crate::nn::models::kv_cache::KvCache;
 
-/// Keys and values of the tokens so far, `[tokens, width]` each.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Cache {
-    keys: Vec<f32>,
-    values: Vec<f32>,
-    tokens: usize,
-}
-
-impl Cache {
-    pub fn tokens(&self) -> usize {
-        self.tokens
-    }
-
-    /// Bytes the cache holds: 2 · tokens · width · 4 (one layer).
-    pub fn bytes(&self) -> u64 {
-        ((self.keys.len() + self.values.len()) * 4) as u64
-    }
+/// An empty cache for `model`'s keys and values (one layer, f32).
+pub fn new_cache(model: &CharModel) -> KvCache<f32> {
+    KvCache::new(model.config.width)
 }
 
 /// The rows of `x` (`[rows, cols]`) normalised, then scaled by γ and shifted by β.
@@ -68,11 +55,16 @@ fn add_bias(mut x: Tensor<f32>, bias: &Tensor<f32>) -> Tensor<f32> {
 /// tokens, whose keys and values are appended to `cache`.
 pub fn forward(
     model: &CharModel,
-    cache: &mut Cache,
+    cache: &mut KvCache<f32>,
     ids: &[usize],
 ) -> Result<Tensor<f32>, InferError> {
     let config = model.config;
-    let (d, heads, start) = (config.width, config.heads, cache.tokens);
+    let (d, heads, start) = (config.width, config.heads, cache.tokens());
+    assert_eq!(
+        cache.width(),
+        d,
+        "a cache made for another model (generate::new_cache)"
+    );
     if start + ids.len() > config.context {
         return Err(InferError::PastContext {
             tokens: start + ids.len(),
@@ -96,10 +88,16 @@ pub fn forward(
     }
     let h = layer_norm(&x, &p[2], &p[3]);
     let q = matmul(&h, false, &p[4], false);
-    cache.keys.extend(matmul(&h, false, &p[5], false).data);
-    cache.values.extend(matmul(&h, false, &p[6], false).data);
-    cache.tokens += n;
-    let attended = attend(&q, cache, start, heads);
+    cache.append(
+        &matmul(&h, false, &p[5], false).data,
+        &matmul(&h, false, &p[6], false).data,
+    );
+    // Each new row attends causally: to the cache before it and to itself.
+    let mut attended = Tensor::zeros(&[n, d]);
+    for i in 0..n {
+        let row = cache.attend(&q.data[i * d..(i + 1) * d], start + i + 1, heads);
+        attended.data[i * d..(i + 1) * d].copy_from_slice(&row);
+    }
     let o = matmul(&attended, false, &p[7], false);
     let x = x.zip_map(&o, |a, b| a + b);
     let h = layer_norm(&x, &p[8], &p[9]);
@@ -108,42 +106,6 @@ pub fn forward(
     let x = x.zip_map(&h, |a, b| a + b);
     let h = layer_norm(&x, &p[14], &p[15]);
     Ok(add_bias(matmul(&h, false, &p[16], false), &p[17]))
-}
-
-/// Causal attention of the new rows' queries (the first at position
-/// `start`) over every cached key and value, head by head, 1/√(d/heads).
-fn attend(q: &Tensor<f32>, cache: &Cache, start: usize, heads: usize) -> Tensor<f32> {
-    let (n, d) = q.rows_cols();
-    let dh = d / heads;
-    let scale = 1.0 / (dh as f32).sqrt();
-    let mut out = Tensor::zeros(&[n, d]);
-    let mut scores = Vec::with_capacity(cache.tokens);
-    for i in 0..n {
-        let seen = start + i + 1;
-        for h in 0..heads {
-            let cols = h * dh..(h + 1) * dh;
-            let query = &q.data[i * d..(i + 1) * d][cols.clone()];
-            scores.clear();
-            scores.extend((0..seen).map(|j| {
-                let key = &cache.keys[j * d..(j + 1) * d][cols.clone()];
-                query.iter().zip(key).map(|(a, b)| a * b).sum::<f32>() * scale
-            }));
-            let max = scores.iter().fold(f32::NEG_INFINITY, |m, s| m.max(*s));
-            let mut total = 0.0;
-            for s in &mut scores {
-                *s = (*s - max).exp();
-                total += *s;
-            }
-            let row = &mut out.data[i * d..(i + 1) * d][cols.clone()];
-            for (j, w) in scores.iter().enumerate() {
-                let value = &cache.values[j * d..(j + 1) * d][cols.clone()];
-                for (o, v) in row.iter_mut().zip(value) {
-                    *o += w / total * v;
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The context of the model this lesson generates with: 256 characters,
@@ -371,7 +333,7 @@ pub fn generate(
     let context = model.config.context;
     let mut ids = check_request(corpus, prompt, tokens, context, sampling)?;
     let mut rng = rand::rngs::StdRng::seed_from_u64(sampling.seed);
-    let mut cache = Cache::default();
+    let mut cache = new_cache(model);
     let started = web_time::Instant::now();
     let first = forward(model, &mut cache, &ids)?;
     let prefill_s = started.elapsed().as_secs_f64();
@@ -384,7 +346,7 @@ pub fn generate(
             let last = ids[ids.len() - 1];
             forward(model, &mut cache, &[last])?
         } else {
-            cache = Cache::default();
+            cache = new_cache(model);
             let all = forward(model, &mut cache, &ids)?;
             Tensor::new(all.row(ids.len() - 1).to_vec(), &[1, model.config.vocab])
         };

@@ -2,7 +2,7 @@
 //! engine's graph, cached against recomputed decoding, sampling, bad prompts.
 
 use super::InferError;
-use super::generate::{Cache, Sampling, forward, generate};
+use super::generate::{Sampling, forward, generate, new_cache};
 use crate::autograd::{Graph, Var};
 use crate::memory::transformer::kv_cache_bytes;
 use crate::nn::models::char_model::{CharConfig, CharModel, Corpus, shipped_config};
@@ -29,7 +29,7 @@ fn the_row_wise_forward_is_the_engines_forward() {
     let leaves: Vec<Var> = model.params().iter().map(|t| g.input(t.clone())).collect();
     let (logits, _) = model.forward(&mut g, &leaves, ids);
     let engine = g.value(logits).into_owned();
-    let ours = forward(&model, &mut Cache::default(), ids).unwrap();
+    let ours = forward(&model, &mut new_cache(&model), ids).unwrap();
     assert_eq!(engine.shape, ours.shape);
     let worst = engine
         .data
@@ -39,7 +39,7 @@ fn the_row_wise_forward_is_the_engines_forward() {
         .fold(0.0, f32::max);
     assert!(worst <= BOUND, "{worst}");
     // In two pieces, the second attending to the first's cache: the same.
-    let mut cache = Cache::default();
+    let mut cache = new_cache(&model);
     forward(&model, &mut cache, &ids[..30]).unwrap();
     let tail = forward(&model, &mut cache, &ids[30..]).unwrap();
     let worst = tail
@@ -211,11 +211,11 @@ fn bad_prompts_are_refused_with_the_reason() {
         InferError::Continuation { .. }
     ));
     assert!(matches!(
-        forward(&model, &mut Cache::default(), &[0; 33]),
+        forward(&model, &mut new_cache(&model), &[0; 33]),
         Err(InferError::PastContext { .. })
     ));
     assert!(matches!(
-        forward(&model, &mut Cache::default(), &[9999]),
+        forward(&model, &mut new_cache(&model), &[9999]),
         Err(InferError::UnknownToken { .. })
     ));
 }

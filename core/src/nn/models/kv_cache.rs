@@ -4,6 +4,8 @@
 //! row of attention instead of the whole causal matrix; the cache grows by
 //! `2 · heads · head_dim` values a token ([`crate::memory::kv_cache_bytes`],
 //! the formula the memory calculator uses, which the buffers here are held to).
+//! The inference lesson's generator keeps the whole character model's K/V
+//! in the same cache and attends with [`KvCache::attend`].
 
 use crate::autograd::{Graph, Real, Tensor, matmul};
 
@@ -43,6 +45,50 @@ impl<T: Real> KvCache<T> {
     pub fn bytes(&self) -> u64 {
         ((self.keys.len() + self.values.len()) * std::mem::size_of::<T>()) as u64
     }
+
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Appends the keys and values of whole rows (`[n, width]` each).
+    pub fn append(&mut self, keys: &[T], values: &[T]) {
+        debug_assert_eq!(keys.len(), values.len());
+        self.keys.extend_from_slice(keys);
+        self.values.extend_from_slice(values);
+    }
+
+    /// One query row (`width` values, split into `heads` heads) attending,
+    /// softmax(q·kᵀ/√(width/heads))·v head by head, over the first `seen`
+    /// cached tokens (a causal query sees itself and those before it).
+    pub fn attend(&self, query: &[T], seen: usize, heads: usize) -> Vec<T> {
+        let d = self.width;
+        let dh = d / heads;
+        let scale = T::from_f64(1.0 / (dh as f64).sqrt());
+        let mut out = vec![T::ZERO; d];
+        let mut scores = Vec::with_capacity(seen);
+        for h in 0..heads {
+            let cols = h * dh..(h + 1) * dh;
+            scores.clear();
+            scores.extend((0..seen).map(|j| {
+                let key = &self.keys[j * d..(j + 1) * d][cols.clone()];
+                query[cols.clone()]
+                    .iter()
+                    .zip(key)
+                    .fold(T::ZERO, |s, (a, b)| s + *a * *b)
+                    * scale
+            }));
+            let max = scores.iter().fold(scores[0], |m, s| m.max(*s));
+            let weights: Vec<T> = scores.iter().map(|s| (*s - max).exp()).collect();
+            let total = weights.iter().fold(T::ZERO, |s, w| s + *w);
+            for (j, w) in weights.iter().enumerate() {
+                let value = &self.values[j * d..(j + 1) * d];
+                for c in cols.clone() {
+                    out[c] += *w / total * value[c];
+                }
+            }
+        }
+        out
+    }
 }
 
 impl<T: Real> AttentionLayer<T> {
@@ -70,37 +116,11 @@ impl<T: Real> AttentionLayer<T> {
         let d = self.width();
         let row = Tensor::new(x_t.to_vec(), &[1, d]);
         let q = matmul(&row, false, &self.wq, false);
-        cache.keys.extend(matmul(&row, false, &self.wk, false).data);
-        cache
-            .values
-            .extend(matmul(&row, false, &self.wv, false).data);
-        let tokens = cache.tokens();
-        let dh = d / self.heads;
-        let scale = T::from_f64(1.0 / (dh as f64).sqrt());
-        let mut out = vec![T::ZERO; d];
-        for h in 0..self.heads {
-            let cols = h * dh..(h + 1) * dh;
-            let scores: Vec<T> = (0..tokens)
-                .map(|j| {
-                    let key = &cache.keys[j * d..(j + 1) * d][cols.clone()];
-                    q.data[cols.clone()]
-                        .iter()
-                        .zip(key)
-                        .fold(T::ZERO, |s, (a, b)| s + *a * *b)
-                        * scale
-                })
-                .collect();
-            let max = scores.iter().fold(scores[0], |m, s| m.max(*s));
-            let weights: Vec<T> = scores.iter().map(|s| (*s - max).exp()).collect();
-            let total = weights.iter().fold(T::ZERO, |s, w| s + *w);
-            for (j, w) in weights.iter().enumerate() {
-                let value = &cache.values[j * d..(j + 1) * d];
-                for c in cols.clone() {
-                    out[c] += *w / total * value[c];
-                }
-            }
-        }
-        out
+        cache.append(
+            &matmul(&row, false, &self.wk, false).data,
+            &matmul(&row, false, &self.wv, false).data,
+        );
+        cache.attend(&q.data, cache.tokens(), self.heads)
     }
 }
 
