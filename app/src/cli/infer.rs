@@ -2,7 +2,7 @@
 //! time per output token, tokens/s and the bounds), the paged KV cache
 //! against contiguous reservation on a seeded stream (`paged`), static
 //! against continuous batching on the virtual clock (`serve`), speculative
-//! decoding measured with its exactness test (`speculate`), and the
+//! decoding (`speculate`, in `infer_spec.rs`), and the
 //! engine's character model generating with or without its KV cache, every
 //! step timed (`generate`).
 //! The same core values as the inference lesson's page.
@@ -15,13 +15,13 @@ use dlsys_core::inference::batching::{self, BatchingRun, BatchingSettings, Schem
 use dlsys_core::inference::calc::{self, DevicePreset, ServeReport, ServeSettings};
 use dlsys_core::inference::generate as textgen;
 use dlsys_core::inference::paged::{self, SchemeRun, StreamReport, StreamSettings};
-use dlsys_core::inference::speculative::{self, SpecReport, SpecSettings};
+use dlsys_core::inference::speculative::{self, SpecSettings};
 use dlsys_core::memory::show_seconds;
 use dlsys_core::memory::transformer::Preset;
 use dlsys_core::names::Named as _;
 
 use super::output::{Report, emit, line};
-use super::{CliError, choice, say, t};
+use super::{CliError, choice, say};
 
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum InferCommand {
@@ -111,9 +111,9 @@ pub struct ServeArgs {
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct GenerateArgs {
-    #[arg(long, default_value = "Attention ")]
+    #[arg(long, default_value = textgen::DEFAULT_PROMPT)]
     prompt: String,
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = textgen::DEFAULT_TOKENS)]
     tokens: usize,
     #[arg(long)]
     no_kv_cache: bool,
@@ -125,7 +125,7 @@ pub struct GenerateArgs {
     top_p: f64,
     #[arg(long, default_value_t = 1)]
     sample_seed: u64,
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = textgen::DEFAULT_STEPS)]
     steps: u64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -136,13 +136,25 @@ pub struct GenerateArgs {
 #[derive(Clone, Debug, clap::Args)]
 pub struct SpecArgs {
     #[arg(long, default_value_t = SpecSettings::default().k)]
-    k: u32,
+    pub(super) k: u32,
     #[arg(long, default_value_t = SpecSettings::default().rounds)]
-    rounds: u32,
+    pub(super) rounds: u32,
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(super) seed: u64,
+    #[arg(long, default_value_t = 0.1)]
+    pub(super) draft_cost: f64,
     #[arg(long)]
-    json: bool,
+    pub(super) engine: bool,
+    #[arg(long, default_value = textgen::DEFAULT_PROMPT)]
+    pub(super) prompt: String,
+    #[arg(long, default_value_t = textgen::DEFAULT_TOKENS)]
+    pub(super) tokens: usize,
+    #[arg(long, default_value_t = 0.0)]
+    pub(super) temperature: f64,
+    #[arg(long, default_value_t = textgen::DEFAULT_STEPS)]
+    pub(super) steps: u64,
+    #[arg(long)]
+    pub(super) json: bool,
 }
 
 /// The figures `infer --help` names.
@@ -218,18 +230,39 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
             )
         }
         InferCommand::Generate(a) => generate(a),
-        InferCommand::Speculate(a) => {
-            let settings = SpecSettings {
-                k: a.k,
-                rounds: a.rounds,
-                seed: a.seed,
-            };
-            let corpus = dlsys_core::nn::models::char_model::Corpus::shipped();
-            let (target, draft) = speculative::text_pair(&corpus);
-            let context = speculative::text_context(&corpus);
-            let report = speculative::measure(&target, &draft, context, &settings)
-                .map_err(|e| CliError::from(say(&e)))?;
-            emit(&SpecCli { report }, a.json)
+        InferCommand::Speculate(a) => super::infer_spec::speculate(a),
+    }
+}
+
+/// The generation model, trained as the page trains it (progress on
+/// stdout unless the output is JSON), and its held-out loss.
+pub(super) fn train(
+    steps: u64,
+    seed: u64,
+    json: bool,
+) -> Result<(dlsys_core::nn::models::char_model::CharModel, f64), CliError> {
+    use dlsys_core::nn::models::text_run::{TextEvent, TextRun};
+    let mut run =
+        TextRun::new(textgen::model_settings(steps, seed)).map_err(|e| CliError::from(say(&e)))?;
+    loop {
+        match run.step().map_err(|e| CliError::from(say(&e)))? {
+            Some(TextEvent::Report(r)) if !json => {
+                let mut out = io::stdout().lock();
+                line(
+                    &mut out,
+                    "infer.generate.training",
+                    &[
+                        ("step", &r.step),
+                        ("steps", &steps),
+                        ("loss", &format!("{:.3}", r.held_out_loss)),
+                    ],
+                )
+                .map_err(CliError::from)?;
+            }
+            Some(TextEvent::Finished(result)) => {
+                return Ok((run.model().clone(), result.held_out_loss));
+            }
+            _ => {}
         }
     }
 }
@@ -395,7 +428,6 @@ impl Report for ServeCli {
 /// Trains the generation model (a report line every few steps), then
 /// generates with or without the cache.
 fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
-    use dlsys_core::nn::models::text_run::{TextEvent, TextRun};
     let corpus = dlsys_core::nn::models::char_model::Corpus::shipped();
     let sampling = textgen::Sampling {
         temperature: a.temperature,
@@ -406,29 +438,9 @@ fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
     // Bad input is refused before the training it would waste.
     textgen::check_request(&corpus, &a.prompt, a.tokens, textgen::CONTEXT, &sampling)
         .map_err(|e| CliError::from(say(&e)))?;
-    let mut run = TextRun::new(textgen::model_settings(a.steps, a.seed))
-        .map_err(|e| CliError::from(say(&e)))?;
-    let held_out = loop {
-        match run.step().map_err(|e| CliError::from(say(&e)))? {
-            Some(TextEvent::Report(r)) if !a.json => {
-                let mut out = io::stdout().lock();
-                line(
-                    &mut out,
-                    "infer.generate.training",
-                    &[
-                        ("step", &r.step),
-                        ("steps", &a.steps),
-                        ("loss", &format!("{:.3}", r.held_out_loss)),
-                    ],
-                )
-                .map_err(CliError::from)?;
-            }
-            Some(TextEvent::Finished(result)) => break result.held_out_loss,
-            _ => {}
-        }
-    };
+    let (model, held_out) = train(a.steps, a.seed, a.json)?;
     let generation = textgen::generate(
-        run.model(),
+        &model,
         &corpus,
         &a.prompt,
         a.tokens,
@@ -438,8 +450,8 @@ fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
     .map_err(|e| CliError::from(say(&e)))?;
     emit(
         &GenerateCli {
-            context: run.model().config.context,
-            parameters: run.model().parameter_count(),
+            context: model.config.context,
+            parameters: model.parameter_count(),
             held_out_loss: held_out,
             median_step_s: generation.median_step_s(),
             generation,
@@ -496,56 +508,5 @@ impl Report for GenerateCli {
                 ("bytes", &g.cache_bytes),
             ],
         )
-    }
-}
-
-#[derive(serde::Serialize)]
-struct SpecCli {
-    #[serde(flatten)]
-    report: SpecReport,
-}
-
-impl Report for SpecCli {
-    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let r = &self.report;
-        line(
-            out,
-            "infer.spec.rates",
-            &[
-                ("k", &r.k),
-                ("alpha", &format!("{:.3}", r.alpha)),
-                ("measured", &format!("{:.3}", r.tokens_per_pass)),
-                ("se", &format!("{:.3}", r.standard_error)),
-                ("formula", &format!("{:.3}", r.formula)),
-            ],
-        )?;
-        for (key, test) in [
-            ("infer.spec.exact", &r.exact),
-            ("infer.spec.wrong", &r.wrong),
-        ] {
-            let verdict = if test.passes() {
-                t("infer.spec.pass")
-            } else {
-                t("infer.spec.fail")
-            };
-            line(
-                out,
-                key,
-                &[
-                    ("stat", &format!("{:.1}", test.statistic)),
-                    ("dof", &test.dof),
-                    ("critical", &format!("{:.1}", test.critical)),
-                    ("samples", &test.samples),
-                    ("verdict", &verdict),
-                ],
-            )?;
-        }
-        Ok(())
-    }
-
-    /// The run fails when the exact sampler fails its test, or the wrong
-    /// one passes it (the test could not tell them apart).
-    fn ok(&self) -> bool {
-        self.report.exact.passes() && !self.report.wrong.passes()
     }
 }

@@ -149,6 +149,44 @@ fn speculation_is_exact_and_the_wrong_resampler_is_caught() {
 }
 
 #[test]
+fn speculation_on_the_engine_writes_the_models_own_greedy_text() {
+    let v = json(&[
+        "infer",
+        "speculate",
+        "--engine",
+        "--steps",
+        "5",
+        "--tokens",
+        "40",
+        "--k",
+        "3",
+        "--rounds",
+        "2000",
+        "--json",
+    ]);
+    let engine = &v["engine"];
+    assert_eq!(engine["same_as_plain"], true);
+    // The prefill's token, then each round's: the 40 characters.
+    let rounds: Vec<&str> = engine["rounds_text"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    let text = format!(
+        "{}{}",
+        engine["first_text"].as_str().unwrap(),
+        rounds.concat()
+    );
+    assert_eq!(text, engine["text"].as_str().unwrap());
+    assert_eq!(text.chars().count(), 40);
+    let alpha = engine["alpha"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&alpha));
+    assert!(engine["speedup"].as_f64().unwrap() > 0.0);
+    assert!((1..=16).contains(&v["best_k"].as_u64().unwrap()));
+}
+
+#[test]
 fn bad_serving_input_is_refused_in_one_line() {
     fails_with_one_line(&[
         &["infer", "calc", "--batch", "0"],
@@ -166,6 +204,10 @@ fn bad_serving_input_is_refused_in_one_line() {
         &["infer", "speculate", "--k", "17"],
         &["infer", "speculate", "--rounds", "5"],
         &["infer", "speculate", "--k", "-1"],
+        &["infer", "speculate", "--draft-cost", "-1"],
+        &["infer", "speculate", "--draft-cost", "nan"],
+        &["infer", "speculate", "--engine", "--prompt", ""],
+        &["infer", "speculate", "--engine", "--tokens", "300"],
         &["infer", "serve", "--rate", "0"],
         &["infer", "serve", "--rate", "nan"],
         &["infer", "serve", "--max-batch", "0"],

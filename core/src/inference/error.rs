@@ -39,5 +39,6 @@ crate::catalog_error! {
         Continuation { prompt: usize, tokens: usize, context: usize } = "infer.continuation",
         Temperature { value: f64, max: f64 } = "infer.temperature",
         TopP { value: f64 } = "infer.top_p",
+        DraftCost { value: f64 } = "infer.draft_cost",
     }
 }

@@ -13,7 +13,7 @@
 //! probability mass ([`Sampling`]); cached and uncached decoding draw the
 //! same random numbers.
 
-use rand::{RngExt as _, SeedableRng as _};
+use rand::SeedableRng as _;
 use serde::{Deserialize, Serialize};
 
 use super::InferError;
@@ -123,6 +123,12 @@ pub fn model_settings(steps: u64, seed: u64) -> crate::nn::models::text_run::Tex
         ..Default::default()
     }
 }
+
+/// What the page and `dlsys-lab infer generate` start from: the prompt,
+/// the characters generated after it, the training steps.
+pub const DEFAULT_PROMPT: &str = "Attention ";
+pub const DEFAULT_TOKENS: usize = 200;
+pub const DEFAULT_STEPS: u64 = 300;
 
 /// Most characters a prompt may hold.
 pub const MAX_PROMPT: usize = 200;
@@ -296,17 +302,7 @@ impl Sampling {
         if self.temperature == 0.0 {
             return argmax(logits);
         }
-        let probs = self.probabilities(logits);
-        let u: f64 = rng.random();
-        let mut acc = 0.0;
-        for (i, p) in probs.iter().enumerate() {
-            acc += p;
-            if u < acc {
-                return i;
-            }
-        }
-        // Rounding left u above the last sum: the last kept token.
-        probs.iter().rposition(|p| *p > 0.0).unwrap_or(0)
+        super::speculative::sample(&self.probabilities(logits), rng)
     }
 }
 

@@ -4,7 +4,8 @@
 //! sequences' caches fit; [`calc`]), the paged KV cache against contiguous
 //! reservation on a seeded stream of requests ([`paged`]), static against
 //! continuous batching on the virtual clock ([`batching`]), and speculative
-//! decoding's exact rejection sampling ([`speculative`]). The inference
+//! decoding's exact rejection sampling ([`speculative`]), also with the
+//! engine's model as the target, timed ([`spec_run`]). The inference
 //! lesson draws these and `dlsys-lab infer` prints them.
 //!
 //! Not here (yet): the roofline points of prefill and decode measured on a
@@ -15,6 +16,7 @@ pub mod calc;
 mod error;
 pub mod generate;
 pub mod paged;
+pub mod spec_run;
 pub mod speculative;
 
 pub use error::InferError;

@@ -82,9 +82,9 @@ fn normalised(mut p: Vec<f64>) -> Vec<f64> {
     p
 }
 
-/// A draw from `p` (which sums to 1 up to rounding; the last index takes
-/// what rounding leaves).
-fn sample(p: &[f64], rng: &mut StdRng) -> usize {
+/// A draw from `p` (which sums to 1 up to rounding; the last index with
+/// mass takes what rounding leaves).
+pub fn sample(p: &[f64], rng: &mut StdRng) -> usize {
     let u: f64 = rng.random();
     let mut acc = 0.0;
     for (i, &x) in p.iter().enumerate() {
@@ -119,6 +119,29 @@ pub enum Resample {
     Draft,
 }
 
+/// The check of one proposal `x`, drawn from q, against p: `None` if it is
+/// kept (with probability min(1, p(x)/q(x))), or the token drawn in its
+/// place. Every speculation here, on tables or on the engine, checks with it.
+pub fn verdict(
+    p: &[f64],
+    q: &[f64],
+    x: usize,
+    resample: Resample,
+    rng: &mut StdRng,
+) -> Option<usize> {
+    let u: f64 = rng.random();
+    if q[x] > 0.0 && u * q[x] < p[x] {
+        return None;
+    }
+    Some(match resample {
+        Resample::Residual => {
+            let residual: Vec<f64> = p.iter().zip(q).map(|(a, b)| (a - b).max(0.0)).collect();
+            sample(&normalised(residual), rng)
+        }
+        Resample::Draft => sample(q, rng),
+    })
+}
+
 /// One round: up to k proposals after `prev`, checked against the target.
 /// Returns the emitted tokens (at least one) and how many proposals were kept.
 pub fn round(
@@ -133,26 +156,42 @@ pub fn round(
     let mut last = prev;
     for kept in 0..k {
         let q = draft.next(last);
-        let p = target.next(last);
         let x = sample(q, rng);
-        let u: f64 = rng.random();
-        if q[x] > 0.0 && u * q[x] < p[x] {
-            emitted.push(x);
-            last = x;
-            continue;
+        if let Some(y) = verdict(target.next(last), q, x, resample, rng) {
+            emitted.push(y);
+            return (emitted, kept);
         }
-        let y = match resample {
-            Resample::Residual => {
-                let residual: Vec<f64> = p.iter().zip(q).map(|(a, b)| (a - b).max(0.0)).collect();
-                sample(&normalised(residual), rng)
-            }
-            Resample::Draft => sample(q, rng),
-        };
-        emitted.push(y);
-        return (emitted, kept);
+        emitted.push(x);
+        last = x;
     }
     emitted.push(sample(target.next(last), rng));
     (emitted, k)
+}
+
+/// Leviathan et al. 2023, §3.4: the expected wall-clock speed-up over
+/// plain decoding when a draft step costs `cost` target steps and the
+/// target's pass over k + 1 tokens costs one step: E[tokens] ÷ (k·c + 1).
+pub fn speedup(alpha: f64, k: u32, cost: f64) -> f64 {
+    expected_tokens(alpha, k) / (f64::from(k) * cost + 1.0)
+}
+
+/// A draft step's cost in target steps: finite and at least 0.
+pub fn check_cost(cost: f64) -> Result<f64, InferError> {
+    if cost.is_finite() && cost >= 0.0 {
+        Ok(cost)
+    } else {
+        Err(InferError::DraftCost { value: cost })
+    }
+}
+
+/// The k in 1..=[`MAX_K`] with the largest [`speedup`], and that speed-up.
+pub fn best_k(alpha: f64, cost: f64) -> (u32, f64) {
+    (1..=MAX_K)
+        .map(|k| (k, speedup(alpha, k, cost)))
+        .fold(
+            (1, f64::NEG_INFINITY),
+            |best, x| if x.1 > best.1 { x } else { best },
+        )
 }
 
 /// A chi-squared goodness-of-fit test: categories expected fewer than 5

@@ -272,3 +272,20 @@ fn tokens_per_pass_follow_the_formula_when_acceptances_are_independent() {
     assert_eq!(expected_tokens(1.0, 4), 5.0);
     assert_eq!(expected_tokens(0.0, 4), 1.0);
 }
+
+#[test]
+fn the_best_k_weighs_tokens_per_pass_against_the_drafts_cost() {
+    use super::speculative::{MAX_K, best_k, speedup};
+    // α = 0.7, a draft step a tenth of a target step: k = 4 gives
+    // (1 − 0.7⁵) / 0.3 / 1.4 = 1.981, above k = 3 (1.948) and k = 5 (1.961).
+    let (k, s) = best_k(0.7, 0.1);
+    assert_eq!(k, 4);
+    assert!((s - 1.980_7).abs() < 1e-3, "{s}");
+    assert!(speedup(0.7, 3, 0.1) < s && speedup(0.7, 5, 0.1) < s);
+    // A free draft: the more proposals the better; a useless one: k = 1,
+    // slower than plain decoding.
+    assert_eq!(best_k(0.5, 0.0).0, MAX_K);
+    let (k, s) = best_k(0.0, 0.2);
+    assert_eq!(k, 1);
+    assert!((s - 1.0 / 1.2).abs() < 1e-12);
+}

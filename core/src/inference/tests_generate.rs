@@ -219,3 +219,60 @@ fn bad_prompts_are_refused_with_the_reason() {
         Err(InferError::UnknownToken { .. })
     ));
 }
+
+#[test]
+fn greedy_speculation_on_the_engine_writes_the_targets_own_text() {
+    use super::spec_run::{speculate, text_draft};
+    let (corpus, model) = model(96);
+    let draft = text_draft(&corpus);
+    let plain = generate(&model, &corpus, "the ", 60, true, &Sampling::default()).unwrap();
+    for k in [1, 3, 8] {
+        let run = speculate(&model, &corpus, &draft, "the ", 60, k, &Sampling::default()).unwrap();
+        assert_eq!(run.same_as_plain, Some(true), "k = {k}");
+        assert_eq!(run.text, plain.text);
+        // Every round emits what it kept and one more; the prefill the first.
+        let emitted: usize = run.rounds.iter().map(|r| r.emitted.len()).sum();
+        assert_eq!(emitted + 1, 60);
+        assert!(
+            run.rounds
+                .iter()
+                .all(|r| r.emitted.len() == r.kept as usize + 1
+                    && r.kept <= r.proposed
+                    && r.proposed <= k)
+        );
+        // Both outcomes happen, so the cache was cut back and kept whole.
+        let kept: u32 = run.rounds.iter().map(|r| r.kept).sum();
+        assert!(
+            kept > 0 && run.rounds.iter().any(|r| r.kept < r.proposed),
+            "k = {k}: {:?}",
+            run.rounds
+        );
+        assert!((0.0..=1.0).contains(&run.alpha) && run.speedup > 0.0);
+    }
+}
+
+#[test]
+fn sampled_speculation_on_the_engine_emits_what_was_asked_and_refuses_bad_k() {
+    use super::spec_run::{speculate, text_draft};
+    let (corpus, model) = model(64);
+    let draft = text_draft(&corpus);
+    let sampling = Sampling {
+        temperature: 1.0,
+        seed: 5,
+        ..Sampling::default()
+    };
+    let run = speculate(&model, &corpus, &draft, "a", 50, 4, &sampling).unwrap();
+    assert_eq!(run.text.chars().count(), 50);
+    assert_eq!(run.same_as_plain, None);
+    assert!(run.rounds.iter().any(|r| r.kept > 0));
+    for k in [0, super::speculative::MAX_K + 1] {
+        assert!(matches!(
+            speculate(&model, &corpus, &draft, "a", 50, k, &sampling),
+            Err(InferError::Proposals { .. })
+        ));
+    }
+    assert!(matches!(
+        speculate(&model, &corpus, &draft, "a", 64, 4, &sampling),
+        Err(InferError::Continuation { .. })
+    ));
+}

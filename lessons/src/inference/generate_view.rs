@@ -9,7 +9,7 @@ use dlsys_core::inference::InferError;
 use dlsys_core::inference::generate::{self, CONTEXT, Generation, MAX_TEMPERATURE, Sampling};
 use dlsys_core::memory::show_seconds;
 use dlsys_core::nn::TrainError;
-use dlsys_core::nn::models::char_model::Corpus;
+use dlsys_core::nn::models::char_model::{CharModel, Corpus};
 use dlsys_core::nn::models::text_run::{MAX_STEPS, TextEvent, TextRun};
 use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
@@ -33,9 +33,9 @@ pub struct GenSettings {
 impl Default for GenSettings {
     fn default() -> Self {
         Self {
-            prompt: "Attention ".to_owned(),
-            tokens: 200,
-            steps: 300,
+            prompt: generate::DEFAULT_PROMPT.to_owned(),
+            tokens: generate::DEFAULT_TOKENS,
+            steps: generate::DEFAULT_STEPS,
             seed: 1,
             sampling: Sampling::default(),
         }
@@ -70,12 +70,23 @@ enum Failed {
     Generate(InferError),
 }
 
+/// The last model trained here, for the speculation section to use as
+/// its target.
+pub struct Trained {
+    /// Counts the models trained, so a new one is told from the last.
+    pub serial: u64,
+    pub model: CharModel,
+    /// What it was trained and asked to generate with.
+    pub asked: GenSettings,
+}
+
 #[derive(Default)]
 pub struct Job {
     run: Option<TextRun>,
     /// What the run generates once trained.
     asked: GenSettings,
     pair: Option<Pair>,
+    trained: Option<Trained>,
     failed: Option<Failed>,
     budget: FrameBudget,
 }
@@ -83,6 +94,10 @@ pub struct Job {
 impl Job {
     pub fn is_running(&self) -> bool {
         self.run.is_some()
+    }
+
+    pub fn trained(&self) -> Option<&Trained> {
+        self.trained.as_ref()
     }
 
     /// Trains a new model for `s`, then generates (in [`Job::logic`]). Bad
@@ -146,6 +161,8 @@ impl Job {
             Ok(pair) => self.pair = Some(pair),
             Err(e) => self.failed = Some(Failed::Generate(e)),
         }
+        let serial = self.trained.as_ref().map_or(0, |t| t.serial + 1);
+        self.trained = Some(Trained { serial, model: model.clone(), asked: s.clone() });
         self.run = None;
     }
 

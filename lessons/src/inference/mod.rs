@@ -12,6 +12,7 @@ mod calc_view;
 mod exercises;
 mod generate_view;
 mod paged_view;
+mod spec_engine_view;
 mod spec_view;
 
 use dlsys_core::inference::calc::{DevicePreset, MAX_COUNT, ServeSettings};
@@ -45,6 +46,8 @@ pub struct Settings {
     /// Proposals per round and the seed of the speculation.
     pub k: u32,
     pub spec_seed: u64,
+    /// A draft step's cost in target steps, for the best k.
+    pub draft_cost: f64,
 }
 
 impl Default for Settings {
@@ -63,6 +66,7 @@ impl Default for Settings {
             generation: generate_view::GenSettings::default(),
             k: 4,
             spec_seed: 1,
+            draft_cost: 0.1,
         }
     }
 }
@@ -85,6 +89,11 @@ impl Settings {
         self.context = self.context.clamp(1, MAX_COUNT);
         self.batch = self.batch.clamp(1, MAX_COUNT);
         self.k = self.k.clamp(1, MAX_K);
+        self.draft_cost = if self.draft_cost.is_finite() {
+            self.draft_cost.clamp(0.0, spec_view::MAX_DRAFT_COST)
+        } else {
+            d.draft_cost
+        };
         self.batching.clamped();
         self.generation.clamped();
         let st = &mut self.stream;
@@ -143,7 +152,7 @@ impl Lesson for Inference {
         crate::kit::section(ui, &TEXT, lang, "calc", |ui| calc_view::ui(ui, settings, lang));
         crate::kit::section(ui, &TEXT, lang, "paged", |ui| paged.ui(ui, &mut settings.stream, lang));
         crate::kit::section(ui, &TEXT, lang, "batching", |ui| batching.ui(ui, settings, lang));
-        crate::kit::section(ui, &TEXT, lang, "spec", |ui| spec.ui(ui, settings, lang));
+        crate::kit::section(ui, &TEXT, lang, "spec", |ui| spec.ui(ui, settings, generate.trained(), lang));
     }
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
@@ -204,6 +213,7 @@ mod tests {
             weight_bytes: f64::NAN,
             batch: 0,
             k: 99,
+            draft_cost: f64::NAN,
             ..Settings::default()
         };
         wild.stream.block_tokens = 0;
@@ -215,5 +225,9 @@ mod tests {
         assert!(wild.serve().validate().is_ok());
         assert!(wild.stream.validate().is_ok(), "{:?}", wild.stream.validate());
         assert_eq!(wild.k, MAX_K);
+        assert_eq!(wild.draft_cost, Settings::default().draft_cost);
+        wild.draft_cost = -1.0;
+        wild.clamped();
+        assert_eq!(wild.draft_cost, 0.0);
     }
 }

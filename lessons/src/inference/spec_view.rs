@@ -6,11 +6,13 @@
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::inference::InferError;
+use dlsys_core::inference::spec_run::SpecRound;
 use dlsys_core::inference::speculative::{self, ChiSquared, MAX_K, Resample, SpecReport, SpecSettings, Table};
 use dlsys_core::nn::models::char_model::Corpus;
 use dlsys_core::text::Lang;
 use rand::SeedableRng as _;
 
+use super::generate_view::Trained;
 use super::{Settings, TEXT, t};
 use crate::kit::memo::Memo;
 use crate::kit::theme;
@@ -24,13 +26,14 @@ pub struct Cache {
     target: Table,
     draft: Table,
     memo: Memo<SpecSettings, Result<SpecReport, InferError>>,
+    engine: super::spec_engine_view::Engine,
 }
 
 impl Default for Cache {
     fn default() -> Self {
         let corpus = Corpus::shipped();
         let (target, draft) = speculative::text_pair(&corpus);
-        Self { corpus, target, draft, memo: Memo::default() }
+        Self { corpus, target, draft, memo: Memo::default(), engine: Default::default() }
     }
 }
 
@@ -40,7 +43,7 @@ impl Cache {
     }
 
     pub fn compute(&mut self, s: &Settings) -> &Result<SpecReport, InferError> {
-        let Self { corpus, target, draft, memo } = self;
+        let Self { corpus, target, draft, memo, .. } = self;
         memo.get(&Self::settings(s), |spec| {
             speculative::measure(target, draft, speculative::text_context(corpus), spec)
         })
@@ -60,7 +63,7 @@ impl Cache {
         })
     }
 
-    pub fn ui(&mut self, ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    pub fn ui(&mut self, ui: &mut egui::Ui, s: &mut Settings, trained: Option<&Trained>, lang: Lang) {
         ui.label(t(lang, "spec.explain"));
         ui.horizontal_wrapped(|ui| {
             crate::kit::number_field(ui, t(lang, "spec.k"), &mut s.k, 1..=MAX_K, 0.1);
@@ -92,53 +95,70 @@ impl Cache {
         ui.label(TEXT.fill(lang, "spec.test", &[("context", &context), ("samples", &report.exact.samples)]));
         test_line(ui, t(lang, "spec.exact"), &report.exact, lang);
         test_line(ui, t(lang, "spec.wrong"), &report.wrong, lang);
+        best_k_ui(ui, report.alpha, &mut s.draft_cost, lang);
+        ui.add_space(6.0);
+        self.engine.ui(ui, &self.corpus, s, trained, lang);
     }
 
     /// A few rounds from the test's context, each token coloured by how it
     /// was emitted.
     fn stream_ui(&self, ui: &mut egui::Ui, s: &Settings, lang: Lang) {
-        let visuals = ui.visuals().clone();
         let mut rng = rand::rngs::StdRng::seed_from_u64(s.spec_seed);
         let mut prev = speculative::text_context(&self.corpus);
-        let mut job = egui::text::LayoutJob::default();
-        let font = egui::TextStyle::Monospace.resolve(ui.style());
-        let (mut kept_total, mut rounds) = (0u32, 0u32);
-        // Quoted: the text is the model's output, not the page's prose.
-        let weak = egui::TextFormat { font_id: font.clone(), color: visuals.weak_text_color(), ..Default::default() };
-        job.append("“", 0.0, weak.clone());
-        for _ in 0..SHOWN_ROUNDS {
-            let (emitted, kept) = speculative::round(&self.target, &self.draft, prev, s.k, Resample::Residual, &mut rng);
-            rounds += 1;
-            kept_total += kept;
-            for (i, &token) in emitted.iter().enumerate() {
-                let colour = if (i as u32) < kept {
-                    theme::good(&visuals)
-                } else if kept < s.k {
-                    theme::warn(&visuals)
-                } else {
-                    theme::series(&visuals, 0)
-                };
-                let c = self.corpus.vocab.get(token).copied().unwrap_or('?');
-                let shown = if c == '\n' { '¶' } else { c };
-                job.append(&shown.to_string(), 0.0, egui::TextFormat { font_id: font.clone(), color: colour, ..Default::default() });
-            }
-            job.append("│", 0.0, weak.clone());
-            prev = emitted.last().copied().unwrap_or(prev);
-        }
-        job.append("”", 0.0, weak);
-        job.wrap.max_width = ui.available_width();
-        ui.label(job);
-        crate::kit::figure::legend(
-            ui,
-            "infer_spec_stream",
-            &[
-                crate::kit::figure::Key::fill(t(lang, "spec.kept"), theme::good(&visuals)),
-                crate::kit::figure::Key::fill(t(lang, "spec.resampled"), theme::warn(&visuals)),
-                crate::kit::figure::Key::fill(t(lang, "spec.bonus"), theme::series(&visuals, 0)),
-            ],
-        );
-        ui.label(TEXT.fill(lang, "spec.stream", &[("rounds", &rounds), ("kept", &kept_total), ("k", &s.k)]));
+        let rounds: Vec<SpecRound> = (0..SHOWN_ROUNDS)
+            .map(|_| {
+                let (emitted, kept) = speculative::round(&self.target, &self.draft, prev, s.k, Resample::Residual, &mut rng);
+                prev = emitted.last().copied().unwrap_or(prev);
+                SpecRound { proposed: s.k, kept, emitted }
+            })
+            .collect();
+        rounds_ui(ui, &self.corpus, "", &rounds, lang);
+        let kept: u32 = rounds.iter().map(|r| r.kept).sum();
+        ui.label(TEXT.fill(lang, "spec.stream", &[("rounds", &rounds.len()), ("kept", &kept), ("k", &s.k)]));
     }
+}
+
+/// Rounds as one line of text after `lead` (weak), each token coloured by
+/// how it came: a kept proposal, the token drawn after a rejection, the
+/// target's bonus after all were kept; │ ends each round (one target
+/// pass). Then the colours' legend.
+pub(super) fn rounds_ui(ui: &mut egui::Ui, corpus: &Corpus, lead: &str, rounds: &[SpecRound], lang: Lang) {
+    let visuals = ui.visuals().clone();
+    let font = egui::TextStyle::Monospace.resolve(ui.style());
+    let format = |color| egui::TextFormat { font_id: font.clone(), color, ..Default::default() };
+    let weak = format(visuals.weak_text_color());
+    let shown = |token: usize| match corpus.vocab.get(token).copied().unwrap_or('?') {
+        '\n' => '¶',
+        c => c,
+    };
+    let mut job = egui::text::LayoutJob::default();
+    // Quoted: the text is the model's output, not the page's prose.
+    job.append(&format!("“{lead}"), 0.0, weak.clone());
+    for round in rounds {
+        for (i, &token) in round.emitted.iter().enumerate() {
+            let colour = if (i as u32) < round.kept {
+                theme::good(&visuals)
+            } else if round.kept < round.proposed {
+                theme::warn(&visuals)
+            } else {
+                theme::series(&visuals, 0)
+            };
+            job.append(&shown(token).to_string(), 0.0, format(colour));
+        }
+        job.append("│", 0.0, weak.clone());
+    }
+    job.append("”", 0.0, weak);
+    job.wrap.max_width = ui.available_width();
+    ui.label(job);
+    crate::kit::figure::legend(
+        ui,
+        "infer_spec_stream",
+        &[
+            crate::kit::figure::Key::fill(t(lang, "spec.kept"), theme::good(&visuals)),
+            crate::kit::figure::Key::fill(t(lang, "spec.resampled"), theme::warn(&visuals)),
+            crate::kit::figure::Key::fill(t(lang, "spec.bonus"), theme::series(&visuals, 0)),
+        ],
+    );
 }
 
 fn test_line(ui: &mut egui::Ui, name: &str, test: &ChiSquared, lang: Lang) {
@@ -161,3 +181,20 @@ fn test_line(ui: &mut egui::Ui, name: &str, test: &ChiSquared, lang: Lang) {
         ui.colored_label(colour, verdict);
     });
 }
+
+/// The k that speeds decoding most at acceptance `alpha` when a draft
+/// step costs `cost` target steps (the learner sets the cost).
+pub(super) fn best_k_ui(ui: &mut egui::Ui, alpha: f64, cost: &mut f64, lang: Lang) {
+    ui.horizontal_wrapped(|ui| {
+        crate::kit::number_field(ui, t(lang, "spec.draft_cost"), cost, 0.0..=MAX_DRAFT_COST, 0.005);
+        let (k, speedup) = speculative::best_k(alpha, *cost);
+        ui.label(TEXT.fill(
+            lang,
+            "spec.best",
+            &[("alpha", &format!("{alpha:.3}")), ("k", &k), ("speedup", &format!("{speedup:.2}"))],
+        ));
+    });
+}
+
+/// The costliest draft the page takes, in target steps.
+pub const MAX_DRAFT_COST: f64 = 2.0;

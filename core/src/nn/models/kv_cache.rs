@@ -57,6 +57,14 @@ impl<T: Real> KvCache<T> {
         self.values.extend_from_slice(values);
     }
 
+    /// Forgets every token after the first `tokens` (a speculative pass's
+    /// rejected proposals).
+    pub fn truncate(&mut self, tokens: usize) {
+        let len = tokens * self.width;
+        self.keys.truncate(len);
+        self.values.truncate(len);
+    }
+
     /// One query row (`width` values, split into `heads` heads) attending,
     /// softmax(q·kᵀ/√(width/heads))·v head by head, over the first `seen`
     /// cached tokens (a causal query sees itself and those before it).

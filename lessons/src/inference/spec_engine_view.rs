@@ -1,0 +1,112 @@
+//! Speculative decoding on the engine: the model section 1 trained is the
+//! target, the text's bigram table the draft. The continuation streamed
+//! with each round's tokens coloured, α and tokens per pass against the
+//! formula, and the wall clock against the model decoding alone, with the
+//! costs that explain it (`dlsys_core::inference::spec_run`).
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::float::show_sig;
+use dlsys_core::inference::InferError;
+use dlsys_core::inference::generate::Sampling;
+use dlsys_core::inference::spec_run::{self, EngineSpec, REPEATS};
+use dlsys_core::inference::speculative::Table;
+use dlsys_core::memory::show_seconds;
+use dlsys_core::nn::models::char_model::Corpus;
+use dlsys_core::text::Lang;
+
+use super::generate_view::Trained;
+use super::spec_view::rounds_ui;
+use super::{Settings, TEXT, t};
+use crate::kit::memo::Memo;
+use crate::kit::theme;
+
+/// What a speculation on the engine ran with.
+#[derive(Clone, Debug, PartialEq)]
+struct Key {
+    serial: u64,
+    k: u32,
+    prompt: String,
+    tokens: usize,
+    sampling: Sampling,
+}
+
+#[derive(Default)]
+pub struct Engine {
+    draft: Option<Table>,
+    memo: Memo<Key, Result<EngineSpec, InferError>>,
+}
+
+impl Engine {
+    pub fn ui(&mut self, ui: &mut egui::Ui, corpus: &Corpus, s: &Settings, trained: Option<&Trained>, lang: Lang) {
+        ui.strong(t(lang, "spec.engine.heading"));
+        ui.label(t(lang, "spec.engine.explain"));
+        let Some(trained) = trained else {
+            ui.weak(t(lang, "spec.engine.before"));
+            return;
+        };
+        let asked = &trained.asked;
+        let key = Key {
+            serial: trained.serial,
+            k: s.k,
+            prompt: asked.prompt.clone(),
+            tokens: asked.tokens,
+            sampling: asked.sampling,
+        };
+        let draft = self.draft.get_or_insert_with(|| spec_run::text_draft(corpus));
+        // A few milliseconds on this model (both generations, five times):
+        // computed in the frame that asks.
+        let run = self.memo.get(&key, |key| {
+            spec_run::speculate(&trained.model, corpus, draft, &key.prompt, key.tokens, key.k, &key.sampling)
+        });
+        let run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+                return;
+            }
+        };
+        let lead = format!("{}|", asked.prompt);
+        let mut rounds = vec![dlsys_core::inference::spec_run::SpecRound { proposed: 0, kept: 0, emitted: vec![run.first] }];
+        rounds.extend(run.rounds.iter().cloned());
+        rounds_ui(ui, corpus, &lead, &rounds, lang);
+        ui.label(TEXT.fill(
+            lang,
+            "spec.engine.rates",
+            &[
+                ("k", &run.k),
+                ("rounds", &run.rounds.len()),
+                ("alpha", &format!("{:.3}", run.alpha)),
+                ("measured", &format!("{:.3}", run.tokens_per_pass)),
+                ("formula", &format!("{:.3}", run.formula)),
+            ],
+        ));
+        ui.label(TEXT.fill(
+            lang,
+            "spec.engine.time",
+            &[
+                ("repeats", &REPEATS),
+                ("spec", &show_seconds(run.speculative_s)),
+                ("plain", &show_seconds(run.plain_s)),
+                ("speedup", &format!("{:.2}", run.speedup)),
+                ("c", &show_sig(run.draft_cost, 2)),
+                ("v", &show_sig(run.pass_cost, 3)),
+                ("predicted", &format!("{:.2}", run.predicted_speedup)),
+            ],
+        ));
+        // Why, from the measured cost: more than half a step over one.
+        ui.label(t(lang, if run.pass_cost > 1.5 { "spec.engine.costly" } else { "spec.engine.cheap" }));
+        ui.label(TEXT.fill(
+            lang,
+            "spec.engine.best",
+            &[("k", &run.best_k), ("best", &format!("{:.2}", run.best_speedup))],
+        ));
+        if let Some(same) = run.same_as_plain {
+            let (key, colour) =
+                if same { ("spec.engine.same", theme::good(ui.visuals())) } else { ("spec.engine.differs", theme::bad(ui.visuals())) };
+            ui.colored_label(colour, t(lang, key));
+        }
+        if cfg!(target_arch = "wasm32") {
+            ui.weak(t(lang, "spec.engine.coarse_clock"));
+        }
+    }
+}
