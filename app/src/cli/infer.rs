@@ -4,7 +4,8 @@
 //! against continuous batching on the virtual clock (`serve`), speculative
 //! decoding (`speculate`, in `infer_spec.rs`), and the
 //! engine's character model generating with or without its KV cache, every
-//! step timed (`generate`).
+//! step timed (`generate`), and prefill and decode of a shape model on the
+//! CPU's roofline (`roofline`, in `infer_roofline.rs`).
 //! The same core values as the inference lesson's page.
 
 use std::io::{self, Write};
@@ -30,6 +31,7 @@ pub enum InferCommand {
     Serve(ServeArgs),
     Speculate(SpecArgs),
     Generate(GenerateArgs),
+    Roofline(super::infer_roofline::RooflineArgs),
 }
 
 impl InferCommand {
@@ -40,6 +42,7 @@ impl InferCommand {
             Self::Serve(a) => a.json,
             Self::Generate(a) => a.json,
             Self::Speculate(a) => a.json,
+            Self::Roofline(a) => a.json,
         }
     }
 }
@@ -161,6 +164,10 @@ pub struct SpecArgs {
 pub(super) fn help_values() -> Vec<(&'static str, String)> {
     vec![
         ("infer_max_k", speculative::MAX_K.to_string()),
+        (
+            "infer_max_width",
+            dlsys_core::inference::roofline::MAX_WIDTH.to_string(),
+        ),
         ("infer_max_count", calc::MAX_COUNT.to_string()),
         ("infer_max_requests", batching::MAX_REQUESTS.to_string()),
         ("infer_max_batch", batching::MAX_BATCH.to_string()),
@@ -231,6 +238,7 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
         }
         InferCommand::Generate(a) => generate(a),
         InferCommand::Speculate(a) => super::infer_spec::speculate(a),
+        InferCommand::Roofline(a) => super::infer_roofline::run(a),
     }
 }
 

@@ -12,6 +12,7 @@ mod float;
 mod gpu_info;
 mod gradcheck;
 mod infer;
+mod infer_roofline;
 mod infer_spec;
 mod kernel;
 mod lang;

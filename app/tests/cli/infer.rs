@@ -187,6 +187,35 @@ fn speculation_on_the_engine_writes_the_models_own_greedy_text() {
 }
 
 #[test]
+fn a_shape_model_is_placed_on_the_cpus_roofline() {
+    let v = json(&[
+        "infer",
+        "roofline",
+        "--width",
+        "256",
+        "--prompt",
+        "64",
+        "--steps",
+        "3",
+        "--gemm",
+        "128",
+        "--read-mb",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(v["decode"].as_array().unwrap().len(), 3);
+    assert_eq!(v["config"]["width"], 256);
+    let intensity = |p: &serde_json::Value| {
+        p["cost"]["flops"].as_f64().unwrap() / p["cost"]["bytes"].as_f64().unwrap()
+    };
+    // Decode reads every weight for 2 FLOPs: far left of a 64-token prefill.
+    assert!(intensity(&v["decode_median"]) < 0.6);
+    assert!(intensity(&v["prefill"]) > 10.0 * intensity(&v["decode_median"]));
+    assert!(v["roofs"]["roofline"]["bandwidth"].as_f64().unwrap() > 0.0);
+    assert!(v["decode_bound_tokens_per_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
 fn bad_serving_input_is_refused_in_one_line() {
     fails_with_one_line(&[
         &["infer", "calc", "--batch", "0"],
@@ -205,6 +234,11 @@ fn bad_serving_input_is_refused_in_one_line() {
         &["infer", "speculate", "--rounds", "5"],
         &["infer", "speculate", "--k", "-1"],
         &["infer", "speculate", "--draft-cost", "-1"],
+        &["infer", "roofline", "--width", "100"],
+        &["infer", "roofline", "--steps", "0"],
+        &["infer", "roofline", "--prompt", "5000"],
+        &["infer", "roofline", "--gemm", "8"],
+        &["infer", "roofline", "--read-mb", "0"],
         &["infer", "speculate", "--draft-cost", "nan"],
         &["infer", "speculate", "--engine", "--prompt", ""],
         &["infer", "speculate", "--engine", "--tokens", "300"],

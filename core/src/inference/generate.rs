@@ -51,12 +51,83 @@ fn add_bias(mut x: Tensor<f32>, bias: &Tensor<f32>) -> Tensor<f32> {
     x
 }
 
+/// Rows [`project`] streams the weights for; more go through the GEMM.
+pub const SKINNY_ROWS: usize = 16;
+
+/// `x·w`. For a few rows (a decode step, a speculative pass) each row of
+/// `w` is read once, in order, and added into every output row while it
+/// is in cache: the weights stream through once, whatever the rows. For
+/// more rows (a prefill) the engine's GEMM. A GEMM library packs `w` into
+/// panels before it multiplies: at one row that reads, writes and reads
+/// again every weight, about three times the bytes a decode step needs
+/// (measured with `dlsys-lab infer roofline`).
+pub fn project(x: &Tensor<f32>, w: &Tensor<f32>) -> Tensor<f32> {
+    let (rows, k) = x.rows_cols();
+    let (_, n) = w.rows_cols();
+    if rows > SKINNY_ROWS {
+        return matmul(x, false, w, false);
+    }
+    let mut y = vec![0.0f32; rows * n];
+    let w_row = |i: usize| &w.data[i * n..(i + 1) * n];
+    if rows == 1 {
+        // A GEMV: one stream of weights into one row of sums.
+        for (xi, w_row) in x.data.iter().zip(w.data.chunks_exact(n)) {
+            for (yj, wj) in y.iter_mut().zip(w_row) {
+                *yj += xi * wj;
+            }
+        }
+        return Tensor::new(y, &[1, n]);
+    }
+    // Four rows of `w` at a time: every output row's partial sums are read
+    // and written once per four weight rows instead of once per row.
+    let mut i = 0;
+    while i + 4 <= k {
+        let (w0, w1, w2, w3) = (w_row(i), w_row(i + 1), w_row(i + 2), w_row(i + 3));
+        for (r, out) in y.chunks_exact_mut(n).enumerate() {
+            let a = &x.data[r * k + i..r * k + i + 4];
+            let lanes = out.iter_mut().zip(w0).zip(w1).zip(w2).zip(w3);
+            for ((((yj, b0), b1), b2), b3) in lanes {
+                *yj += a[0] * b0 + a[1] * b1 + a[2] * b2 + a[3] * b3;
+            }
+        }
+        i += 4;
+    }
+    for i in i..k {
+        for (r, out) in y.chunks_exact_mut(n).enumerate() {
+            let a = x.data[r * k + i];
+            for (yj, b) in out.iter_mut().zip(w_row(i)) {
+                *yj += a * b;
+            }
+        }
+    }
+    Tensor::new(y, &[rows, n])
+}
+
 /// The logits (`[ids.len(), vocab]`) of `ids` placed after the cached
 /// tokens, whose keys and values are appended to `cache`.
 pub fn forward(
     model: &CharModel,
     cache: &mut KvCache<f32>,
     ids: &[usize],
+) -> Result<Tensor<f32>, InferError> {
+    forward_by(model, cache, ids, project)
+}
+
+/// [`forward`] with every product through the engine's GEMM, one row or
+/// many: the rival [`project`]'s GEMV is measured against.
+pub fn forward_gemm(
+    model: &CharModel,
+    cache: &mut KvCache<f32>,
+    ids: &[usize],
+) -> Result<Tensor<f32>, InferError> {
+    forward_by(model, cache, ids, |x, w| matmul(x, false, w, false))
+}
+
+fn forward_by(
+    model: &CharModel,
+    cache: &mut KvCache<f32>,
+    ids: &[usize],
+    project: impl Fn(&Tensor<f32>, &Tensor<f32>) -> Tensor<f32>,
 ) -> Result<Tensor<f32>, InferError> {
     let config = model.config;
     let (d, heads, start) = (config.width, config.heads, cache.tokens());
@@ -87,25 +158,22 @@ pub fn forward(
         }
     }
     let h = layer_norm(&x, &p[2], &p[3]);
-    let q = matmul(&h, false, &p[4], false);
-    cache.append(
-        &matmul(&h, false, &p[5], false).data,
-        &matmul(&h, false, &p[6], false).data,
-    );
+    let q = project(&h, &p[4]);
+    cache.append(&project(&h, &p[5]).data, &project(&h, &p[6]).data);
     // Each new row attends causally: to the cache before it and to itself.
     let mut attended = Tensor::zeros(&[n, d]);
     for i in 0..n {
         let row = cache.attend(&q.data[i * d..(i + 1) * d], start + i + 1, heads);
         attended.data[i * d..(i + 1) * d].copy_from_slice(&row);
     }
-    let o = matmul(&attended, false, &p[7], false);
+    let o = project(&attended, &p[7]);
     let x = x.zip_map(&o, |a, b| a + b);
     let h = layer_norm(&x, &p[8], &p[9]);
-    let h = add_bias(matmul(&h, false, &p[10], false), &p[11]).map(|v| gelu(f64::from(v)) as f32);
-    let h = add_bias(matmul(&h, false, &p[12], false), &p[13]);
+    let h = add_bias(project(&h, &p[10]), &p[11]).map(|v| gelu(f64::from(v)) as f32);
+    let h = add_bias(project(&h, &p[12]), &p[13]);
     let x = x.zip_map(&h, |a, b| a + b);
     let h = layer_norm(&x, &p[14], &p[15]);
-    Ok(add_bias(matmul(&h, false, &p[16], false), &p[17]))
+    Ok(add_bias(project(&h, &p[16]), &p[17]))
 }
 
 /// The context of the model this lesson generates with: 256 characters,

@@ -8,14 +8,15 @@
 //! engine's model as the target, timed ([`spec_run`]). The inference
 //! lesson draws these and `dlsys-lab infer` prints them.
 //!
-//! Not here (yet): the roofline points of prefill and decode measured on a
-//! model far larger than the CPU's caches.
+//! Prefill and decode on the CPU's roofline, measured on a shape model far
+//! larger than the CPU's caches, with the decode bound ([`roofline`]).
 
 pub mod batching;
 pub mod calc;
 mod error;
 pub mod generate;
 pub mod paged;
+pub mod roofline;
 pub mod spec_run;
 pub mod speculative;
 
@@ -56,3 +57,5 @@ mod tests;
 mod tests_batching;
 #[cfg(test)]
 mod tests_generate;
+#[cfg(test)]
+mod tests_roofline;

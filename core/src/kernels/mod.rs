@@ -391,7 +391,7 @@ pub enum Buf {
 /// The roofline model: what a kernel of a given arithmetic intensity can
 /// attain under a memory roof (bandwidth × intensity) and a compute roof
 /// (the peak). Any consistent units: GFLOP/s with GB/s, TFLOP/s with TB/s.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Roofline {
     pub peak: f64,
     pub bandwidth: f64,

@@ -12,6 +12,7 @@ mod calc_view;
 mod exercises;
 mod generate_view;
 mod paged_view;
+mod roofline_view;
 mod spec_engine_view;
 mod spec_view;
 
@@ -43,6 +44,8 @@ pub struct Settings {
     pub stream: StreamSettings,
     pub batching: batching_view::Stream,
     pub generation: generate_view::GenSettings,
+    /// The shape model of the roofline section.
+    pub shape: dlsys_core::inference::roofline::RooflineSettings,
     /// Proposals per round and the seed of the speculation.
     pub k: u32,
     pub spec_seed: u64,
@@ -64,6 +67,7 @@ impl Default for Settings {
             stream: StreamSettings::default(),
             batching: batching_view::Stream::default(),
             generation: generate_view::GenSettings::default(),
+            shape: roofline_view::default_settings(),
             k: 4,
             spec_seed: 1,
             draft_cost: 0.1,
@@ -96,6 +100,7 @@ impl Settings {
         };
         self.batching.clamped();
         self.generation.clamped();
+        roofline_view::clamp(&mut self.shape);
         let st = &mut self.stream;
         st.block_tokens = st.block_tokens.clamp(1, 256);
         st.reserve = st.reserve.clamp(2, 1 << 16);
@@ -134,6 +139,7 @@ fn t(lang: Lang, key: &'static str) -> &'static str {
 pub struct Inference {
     settings: Settings,
     generate: generate_view::Job,
+    roofline: roofline_view::Job,
     paged: paged_view::Cache,
     batching: batching_view::Cache,
     spec: spec_view::Cache,
@@ -147,8 +153,9 @@ impl Lesson for Inference {
         self.settings.clamped();
         crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
-        let Self { settings, generate, paged, batching, spec } = self;
+        let Self { settings, generate, roofline, paged, batching, spec } = self;
         crate::kit::section(ui, &TEXT, lang, "generate", |ui| generate.ui(ui, &mut settings.generation, lang));
+        crate::kit::section(ui, &TEXT, lang, "roofline", |ui| roofline.ui(ui, &mut settings.shape, lang));
         crate::kit::section(ui, &TEXT, lang, "calc", |ui| calc_view::ui(ui, settings, lang));
         crate::kit::section(ui, &TEXT, lang, "paged", |ui| paged.ui(ui, &mut settings.stream, lang));
         crate::kit::section(ui, &TEXT, lang, "batching", |ui| batching.ui(ui, settings, lang));
@@ -157,16 +164,18 @@ impl Lesson for Inference {
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         self.generate.logic(ctx);
+        self.roofline.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.generate.is_running()
+        self.generate.is_running() || self.roofline.is_running()
     }
 
     crate::persist_field!(settings);
 
     /// A short generation (a model trained 20 steps, 60 characters, with
-    /// and without the cache), the stream through both caches, both
+    /// and without the cache), a small shape model on the roofline, the
+    /// stream through both caches, both
     /// batching schemes and the speculation at the lesson's defaults, as
     /// the page computes them.
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
@@ -176,6 +185,10 @@ impl Lesson for Inference {
             tokens: 60,
             ..d.generation.clone()
         });
+        // The roofline's passes at a size the self-test affords (the
+        // page's shape model is hundreds of MB).
+        let small = dlsys_core::inference::roofline::RooflineSettings { width: 128, prompt: 32, steps: 4, seed: 1 };
+        self.roofline.start_sized(&small, (256, 8 << 20));
         self.paged.compute(&d.stream);
         self.batching.compute(&d.batching.settings(&d));
         self.spec.compute(&d);
@@ -185,6 +198,7 @@ impl Lesson for Inference {
     fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
         let outcomes = [
             self.generate.outcome()?,
+            self.roofline.outcome()?,
             self.paged.outcome()?,
             self.batching.outcome()?,
             self.spec.outcome()?,

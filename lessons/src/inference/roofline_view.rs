@@ -1,0 +1,304 @@
+//! Prefill and decode on the CPU's roofline: the CPU's roofs measured,
+//! then a shape model (random weights, far larger than the CPU's caches)
+//! prefilled and decoded a pass a frame; both placed on a log-log roofline
+//! with the decode bound beside the measured rate
+//! (`dlsys_core::inference::roofline`; `dlsys-lab infer roofline` prints
+//! the same values).
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::float::show_sig;
+use dlsys_core::inference::InferError;
+use dlsys_core::inference::calc::Bound;
+use dlsys_core::inference::roofline::{
+    self, CpuRoofs, MAX_SHAPE_CONTEXT, MAX_WIDTH, Point, RooflineReport, RooflineSettings, ShapeRun,
+};
+use dlsys_core::memory::show_seconds;
+use dlsys_core::names::Named as _;
+use dlsys_core::text::Lang;
+use web_time::Instant;
+
+use super::{TEXT, t};
+use crate::kit::frame_budget::FrameBudget;
+use crate::kit::theme;
+
+/// The page's defaults: the CLI's shape natively; in a browser (one
+/// thread, a memory the tab shares) a 1,024-wide model (50 MB, still past
+/// most last-level caches) and a shorter prompt, so no pass holds a frame
+/// for seconds.
+pub fn default_settings() -> RooflineSettings {
+    if cfg!(target_arch = "wasm32") {
+        RooflineSettings { width: 1024, prompt: 128, ..RooflineSettings::default() }
+    } else {
+        RooflineSettings::default()
+    }
+}
+
+/// The roofs' measurement: the CLI's natively, a quarter of it in a browser.
+fn roof_sizes() -> (usize, usize) {
+    if cfg!(target_arch = "wasm32") {
+        (roofline::GEMM_SIZE / 2, roofline::READ_BYTES / 4)
+    } else {
+        (roofline::GEMM_SIZE, roofline::READ_BYTES)
+    }
+}
+
+/// Brings wild saved settings back into range.
+pub fn clamp(s: &mut RooflineSettings) {
+    s.width = (s.width / 128).clamp(1, MAX_WIDTH / 128) * 128;
+    s.prompt = s.prompt.clamp(1, MAX_SHAPE_CONTEXT - 1);
+    s.steps = s.steps.clamp(1, MAX_SHAPE_CONTEXT - s.prompt);
+}
+
+#[derive(Default)]
+pub struct Job {
+    run: Option<(CpuRoofs, ShapeRun)>,
+    done: Option<(CpuRoofs, RooflineReport)>,
+    failed: Option<InferError>,
+    budget: FrameBudget,
+}
+
+impl Job {
+    pub fn is_running(&self) -> bool {
+        self.run.is_some()
+    }
+
+    /// Measures the roofs and builds the model (this frame), then runs a
+    /// pass a frame in [`Job::logic`].
+    pub fn start(&mut self, s: &RooflineSettings) {
+        self.start_sized(s, roof_sizes());
+    }
+
+    /// [`Job::start`] with the roofs measured on a `gemm`³ product and a
+    /// read of `bytes` (the self-test's are small).
+    pub fn start_sized(&mut self, s: &RooflineSettings, (size, bytes): (usize, usize)) {
+        self.done = None;
+        self.failed = None;
+        let vocab = dlsys_core::nn::models::char_model::Corpus::shipped().vocab.len();
+        let started = roofline::measure_cpu(size, bytes).and_then(|roofs| Ok((roofs, ShapeRun::new(s, vocab, &roofs)?)));
+        match started {
+            Ok(run) => self.run = Some(run),
+            Err(e) => self.failed = Some(e),
+        }
+    }
+
+    pub fn logic(&mut self, ctx: &egui::Context) {
+        let Some((roofs, run)) = &mut self.run else {
+            self.budget.pause();
+            return;
+        };
+        // At least one pass a frame: the prefill alone may outlast a slice.
+        let until = Instant::now() + self.budget.begin();
+        let mut finished = None;
+        loop {
+            match run.step() {
+                Ok(Some(report)) => {
+                    finished = Some(Ok(report));
+                    break;
+                }
+                Ok(None) if Instant::now() < until => {}
+                Ok(None) => break,
+                Err(e) => {
+                    finished = Some(Err(e));
+                    break;
+                }
+            }
+        }
+        self.budget.end();
+        ctx.request_repaint();
+        match finished {
+            Some(Ok(report)) => self.done = Some((*roofs, report)),
+            Some(Err(e)) => self.failed = Some(e),
+            None => return,
+        }
+        self.run = None;
+    }
+
+    /// For the self-test: every pass ran, each with work and traffic, and
+    /// the bound is a rate.
+    pub fn outcome(&self) -> Option<crate::SelfTestResult> {
+        if let Some(e) = &self.failed {
+            return Some(Err(crate::SelfTestFailure(e.to_string())));
+        }
+        let (roofs, r) = self.done.as_ref()?;
+        let detail = format!(
+            "roofs {:.1} GFLOP/s, {:.1} GB/s; prefill {:.2} GFLOP/s at {:.1} FLOP/B; decode {:.0} tokens/s (bound {:.0})",
+            roofs.roofline.peak,
+            roofs.roofline.bandwidth,
+            r.prefill.gflops(),
+            r.prefill.cost.intensity(),
+            r.decode_tokens_per_s,
+            r.decode_bound_tokens_per_s
+        );
+        let whole = r.decode.iter().chain([&r.prefill]).all(|p| p.cost.flops > 0.0 && p.cost.bytes > 0.0)
+            && r.decode_bound_tokens_per_s.is_finite()
+            && r.decode_bound_tokens_per_s > 0.0;
+        Some(if whole { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) })
+    }
+
+    pub fn ui(&mut self, ui: &mut egui::Ui, s: &mut RooflineSettings, lang: Lang) {
+        ui.label(t(lang, "roofline.explain"));
+        ui.horizontal_wrapped(|ui| {
+            crate::kit::number_field(ui, t(lang, "roofline.width"), &mut s.width, 128..=MAX_WIDTH, 128.0);
+            crate::kit::number_field(ui, t(lang, "roofline.prompt"), &mut s.prompt, 1..=MAX_SHAPE_CONTEXT - 1, 4.0);
+            crate::kit::number_field(ui, t(lang, "roofline.steps"), &mut s.steps, 1..=256, 0.2);
+        });
+        clamp(s);
+        let vocab = dlsys_core::nn::models::char_model::Corpus::shipped().vocab.len();
+        let weights_mb = roofline::weight_bytes(&s.config(vocab)) / 1e6;
+        ui.horizontal_wrapped(|ui| {
+            if let Some((_, run)) = &self.run {
+                if ui.button(t(lang, "roofline.stop")).clicked() {
+                    self.run = None;
+                    self.budget.pause();
+                    return;
+                }
+                let (done, of) = (run.done(), run.passes());
+                let label = TEXT.fill(lang, "roofline.progress", &[("done", &done), ("of", &of)]);
+                ui.add(egui::ProgressBar::new(done as f32 / of.max(1) as f32).desired_width(260.0).text(label));
+            } else {
+                if ui.button(t(lang, "roofline.run")).clicked() {
+                    self.start(s);
+                }
+                ui.weak(TEXT.fill(lang, "roofline.size", &[("mb", &show_sig(weights_mb, 3))]));
+            }
+        });
+        if let Some(e) = &self.failed {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+        }
+        let Some((roofs, report)) = &self.done else {
+            return;
+        };
+        let roof = &roofs.roofline;
+        ui.label(TEXT.fill(
+            lang,
+            "roofline.cpu",
+            &[
+                ("peak", &show_sig(roof.peak, 3)),
+                ("size", &roofs.gemm_size),
+                ("bandwidth", &show_sig(roof.bandwidth, 3)),
+                ("mb", &show_sig(roofs.read_bytes / 1e6, 3)),
+                ("ridge", &show_sig(roof.ridge(), 3)),
+            ],
+        ));
+        ui.label(TEXT.fill(
+            lang,
+            "roofline.model",
+            &[
+                ("width", &report.config.width),
+                ("params", &report.parameters),
+                ("mb", &show_sig(report.weight_bytes / 1e6, 4)),
+            ],
+        ));
+        plot(ui, roofs, report, lang);
+        point_label(ui, "roofline.prefill", &report.prefill, roofs, report.decode.len(), lang);
+        point_label(ui, "roofline.decode", &report.decode_median, roofs, report.decode.len(), lang);
+        ui.label(TEXT.fill(
+            lang,
+            "roofline.bound",
+            &[
+                ("measured", &show_sig(report.decode_tokens_per_s, 3)),
+                ("bound", &show_sig(report.decode_bound_tokens_per_s, 3)),
+                ("bandwidth", &show_sig(roof.bandwidth, 3)),
+                ("mb", &show_sig(report.decode_median.cost.bytes / 1e6, 4)),
+                ("share", &format!("{:.0}", 100.0 * report.decode_tokens_per_s / report.decode_bound_tokens_per_s)),
+            ],
+        ));
+        let last = report.decode.last().map_or(f64::MIN_POSITIVE, |p| p.seconds.max(f64::MIN_POSITIVE));
+        ui.label(TEXT.fill(
+            lang,
+            "roofline.gemv",
+            &[
+                ("gemm", &show_seconds(report.gemm_step_s)),
+                ("gemv", &show_seconds(last)),
+                ("ratio", &show_sig(report.gemm_step_s / last, 3)),
+            ],
+        ));
+        ui.label(TEXT.fill(
+            lang,
+            "roofline.verify",
+            &[
+                ("tokens", &roofline::VERIFY_TOKENS),
+                ("time", &show_seconds(report.verify_s)),
+                ("steps", &show_sig(report.verify_s / last, 3)),
+            ],
+        ));
+        // Which explanation fits is the measurement's call.
+        ui.label(t(lang, if report.verify_s / last <= 1.5 { "roofline.verify_cheap" } else { "roofline.verify_costly" }));
+        if cfg!(target_arch = "wasm32") {
+            ui.weak(t(lang, "roofline.browser"));
+        }
+    }
+}
+
+fn bound(roofs: &CpuRoofs, intensity: f64) -> Bound {
+    if roofs.roofline.is_memory_bound(intensity) { Bound::Memory } else { Bound::Compute }
+}
+
+fn point_label(ui: &mut egui::Ui, key: &str, p: &Point, roofs: &CpuRoofs, steps: usize, lang: Lang) {
+    let intensity = p.cost.intensity();
+    ui.label(TEXT.fill(
+        lang,
+        key,
+        &[
+            ("tokens", &p.tokens),
+            ("cached", &p.cached),
+            ("steps", &steps),
+            ("gflop", &show_sig(p.cost.flops / 1e9, 3)),
+            ("mb", &show_sig(p.cost.bytes / 1e6, 4)),
+            ("intensity", &show_sig(intensity, 3)),
+            ("time", &show_seconds(p.seconds)),
+            ("gflops", &show_sig(p.gflops(), 3)),
+            ("roof", &show_sig(roofs.roofline.attainable(intensity), 3)),
+            ("bound", &bound(roofs, intensity).name(lang)),
+        ],
+    ));
+}
+
+/// Log-log: the memory roof rising to the ridge, the compute roof flat
+/// after it, the prefill and every decode step as points.
+fn plot(ui: &mut egui::Ui, roofs: &CpuRoofs, report: &RooflineReport, lang: Lang) {
+    use egui_plot::{Line, Plot, PlotPoints, Points};
+    let visuals = ui.visuals().clone();
+    let roof = roofs.roofline;
+    let at = |p: &Point| [p.cost.intensity().log10(), p.gflops().max(1e-9).log10()];
+    let prefill = at(&report.prefill);
+    let decode: Vec<[f64; 2]> = report.decode.iter().map(at).collect();
+    let ridge = roof.ridge().log10();
+    let lo = decode.iter().map(|p| p[0]).fold(prefill[0].min(ridge), f64::min) - 0.5;
+    let hi = prefill[0].max(ridge) + 0.5;
+    let roof_line = vec![[lo, roof.memory_roof(10f64.powf(lo)).log10()], [ridge, roof.peak.log10()], [hi, roof.peak.log10()]];
+    let colours = [theme::series(&visuals, 0), theme::series(&visuals, 1), theme::series(&visuals, 2)];
+    let names = [t(lang, "roofline.plot.roof"), t(lang, "roofline.plot.prefill"), t(lang, "roofline.plot.decode")];
+    let decade = |mark: egui_plot::GridMark, _: &std::ops::RangeInclusive<f64>| {
+        if mark.value.fract() == 0.0 { show_sig(10f64.powf(mark.value), 3) } else { String::new() }
+    };
+    ui.label(t(lang, "roofline.plot.heading"));
+    Plot::new("infer_roofline_plot")
+        .height(240.0)
+        .x_axis_label(t(lang, "roofline.plot.x"))
+        .y_axis_label(t(lang, "roofline.plot.y"))
+        .x_grid_spacer(theme::decade_grid())
+        .y_grid_spacer(theme::decade_grid())
+        .x_axis_formatter(decade)
+        .y_axis_formatter(decade)
+        // Whole decades at both ends, so each axis names at least two marks.
+        .include_x(lo.floor())
+        .include_x(hi.ceil())
+        .include_y(decode.iter().map(|p| p[1]).fold(prefill[1], f64::min).floor())
+        .include_y(roof.peak.log10().ceil())
+        .allow_scroll(false)
+        .show(ui, |p| {
+            p.line(Line::new(names[0], PlotPoints::from(roof_line)).color(colours[0]).width(2.0));
+            p.points(Points::new(names[1], PlotPoints::from(vec![prefill])).color(colours[1]).radius(5.0));
+            p.points(Points::new(names[2], PlotPoints::from(decode)).color(colours[2]).radius(4.0));
+        });
+    crate::kit::figure::legend(
+        ui,
+        "infer_roofline_plot",
+        &[
+            crate::kit::figure::Key::line(names[0], colours[0]),
+            crate::kit::figure::Key::points(names[1], colours[1]),
+            crate::kit::figure::Key::points(names[2], colours[2]),
+        ],
+    );
+}
