@@ -237,6 +237,17 @@ pub fn chinese_problems(catalog: &Catalog, code_only: &[&str]) -> Vec<String> {
 /// `{name|one|other}` is an English plural: `one` where the argument shows
 /// as `1`, `other` otherwise (`{k} {k|worker|workers}`); the number itself is
 /// written by its own `{name}`.
+/// Owned named values as the arguments [`Catalog::fill`] takes: a core
+/// value's fields, formatted once for both the page and the CLI.
+pub fn args<'a>(
+    fields: &'a [(&'static str, String)],
+) -> Vec<(&'static str, &'a dyn std::fmt::Display)> {
+    fields
+        .iter()
+        .map(|(k, v)| -> (&'static str, &'a dyn std::fmt::Display) { (k, v) })
+        .collect()
+}
+
 pub fn fill_placeholders(template: &str, args: &[(&str, &dyn std::fmt::Display)]) -> String {
     let mut out = String::with_capacity(template.len() + 16);
     let mut rest = template;

@@ -7,10 +7,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::float::show_sig;
-use dlsys_core::inference::calc::Bound;
-use dlsys_core::inference::roofline::{self, CpuRoofs, Point, RooflineReport, RooflineSettings};
-use dlsys_core::memory::show_seconds;
-use dlsys_core::names::Named as _;
+use dlsys_core::inference::roofline::{self, CpuRoofs, RooflineReport, RooflineSettings};
+use dlsys_core::text::args;
 
 use super::output::{Report, emit, line};
 use super::{CliError, say};
@@ -69,53 +67,10 @@ struct RooflineCli {
     report: RooflineReport,
 }
 
-fn point_line(
-    out: &mut dyn Write,
-    key: &str,
-    p: &Point,
-    roofs: &CpuRoofs,
-    steps: usize,
-) -> io::Result<()> {
-    let r = &roofs.roofline;
-    let intensity = p.cost.intensity();
-    let bound = if r.is_memory_bound(intensity) {
-        Bound::Memory
-    } else {
-        Bound::Compute
-    };
-    line(
-        out,
-        key,
-        &[
-            ("tokens", &p.tokens),
-            ("cached", &p.cached),
-            ("steps", &steps),
-            ("gflop", &show_sig(p.cost.flops / 1e9, 3)),
-            ("mb", &show_sig(p.cost.bytes / 1e6, 4)),
-            ("intensity", &show_sig(intensity, 3)),
-            ("time", &show_seconds(p.seconds)),
-            ("gflops", &show_sig(p.gflops(), 3)),
-            ("roof", &show_sig(r.attainable(intensity), 3)),
-            ("bound", &bound.name(super::lang())),
-        ],
-    )
-}
-
 impl Report for RooflineCli {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let (roofs, r) = (&self.roofs, &self.report);
-        let roof = &roofs.roofline;
-        line(
-            out,
-            "infer.roofline.cpu",
-            &[
-                ("peak", &show_sig(roof.peak, 3)),
-                ("size", &roofs.gemm_size),
-                ("bandwidth", &show_sig(roof.bandwidth, 3)),
-                ("mb", &show_sig(roofs.read_bytes / 1e6, 3)),
-                ("ridge", &show_sig(roof.ridge(), 3)),
-            ],
-        )?;
+        line(out, "infer.roofline.cpu", &args(&roofs.fields()))?;
         line(
             out,
             "infer.roofline.model",
@@ -126,55 +81,20 @@ impl Report for RooflineCli {
                 ("mb", &show_sig(r.weight_bytes / 1e6, 4)),
             ],
         )?;
-        point_line(out, "infer.roofline.prefill", &r.prefill, roofs, 1)?;
-        point_line(
-            out,
-            "infer.roofline.decode",
-            &r.decode_median,
-            roofs,
-            r.decode.len(),
-        )?;
-        line(
-            out,
-            "infer.roofline.bound",
-            &[
-                ("measured", &show_sig(r.decode_tokens_per_s, 3)),
-                ("bound", &show_sig(r.decode_bound_tokens_per_s, 3)),
-                ("bandwidth", &show_sig(roof.bandwidth, 3)),
-                ("mb", &show_sig(r.decode_median.cost.bytes / 1e6, 4)),
-                (
-                    "share",
-                    &format!(
-                        "{:.0}",
-                        100.0 * r.decode_tokens_per_s / r.decode_bound_tokens_per_s
-                    ),
-                ),
-            ],
-        )?;
-        let gemv = r.decode.last().map_or(0.0, |p| p.seconds);
-        line(
-            out,
-            "infer.roofline.gemv",
-            &[
-                ("gemm", &show_seconds(r.gemm_step_s)),
-                ("gemv", &show_seconds(gemv)),
-                (
-                    "ratio",
-                    &show_sig(r.gemm_step_s / gemv.max(f64::MIN_POSITIVE), 3),
-                ),
-            ],
-        )?;
-        line(
-            out,
-            "infer.roofline.verify",
-            &[
-                ("tokens", &roofline::VERIFY_TOKENS),
-                ("time", &show_seconds(r.verify_s)),
-                (
-                    "steps",
-                    &show_sig(r.verify_s / gemv.max(f64::MIN_POSITIVE), 3),
-                ),
-            ],
-        )
+        let (lang, steps) = (super::lang(), r.decode.len());
+        let prefill = r.prefill.fields(roofs, steps, lang);
+        line(out, "infer.roofline.prefill", &args(&prefill))?;
+        let decode = r.decode_median.fields(roofs, steps, lang);
+        line(out, "infer.roofline.decode", &args(&decode))?;
+        // A model that fits in the CPU's cache outruns the memory bound.
+        let bound = if r.decode_tokens_per_s > r.decode_bound_tokens_per_s {
+            "infer.roofline.bound_cached"
+        } else {
+            "infer.roofline.bound"
+        };
+        line(out, bound, &args(&r.bound_fields(roofs)))?;
+        let rival = r.rival_fields();
+        line(out, "infer.roofline.gemv", &args(&rival))?;
+        line(out, "infer.roofline.verify", &args(&rival))
     }
 }

@@ -2,7 +2,7 @@
 //! (acceptance, tokens per pass against the formula, the exactness test,
 //! the best k for a draft's cost) and, with `--engine`, on the trained
 //! character model, timed against it decoding alone. The same core values
-//! as the inference lesson's section 5.
+//! as the inference lesson's section 6.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -11,7 +11,7 @@ use dlsys_core::float::show_sig;
 use dlsys_core::inference::generate as textgen;
 use dlsys_core::inference::spec_run::{self, EngineSpec};
 use dlsys_core::inference::speculative::{self, SpecReport, SpecSettings};
-use dlsys_core::memory::show_seconds;
+use dlsys_core::text::args;
 
 use super::infer::{SpecArgs, train};
 use super::output::{Report, emit, line};
@@ -116,32 +116,8 @@ impl EngineCli {
             "infer.generate.text",
             &[("prompt", &self.prompt), ("text", &text.replace('\n', "¶"))],
         )?;
-        line(
-            out,
-            "infer.spec.engine.rates",
-            &[
-                ("k", &r.k),
-                ("rounds", &r.rounds.len()),
-                ("alpha", &format!("{:.3}", r.alpha)),
-                ("measured", &format!("{:.3}", r.tokens_per_pass)),
-                ("formula", &format!("{:.3}", r.formula)),
-            ],
-        )?;
-        line(
-            out,
-            "infer.spec.engine.time",
-            &[
-                ("repeats", &spec_run::REPEATS),
-                ("spec", &show_seconds(r.speculative_s)),
-                ("plain", &show_seconds(r.plain_s)),
-                ("speedup", &format!("{:.2}", r.speedup)),
-                ("c", &show_sig(r.draft_cost, 2)),
-                ("v", &show_sig(r.pass_cost, 3)),
-                ("predicted", &format!("{:.2}", r.predicted_speedup)),
-                ("best_k", &r.best_k),
-                ("best", &format!("{:.2}", r.best_speedup)),
-            ],
-        )?;
+        line(out, "infer.spec.engine.rates", &args(&r.rate_fields()))?;
+        line(out, "infer.spec.engine.time", &args(&r.time_fields()))?;
         if let Some(same) = r.same_as_plain {
             let verdict = t(if same {
                 "infer.spec.engine.same"

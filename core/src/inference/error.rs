@@ -40,6 +40,7 @@ crate::catalog_error! {
         Temperature { value: f64, max: f64 } = "infer.temperature",
         TopP { value: f64 } = "infer.top_p",
         DraftCost { value: f64 } = "infer.draft_cost",
+        SpecTokens { tokens: usize, least: usize } = "infer.spec_tokens",
         ShapeWidth { value: usize, max: usize } = "infer.shape_width",
         ShapeTokens { prompt: usize, steps: usize, max: usize } = "infer.shape_tokens",
         RoofSizes { gemm: usize, mb: usize } = "infer.roof_sizes",

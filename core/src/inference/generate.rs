@@ -51,8 +51,11 @@ fn add_bias(mut x: Tensor<f32>, bias: &Tensor<f32>) -> Tensor<f32> {
     x
 }
 
-/// Rows [`project`] streams the weights for; more go through the GEMM.
-pub const SKINNY_ROWS: usize = 16;
+/// Rows [`project`] streams the weights for; more go through the GEMM. A
+/// speculative pass (the pending token and up to `speculative::MAX_K`
+/// proposals) stays below it, so its rows are bit for bit what one-row
+/// decoding computes.
+pub const SKINNY_ROWS: usize = 17;
 
 /// `x·w`. For a few rows (a decode step, a speculative pass) each row of
 /// `w` is read once, in order, and added into every output row while it
@@ -79,7 +82,9 @@ pub fn project(x: &Tensor<f32>, w: &Tensor<f32>) -> Tensor<f32> {
         return Tensor::new(y, &[1, n]);
     }
     // Four rows of `w` at a time: every output row's partial sums are read
-    // and written once per four weight rows instead of once per row.
+    // and written once per four weight rows instead of once per row. The
+    // four products are added one by one, in the one-row order, so each
+    // output row is bit for bit the one-row result.
     let mut i = 0;
     while i + 4 <= k {
         let (w0, w1, w2, w3) = (w_row(i), w_row(i + 1), w_row(i + 2), w_row(i + 3));
@@ -87,7 +92,12 @@ pub fn project(x: &Tensor<f32>, w: &Tensor<f32>) -> Tensor<f32> {
             let a = &x.data[r * k + i..r * k + i + 4];
             let lanes = out.iter_mut().zip(w0).zip(w1).zip(w2).zip(w3);
             for ((((yj, b0), b1), b2), b3) in lanes {
-                *yj += a[0] * b0 + a[1] * b1 + a[2] * b2 + a[3] * b3;
+                let mut sum = *yj;
+                sum += a[0] * b0;
+                sum += a[1] * b1;
+                sum += a[2] * b2;
+                sum += a[3] * b3;
+                *yj = sum;
             }
         }
         i += 4;

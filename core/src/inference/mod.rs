@@ -22,6 +22,12 @@ pub mod speculative;
 
 pub use error::InferError;
 
+/// The middle of `xs` (the upper middle of an even count; 0 for none).
+pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
+}
+
 /// Prompt and output lengths, each uniform in [lo, hi]: both at least 1,
 /// in order, and the longest request within `reserve` tokens.
 pub(crate) fn check_lengths(

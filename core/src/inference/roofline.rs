@@ -10,8 +10,9 @@
 //! decode's GEMV ([`super::generate::project`]).
 //!
 //! Bytes counted per pass (f32): every weight once (the embeddings only
-//! the rows the pass reads), the cached K and V once, the new K and V
-//! written, and each matrix product's input and output rows. FLOPs: 2 per
+//! the rows the pass reads), the cached K and V once, and each matrix
+//! product's input and output rows (the new K and V among them). The
+//! decode bound divides the bandwidth by all of a step's bytes. FLOPs: 2 per
 //! weight per new token, and attention's 4·width per (query, key) pair the
 //! causal mask keeps.
 
@@ -19,12 +20,17 @@ use rand::{RngExt as _, SeedableRng as _};
 use serde::Serialize;
 use web_time::Instant;
 
-use super::InferError;
+use super::calc::Bound;
 use super::generate::{forward, forward_gemm, new_cache};
+use super::{InferError, median};
 use crate::autograd::{Tensor, matmul};
+use crate::float::show_sig;
 use crate::kernels::Roofline;
+use crate::memory::show_seconds;
+use crate::names::Named as _;
 use crate::nn::models::char_model::{CharConfig, CharModel};
 use crate::nn::models::kv_cache::KvCache;
+use crate::text::Lang;
 
 /// One pass's work and traffic.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -75,7 +81,9 @@ pub fn pass_cost(c: &CharConfig, new: usize, cached: usize) -> PassCost {
     let embeddings = 2.0 * F32 * n * d;
     PassCost {
         flops: weight_flops + attention_flops,
-        bytes: weight_bytes(c) + embeddings + kv_bytes(c, cached) + kv_bytes(c, new) + activations,
+        // The new K and V are written as W_k's and W_v's outputs: counted
+        // in the activations.
+        bytes: weight_bytes(c) + embeddings + kv_bytes(c, cached) + activations,
     }
 }
 
@@ -102,6 +110,7 @@ pub const SHAPE_WIDTH: usize = 2560;
 
 /// What to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RooflineSettings {
     pub width: usize,
     /// Prompt tokens prefilled in one pass.
@@ -177,18 +186,14 @@ pub struct CpuRoofs {
     pub read_bytes: f64,
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
-}
-
 /// The compute roof: a `size`³ product with the engine's GEMM (one core),
 /// best of three; the memory roof: a sum over `read_bytes` of f32 (one
 /// core, eight independent sums so the adds do not wait on each other),
 /// best of three. Best, not median: a roof is what the machine can do.
 /// Sizes from 16 to 4,096, reads from 1 MiB to 4 GiB.
 pub fn measure_cpu(size: usize, read_bytes: usize) -> Result<CpuRoofs, InferError> {
-    if !(16..=4096).contains(&size) || !(1 << 20..=4 << 30).contains(&read_bytes) {
+    // In u64: 4 GiB does not fit a 32-bit usize (the web's).
+    if !(16..=4096).contains(&size) || !(1u64 << 20..=4u64 << 30).contains(&(read_bytes as u64)) {
         return Err(InferError::RoofSizes {
             gemm: size,
             mb: read_bytes >> 20,
@@ -230,6 +235,54 @@ pub fn measure_cpu(size: usize, read_bytes: usize) -> Result<CpuRoofs, InferErro
         gemm_size: size,
         read_bytes: (n * 4) as f64,
     })
+}
+
+impl CpuRoofs {
+    /// The roof that bounds a pass of `intensity` FLOPs per byte.
+    pub fn bound(&self, intensity: f64) -> Bound {
+        if self.roofline.is_memory_bound(intensity) {
+            Bound::Memory
+        } else {
+            Bound::Compute
+        }
+    }
+
+    /// What the roofs are, as the page and the CLI say it.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        let r = &self.roofline;
+        vec![
+            ("peak", show_sig(r.peak, 3)),
+            ("size", self.gemm_size.to_string()),
+            ("bandwidth", show_sig(r.bandwidth, 3)),
+            ("mb", show_sig(self.read_bytes / 1e6, 3)),
+            ("ridge", show_sig(r.ridge(), 3)),
+        ]
+    }
+}
+
+impl Point {
+    /// What a pass did against the roofs, as the page and the CLI say it
+    /// (`steps`: how many decode steps its median is of).
+    pub fn fields(
+        &self,
+        roofs: &CpuRoofs,
+        steps: usize,
+        lang: Lang,
+    ) -> Vec<(&'static str, String)> {
+        let intensity = self.cost.intensity();
+        vec![
+            ("tokens", self.tokens.to_string()),
+            ("cached", self.cached.to_string()),
+            ("steps", steps.to_string()),
+            ("gflop", show_sig(self.cost.flops / 1e9, 3)),
+            ("mb", show_sig(self.cost.bytes / 1e6, 4)),
+            ("intensity", show_sig(intensity, 3)),
+            ("time", show_seconds(self.seconds)),
+            ("gflops", show_sig(self.gflops(), 3)),
+            ("roof", show_sig(roofs.roofline.attainable(intensity), 3)),
+            ("bound", roofs.bound(intensity).name(lang)),
+        ]
+    }
 }
 
 /// The shape model measured.
@@ -385,6 +438,43 @@ impl ShapeRun {
             gemm_step_s: self.gemm_step_s,
             verify_s: self.verify_s,
         }
+    }
+}
+
+impl RooflineReport {
+    /// The last decode step (0 s before any).
+    pub fn last_step_s(&self) -> f64 {
+        self.decode.last().map_or(0.0, |p| p.seconds)
+    }
+
+    /// The decode bound against the rate, as the page and the CLI say it.
+    pub fn bound_fields(&self, roofs: &CpuRoofs) -> Vec<(&'static str, String)> {
+        vec![
+            ("measured", show_sig(self.decode_tokens_per_s, 3)),
+            ("bound", show_sig(self.decode_bound_tokens_per_s, 3)),
+            ("bandwidth", show_sig(roofs.roofline.bandwidth, 3)),
+            ("mb", show_sig(self.decode_median.cost.bytes / 1e6, 4)),
+            (
+                "share",
+                format!(
+                    "{:.0}",
+                    100.0 * self.decode_tokens_per_s / self.decode_bound_tokens_per_s
+                ),
+            ),
+        ]
+    }
+
+    /// The GEMV against the GEMM at the last step, and the speculative pass.
+    pub fn rival_fields(&self) -> Vec<(&'static str, String)> {
+        let step = self.last_step_s().max(f64::MIN_POSITIVE);
+        vec![
+            ("gemm", show_seconds(self.gemm_step_s)),
+            ("gemv", show_seconds(self.last_step_s())),
+            ("ratio", show_sig(self.gemm_step_s / step, 3)),
+            ("tokens", VERIFY_TOKENS.to_string()),
+            ("time", show_seconds(self.verify_s)),
+            ("steps", show_sig(self.verify_s / step, 3)),
+        ]
     }
 }
 

@@ -16,9 +16,11 @@ use rand::rngs::StdRng;
 use serde::Serialize;
 use web_time::Instant;
 
-use super::InferError;
 use super::generate::{Sampling, check_request, forward, generate, new_cache};
 use super::speculative::{self, MAX_K, Model as _, Resample, Table};
+use super::{InferError, median};
+use crate::float::show_sig;
+use crate::memory::show_seconds;
 use crate::nn::models::char_model::{CharModel, Corpus};
 
 /// The draft for a text: its bigram counts (add-0.01).
@@ -71,6 +73,34 @@ pub struct EngineSpec {
     pub plain_text: String,
     /// Greedy only: whether the text is the target's own (it must be).
     pub same_as_plain: Option<bool>,
+}
+
+impl EngineSpec {
+    /// Acceptance and tokens per pass, as the page and the CLI say them.
+    pub fn rate_fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("k", self.k.to_string()),
+            ("rounds", self.rounds.len().to_string()),
+            ("alpha", format!("{:.3}", self.alpha)),
+            ("measured", format!("{:.3}", self.tokens_per_pass)),
+            ("formula", format!("{:.3}", self.formula)),
+        ]
+    }
+
+    /// The wall clock and the costs that predict it.
+    pub fn time_fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("repeats", REPEATS.to_string()),
+            ("spec", show_seconds(self.speculative_s)),
+            ("plain", show_seconds(self.plain_s)),
+            ("speedup", format!("{:.2}", self.speedup)),
+            ("c", show_sig(self.draft_cost, 2)),
+            ("v", show_sig(self.pass_cost, 3)),
+            ("predicted", format!("{:.2}", self.predicted_speedup)),
+            ("best_k", self.best_k.to_string()),
+            ("best", format!("{:.2}", self.best_speedup)),
+        ]
+    }
 }
 
 /// Times each generation is run; the medians are reported.
@@ -161,11 +191,6 @@ fn run_once(
     })
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
-}
-
 /// `tokens` tokens after `prompt`, speculated with `k` proposals a round,
 /// and the same generation by the target alone; each run [`REPEATS`] times.
 pub fn speculate(
@@ -180,14 +205,20 @@ pub fn speculate(
     if !(1..=MAX_K).contains(&k) {
         return Err(InferError::Proposals { k, max: MAX_K });
     }
+    // The prefill's token and one whole round at least: something to time.
+    let least = k as usize + 2;
+    if tokens < least {
+        return Err(InferError::SpecTokens { tokens, least });
+    }
     let ids = check_request(corpus, prompt, tokens, model.config.context, sampling)?;
     assert_eq!(
         draft.vocab(),
         model.config.vocab,
         "a draft of another vocabulary (spec_run::text_draft)"
     );
-    let (mut plain_s, mut plain_steps, mut spec_s, mut passes) = (vec![], vec![], vec![], vec![]);
-    let (mut plain, mut once, mut draft_s) = (None, None, 0.0);
+    let (mut plain_s, mut plain_steps, mut spec_s) = (vec![], vec![], vec![]);
+    let (mut passes, mut drafts) = (vec![], vec![]);
+    let (mut plain, mut once) = (None, None);
     for _ in 0..REPEATS {
         // The whole call, as the speculative run is timed whole: its
         // sampling too, not only its forward passes.
@@ -197,8 +228,15 @@ pub fn speculate(
         plain_steps.push(p.median_step_s());
         let o = run_once(model, draft, ids.clone(), tokens, k, sampling)?;
         spec_s.push(o.total_s);
-        passes.push(median(o.pass_s.clone()));
-        draft_s = o.draft_s;
+        // Whole rounds only: a pass over k + 1 tokens.
+        let whole = o
+            .pass_s
+            .iter()
+            .zip(&o.rounds)
+            .filter(|(_, r)| r.proposed == k);
+        passes.push(median(whole.map(|(s, _)| *s).collect()));
+        let proposed: u32 = o.rounds.iter().map(|r| r.proposed).sum();
+        drafts.push(o.draft_s / f64::from(proposed.max(1)));
         plain = Some(p);
         once = Some(o);
     }
@@ -211,14 +249,13 @@ pub fn speculate(
         .map(|r| r.kept + u32::from(r.kept < r.proposed))
         .sum();
     let kept: u32 = once.rounds.iter().map(|r| r.kept).sum();
-    let proposed: u32 = once.rounds.iter().map(|r| r.proposed).sum();
     let full: Vec<&SpecRound> = once.rounds.iter().filter(|r| r.proposed == k).collect();
     let alpha = f64::from(kept) / f64::from(checked.max(1));
     let step = median(plain_steps).max(f64::MIN_POSITIVE);
     let (speculative_s, plain_s) = (median(spec_s), median(plain_s));
     let text = corpus.decode(&once.ids[ids.len()..]);
     let formula = speculative::expected_tokens(alpha, k);
-    let draft_cost = draft_s / f64::from(proposed.max(1)) / step;
+    let draft_cost = median(drafts) / step;
     let pass_cost = median(passes) / step;
     let (best_k, best_speedup) = speculative::best_k(alpha, draft_cost);
     Ok(EngineSpec {

@@ -226,7 +226,7 @@ fn greedy_speculation_on_the_engine_writes_the_targets_own_text() {
     let (corpus, model) = model(96);
     let draft = text_draft(&corpus);
     let plain = generate(&model, &corpus, "the ", 60, true, &Sampling::default()).unwrap();
-    for k in [1, 3, 8] {
+    for k in [1, 3, 8, super::speculative::MAX_K] {
         let run = speculate(&model, &corpus, &draft, "the ", 60, k, &Sampling::default()).unwrap();
         assert_eq!(run.same_as_plain, Some(true), "k = {k}");
         assert_eq!(run.text, plain.text);
@@ -275,4 +275,47 @@ fn sampled_speculation_on_the_engine_emits_what_was_asked_and_refuses_bad_k() {
         speculate(&model, &corpus, &draft, "a", 64, 4, &sampling),
         Err(InferError::Continuation { .. })
     ));
+    // The prefill's token and one whole round of 4: 6 at least.
+    assert!(matches!(
+        speculate(&model, &corpus, &draft, "a", 5, 4, &sampling),
+        Err(InferError::SpecTokens { least: 6, .. })
+    ));
+    assert!(speculate(&model, &corpus, &draft, "a", 6, 4, &sampling).is_ok());
+}
+
+#[test]
+fn a_few_rows_project_bit_for_bit_as_one_row_does() {
+    use super::generate::{SKINNY_ROWS, project};
+    use crate::autograd::Tensor;
+    // k = 6 rows of w: one block of four, then two one by one.
+    let (k, n) = (6, 5);
+    let w = Tensor::new(
+        (0..k * n)
+            .map(|i| ((i * 7 % 11) as f32 - 5.0) * 0.37)
+            .collect(),
+        &[k, n],
+    );
+    for rows in [2, 5, SKINNY_ROWS, SKINNY_ROWS + 1] {
+        let x = Tensor::new(
+            (0..rows * k)
+                .map(|i| ((i * 3 % 13) as f32 - 6.0) * 0.11)
+                .collect(),
+            &[rows, k],
+        );
+        let all = project(&x, &w);
+        for r in 0..rows {
+            let one = project(&Tensor::new(x.row(r).to_vec(), &[1, k]), &w);
+            let exact = all.row(r) == one.data.as_slice();
+            // Past SKINNY_ROWS the GEMM runs: the same up to rounding.
+            let close = all
+                .row(r)
+                .iter()
+                .zip(&one.data)
+                .all(|(a, b)| (a - b).abs() < 1e-5);
+            assert!(
+                if rows <= SKINNY_ROWS { exact } else { close },
+                "{rows} rows, row {r}"
+            );
+        }
+    }
 }

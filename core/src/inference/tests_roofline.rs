@@ -22,7 +22,13 @@ fn the_counts_follow_the_models_shapes() {
     let products = 4.0 * d * d + 8.0 * d * d + d * 65.0;
     let step = pass_cost(&c, 1, 10);
     assert_eq!(step.flops, 2.0 * products + 4.0 * d * 11.0);
-    assert!(step.bytes > weight_bytes(&c) + kv_bytes(&c, 10));
+    // Bytes: the weights, the cached K and V, the products' rows in and
+    // out (the new K and V among them), the two embedding rows.
+    let activations = 4.0 * (4.0 * 2.0 * d + 2.0 * 5.0 * d + d + 65.0);
+    assert_eq!(
+        step.bytes,
+        weight_bytes(&c) + kv_bytes(&c, 10) + activations + 2.0 * 4.0 * d
+    );
     // Decode reads every weight for 2 FLOPs each: under 1 FLOP per byte in
     // f32. A 512-token prefill reads them once for all its tokens.
     assert!(step.intensity() < 0.6, "{}", step.intensity());

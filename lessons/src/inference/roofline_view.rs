@@ -8,13 +8,10 @@
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::inference::InferError;
-use dlsys_core::inference::calc::Bound;
 use dlsys_core::inference::roofline::{
     self, CpuRoofs, MAX_SHAPE_CONTEXT, MAX_WIDTH, Point, RooflineReport, RooflineSettings, ShapeRun,
 };
-use dlsys_core::memory::show_seconds;
-use dlsys_core::names::Named as _;
-use dlsys_core::text::Lang;
+use dlsys_core::text::{Lang, args};
 use web_time::Instant;
 
 use super::{TEXT, t};
@@ -42,10 +39,18 @@ fn roof_sizes() -> (usize, usize) {
     }
 }
 
+/// The widest model and longest prompt the page takes: the CLI's limits
+/// natively; in a browser 1,024 and 512 (a 4,096-wide model is 805 MB, and
+/// its prefill would hold the tab for many seconds).
+fn limits() -> (usize, usize) {
+    if cfg!(target_arch = "wasm32") { (1024, 512) } else { (MAX_WIDTH, MAX_SHAPE_CONTEXT - 1) }
+}
+
 /// Brings wild saved settings back into range.
 pub fn clamp(s: &mut RooflineSettings) {
-    s.width = (s.width / 128).clamp(1, MAX_WIDTH / 128) * 128;
-    s.prompt = s.prompt.clamp(1, MAX_SHAPE_CONTEXT - 1);
+    let (width, prompt) = limits();
+    s.width = (s.width / 128).clamp(1, width / 128) * 128;
+    s.prompt = s.prompt.clamp(1, prompt);
     s.steps = s.steps.clamp(1, MAX_SHAPE_CONTEXT - s.prompt);
 }
 
@@ -54,6 +59,8 @@ pub struct Job {
     run: Option<(CpuRoofs, ShapeRun)>,
     done: Option<(CpuRoofs, RooflineReport)>,
     failed: Option<InferError>,
+    /// The decode steps the last start asked for.
+    steps_asked: usize,
     budget: FrameBudget,
 }
 
@@ -73,6 +80,7 @@ impl Job {
     pub fn start_sized(&mut self, s: &RooflineSettings, (size, bytes): (usize, usize)) {
         self.done = None;
         self.failed = None;
+        self.steps_asked = s.steps;
         let vocab = dlsys_core::nn::models::char_model::Corpus::shipped().vocab.len();
         let started = roofline::measure_cpu(size, bytes).and_then(|roofs| Ok((roofs, ShapeRun::new(s, vocab, &roofs)?)));
         match started {
@@ -129,17 +137,20 @@ impl Job {
             r.decode_tokens_per_s,
             r.decode_bound_tokens_per_s
         );
-        let whole = r.decode.iter().chain([&r.prefill]).all(|p| p.cost.flops > 0.0 && p.cost.bytes > 0.0)
-            && r.decode_bound_tokens_per_s.is_finite()
-            && r.decode_bound_tokens_per_s > 0.0;
+        // Every step ran, each after the one before, and the counts put the
+        // prefill right of every decode step.
+        let whole = r.decode.len() == self.steps_asked
+            && r.decode.windows(2).all(|w| w[1].cached == w[0].cached + 1)
+            && r.decode.iter().all(|p| p.cost.intensity() < r.prefill.cost.intensity());
         Some(if whole { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) })
     }
 
     pub fn ui(&mut self, ui: &mut egui::Ui, s: &mut RooflineSettings, lang: Lang) {
         ui.label(t(lang, "roofline.explain"));
         ui.horizontal_wrapped(|ui| {
-            crate::kit::number_field(ui, t(lang, "roofline.width"), &mut s.width, 128..=MAX_WIDTH, 128.0);
-            crate::kit::number_field(ui, t(lang, "roofline.prompt"), &mut s.prompt, 1..=MAX_SHAPE_CONTEXT - 1, 4.0);
+            let (width, prompt) = limits();
+            crate::kit::number_field(ui, t(lang, "roofline.width"), &mut s.width, 128..=width, 128.0);
+            crate::kit::number_field(ui, t(lang, "roofline.prompt"), &mut s.prompt, 1..=prompt, 4.0);
             crate::kit::number_field(ui, t(lang, "roofline.steps"), &mut s.steps, 1..=256, 0.2);
         });
         clamp(s);
@@ -168,90 +179,29 @@ impl Job {
         let Some((roofs, report)) = &self.done else {
             return;
         };
-        let roof = &roofs.roofline;
-        ui.label(TEXT.fill(
-            lang,
-            "roofline.cpu",
-            &[
-                ("peak", &show_sig(roof.peak, 3)),
-                ("size", &roofs.gemm_size),
-                ("bandwidth", &show_sig(roof.bandwidth, 3)),
-                ("mb", &show_sig(roofs.read_bytes / 1e6, 3)),
-                ("ridge", &show_sig(roof.ridge(), 3)),
-            ],
-        ));
+        ui.label(TEXT.fill(lang, "roofline.cpu", &args(&roofs.fields())));
         ui.label(TEXT.fill(
             lang,
             "roofline.model",
-            &[
-                ("width", &report.config.width),
-                ("params", &report.parameters),
-                ("mb", &show_sig(report.weight_bytes / 1e6, 4)),
-            ],
+            &[("width", &report.config.width), ("params", &report.parameters), ("mb", &show_sig(report.weight_bytes / 1e6, 4))],
         ));
         plot(ui, roofs, report, lang);
-        point_label(ui, "roofline.prefill", &report.prefill, roofs, report.decode.len(), lang);
-        point_label(ui, "roofline.decode", &report.decode_median, roofs, report.decode.len(), lang);
-        ui.label(TEXT.fill(
-            lang,
-            "roofline.bound",
-            &[
-                ("measured", &show_sig(report.decode_tokens_per_s, 3)),
-                ("bound", &show_sig(report.decode_bound_tokens_per_s, 3)),
-                ("bandwidth", &show_sig(roof.bandwidth, 3)),
-                ("mb", &show_sig(report.decode_median.cost.bytes / 1e6, 4)),
-                ("share", &format!("{:.0}", 100.0 * report.decode_tokens_per_s / report.decode_bound_tokens_per_s)),
-            ],
-        ));
-        let last = report.decode.last().map_or(f64::MIN_POSITIVE, |p| p.seconds.max(f64::MIN_POSITIVE));
-        ui.label(TEXT.fill(
-            lang,
-            "roofline.gemv",
-            &[
-                ("gemm", &show_seconds(report.gemm_step_s)),
-                ("gemv", &show_seconds(last)),
-                ("ratio", &show_sig(report.gemm_step_s / last, 3)),
-            ],
-        ));
-        ui.label(TEXT.fill(
-            lang,
-            "roofline.verify",
-            &[
-                ("tokens", &roofline::VERIFY_TOKENS),
-                ("time", &show_seconds(report.verify_s)),
-                ("steps", &show_sig(report.verify_s / last, 3)),
-            ],
-        ));
+        let steps = report.decode.len();
+        ui.label(TEXT.fill(lang, "roofline.prefill", &args(&report.prefill.fields(roofs, steps, lang))));
+        ui.label(TEXT.fill(lang, "roofline.decode", &args(&report.decode_median.fields(roofs, steps, lang))));
+        // A model that fits in the CPU's cache outruns the memory bound.
+        let bound_key = if report.decode_tokens_per_s > report.decode_bound_tokens_per_s { "roofline.bound_cached" } else { "roofline.bound" };
+        ui.label(TEXT.fill(lang, bound_key, &args(&report.bound_fields(roofs))));
+        let rival = report.rival_fields();
+        ui.label(TEXT.fill(lang, "roofline.gemv", &args(&rival)));
+        ui.label(TEXT.fill(lang, "roofline.verify", &args(&rival)));
         // Which explanation fits is the measurement's call.
-        ui.label(t(lang, if report.verify_s / last <= 1.5 { "roofline.verify_cheap" } else { "roofline.verify_costly" }));
+        let steps_per_pass = report.verify_s / report.last_step_s().max(f64::MIN_POSITIVE);
+        ui.label(t(lang, if steps_per_pass <= 1.5 { "roofline.verify_cheap" } else { "roofline.verify_costly" }));
         if cfg!(target_arch = "wasm32") {
             ui.weak(t(lang, "roofline.browser"));
         }
     }
-}
-
-fn bound(roofs: &CpuRoofs, intensity: f64) -> Bound {
-    if roofs.roofline.is_memory_bound(intensity) { Bound::Memory } else { Bound::Compute }
-}
-
-fn point_label(ui: &mut egui::Ui, key: &str, p: &Point, roofs: &CpuRoofs, steps: usize, lang: Lang) {
-    let intensity = p.cost.intensity();
-    ui.label(TEXT.fill(
-        lang,
-        key,
-        &[
-            ("tokens", &p.tokens),
-            ("cached", &p.cached),
-            ("steps", &steps),
-            ("gflop", &show_sig(p.cost.flops / 1e9, 3)),
-            ("mb", &show_sig(p.cost.bytes / 1e6, 4)),
-            ("intensity", &show_sig(intensity, 3)),
-            ("time", &show_seconds(p.seconds)),
-            ("gflops", &show_sig(p.gflops(), 3)),
-            ("roof", &show_sig(roofs.roofline.attainable(intensity), 3)),
-            ("bound", &bound(roofs, intensity).name(lang)),
-        ],
-    ));
 }
 
 /// Log-log: the memory roof rising to the ridge, the compute roof flat

@@ -5,14 +5,12 @@
 //! costs that explain it (`dlsys_core::inference::spec_run`).
 
 use dlsys_core::errors::Localized as _;
-use dlsys_core::float::show_sig;
 use dlsys_core::inference::InferError;
 use dlsys_core::inference::generate::Sampling;
-use dlsys_core::inference::spec_run::{self, EngineSpec, REPEATS};
+use dlsys_core::inference::spec_run::{self, EngineSpec};
 use dlsys_core::inference::speculative::Table;
-use dlsys_core::memory::show_seconds;
 use dlsys_core::nn::models::char_model::Corpus;
-use dlsys_core::text::Lang;
+use dlsys_core::text::{Lang, args};
 
 use super::generate_view::Trained;
 use super::spec_view::rounds_ui;
@@ -65,41 +63,15 @@ impl Engine {
                 return;
             }
         };
-        let lead = format!("{}|", asked.prompt);
-        let mut rounds = vec![dlsys_core::inference::spec_run::SpecRound { proposed: 0, kept: 0, emitted: vec![run.first] }];
-        rounds.extend(run.rounds.iter().cloned());
-        rounds_ui(ui, corpus, &lead, &rounds, lang);
-        ui.label(TEXT.fill(
-            lang,
-            "spec.engine.rates",
-            &[
-                ("k", &run.k),
-                ("rounds", &run.rounds.len()),
-                ("alpha", &format!("{:.3}", run.alpha)),
-                ("measured", &format!("{:.3}", run.tokens_per_pass)),
-                ("formula", &format!("{:.3}", run.formula)),
-            ],
-        ));
-        ui.label(TEXT.fill(
-            lang,
-            "spec.engine.time",
-            &[
-                ("repeats", &REPEATS),
-                ("spec", &show_seconds(run.speculative_s)),
-                ("plain", &show_seconds(run.plain_s)),
-                ("speedup", &format!("{:.2}", run.speedup)),
-                ("c", &show_sig(run.draft_cost, 2)),
-                ("v", &show_sig(run.pass_cost, 3)),
-                ("predicted", &format!("{:.2}", run.predicted_speedup)),
-            ],
-        ));
+        // The prompt and the prefill's token (not a round's) lead, weak.
+        let lead = format!("{}|{}│", asked.prompt, corpus.decode(&[run.first]).replace('\n', "¶"));
+        rounds_ui(ui, corpus, &lead, &run.rounds, lang);
+        ui.label(TEXT.fill(lang, "spec.engine.rates", &args(&run.rate_fields())));
+        let time = run.time_fields();
+        ui.label(TEXT.fill(lang, "spec.engine.time", &args(&time)));
         // Why, from the measured cost: more than half a step over one.
         ui.label(t(lang, if run.pass_cost > 1.5 { "spec.engine.costly" } else { "spec.engine.cheap" }));
-        ui.label(TEXT.fill(
-            lang,
-            "spec.engine.best",
-            &[("k", &run.best_k), ("best", &format!("{:.2}", run.best_speedup))],
-        ));
+        ui.label(TEXT.fill(lang, "spec.engine.best", &args(&time)));
         if let Some(same) = run.same_as_plain {
             let (key, colour) =
                 if same { ("spec.engine.same", theme::good(ui.visuals())) } else { ("spec.engine.differs", theme::bad(ui.visuals())) };
