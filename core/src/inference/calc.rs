@@ -84,6 +84,15 @@ pub enum Bound {
 }
 
 impl Bound {
+    /// The roof that bounds work of `intensity` FLOPs per byte under `roof`.
+    pub fn at(roof: &crate::kernels::Roofline, intensity: f64) -> Self {
+        if roof.is_memory_bound(intensity) {
+            Self::Memory
+        } else {
+            Self::Compute
+        }
+    }
+
     pub fn key(self) -> &'static str {
         match self {
             Self::Compute => "compute",

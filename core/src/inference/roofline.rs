@@ -240,11 +240,7 @@ pub fn measure_cpu(size: usize, read_bytes: usize) -> Result<CpuRoofs, InferErro
 impl CpuRoofs {
     /// The roof that bounds a pass of `intensity` FLOPs per byte.
     pub fn bound(&self, intensity: f64) -> Bound {
-        if self.roofline.is_memory_bound(intensity) {
-            Bound::Memory
-        } else {
-            Bound::Compute
-        }
+        Bound::at(&self.roofline, intensity)
     }
 
     /// What the roofs are, as the page and the CLI say it.

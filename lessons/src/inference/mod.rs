@@ -11,6 +11,7 @@ mod batching_view;
 mod calc_view;
 mod exercises;
 mod generate_view;
+mod gpu_roofline_view;
 mod paged_view;
 mod roofline_view;
 mod spec_engine_view;
@@ -140,6 +141,7 @@ pub struct Inference {
     settings: Settings,
     generate: generate_view::Job,
     roofline: roofline_view::Job,
+    gpu_roof: gpu_roofline_view::GpuRace,
     paged: paged_view::Cache,
     batching: batching_view::Cache,
     spec: spec_view::Cache,
@@ -153,22 +155,26 @@ impl Lesson for Inference {
         self.settings.clamped();
         crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
-        let Self { settings, generate, roofline, paged, batching, spec } = self;
+        let Self { settings, generate, roofline, gpu_roof, paged, batching, spec } = self;
         crate::kit::section(ui, &TEXT, lang, "generate", |ui| generate.ui(ui, &mut settings.generation, lang));
-        crate::kit::section(ui, &TEXT, lang, "roofline", |ui| roofline.ui(ui, &mut settings.shape, lang));
+        crate::kit::section(ui, &TEXT, lang, "roofline", |ui| {
+            roofline.ui(ui, &mut settings.shape, lang);
+            gpu_roof.ui(ui, env);
+        });
         crate::kit::section(ui, &TEXT, lang, "calc", |ui| calc_view::ui(ui, settings, lang));
         crate::kit::section(ui, &TEXT, lang, "paged", |ui| paged.ui(ui, &mut settings.stream, lang));
         crate::kit::section(ui, &TEXT, lang, "batching", |ui| batching.ui(ui, settings, lang));
         crate::kit::section(ui, &TEXT, lang, "spec", |ui| spec.ui(ui, settings, generate.trained(), lang));
     }
 
-    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+    fn logic(&mut self, ctx: &egui::Context, env: &Env<'_>) {
         self.generate.logic(ctx);
         self.roofline.logic(ctx);
+        self.gpu_roof.logic(ctx, env);
     }
 
     fn is_busy(&self) -> bool {
-        self.generate.is_running() || self.roofline.is_running()
+        self.generate.is_running() || self.roofline.is_running() || self.gpu_roof.is_running()
     }
 
     crate::persist_field!(settings);
@@ -178,7 +184,7 @@ impl Lesson for Inference {
     /// stream through both caches, both
     /// batching schemes and the speculation at the lesson's defaults, as
     /// the page computes them.
-    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+    fn self_test_start(&mut self, env: &Env<'_>) -> bool {
         let d = Settings::default();
         self.generate.start(&generate_view::GenSettings {
             steps: 20,
@@ -189,6 +195,7 @@ impl Lesson for Inference {
         // page's shape model is hundreds of MB).
         let small = dlsys_core::inference::roofline::RooflineSettings { width: 128, prompt: 32, steps: 4, seed: 1 };
         self.roofline.start_sized(&small, (256, 8 << 20));
+        self.gpu_roof.start(gpu_roofline_view::SMALL, env);
         self.paged.compute(&d.stream);
         self.batching.compute(&d.batching.settings(&d));
         self.spec.compute(&d);
@@ -199,6 +206,7 @@ impl Lesson for Inference {
         let outcomes = [
             self.generate.outcome()?,
             self.roofline.outcome()?,
+            self.gpu_roof.outcome()?,
             self.paged.outcome()?,
             self.batching.outcome()?,
             self.spec.outcome()?,

@@ -204,26 +204,42 @@ impl Job {
     }
 }
 
-/// Log-log: the memory roof rising to the ridge, the compute roof flat
-/// after it, the prefill and every decode step as points.
+/// The CPU's plot: the prefill and every decode step.
 fn plot(ui: &mut egui::Ui, roofs: &CpuRoofs, report: &RooflineReport, lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints, Points};
+    let at = |p: &Point| [p.cost.intensity(), p.gflops()];
     let visuals = ui.visuals().clone();
-    let roof = roofs.roofline;
-    let at = |p: &Point| [p.cost.intensity().log10(), p.gflops().max(1e-9).log10()];
-    let prefill = at(&report.prefill);
-    let decode: Vec<[f64; 2]> = report.decode.iter().map(at).collect();
+    let series = [
+        (t(lang, "roofline.plot.prefill").to_owned(), vec![at(&report.prefill)], theme::series(&visuals, 1)),
+        (t(lang, "roofline.plot.decode").to_owned(), report.decode.iter().map(at).collect(), theme::series(&visuals, 2)),
+    ];
+    roofline_plot(ui, "infer_roofline_plot", &roofs.roofline, t(lang, "roofline.plot.roof"), &series, lang);
+}
+
+/// Log-log: the memory roof rising to the ridge, the compute roof flat
+/// after it, and each series' points (intensity in FLOP/byte, GFLOP/s).
+pub(super) fn roofline_plot(
+    ui: &mut egui::Ui,
+    id: &str,
+    roof: &dlsys_core::kernels::Roofline,
+    roof_name: &str,
+    series: &[(String, Vec<[f64; 2]>, egui::Color32)],
+    lang: Lang,
+) {
+    use egui_plot::{Line, Plot, PlotPoints, Points};
+    let log = |p: &[f64; 2]| [p[0].max(1e-9).log10(), p[1].max(1e-9).log10()];
+    let logged: Vec<Vec<[f64; 2]>> = series.iter().map(|(_, ps, _)| ps.iter().map(log).collect()).collect();
+    let all = || logged.iter().flatten();
     let ridge = roof.ridge().log10();
-    let lo = decode.iter().map(|p| p[0]).fold(prefill[0].min(ridge), f64::min) - 0.5;
-    let hi = prefill[0].max(ridge) + 0.5;
+    let lo = all().map(|p| p[0]).fold(ridge, f64::min) - 0.5;
+    let hi = all().map(|p| p[0]).fold(ridge, f64::max) + 0.5;
+    let low_y = all().map(|p| p[1]).fold(roof.peak.log10(), f64::min);
     let roof_line = vec![[lo, roof.memory_roof(10f64.powf(lo)).log10()], [ridge, roof.peak.log10()], [hi, roof.peak.log10()]];
-    let colours = [theme::series(&visuals, 0), theme::series(&visuals, 1), theme::series(&visuals, 2)];
-    let names = [t(lang, "roofline.plot.roof"), t(lang, "roofline.plot.prefill"), t(lang, "roofline.plot.decode")];
+    let roof_colour = theme::series(ui.visuals(), 0);
     let decade = |mark: egui_plot::GridMark, _: &std::ops::RangeInclusive<f64>| {
         if mark.value.fract() == 0.0 { show_sig(10f64.powf(mark.value), 3) } else { String::new() }
     };
     ui.label(t(lang, "roofline.plot.heading"));
-    Plot::new("infer_roofline_plot")
+    Plot::new(id)
         .height(240.0)
         .x_axis_label(t(lang, "roofline.plot.x"))
         .y_axis_label(t(lang, "roofline.plot.y"))
@@ -234,21 +250,16 @@ fn plot(ui: &mut egui::Ui, roofs: &CpuRoofs, report: &RooflineReport, lang: Lang
         // Whole decades at both ends, so each axis names at least two marks.
         .include_x(lo.floor())
         .include_x(hi.ceil())
-        .include_y(decode.iter().map(|p| p[1]).fold(prefill[1], f64::min).floor())
+        .include_y(low_y.floor())
         .include_y(roof.peak.log10().ceil())
         .allow_scroll(false)
         .show(ui, |p| {
-            p.line(Line::new(names[0], PlotPoints::from(roof_line)).color(colours[0]).width(2.0));
-            p.points(Points::new(names[1], PlotPoints::from(vec![prefill])).color(colours[1]).radius(5.0));
-            p.points(Points::new(names[2], PlotPoints::from(decode)).color(colours[2]).radius(4.0));
+            p.line(Line::new(roof_name, PlotPoints::from(roof_line)).color(roof_colour).width(2.0));
+            for ((name, _, colour), points) in series.iter().zip(&logged) {
+                p.points(Points::new(name.as_str(), PlotPoints::from(points.clone())).color(*colour).radius(4.5));
+            }
         });
-    crate::kit::figure::legend(
-        ui,
-        "infer_roofline_plot",
-        &[
-            crate::kit::figure::Key::line(names[0], colours[0]),
-            crate::kit::figure::Key::points(names[1], colours[1]),
-            crate::kit::figure::Key::points(names[2], colours[2]),
-        ],
-    );
+    let mut keys = vec![crate::kit::figure::Key::line(roof_name, roof_colour)];
+    keys.extend(series.iter().map(|(name, _, colour)| crate::kit::figure::Key::points(name.as_str(), *colour)));
+    crate::kit::figure::legend(ui, id, &keys);
 }
