@@ -468,6 +468,30 @@ fn generate(a: &GenerateArgs) -> Result<ExitCode, CliError> {
     )
 }
 
+/// The trained model (context, parameters, held-out loss) and what it
+/// wrote after `prompt`.
+pub(super) fn model_lines(
+    out: &mut dyn Write,
+    (context, parameters, loss): (usize, usize, f64),
+    prompt: &str,
+    text: &str,
+) -> io::Result<()> {
+    line(
+        out,
+        "infer.generate.model",
+        &[
+            ("context", &context),
+            ("params", &parameters),
+            ("loss", &format!("{loss:.3}")),
+        ],
+    )?;
+    line(
+        out,
+        "infer.generate.text",
+        &[("prompt", &prompt), ("text", &text)],
+    )
+}
+
 #[derive(serde::Serialize)]
 struct GenerateCli {
     context: usize,
@@ -481,20 +505,8 @@ struct GenerateCli {
 impl Report for GenerateCli {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let g = &self.generation;
-        line(
-            out,
-            "infer.generate.model",
-            &[
-                ("context", &self.context),
-                ("params", &self.parameters),
-                ("loss", &format!("{:.3}", self.held_out_loss)),
-            ],
-        )?;
-        line(
-            out,
-            "infer.generate.text",
-            &[("prompt", &g.prompt), ("text", &g.text)],
-        )?;
+        let model = (self.context, self.parameters, self.held_out_loss);
+        model_lines(out, model, &g.prompt, &g.text)?;
         let (first, last) = (
             g.step_s.first().copied().unwrap_or(0.0),
             g.step_s.last().copied().unwrap_or(0.0),

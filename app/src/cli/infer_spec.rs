@@ -13,7 +13,7 @@ use dlsys_core::inference::spec_run::{self, EngineSpec};
 use dlsys_core::inference::speculative::{self, SpecReport, SpecSettings};
 use dlsys_core::text::args;
 
-use super::infer::{SpecArgs, train};
+use super::infer::{SpecArgs, model_lines, train};
 use super::output::{Report, emit, line};
 use super::{CliError, say, t};
 
@@ -100,22 +100,10 @@ struct EngineCli {
 impl EngineCli {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let r = &self.run;
-        line(
-            out,
-            "infer.generate.model",
-            &[
-                ("context", &self.context),
-                ("params", &self.parameters),
-                ("loss", &format!("{:.3}", self.held_out_loss)),
-            ],
-        )?;
         // The rounds apart: │ ends each target pass.
         let text = format!("{}│{}", self.first_text, self.rounds_text.join("│"));
-        line(
-            out,
-            "infer.generate.text",
-            &[("prompt", &self.prompt), ("text", &text.replace('\n', "¶"))],
-        )?;
+        let model = (self.context, self.parameters, self.held_out_loss);
+        model_lines(out, model, &self.prompt, &text.replace('\n', "¶"))?;
         line(out, "infer.spec.engine.rates", &args(&r.rate_fields()))?;
         line(out, "infer.spec.engine.time", &args(&r.time_fields()))?;
         if let Some(same) = r.same_as_plain {
@@ -133,17 +121,7 @@ impl EngineCli {
 impl Report for SpecCli {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let r = &self.report;
-        line(
-            out,
-            "infer.spec.rates",
-            &[
-                ("k", &r.k),
-                ("alpha", &format!("{:.3}", r.alpha)),
-                ("measured", &format!("{:.3}", r.tokens_per_pass)),
-                ("se", &format!("{:.3}", r.standard_error)),
-                ("formula", &format!("{:.3}", r.formula)),
-            ],
-        )?;
+        line(out, "infer.spec.rates", &args(&r.rate_fields()))?;
         for (key, test) in [
             ("infer.spec.exact", &r.exact),
             ("infer.spec.wrong", &r.wrong),

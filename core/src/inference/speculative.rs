@@ -312,6 +312,20 @@ pub struct SpecReport {
     pub context: usize,
 }
 
+impl SpecReport {
+    /// Acceptance and tokens per pass against the formula, as the page and
+    /// the CLI say them.
+    pub fn rate_fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("k", self.k.to_string()),
+            ("alpha", format!("{:.3}", self.alpha)),
+            ("measured", format!("{:.3}", self.tokens_per_pass)),
+            ("se", format!("{:.3}", self.standard_error)),
+            ("formula", format!("{:.3}", self.formula)),
+        ]
+    }
+}
+
 /// Runs `rounds` rounds (the context carried on from each round's last
 /// token), then the exactness test from `context` with both resamplers.
 pub fn measure(

@@ -16,29 +16,46 @@ use crate::Env;
 use crate::kit::race::{self, Race};
 use crate::kit::theme;
 
-/// The rungs raced: one output per invocation (each a dot product over K,
-/// much as a GEMV computes), and the register-blocked vec4 kernel built for
-/// large M.
+/// The page's rungs: one output per invocation (each a dot product over
+/// K, much as a GEMV computes), and the register-blocked vec4 kernel built
+/// for large M.
 const RUNGS: [GemmKind; 2] = [GemmKind::Coalesced, GemmKind::Vec4(BLOCK)];
 
-/// The weights' N × K and the prefill's M.
+/// The weights' N × K, the prefill's M, and the values the copy and the
+/// FMA chains (the roofs) run on, with the trials each kernel is timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub prefill_m: u32,
     pub n: u32,
     pub k: u32,
+    pub roof_values: Problem,
+    pub trials: u32,
+    pub rungs: &'static [GemmKind],
+    /// Whether the FMA chains run (the compute roof; the plot needs it).
+    pub compute_roof: bool,
 }
 
 /// The page's: 16 MB of f32 weights, and a 256-token prefill (2³⁰
 /// multiply-adds, the most the page's f64 reference takes).
-pub const PAGE: Shape = Shape { prefill_m: 256, n: 2048, k: 2048 };
-/// The self-test's, small enough for a software GPU.
-pub const SMALL: Shape = Shape { prefill_m: 16, n: 256, k: 256 };
+pub const PAGE: Shape =
+    Shape { prefill_m: 256, n: 2048, k: 2048, roof_values: Problem::new(1024, 1024), trials: 3, rungs: &RUNGS, compute_roof: true };
+/// The self-test's: one rung and no FMA chains, small enough for a
+/// software GPU to race in a few seconds (each kernel it runs costs it most
+/// of a second); its results are checked, not plotted.
+pub const SMALL: Shape = Shape {
+    prefill_m: 16,
+    n: 256,
+    k: 256,
+    roof_values: Problem::new(64, 256),
+    trials: 1,
+    rungs: &[GemmKind::Coalesced],
+    compute_roof: false,
+};
 
 fn settings(m: u32, shape: Shape, roofs: bool) -> LadderSettings {
-    let families: &[Family] = if roofs { &[Family::Gemm, Family::Compute] } else { &[Family::Gemm] };
-    let mut s = LadderSettings::families(families, Problem::new(1024, 1024), Data::Random, 3);
-    s.gemm = RUNGS.to_vec();
+    let families: &[Family] = if roofs && shape.compute_roof { &[Family::Gemm, Family::Compute] } else { &[Family::Gemm] };
+    let mut s = LadderSettings::families(families, shape.roof_values, Data::Random, shape.trials);
+    s.gemm = shape.rungs.to_vec();
     s.gemm_shape = Problem::gemm(m, shape.n, shape.k);
     s
 }
@@ -132,7 +149,7 @@ impl GpuRace {
         for (m, race) in [(1, &self.decode), (ran.prefill_m, &self.prefill)] {
             for (i, (rung, point)) in Self::points(race).into_iter().enumerate() {
                 let name = TEXT.fill(lang, "gpu_roof.point", &[("rung", &rung.id()), ("m", &m)]);
-                let colour = theme::series(&visuals, 1 + i + if m == 1 { 0 } else { RUNGS.len() });
+                let colour = theme::series(&visuals, 1 + i + if m == 1 { 0 } else { ran.rungs.len() });
                 let bound = Bound::at(&roof, point[0]).name(lang);
                 lines.push(TEXT.fill(
                     lang,

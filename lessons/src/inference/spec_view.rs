@@ -77,17 +77,7 @@ impl Cache {
                 return;
             }
         };
-        ui.label(TEXT.fill(
-            lang,
-            "spec.rates",
-            &[
-                ("k", &report.k),
-                ("alpha", &format!("{:.3}", report.alpha)),
-                ("measured", &format!("{:.3}", report.tokens_per_pass)),
-                ("se", &format!("{:.3}", report.standard_error)),
-                ("formula", &format!("{:.3}", report.formula)),
-            ],
-        ));
+        ui.label(TEXT.fill(lang, "spec.rates", &dlsys_core::text::args(&report.rate_fields())));
         let context = match self.corpus.vocab.get(report.context).copied().unwrap_or(' ') {
             ' ' => t(lang, "spec.space").to_owned(),
             c => format!("“{c}”"),
