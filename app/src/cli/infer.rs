@@ -55,8 +55,8 @@ pub struct CalcArgs {
     device: DevicePreset,
     #[arg(long, default_value_t = 2.0)]
     weight_bytes: f64,
-    #[arg(long, default_value_t = 2)]
-    kv_bytes: u64,
+    #[arg(long, default_value_t = 2.0)]
+    kv_bytes: f64,
     #[arg(long, default_value_t = 512)]
     prompt: u64,
     #[arg(long, default_value_t = 1024)]

@@ -12,7 +12,20 @@ fn the_calculator_names_each_phase_bound_and_the_ridge_batch() {
     let v = json(&[
         "infer", "calc", "--model", "llama-7b", "--device", "h100-sxm", "--json",
     ]);
-    assert_eq!(v["kv_per_token"], 524_288);
+    assert_eq!(v["kv_per_token"].as_f64(), Some(524_288.0));
+    // An int4 cache: half a byte a value.
+    let q = json(&[
+        "infer",
+        "calc",
+        "--model",
+        "llama-7b",
+        "--device",
+        "h100-sxm",
+        "--kv-bytes",
+        "0.5",
+        "--json",
+    ]);
+    assert_eq!(q["kv_per_token"].as_f64(), Some(131_072.0));
     assert_eq!(v["prefill"]["bound"], "Compute");
     assert_eq!(v["decode"]["bound"], "Memory");
     // 989 TFLOP/s · 2 bytes ÷ (2 · 3,350 GB/s).

@@ -154,8 +154,9 @@ pub struct ServeSettings {
     pub device: Device,
     /// Bytes per weight: 2 (fp16/bf16), 1 (int8/fp8), 0.5 (int4).
     pub weight_bytes: f64,
-    /// Bytes per cached K or V value: 2 or 1.
-    pub kv_bytes: u64,
+    /// Bytes per cached K or V value: 2 (fp16), 1 (int8/fp8), 0.5 (int4;
+    /// the scales a quantised cache keeps beside its values left out).
+    pub kv_bytes: f64,
     /// Tokens in the prompt (prefill).
     pub prompt: u64,
     /// Tokens in context at the decode step.
@@ -172,7 +173,7 @@ impl ServeSettings {
             model: model.config(),
             device: device.device(),
             weight_bytes: 2.0,
-            kv_bytes: 2,
+            kv_bytes: 2.0,
             prompt: 512,
             context: 1024,
             batch: 1,
@@ -203,7 +204,7 @@ impl ServeSettings {
                 value: self.weight_bytes,
             });
         }
-        if ![1, 2, 4].contains(&self.kv_bytes) {
+        if ![0.5, 1.0, 2.0, 4.0].contains(&self.kv_bytes) {
             return Err(InferError::KvBytes {
                 value: self.kv_bytes,
             });
@@ -236,7 +237,7 @@ impl ServeSettings {
 pub struct ServeReport {
     pub parameters: u64,
     pub weight_bytes: f64,
-    pub kv_per_token: u64,
+    pub kv_per_token: f64,
     /// Time to first token: the prompt's prefill, batch 1.
     pub prefill: Phase,
     /// One decode step of the whole batch at `context`.
@@ -294,6 +295,14 @@ pub fn prefill_compute_s(device: &Device, parameters: f64, tokens: f64) -> f64 {
     2.0 * parameters * tokens / (device.peak_tflops * 1e12)
 }
 
+/// A token's K and V over every layer at `kv_bytes` a value (the memory
+/// calculator's formula, counted in values, then sized).
+fn kv_per_token(m: &TransformerConfig, kv_bytes: f64) -> Result<f64, InferError> {
+    let values = kv_cache_bytes(m.layers, m.kv_heads, m.head_dim(), 1, 1)
+        .map_err(|reason| InferError::Model { reason })?;
+    Ok(values as f64 * kv_bytes)
+}
+
 /// The calculator.
 pub fn serve(s: &ServeSettings) -> Result<ServeReport, InferError> {
     s.validate()?;
@@ -302,9 +311,8 @@ pub fn serve(s: &ServeSettings) -> Result<ServeReport, InferError> {
     let parameters = m.parameters().map_err(model_err)?;
     let n = parameters as f64;
     let weight_bytes = n * s.weight_bytes;
-    let kv_per_token =
-        kv_cache_bytes(m.layers, m.kv_heads, m.head_dim(), 1, s.kv_bytes).map_err(model_err)?;
-    let kv = kv_per_token as f64;
+    let kv_per_token = kv_per_token(m, s.kv_bytes)?;
+    let kv = kv_per_token;
     // Prefill: every prompt token through the weights, attention over the prompt.
     let prompt = s.prompt as f64;
     let prefill_attention =
@@ -340,7 +348,7 @@ pub fn serve(s: &ServeSettings) -> Result<ServeReport, InferError> {
             batch,
         ),
         ridge_batch: ridge_batch(&s.device, s.weight_bytes),
-        attention_intensity: 2.0 * (m.heads as f64 / m.kv_heads as f64) / s.kv_bytes as f64,
+        attention_intensity: 2.0 * (m.heads as f64 / m.kv_heads as f64) / s.kv_bytes,
         ridge_intensity: peak / bandwidth,
         weights_fit: weight_bytes <= s.device.memory_gb * 1e9,
         sequences_fit: sequences_fit(&s.device, weight_bytes, s.context as f64 * kv),
@@ -371,14 +379,13 @@ impl StepCost {
         let m = &s.model;
         let model_err = |reason| InferError::Model { reason };
         let n = m.parameters().map_err(model_err)? as f64;
-        let kv =
-            kv_cache_bytes(m.layers, m.kv_heads, m.head_dim(), 1, s.kv_bytes).map_err(model_err)?;
+        let kv = kv_per_token(m, s.kv_bytes)?;
         let attention = attention_flops(m.layers, 1, m.hidden, 1).map_err(model_err)?;
         Ok(Self {
             device: s.device,
             weight_flops: 2.0 * n,
             weight_bytes: n * s.weight_bytes,
-            kv_per_token: kv as f64,
+            kv_per_token: kv,
             attention: attention as f64,
         })
     }

@@ -14,7 +14,7 @@ fn the_calculator_follows_the_shapes_and_the_datasheet() {
     let s = ServeSettings::preset(Preset::Llama7b, DevicePreset::H100);
     let r = serve(&s).unwrap_or_else(|e| panic!("{e}"));
     // 2 (K and V) · 32 layers · 32 heads · 128 dims · 2 bytes.
-    assert_eq!(r.kv_per_token, 524_288);
+    assert_eq!(r.kv_per_token, 524_288.0);
     assert_eq!(r.weight_bytes, 2.0 * r.parameters as f64);
     // One sequence decodes memory-bound; the ridge is peak · 2 B ÷ (2 · bandwidth).
     assert_eq!(r.decode.bound, Bound::Memory);
@@ -38,6 +38,18 @@ fn the_calculator_follows_the_shapes_and_the_datasheet() {
     // The fp16 weights (13.5 GB) leave room for this many 1,024-token caches.
     let fit = ((80e9 - r.weight_bytes) / (1024.0 * 524_288.0)).floor() as u64;
     assert_eq!(r.sequences_fit, fit);
+    // An int4 cache: a quarter of the bytes a token, four times the
+    // attention's intensity, about four times the sequences that fit.
+    let q = serve(&ServeSettings {
+        kv_bytes: 0.5,
+        ..s.clone()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(q.kv_per_token, 524_288.0 / 4.0);
+    assert_eq!(q.attention_intensity, 4.0);
+    let fit4 = ((80e9 - r.weight_bytes) / (1024.0 * 131_072.0)).floor() as u64;
+    assert_eq!(q.sequences_fit, fit4);
+    assert!(q.decode.bytes < r.decode.bytes);
 }
 
 #[test]
@@ -288,4 +300,20 @@ fn the_best_k_weighs_tokens_per_pass_against_the_drafts_cost() {
     let (k, s) = best_k(0.0, 0.2);
     assert_eq!(k, 1);
     assert!((s - 1.0 / 1.2).abs() < 1e-12);
+}
+
+#[test]
+fn one_sequence_fills_its_blocks_in_order() {
+    use super::paged::one_sequence;
+    // 10 prompt tokens and 30 generated: 40 in blocks of 16 → 16, 16, 8.
+    let blocks = one_sequence(10, 30, 16);
+    assert_eq!(
+        blocks.iter().map(|b| b.1).collect::<Vec<_>>(),
+        vec![16, 16, 8]
+    );
+    let mut ids: Vec<u32> = blocks.iter().map(|b| b.0).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "a block given twice: {blocks:?}");
+    assert_eq!(one_sequence(16, 0, 16), vec![(blocks[0].0, 16)]);
+    assert!(one_sequence(0, 0, 16).is_empty());
 }

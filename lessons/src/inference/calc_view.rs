@@ -50,7 +50,7 @@ fn controls(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
         }
         ui.label(t(lang, "calc.kv"));
         for b in KV_BYTES {
-            ui.selectable_value(&mut s.kv_bytes, b, bytes_name(lang, b as f64));
+            ui.selectable_value(&mut s.kv_bytes, b, bytes_name(lang, b));
         }
     });
     ui.horizontal_wrapped(|ui| {
@@ -78,7 +78,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
         &[
             ("params", &show_sig(r.parameters as f64 / 1e9, 3)),
             ("weights", &show_sig(r.weight_bytes / 1e9, 3)),
-            ("kv", &show_sig(r.kv_per_token as f64 / 1024.0, 4)),
+            ("kv", &show_sig(r.kv_per_token / 1024.0, 4)),
             ("bw", &device.bandwidth_gb_s),
             ("peak", &device.peak_tflops),
             ("memory", &device.memory_gb),

@@ -57,6 +57,9 @@ impl GenSettings {
     }
 }
 
+/// Characters the continuation streams in per frame.
+const STREAM_PER_FRAME: usize = 4;
+
 /// Both generations from the same trained model.
 pub struct Pair {
     pub cached: Generation,
@@ -86,6 +89,9 @@ pub struct Job {
     /// What the run generates once trained.
     asked: GenSettings,
     pair: Option<Pair>,
+    /// Characters of the continuation shown so far: it streams in, a few a
+    /// frame, with the cache's blocks filling beside it.
+    shown: usize,
     trained: Option<Trained>,
     failed: Option<Failed>,
     budget: FrameBudget,
@@ -94,6 +100,11 @@ pub struct Job {
 impl Job {
     pub fn is_running(&self) -> bool {
         self.run.is_some()
+    }
+
+    /// Whether the text is still streaming in.
+    pub fn is_streaming(&self) -> bool {
+        self.pair.as_ref().is_some_and(|p| self.shown < p.cached.text.chars().count())
     }
 
     pub fn trained(&self) -> Option<&Trained> {
@@ -125,6 +136,10 @@ impl Job {
     }
 
     pub fn logic(&mut self, ctx: &egui::Context) {
+        if self.is_streaming() {
+            self.shown += STREAM_PER_FRAME;
+            ctx.request_repaint();
+        }
         let Some(run) = &mut self.run else {
             self.budget.pause();
             return;
@@ -157,6 +172,7 @@ impl Job {
             generate::generate(model, corpus, &s.prompt, s.tokens, false, &s.sampling)
                 .map(|uncached| Pair { cached, uncached, held_out_loss })
         });
+        self.shown = 0;
         match both {
             Ok(pair) => self.pair = Some(pair),
             Err(e) => self.failed = Some(Failed::Generate(e)),
@@ -230,7 +246,14 @@ impl Job {
         };
         let (c, u) = (&pair.cached, &pair.uncached);
         ui.label(TEXT.fill(lang, "generate.model", &[("loss", &format!("{:.3}", pair.held_out_loss))]));
-        ui.add(egui::Label::new(egui::RichText::new(format!("{}|{}", c.prompt, c.text)).monospace()).wrap());
+        let text: Vec<char> = c.text.chars().collect();
+        let shown = self.shown.min(text.len());
+        let streamed: String = text[..shown].iter().collect();
+        ui.add(egui::Label::new(egui::RichText::new(format!("{}|{streamed}", c.prompt)).monospace()).wrap());
+        // The cache holds the prompt and every shown character but the last
+        // (the next step appends it).
+        let prompt: Vec<char> = c.prompt.chars().collect();
+        super::kv_grid_view::ui(ui, &prompt, &text, shown.saturating_sub(1), lang);
         let same = if c.text == u.text { "generate.same" } else { "generate.differ" };
         ui.label(t(lang, same));
         step_plot(ui, pair, lang);

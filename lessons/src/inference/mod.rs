@@ -12,6 +12,7 @@ mod calc_view;
 mod exercises;
 mod generate_view;
 mod gpu_roofline_view;
+mod kv_grid_view;
 mod paged_view;
 mod roofline_view;
 mod spec_engine_view;
@@ -38,7 +39,7 @@ pub struct Settings {
     pub device: DevicePreset,
     /// Bytes per weight and per cached value.
     pub weight_bytes: f64,
-    pub kv_bytes: u64,
+    pub kv_bytes: f64,
     pub prompt: u64,
     pub context: u64,
     pub batch: u64,
@@ -79,7 +80,7 @@ impl Default for Settings {
 /// The weight formats the calculator offers: bytes per weight.
 pub const WEIGHT_BYTES: [f64; 3] = [2.0, 1.0, 0.5];
 /// The cache formats: bytes per value.
-pub const KV_BYTES: [u64; 2] = [2, 1];
+pub const KV_BYTES: [f64; 3] = [2.0, 1.0, 0.5];
 
 impl Settings {
     fn clamped(&mut self) {
@@ -174,7 +175,10 @@ impl Lesson for Inference {
     }
 
     fn is_busy(&self) -> bool {
-        self.generate.is_running() || self.roofline.is_running() || self.gpu_roof.is_running()
+        self.generate.is_running()
+            || self.generate.is_streaming()
+            || self.roofline.is_running()
+            || self.gpu_roof.is_running()
     }
 
     crate::persist_field!(settings);

@@ -117,6 +117,36 @@ pub struct PagedCache {
     pub copies: u64,
 }
 
+/// How a paged cache holds one sequence: a prompt of `prompt` tokens
+/// added, then `generated` tokens appended one by one, through the
+/// allocator itself. Each block of its table, in order, with the tokens it
+/// holds.
+pub fn one_sequence(prompt: u64, generated: u64, block_tokens: u32) -> Vec<(BlockId, u32)> {
+    let block = u64::from(block_tokens.max(1));
+    let total = prompt + generated;
+    let blocks = u32::try_from(total.div_ceil(block)).unwrap_or(u32::MAX);
+    let mut cache = PagedCache::new(blocks, block_tokens);
+    let Some(id) = cache.add(prompt) else {
+        return Vec::new();
+    };
+    for _ in 0..generated {
+        if cache.append(id).is_err() {
+            break;
+        }
+    }
+    let Some(seq) = cache.sequence(id) else {
+        return Vec::new();
+    };
+    seq.table
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let held = seq.tokens.saturating_sub(i as u64 * block).min(block);
+            (b, held as u32)
+        })
+        .collect()
+}
+
 impl PagedCache {
     pub fn new(blocks: u32, block_tokens: u32) -> Self {
         Self {
