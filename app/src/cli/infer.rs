@@ -87,7 +87,8 @@ pub struct PagedArgs {
 pub enum Batching {
     Static,
     Continuous,
-    Both,
+    Chunked,
+    All,
 }
 
 #[derive(Clone, Debug, clap::Args)]
@@ -98,8 +99,10 @@ pub struct ServeArgs {
     device: DevicePreset,
     #[arg(long, default_value_t = 5.0)]
     rate: f64,
-    #[arg(long, value_enum, default_value_t = Batching::Both)]
+    #[arg(long, value_enum, default_value_t = Batching::All)]
     batching: Batching,
+    #[arg(long, default_value_t = 512)]
+    chunk: u32,
     #[arg(long, default_value_t = 200)]
     requests: u32,
     #[arg(long, default_value_t = 32)]
@@ -213,13 +216,15 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
                 requests: a.requests,
                 max_batch: a.max_batch,
                 max_wait_s: a.max_wait,
+                chunk_tokens: a.chunk,
                 seed: a.seed,
                 ..BatchingSettings::new(ServeSettings::preset(a.model, a.device), a.rate)
             };
             let schemes: &[Scheme] = match a.batching {
                 Batching::Static => &[Scheme::Static],
                 Batching::Continuous => &[Scheme::Continuous],
-                Batching::Both => &Scheme::ALL,
+                Batching::Chunked => &[Scheme::Chunked],
+                Batching::All => &Scheme::ALL,
             };
             let runs = schemes
                 .iter()
@@ -424,6 +429,7 @@ impl Report for ServeCli {
                     ("ttft99", &show_seconds(run.ttft_p99)),
                     ("e2e50", &show_seconds(run.e2e_p50)),
                     ("e2e99", &show_seconds(run.e2e_p99)),
+                    ("tpot99", &show_seconds(run.tpot_p99)),
                     ("mean", &format!("{:.1}", run.mean_batch)),
                     ("pad", &format!("{:.1}", 100.0 * run.padding_share)),
                 ],

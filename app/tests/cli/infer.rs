@@ -91,10 +91,12 @@ fn continuous_batching_serves_more_when_requests_crowd_in() {
     ]);
     let runs = v["runs"].as_array().unwrap();
     let field = |i: usize, key: &str| runs[i][key].as_f64().unwrap();
+    let schemes: Vec<_> = runs.iter().map(|r| r["scheme"].as_str()).collect();
     assert_eq!(
-        (runs[0]["scheme"].as_str(), runs[1]["scheme"].as_str()),
-        (Some("Static"), Some("Continuous"))
+        schemes,
+        [Some("Static"), Some("Continuous"), Some("Chunked")]
     );
+    assert!(field(2, "tpot_p99") > 0.0 && field(2, "throughput") > 0.0);
     assert!(field(1, "throughput") > field(0, "throughput"));
     assert!(field(0, "padding_share") > 0.0);
     assert!(field(1, "e2e_p99") >= field(1, "e2e_p50") && field(1, "ttft_p50") > 0.0);
@@ -276,6 +278,7 @@ fn bad_serving_input_is_refused_in_one_line() {
         &["infer", "serve", "--max-wait", "-1"],
         &["infer", "serve", "--requests", "0"],
         &["infer", "serve", "--batching", "dynamic"],
+        &["infer", "serve", "--chunk", "32"],
         &[
             "infer",
             "serve",

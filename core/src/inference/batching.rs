@@ -12,9 +12,15 @@
 //!   the responses when the batch ends.
 //! - **Continuous** (iteration-level, as Orca and vLLM do): every iteration
 //!   either prefills the waiting requests that fit in the free slots (one
-//!   pass; running sequences wait for it, no chunked prefill) or decodes one
-//!   token for every running sequence; a sequence leaves, and returns its
-//!   response, the iteration it finishes.
+//!   pass; running sequences wait for it) or decodes one token for every
+//!   running sequence; a sequence leaves, and returns its response, the
+//!   iteration it finishes.
+//! - **Chunked** (continuous batching with chunked prefill, as Sarathi-Serve
+//!   and vLLM's chunked prefill do): every iteration has a budget of
+//!   `chunk_tokens` tokens; each running sequence decodes one, and what is
+//!   left goes to the prompts being prefilled, in order of arrival, a chunk
+//!   of each at a time. A long prompt no longer stalls every decode behind
+//!   it; each iteration that carries a chunk is slower than a decode alone.
 //!
 //! The prefill produces a request's first output token (time to first
 //! token = its end − the arrival). Memory is not a scheduler here: the
@@ -43,15 +49,17 @@ pub const MAX_RATE: f64 = 1e6;
 pub enum Scheme {
     Static,
     Continuous,
+    Chunked,
 }
 
 impl Scheme {
-    pub const ALL: [Self; 2] = [Self::Static, Self::Continuous];
+    pub const ALL: [Self; 3] = [Self::Static, Self::Continuous, Self::Chunked];
 
     pub fn key(self) -> &'static str {
         match self {
             Self::Static => "static",
             Self::Continuous => "continuous",
+            Self::Chunked => "chunked",
         }
     }
 }
@@ -79,6 +87,9 @@ pub struct BatchingSettings {
     /// Static batching starts a batch that is not full once its oldest
     /// request has waited this long.
     pub max_wait_s: f64,
+    /// Tokens one iteration of chunked prefill carries (decodes and prompt
+    /// chunks together).
+    pub chunk_tokens: u32,
     pub seed: u64,
 }
 
@@ -102,6 +113,7 @@ impl BatchingSettings {
             output: (16, 512),
             max_batch: 32,
             max_wait_s: 2.0,
+            chunk_tokens: 512,
             seed: 1,
         }
     }
@@ -137,6 +149,14 @@ impl BatchingSettings {
         if !(self.max_wait_s.is_finite() && (0.0..=3600.0).contains(&self.max_wait_s)) {
             return Err(InferError::MaxWait {
                 value: self.max_wait_s,
+            });
+        }
+        // Room for a full batch's decodes and a token of prompt besides.
+        if self.chunk_tokens <= self.max_batch || u64::from(self.chunk_tokens) > MAX_LENGTH {
+            return Err(InferError::ChunkTokens {
+                value: self.chunk_tokens,
+                min: self.max_batch + 1,
+                max: MAX_LENGTH,
             });
         }
         let worst = self.worst_case();
@@ -196,6 +216,10 @@ pub struct BatchingRun {
     pub ttft_p99: f64,
     pub e2e_p50: f64,
     pub e2e_p99: f64,
+    /// Time per output token after the first, (done − first token) ÷
+    /// (output − 1), over requests of two tokens or more.
+    pub tpot_p50: f64,
+    pub tpot_p99: f64,
     /// Sequences per decode step, averaged over the steps.
     pub mean_batch: f64,
     /// Decode slot-steps spent on sequences already finished (static's padding).
@@ -238,6 +262,12 @@ impl Tally {
         };
         let ttft = sorted(&|r, s| s.first_token - r.arrival);
         let e2e = sorted(&|r, s| s.done - r.arrival);
+        let mut tpot: Vec<f64> = pairs
+            .iter()
+            .filter(|(r, _)| r.output >= 2)
+            .map(|(r, s)| (s.done - s.first_token) / (r.output - 1) as f64)
+            .collect();
+        tpot.sort_by(f64::total_cmp);
         let start = requests.first().map_or(0.0, |r| r.arrival);
         let end = pairs.iter().map(|(_, s)| s.done).fold(start, f64::max);
         let makespan = end - start;
@@ -254,6 +284,8 @@ impl Tally {
             ttft_p99: percentile(&ttft, 99.0),
             e2e_p50: percentile(&e2e, 50.0),
             e2e_p99: percentile(&e2e, 99.0),
+            tpot_p50: percentile(&tpot, 50.0),
+            tpot_p99: percentile(&tpot, 99.0),
             mean_batch: self.slot_steps / steps,
             padding_share: if self.slot_steps > 0.0 {
                 self.padding / self.slot_steps
@@ -282,6 +314,7 @@ pub fn simulate_requests(
     let tally = match scheme {
         Scheme::Static => static_batching(s, &cost, requests),
         Scheme::Continuous => continuous(s, &cost, requests),
+        Scheme::Chunked => chunked(s, &cost, requests),
     };
     Ok(tally.finish(scheme, requests))
 }
@@ -388,6 +421,82 @@ fn continuous(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Ta
     tally
 }
 
+fn chunked(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally {
+    let mut tally = Tally::new(requests.len());
+    let (max_batch, budget) = (s.max_batch as usize, u64::from(s.chunk_tokens));
+    let (mut t, mut next) = (0.0_f64, 0);
+    // (request, tokens produced, tokens in context), decoding.
+    let mut running: Vec<(usize, u64, u64)> = Vec::new();
+    // (request, prompt tokens prefilled so far), admitted in arrival order.
+    let mut filling: Vec<(usize, u64)> = Vec::new();
+    while next < requests.len() || !running.is_empty() || !filling.is_empty() {
+        while next < requests.len()
+            && requests[next].arrival <= t
+            && running.len() + filling.len() < max_batch
+        {
+            filling.push((next, 0));
+            next += 1;
+        }
+        if running.is_empty() && filling.is_empty() {
+            t = requests[next].arrival;
+            continue;
+        }
+        // The decodes first, then chunks of the prompts in order.
+        let context: u64 = running.iter().map(|r| r.2).sum();
+        let mut left = budget - running.len() as u64;
+        let (mut tokens, mut pairs, mut read) = (0.0, 0.0, 0.0);
+        let mut chunks = Vec::with_capacity(filling.len());
+        for &(id, done) in &filling {
+            let chunk = left.min(requests[id].prompt - done);
+            // Each query counted against the whole prompt, the calculator's
+            // convention for a prefill: the chunks of a prompt add up to
+            // its one-pass count.
+            tokens += chunk as f64;
+            pairs += (chunk * requests[id].prompt) as f64;
+            read += done as f64;
+            chunks.push(chunk);
+            left -= chunk;
+        }
+        let batch = running.len() as f64;
+        t += cost
+            .mixed(tokens, pairs, read, batch, context as f64)
+            .seconds;
+        tally.iterations += 1;
+        if !running.is_empty() {
+            tally.decode_steps += 1;
+            tally.slot_steps += running.len() as f64;
+        }
+        running.retain_mut(|(id, produced, context)| {
+            *produced += 1;
+            *context += 1;
+            let done = *produced >= requests[*id].output;
+            if done && let Some(served) = &mut tally.served[*id] {
+                served.done = t;
+            }
+            !done
+        });
+        let mut still = Vec::with_capacity(filling.len());
+        for ((id, done), chunk) in filling.into_iter().zip(chunks) {
+            let r = &requests[id];
+            if done + chunk < r.prompt {
+                still.push((id, done + chunk));
+                continue;
+            }
+            // The prompt's last chunk makes the first output token.
+            let finished = r.output == 1;
+            tally.served[id] = Some(Served {
+                first_token: t,
+                done: if finished { t } else { f64::NAN },
+            });
+            if !finished {
+                running.push((id, 1, r.prompt + 1));
+            }
+        }
+        filling = still;
+    }
+    tally
+}
+
 /// Decode slot-steps a static batch spends on padding: every sequence
 /// holds its slot until the longest output ends, and the prefill makes each
 /// one's first token, so a batch of outputs o decodes max(o) − 1 steps for
@@ -424,12 +533,13 @@ pub struct RatePoint {
     pub rate: f64,
     pub static_run: BatchingRun,
     pub continuous: BatchingRun,
+    pub chunked: BatchingRun,
 }
 
 /// Most rates one sweep takes.
 pub const MAX_RATES: usize = 32;
 
-/// Both schemes at each rate in `rates`, the rest of `s` unchanged (the
+/// Every scheme at each rate in `rates`, the rest of `s` unchanged (the
 /// same seed: the same requests, arriving faster or slower).
 pub fn sweep(s: &BatchingSettings, rates: &[f64]) -> Result<Vec<RatePoint>, InferError> {
     if rates.is_empty() || rates.len() > MAX_RATES {
@@ -446,6 +556,7 @@ pub fn sweep(s: &BatchingSettings, rates: &[f64]) -> Result<Vec<RatePoint>, Infe
                 rate,
                 static_run: simulate(&at, Scheme::Static)?,
                 continuous: simulate(&at, Scheme::Continuous)?,
+                chunked: simulate(&at, Scheme::Chunked)?,
             })
         })
         .collect()

@@ -400,6 +400,27 @@ impl StepCost {
         )
     }
 
+    /// One pass carrying prompt chunks and decodes together, the weights
+    /// read once for both: `chunk` prompt tokens whose queries meet
+    /// `chunk_pairs` keys, writing their K/V and reading `chunk_read` earlier
+    /// tokens' (as [`StepCost::prefill`] counts a prompt), and a decode step
+    /// of `batch` sequences holding `context` tokens (as
+    /// [`StepCost::decode`] counts one).
+    pub fn mixed(
+        &self,
+        chunk: f64,
+        chunk_pairs: f64,
+        chunk_read: f64,
+        batch: f64,
+        context: f64,
+    ) -> Phase {
+        Phase::on(
+            &self.device,
+            self.weight_flops * (chunk + batch) + self.attention * (chunk_pairs + context),
+            self.weight_bytes + (chunk + chunk_read + context) * self.kv_per_token,
+        )
+    }
+
     /// One decode step of `batch` sequences holding `context` tokens in all.
     pub fn decode(&self, batch: f64, context: f64) -> Phase {
         Phase::on(

@@ -219,8 +219,61 @@ fn bad_batching_settings_are_refused_with_the_reason() {
     let big = BatchingSettings {
         max_batch: 1024,
         output: (16, 4096),
+        chunk_tokens: 2048,
         ..ok.clone()
     };
     assert!(matches!(refused(big), InferError::BatchMemory { .. }));
     assert!(matches!(sweep(&ok, &[]), Err(InferError::Rates { .. })));
+}
+
+#[test]
+fn chunked_prefill_is_continuous_batching_for_a_short_prompt_and_spares_the_decodes_a_long_one() {
+    use super::batching::{Request, Scheme, simulate_requests};
+    let s = BatchingSettings::new(
+        ServeSettings::preset(Preset::Llama7b, DevicePreset::H100),
+        1.0,
+    );
+    // One request alone, its prompt within one chunk: the same times.
+    let one = [Request {
+        arrival: 0.0,
+        prompt: 300,
+        output: 20,
+    }];
+    let co = simulate_requests(&s, Scheme::Continuous, &one).unwrap();
+    let ch = simulate_requests(&s, Scheme::Chunked, &one).unwrap();
+    assert_eq!((co.ttft_p50, co.e2e_p50), (ch.ttft_p50, ch.e2e_p50));
+    // A long prompt arriving while another decodes: continuous batching
+    // stops the decode for the whole prefill, chunked prefill spreads it
+    // over iterations the decode also runs in.
+    let two = [
+        Request {
+            arrival: 0.0,
+            prompt: 16,
+            output: 200,
+        },
+        Request {
+            arrival: 0.05,
+            prompt: 8000,
+            output: 2,
+        },
+    ];
+    let co = simulate_requests(&s, Scheme::Continuous, &two).unwrap();
+    let ch = simulate_requests(&s, Scheme::Chunked, &two).unwrap();
+    assert!(
+        ch.tpot_p99 < co.tpot_p99,
+        "{} vs {}",
+        ch.tpot_p99,
+        co.tpot_p99
+    );
+    // Its prompt in chunks, the long request's first token comes later.
+    assert!(ch.ttft_p99 > co.ttft_p99);
+    // A chunk too small for a full batch's decodes is refused.
+    let small = BatchingSettings {
+        chunk_tokens: s.max_batch,
+        ..s
+    };
+    assert!(matches!(
+        small.validate(),
+        Err(InferError::ChunkTokens { .. })
+    ));
 }

@@ -1,13 +1,15 @@
-//! Static against continuous batching on the virtual clock: the calculator
-//! section's model and device serve a seeded Poisson stream; throughput and
-//! the p99 latency against the arrival rate (a sweep around the server's
-//! rough capacity), and both schemes at the learner's rate in a table.
+//! Static against continuous batching, and continuous batching with chunked
+//! prefill, on the virtual clock: the calculator section's model and device
+//! serve a seeded Poisson stream; throughput, the p99 latency and the p99
+//! time per output token against the arrival rate (a sweep around the
+//! server's rough capacity), and every scheme at the learner's rate in a
+//! table.
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::inference::InferError;
 use dlsys_core::inference::batching::{
-    self, BatchingRun, BatchingSettings, MAX_BATCH, RatePoint, Scheme,
+    self, BatchingRun, BatchingSettings, MAX_BATCH, MAX_LENGTH, RatePoint, Scheme,
 };
 use dlsys_core::memory::show_seconds;
 use dlsys_core::names::Named as _;
@@ -26,6 +28,8 @@ pub struct Stream {
     pub requests: u32,
     pub max_batch: u32,
     pub max_wait_s: f64,
+    /// Tokens an iteration of chunked prefill carries.
+    pub chunk_tokens: u32,
     pub seed: u64,
 }
 
@@ -36,6 +40,7 @@ impl Default for Stream {
             requests: 200,
             max_batch: 32,
             max_wait_s: 2.0,
+            chunk_tokens: 512,
             seed: 1,
         }
     }
@@ -57,6 +62,7 @@ impl Stream {
             self.max_wait_s = d.max_wait_s;
         }
         self.max_wait_s = self.max_wait_s.clamp(0.0, 60.0);
+        self.chunk_tokens = self.chunk_tokens.clamp(self.max_batch + 1, MAX_LENGTH as u32);
     }
 
     /// The core's settings on the calculator's model and device.
@@ -65,6 +71,7 @@ impl Stream {
             requests: self.requests,
             max_batch: self.max_batch,
             max_wait_s: self.max_wait_s,
+            chunk_tokens: self.chunk_tokens,
             seed: self.seed,
             ..BatchingSettings::new(s.serve(), self.rate)
         }
@@ -115,6 +122,8 @@ impl Cache {
             crate::kit::number_field(ui, t(lang, "batching.max_batch"), &mut st.max_batch, 1..=MAX_BATCH, 0.2);
             crate::kit::number_field(ui, t(lang, "batching.max_wait"), &mut st.max_wait_s, 0.0..=60.0, 0.05);
             crate::kit::number_field(ui, t(lang, "batching.requests"), &mut st.requests, 1..=PAGE_REQUESTS, 1.0);
+            let least = st.max_batch + 1;
+            crate::kit::number_field(ui, t(lang, "batching.chunk"), &mut st.chunk_tokens, least..=MAX_LENGTH as u32, 4.0);
             crate::kit::number_field(ui, t(lang, "batching.seed"), &mut st.seed, 0..=u64::from(u32::MAX), 0.2);
         });
         let settings = s.batching.settings(s);
@@ -138,9 +147,9 @@ impl Cache {
             }
         };
         sweep_plots(ui, study, lang);
-        let runs = [&study.chosen.static_run, &study.chosen.continuous];
+        let runs = [&study.chosen.static_run, &study.chosen.continuous, &study.chosen.chunked];
         results_table(ui, &runs, lang);
-        let (st, co) = (runs[0], runs[1]);
+        let (st, co, ch) = (runs[0], runs[1], runs[2]);
         ui.label(TEXT.fill(
             lang,
             "batching.why",
@@ -150,6 +159,19 @@ impl Cache {
                 ("pad", &format!("{:.0}", 100.0 * st.padding_share)),
                 ("st_ttft", &show_seconds(st.ttft_p50)),
                 ("co_ttft", &show_seconds(co.ttft_p50)),
+            ],
+        ));
+        ui.label(TEXT.fill(
+            lang,
+            "batching.chunked_why",
+            &[
+                ("chunk", &settings.chunk_tokens),
+                ("ch_tpot", &show_seconds(ch.tpot_p99)),
+                ("co_tpot", &show_seconds(co.tpot_p99)),
+                ("ch_ttft", &show_seconds(ch.ttft_p50)),
+                ("co_ttft", &show_seconds(co.ttft_p50)),
+                ("ch_tput", &show_sig(ch.throughput, 4)),
+                ("co_tput", &show_sig(co.throughput, 4)),
             ],
         ));
     }
@@ -164,18 +186,20 @@ type SweepPlot = (&'static str, &'static str, &'static str, fn(&BatchingRun) -> 
 fn sweep_plots(ui: &mut egui::Ui, study: &Study, lang: Lang) {
     use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
     let visuals = ui.visuals().clone();
-    let colours = [theme::series(&visuals, 0), theme::series(&visuals, 1)];
+    let colours = [theme::series(&visuals, 0), theme::series(&visuals, 1), theme::series(&visuals, 3)];
     let marker = theme::series(&visuals, 2);
     let run = |p: &RatePoint, scheme: Scheme| -> BatchingRun {
         match scheme {
             Scheme::Static => p.static_run.clone(),
             Scheme::Continuous => p.continuous.clone(),
+            Scheme::Chunked => p.chunked.clone(),
         }
     };
     let chosen = study.chosen.rate;
-    let plots: [SweepPlot; 2] = [
+    let plots: [SweepPlot; 3] = [
         ("infer_batching_tput", "plot.throughput_heading", "axis.throughput", |r| r.throughput, false),
         ("infer_batching_p99", "plot.latency_heading", "axis.seconds", |r| r.e2e_p99, true),
+        ("infer_batching_tpot", "plot.tpot_heading", "axis.seconds", |r| r.tpot_p99, true),
     ];
     for (id, heading, y_label, value, log) in plots {
         ui.label(t(lang, heading));
@@ -225,7 +249,7 @@ fn sweep_plots(ui: &mut egui::Ui, study: &Study, lang: Lang) {
     }
 }
 
-fn results_table(ui: &mut egui::Ui, runs: &[&BatchingRun; 2], lang: Lang) {
+fn results_table(ui: &mut egui::Ui, runs: &[&BatchingRun], lang: Lang) {
     crate::kit::table::pinned(
         ui,
         "infer_batching_table",
@@ -241,13 +265,13 @@ fn results_table(ui: &mut egui::Ui, runs: &[&BatchingRun; 2], lang: Lang) {
         },
         |ui, i| match i.checked_sub(1).and_then(|i| runs.get(i)) {
             None => {
-                for key in ["col.throughput", "col.ttft_p50", "col.ttft_p99", "col.e2e_p50", "col.e2e_p99", "col.mean_batch", "col.padding"] {
+                for key in ["col.throughput", "col.ttft_p50", "col.ttft_p99", "col.e2e_p50", "col.e2e_p99", "col.tpot_p99", "col.mean_batch", "col.padding"] {
                     crate::kit::column_header(ui, &TEXT, lang, key);
                 }
             }
             Some(run) => {
                 ui.monospace(show_sig(run.throughput, 4));
-                for seconds in [run.ttft_p50, run.ttft_p99, run.e2e_p50, run.e2e_p99] {
+                for seconds in [run.ttft_p50, run.ttft_p99, run.e2e_p50, run.e2e_p99, run.tpot_p99] {
                     ui.monospace(show_seconds(seconds));
                 }
                 ui.monospace(format!("{:.1}", run.mean_batch));
