@@ -88,6 +88,7 @@ pub enum Batching {
     Static,
     Continuous,
     Chunked,
+    #[value(alias = "both")]
     All,
 }
 
@@ -101,8 +102,9 @@ pub struct ServeArgs {
     rate: f64,
     #[arg(long, value_enum, default_value_t = Batching::All)]
     batching: Batching,
-    #[arg(long, default_value_t = 512)]
-    chunk: u32,
+    /// Default: 512, or one more than --max-batch where that is more.
+    #[arg(long)]
+    chunk: Option<u32>,
     #[arg(long, default_value_t = 200)]
     requests: u32,
     #[arg(long, default_value_t = 32)]
@@ -216,7 +218,7 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
                 requests: a.requests,
                 max_batch: a.max_batch,
                 max_wait_s: a.max_wait,
-                chunk_tokens: a.chunk,
+                chunk_tokens: a.chunk.unwrap_or(512.max(a.max_batch.saturating_add(1))),
                 seed: a.seed,
                 ..BatchingSettings::new(ServeSettings::preset(a.model, a.device), a.rate)
             };

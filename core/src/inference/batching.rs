@@ -151,14 +151,6 @@ impl BatchingSettings {
                 value: self.max_wait_s,
             });
         }
-        // Room for a full batch's decodes and a token of prompt besides.
-        if self.chunk_tokens <= self.max_batch || u64::from(self.chunk_tokens) > MAX_LENGTH {
-            return Err(InferError::ChunkTokens {
-                value: self.chunk_tokens,
-                min: self.max_batch + 1,
-                max: MAX_LENGTH,
-            });
-        }
         let worst = self.worst_case();
         let cost = StepCost::new(&worst)?;
         let per_sequence = worst.context as f64 * cost.kv_per_token();
@@ -171,6 +163,19 @@ impl BatchingSettings {
             });
         }
         Ok(cost)
+    }
+
+    /// What chunked prefill needs besides: room in an iteration for a full
+    /// batch's decodes and a token of prompt.
+    pub fn validate_chunk(&self) -> Result<(), InferError> {
+        if self.chunk_tokens <= self.max_batch || u64::from(self.chunk_tokens) > MAX_LENGTH {
+            return Err(InferError::ChunkTokens {
+                value: self.chunk_tokens,
+                min: self.max_batch + 1,
+                max: MAX_LENGTH,
+            });
+        }
+        Ok(())
     }
 
     /// The requests, in order of arrival: (arrival s, prompt, output).
@@ -262,6 +267,7 @@ impl Tally {
         };
         let ttft = sorted(&|r, s| s.first_token - r.arrival);
         let e2e = sorted(&|r, s| s.done - r.arrival);
+        // None when no request has a second token: NaN, not a time.
         let mut tpot: Vec<f64> = pairs
             .iter()
             .filter(|(r, _)| r.output >= 2)
@@ -284,8 +290,16 @@ impl Tally {
             ttft_p99: percentile(&ttft, 99.0),
             e2e_p50: percentile(&e2e, 50.0),
             e2e_p99: percentile(&e2e, 99.0),
-            tpot_p50: percentile(&tpot, 50.0),
-            tpot_p99: percentile(&tpot, 99.0),
+            tpot_p50: if tpot.is_empty() {
+                f64::NAN
+            } else {
+                percentile(&tpot, 50.0)
+            },
+            tpot_p99: if tpot.is_empty() {
+                f64::NAN
+            } else {
+                percentile(&tpot, 99.0)
+            },
             mean_batch: self.slot_steps / steps,
             padding_share: if self.slot_steps > 0.0 {
                 self.padding / self.slot_steps
@@ -311,6 +325,9 @@ pub fn simulate_requests(
     requests: &[Request],
 ) -> Result<BatchingRun, InferError> {
     let cost = s.validate()?;
+    if scheme == Scheme::Chunked {
+        s.validate_chunk()?;
+    }
     let tally = match scheme {
         Scheme::Static => static_batching(s, &cost, requests),
         Scheme::Continuous => continuous(s, &cost, requests),
@@ -406,19 +423,29 @@ fn continuous(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Ta
         }
         let context: u64 = running.iter().map(|r| r.2).sum();
         t += cost.decode(running.len() as f64, context as f64).seconds;
-        tally.decode_steps += 1;
-        tally.slot_steps += running.len() as f64;
-        running.retain_mut(|(id, produced, context)| {
-            *produced += 1;
-            *context += 1;
-            let done = *produced >= requests[*id].output;
-            if done && let Some(served) = &mut tally.served[*id] {
-                served.done = t;
-            }
-            !done
-        });
+        decoded(&mut running, requests, &mut tally, t);
     }
     tally
+}
+
+/// Every running sequence (request, tokens produced, tokens in context)
+/// made one more token in the iteration that ended at `t`: counted, and
+/// those done leave with their response.
+fn decoded(running: &mut Vec<(usize, u64, u64)>, requests: &[Request], tally: &mut Tally, t: f64) {
+    if running.is_empty() {
+        return;
+    }
+    tally.decode_steps += 1;
+    tally.slot_steps += running.len() as f64;
+    running.retain_mut(|(id, produced, context)| {
+        *produced += 1;
+        *context += 1;
+        let done = *produced >= requests[*id].output;
+        if done && let Some(served) = &mut tally.served[*id] {
+            served.done = t;
+        }
+        !done
+    });
 }
 
 fn chunked(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally {
@@ -451,9 +478,11 @@ fn chunked(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally
             // Each query counted against the whole prompt, the calculator's
             // convention for a prefill: the chunks of a prompt add up to
             // its one-pass count.
-            tokens += chunk as f64;
-            pairs += (chunk * requests[id].prompt) as f64;
-            read += done as f64;
+            if chunk > 0 {
+                tokens += chunk as f64;
+                pairs += (chunk * requests[id].prompt) as f64;
+                read += done as f64;
+            }
             chunks.push(chunk);
             left -= chunk;
         }
@@ -462,19 +491,7 @@ fn chunked(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally
             .mixed(tokens, pairs, read, batch, context as f64)
             .seconds;
         tally.iterations += 1;
-        if !running.is_empty() {
-            tally.decode_steps += 1;
-            tally.slot_steps += running.len() as f64;
-        }
-        running.retain_mut(|(id, produced, context)| {
-            *produced += 1;
-            *context += 1;
-            let done = *produced >= requests[*id].output;
-            if done && let Some(served) = &mut tally.served[*id] {
-                served.done = t;
-            }
-            !done
-        });
+        decoded(&mut running, requests, &mut tally, t);
         let mut still = Vec::with_capacity(filling.len());
         for ((id, done), chunk) in filling.into_iter().zip(chunks) {
             let r = &requests[id];

@@ -312,8 +312,17 @@ fn one_sequence_fills_its_blocks_in_order() {
         vec![16, 16, 8]
     );
     let mut ids: Vec<u32> = blocks.iter().map(|b| b.0).collect();
+    ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 3, "a block given twice: {blocks:?}");
     assert_eq!(one_sequence(16, 0, 16), vec![(blocks[0].0, 16)]);
-    assert!(one_sequence(0, 0, 16).is_empty());
+    // No prompt: the first generated token takes the first block.
+    assert_eq!(
+        one_sequence(0, 5, 16)
+            .iter()
+            .map(|b| b.1)
+            .collect::<Vec<_>>(),
+        vec![5]
+    );
+    assert!(one_sequence(u64::MAX, 1, 16).is_empty());
 }

@@ -219,7 +219,6 @@ fn bad_batching_settings_are_refused_with_the_reason() {
     let big = BatchingSettings {
         max_batch: 1024,
         output: (16, 4096),
-        chunk_tokens: 2048,
         ..ok.clone()
     };
     assert!(matches!(refused(big), InferError::BatchMemory { .. }));
@@ -267,13 +266,27 @@ fn chunked_prefill_is_continuous_batching_for_a_short_prompt_and_spares_the_deco
     );
     // Its prompt in chunks, the long request's first token comes later.
     assert!(ch.ttft_p99 > co.ttft_p99);
-    // A chunk too small for a full batch's decodes is refused.
+    // A chunk too small for a full batch's decodes is refused, by chunked
+    // prefill only.
     let small = BatchingSettings {
         chunk_tokens: s.max_batch,
-        ..s
+        ..s.clone()
     };
     assert!(matches!(
-        small.validate(),
+        simulate_requests(&small, Scheme::Chunked, &two),
         Err(InferError::ChunkTokens { .. })
     ));
+    assert!(simulate_requests(&small, Scheme::Continuous, &two).is_ok());
+    // Requests of one token have no time per output token.
+    let single = [Request {
+        arrival: 0.0,
+        prompt: 8,
+        output: 1,
+    }];
+    assert!(
+        simulate_requests(&s, Scheme::Chunked, &single)
+            .unwrap()
+            .tpot_p99
+            .is_nan()
+    );
 }

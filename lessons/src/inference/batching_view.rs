@@ -100,15 +100,16 @@ impl Cache {
         self.memo.get(s, study)
     }
 
-    /// For the self-test: at the sweep's highest rate continuous batching
-    /// serves more than static.
+    /// For the self-test: at the sweep's highest rate continuous batching,
+    /// with and without chunked prefill, serves more than static.
     pub fn outcome(&self) -> Option<crate::SelfTestResult> {
         Some(match self.memo.last()? {
             Ok(study) => {
                 let last = study.sweep.last()?;
                 let (st, co) = (last.static_run.throughput, last.continuous.throughput);
-                let detail = format!("at {:.1} requests/s: static {st:.0} vs continuous {co:.0} tokens/s", last.rate);
-                if co > st { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) }
+                let ch = last.chunked.throughput;
+                let detail = format!("at {:.1} requests/s: static {st:.0} vs continuous {co:.0} vs chunked {ch:.0} tokens/s", last.rate);
+                if co > st && ch > st { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) }
             }
             Err(e) => Err(crate::SelfTestFailure(e.to_string())),
         })

@@ -86,6 +86,7 @@ impl GpuRace {
         self.prefill.poll(ctx);
         if !self.decode.is_busy()
             && let Some(shape) = self.pending.take()
+            && self.decode.error.is_none()
         {
             self.prefill.start(&settings(shape.prefill_m, shape, false), env);
             ctx.request_repaint();
@@ -96,6 +97,9 @@ impl GpuRace {
     pub fn outcome(&self) -> Option<crate::SelfTestResult> {
         if self.pending.is_some() {
             return None;
+        }
+        if let Some(e) = &self.decode.error {
+            return Some(Err(crate::SelfTestFailure(e.clone())));
         }
         let decode = self.decode.self_test_outcome()?;
         let prefill = self.prefill.self_test_outcome()?;
@@ -133,7 +137,13 @@ impl GpuRace {
         let shape = PAGE;
         ui.label(TEXT.fill(lang, "gpu_roof.explain", &[("m", &shape.prefill_m), ("n", &shape.n), ("k", &shape.k)]));
         race::device_ui(ui, env);
+        let decoding = self.decode.is_busy();
         let busy = self.decode.progress_ui(ui, lang) | self.prefill.progress_ui(ui, lang);
+        // Stopped by the learner (only the Stop button ends a race here):
+        // the prefill's race is not started after it.
+        if decoding && !self.decode.is_busy() {
+            self.pending = None;
+        }
         if !busy && self.pending.is_none() && ui.button(t(lang, "gpu_roof.run")).clicked() {
             self.start(shape, env);
         }
@@ -165,10 +175,14 @@ impl GpuRace {
                 series.push((name, vec![point], colour));
             }
         }
-        super::roofline_view::roofline_plot(ui, "infer_gpu_roofline_plot", &roof, t(lang, "gpu_roof.roofs"), &series, lang);
+        // Without a compute GPU the ladder times its kernels on the CPU.
+        let on_gpu = matches!(env.gpu, crate::GpuStatus::Compute(_));
+        let (roofs_name, roofs_line) =
+            if on_gpu { ("gpu_roof.roofs", "gpu_roof.roofs_line") } else { ("gpu_roof.cpu_roofs", "gpu_roof.cpu_roofs_line") };
+        super::roofline_view::roofline_plot(ui, "infer_gpu_roofline_plot", &roof, t(lang, roofs_name), &series, lang);
         ui.label(TEXT.fill(
             lang,
-            "gpu_roof.roofs_line",
+            roofs_line,
             &[("bandwidth", &show_sig(roof.bandwidth, 3)), ("peak", &show_sig(roof.peak, 3)), ("ridge", &show_sig(roof.ridge(), 3))],
         ));
         for line in lines {

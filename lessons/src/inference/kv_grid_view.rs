@@ -24,9 +24,10 @@ pub fn ui(ui: &mut egui::Ui, prompt: &[char], generated: &[char], cached: usize,
         .chain(generated.iter().take(cached).map(|c| (*c, false)))
         .collect();
     let last = blocks.last().map_or(0, |b| b.1);
+    let key = if last == block { "grid.caption_full" } else { "grid.caption" };
     ui.label(TEXT.fill(
         lang,
-        "grid.caption",
+        key,
         &[
             ("blocks", &blocks.len()),
             ("block", &block),

@@ -235,6 +235,10 @@ mod tests {
         lesson.settings.batch = 32;
         lesson.settings.device = DevicePreset::A100;
         assert_eq!(crate::reloaded(&lesson, "(batch: \"x\")").settings, lesson.settings);
+        // A save from before int4 caches held the bytes as an integer.
+        let mut old = Inference::default();
+        assert!(old.load_state("(kv_bytes: 1)").is_ok());
+        assert_eq!(old.settings.kv_bytes, 1.0);
         let mut wild = Settings {
             weight_bytes: f64::NAN,
             batch: 0,

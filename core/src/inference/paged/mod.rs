@@ -117,14 +117,20 @@ pub struct PagedCache {
     pub copies: u64,
 }
 
+/// The longest sequence [`one_sequence`] lays out (a pool of up to a
+/// million blocks).
+pub const MAX_LAID_OUT: u64 = 1 << 20;
+
 /// How a paged cache holds one sequence: a prompt of `prompt` tokens
 /// added, then `generated` tokens appended one by one, through the
 /// allocator itself. Each block of its table, in order, with the tokens it
-/// holds.
+/// holds. Empty for a sequence past [`MAX_LAID_OUT`] tokens.
 pub fn one_sequence(prompt: u64, generated: u64, block_tokens: u32) -> Vec<(BlockId, u32)> {
     let block = u64::from(block_tokens.max(1));
-    let total = prompt + generated;
-    let blocks = u32::try_from(total.div_ceil(block)).unwrap_or(u32::MAX);
+    let Some(total) = prompt.checked_add(generated).filter(|t| *t <= MAX_LAID_OUT) else {
+        return Vec::new();
+    };
+    let blocks = total.div_ceil(block) as u32;
     let mut cache = PagedCache::new(blocks, block_tokens);
     let Some(id) = cache.add(prompt) else {
         return Vec::new();
