@@ -81,6 +81,17 @@ impl GpuRace {
         self.pending = Some(shape);
     }
 
+    /// Both races at once, for the self-test: at its size the results are
+    /// checked, not the times (which sharing the GPU would skew), and a
+    /// software GPU answers each kernel a few frames late, so two in turn
+    /// would take twice as long.
+    pub fn start_together(&mut self, shape: Shape, env: &Env<'_>) {
+        self.shape = Some(shape);
+        self.pending = None;
+        self.decode.start(&settings(1, shape, true), env);
+        self.prefill.start(&settings(shape.prefill_m, shape, false), env);
+    }
+
     pub fn logic(&mut self, ctx: &egui::Context, env: &Env<'_>) {
         self.decode.poll(ctx);
         self.prefill.poll(ctx);

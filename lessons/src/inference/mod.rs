@@ -199,7 +199,7 @@ impl Lesson for Inference {
         // page's shape model is hundreds of MB).
         let small = dlsys_core::inference::roofline::RooflineSettings { width: 128, prompt: 32, steps: 4, seed: 1 };
         self.roofline.start_sized(&small, (256, 8 << 20));
-        self.gpu_roof.start(gpu_roofline_view::SMALL, env);
+        self.gpu_roof.start_together(gpu_roofline_view::SMALL, env);
         self.paged.compute(&d.stream);
         self.batching.compute(&d.batching.settings(&d));
         self.spec.compute(&d);
