@@ -32,14 +32,17 @@ pub(super) fn speculate(a: &SpecArgs) -> Result<ExitCode, CliError> {
         seed: a.seed,
         ..textgen::Sampling::default()
     };
+    // The tables' target, the bigram, is the engine's draft.
+    let (target, draft) = speculative::text_pair(&corpus);
     let engine = if a.engine {
         // Bad input is refused before the training it would waste.
         textgen::check_request(&corpus, &a.prompt, a.tokens, textgen::CONTEXT, &sampling)
             .map_err(refused)?;
         let (model, held_out_loss) = train(a.steps, a.seed, a.json)?;
-        let draft = spec_run::text_draft(&corpus);
-        let run = spec_run::speculate(&model, &corpus, &draft, &a.prompt, a.tokens, a.k, &sampling)
-            .map_err(refused)?;
+        let run = spec_run::speculate(
+            &model, &corpus, &target, &a.prompt, a.tokens, a.k, &sampling,
+        )
+        .map_err(refused)?;
         Some(EngineCli {
             prompt: a.prompt.clone(),
             context: model.config.context,
@@ -56,7 +59,6 @@ pub(super) fn speculate(a: &SpecArgs) -> Result<ExitCode, CliError> {
     } else {
         None
     };
-    let (target, draft) = speculative::text_pair(&corpus);
     let context = speculative::text_context(&corpus);
     let report = speculative::measure(&target, &draft, context, &settings).map_err(refused)?;
     let best = speculative::best_k(report.alpha, draft_cost);

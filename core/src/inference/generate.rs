@@ -238,9 +238,7 @@ impl Generation {
 
     /// The median decode step, seconds (0 with no step).
     pub fn median_step_s(&self) -> f64 {
-        let mut sorted = self.step_s.clone();
-        sorted.sort_by(f64::total_cmp);
-        crate::quant::calibrate::percentile(&sorted, 50.0)
+        super::median(self.step_s.clone())
     }
 }
 

@@ -22,10 +22,10 @@ pub mod speculative;
 
 pub use error::InferError;
 
-/// The middle of `xs` (the upper middle of an even count; 0 for none).
+/// The median of `xs` (0 for none), by the quantisation lesson's percentile.
 pub(crate) fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
-    xs.get(xs.len() / 2).copied().unwrap_or(0.0)
+    crate::quant::calibrate::percentile(&xs, 50.0)
 }
 
 /// Prompt and output lengths, each uniform in [lo, hi]: both at least 1,

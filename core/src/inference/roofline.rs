@@ -20,9 +20,9 @@ use rand::{RngExt as _, SeedableRng as _};
 use serde::Serialize;
 use web_time::Instant;
 
+use super::InferError;
 use super::calc::Bound;
 use super::generate::{forward, forward_gemm, new_cache};
-use super::{InferError, median};
 use crate::autograd::{Tensor, matmul};
 use crate::float::show_sig;
 use crate::kernels::Roofline;
@@ -415,13 +415,11 @@ impl ShapeRun {
             },
             seconds: 0.0,
         });
-        let seconds = median(self.decode.iter().map(|p| p.seconds).collect());
-        let decode_median = self
-            .decode
-            .iter()
-            .copied()
-            .find(|p| p.seconds == seconds)
-            .unwrap_or(prefill);
+        // The step in the middle by time (the upper middle of an even count).
+        let mut by_time = self.decode.clone();
+        by_time.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        let decode_median = by_time.get(by_time.len() / 2).copied().unwrap_or(prefill);
+        let seconds = decode_median.seconds;
         RooflineReport {
             config: self.config,
             parameters: self.model.parameter_count(),

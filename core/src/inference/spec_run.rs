@@ -23,11 +23,6 @@ use crate::float::show_sig;
 use crate::memory::show_seconds;
 use crate::nn::models::char_model::{CharModel, Corpus};
 
-/// The draft for a text: its bigram counts (add-0.01).
-pub fn text_draft(corpus: &Corpus) -> Table {
-    Table::bigram(&corpus.ids, corpus.vocab.len(), 0.01)
-}
-
 /// One target pass.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SpecRound {
@@ -214,7 +209,7 @@ pub fn speculate(
     assert_eq!(
         draft.vocab(),
         model.config.vocab,
-        "a draft of another vocabulary (spec_run::text_draft)"
+        "a draft of another vocabulary (speculative::text_bigram)"
     );
     let (mut plain_s, mut plain_steps, mut spec_s) = (vec![], vec![], vec![]);
     let (mut passes, mut drafts) = (vec![], vec![]);

@@ -376,11 +376,16 @@ pub fn measure(
 /// The pair the lesson speculates with, from a text's characters: its
 /// bigram model as the target, its unigram model as the draft.
 pub fn text_pair(corpus: &crate::nn::models::char_model::Corpus) -> (Table, Table) {
-    let vocab = corpus.vocab.len();
     (
-        Table::bigram(&corpus.ids, vocab, 0.01),
-        Table::unigram(&corpus.ids, vocab, 0.01),
+        text_bigram(corpus),
+        Table::unigram(&corpus.ids, corpus.vocab.len(), 0.01),
     )
+}
+
+/// A text's bigram counts (add-0.01): the tables' target here, and the
+/// draft when the engine's model is the target ([`super::spec_run`]).
+pub fn text_bigram(corpus: &crate::nn::models::char_model::Corpus) -> Table {
+    Table::bigram(&corpus.ids, corpus.vocab.len(), 0.01)
 }
 
 /// The context of the exactness test on a text: a space (the letter after

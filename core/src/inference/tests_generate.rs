@@ -222,9 +222,10 @@ fn bad_prompts_are_refused_with_the_reason() {
 
 #[test]
 fn greedy_speculation_on_the_engine_writes_the_targets_own_text() {
-    use super::spec_run::{speculate, text_draft};
+    use super::spec_run::speculate;
+    use super::speculative::text_bigram;
     let (corpus, model) = model(96);
-    let draft = text_draft(&corpus);
+    let draft = text_bigram(&corpus);
     let plain = generate(&model, &corpus, "the ", 60, true, &Sampling::default()).unwrap();
     for k in [1, 3, 8, super::speculative::MAX_K] {
         let run = speculate(&model, &corpus, &draft, "the ", 60, k, &Sampling::default()).unwrap();
@@ -253,9 +254,10 @@ fn greedy_speculation_on_the_engine_writes_the_targets_own_text() {
 
 #[test]
 fn sampled_speculation_on_the_engine_emits_what_was_asked_and_refuses_bad_k() {
-    use super::spec_run::{speculate, text_draft};
+    use super::spec_run::speculate;
+    use super::speculative::text_bigram;
     let (corpus, model) = model(64);
-    let draft = text_draft(&corpus);
+    let draft = text_bigram(&corpus);
     let sampling = Sampling {
         temperature: 1.0,
         seed: 5,

@@ -18,6 +18,11 @@ use super::{TEXT, t};
 use crate::kit::frame_budget::FrameBudget;
 use crate::kit::theme;
 
+/// The shipped text's vocabulary, the shape model's (read once: the
+/// weights' size is shown every frame).
+static VOCAB: std::sync::LazyLock<usize> =
+    std::sync::LazyLock::new(|| dlsys_core::nn::models::char_model::Corpus::shipped().vocab.len());
+
 /// The page's defaults: the CLI's shape natively; in a browser (one
 /// thread, a memory the tab shares) a 1,024-wide model (50 MB, still past
 /// most last-level caches) and a shorter prompt, so no pass holds a frame
@@ -81,7 +86,7 @@ impl Job {
         self.done = None;
         self.failed = None;
         self.steps_asked = s.steps;
-        let vocab = dlsys_core::nn::models::char_model::Corpus::shipped().vocab.len();
+        let vocab = *VOCAB;
         let started = roofline::measure_cpu(size, bytes).and_then(|roofs| Ok((roofs, ShapeRun::new(s, vocab, &roofs)?)));
         match started {
             Ok(run) => self.run = Some(run),
@@ -154,7 +159,7 @@ impl Job {
             crate::kit::number_field(ui, t(lang, "roofline.steps"), &mut s.steps, 1..=256, 0.2);
         });
         clamp(s);
-        let vocab = dlsys_core::nn::models::char_model::Corpus::shipped().vocab.len();
+        let vocab = *VOCAB;
         let weights_mb = roofline::weight_bytes(&s.config(vocab)) / 1e6;
         ui.horizontal_wrapped(|ui| {
             if let Some((_, run)) = &self.run {

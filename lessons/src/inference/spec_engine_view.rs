@@ -30,12 +30,21 @@ struct Key {
 
 #[derive(Default)]
 pub struct Engine {
-    draft: Option<Table>,
     memo: Memo<Key, Result<EngineSpec, InferError>>,
 }
 
 impl Engine {
-    pub fn ui(&mut self, ui: &mut egui::Ui, corpus: &Corpus, s: &Settings, trained: Option<&Trained>, lang: Lang) {
+    /// `bigram`: the text's bigram table, the draft here (the section's
+    /// table target).
+    pub fn ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        corpus: &Corpus,
+        bigram: &Table,
+        s: &Settings,
+        trained: Option<&Trained>,
+        lang: Lang,
+    ) {
         ui.strong(t(lang, "spec.engine.heading"));
         ui.label(t(lang, "spec.engine.explain"));
         let Some(trained) = trained else {
@@ -50,11 +59,10 @@ impl Engine {
             tokens: asked.tokens,
             sampling: asked.sampling,
         };
-        let draft = self.draft.get_or_insert_with(|| spec_run::text_draft(corpus));
         // A few milliseconds on this model (both generations, five times):
         // computed in the frame that asks.
         let run = self.memo.get(&key, |key| {
-            spec_run::speculate(&trained.model, corpus, draft, &key.prompt, key.tokens, key.k, &key.sampling)
+            spec_run::speculate(&trained.model, corpus, bigram, &key.prompt, key.tokens, key.k, &key.sampling)
         });
         let run = match run {
             Ok(run) => run,

@@ -87,7 +87,7 @@ impl Cache {
         test_line(ui, t(lang, "spec.wrong"), &report.wrong, lang);
         best_k_ui(ui, report.alpha, &mut s.draft_cost, lang);
         ui.add_space(6.0);
-        self.engine.ui(ui, &self.corpus, s, trained, lang);
+        self.engine.ui(ui, &self.corpus, &self.target, s, trained, lang);
     }
 
     /// A few rounds from the test's context, each token coloured by how it
