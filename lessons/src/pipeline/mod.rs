@@ -158,8 +158,14 @@ impl Lesson for Pipeline {
 
     /// A short run with two workers, as the Run button does.
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        // No simulated read, and batches big enough that the trainer's
+        // step outlasts the browser's coarse clock (100 µs): the default's
+        // 32-sample steps are often timed as 0 there, and a utilisation of
+        // exactly 0 says nothing about the pipeline.
         let s = Settings {
             batches: 20,
+            batch: 256,
+            read_ms: 0.0,
             ..Settings::default()
         };
         self.runs.start(&s, false);
