@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::float::show_sig;
-use dlsys_core::inference::batching::{self, BatchingRun, BatchingSettings, Scheme};
+use dlsys_core::inference::batching::{self, BatchingRun, BatchingSettings, KvLayout, Scheme};
 use dlsys_core::inference::calc::{self, DevicePreset, ServeReport, ServeSettings};
 use dlsys_core::inference::generate as textgen;
 use dlsys_core::inference::paged::{self, SchemeRun, StreamReport, StreamSettings};
@@ -111,6 +111,11 @@ pub struct ServeArgs {
     max_batch: u32,
     #[arg(long, default_value_t = 2.0)]
     max_wait: f64,
+    /// The KV cache in blocks (default: each request reserves the longest).
+    #[arg(long)]
+    paged: bool,
+    #[arg(long, default_value_t = 16)]
+    block: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     #[arg(long)]
@@ -219,6 +224,12 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
                 max_batch: a.max_batch,
                 max_wait_s: a.max_wait,
                 chunk_tokens: a.chunk.unwrap_or(512.max(a.max_batch.saturating_add(1))),
+                kv: if a.paged {
+                    KvLayout::Paged
+                } else {
+                    KvLayout::Contiguous
+                },
+                block_tokens: a.block,
                 seed: a.seed,
                 ..BatchingSettings::new(ServeSettings::preset(a.model, a.device), a.rate)
             };
@@ -233,11 +244,16 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
                 .map(|&scheme| batching::simulate(&settings, scheme))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| CliError::from(say(&e)))?;
+            let kv_tokens = settings
+                .validate()
+                .and_then(|cost| batching::capacity(&settings, &cost))
+                .map_err(|e| CliError::from(say(&e)))?;
             emit(
                 &ServeCli {
                     model: a.model.name(),
                     device: a.device.name(),
                     settings,
+                    kv_tokens,
                     runs,
                 },
                 a.json,
@@ -398,6 +414,8 @@ struct ServeCli {
     model: &'static str,
     device: &'static str,
     settings: BatchingSettings,
+    /// The KV memory beside the weights, in tokens.
+    kv_tokens: u64,
     runs: Vec<BatchingRun>,
 }
 
@@ -420,6 +438,20 @@ impl Report for ServeCli {
                 ("wait", &show_seconds(s.max_wait_s)),
             ],
         )?;
+        let memory_key = match s.kv {
+            KvLayout::Contiguous => "infer.serve.memory_contiguous",
+            KvLayout::Paged => "infer.serve.memory_paged",
+        };
+        line(
+            out,
+            memory_key,
+            &[
+                ("tokens", &self.kv_tokens),
+                ("longest", &s.longest()),
+                ("slots", &(self.kv_tokens / s.longest().max(1))),
+                ("block", &s.block_tokens),
+            ],
+        )?;
         for run in &self.runs {
             line(
                 out,
@@ -434,6 +466,8 @@ impl Report for ServeCli {
                     ("tpot99", &show_seconds(run.tpot_p99)),
                     ("mean", &format!("{:.1}", run.mean_batch)),
                     ("pad", &format!("{:.1}", 100.0 * run.padding_share)),
+                    ("waste", &format!("{:.1}", 100.0 * run.kv_waste)),
+                    ("preempted", &run.preempted),
                 ],
             )?;
         }

@@ -113,9 +113,42 @@ fn continuous_batching_serves_more_when_requests_crowd_in() {
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && text.lines().count() == 2 && text.contains("连续批处理"),
+        out.status.success() && text.lines().count() == 3 && text.contains("连续批处理"),
         "{text}"
     );
+}
+
+#[test]
+fn a_paged_cache_runs_more_sequences_where_reservation_fills_the_memory() {
+    // Llama 7B on a 24 GB card: reserving 1,024 tokens a request runs 19.
+    let run = |paged: bool| {
+        let mut args = vec![
+            "infer",
+            "serve",
+            "--device",
+            "rtx-4090",
+            "--rate",
+            "20",
+            "--max-batch",
+            "64",
+            "--batching",
+            "continuous",
+            "--json",
+        ];
+        if paged {
+            args.push("--paged");
+        }
+        json(&args)
+    };
+    let (reserved, paged) = (run(false), run(true));
+    assert_eq!(reserved["kv_tokens"], paged["kv_tokens"]);
+    let field = |v: &serde_json::Value, key: &str| v["runs"][0][key].as_f64().unwrap();
+    assert!(field(&reserved, "mean_batch") <= 19.0);
+    assert!(field(&paged, "mean_batch") > 1.5 * field(&reserved, "mean_batch"));
+    assert!(field(&paged, "throughput") > field(&reserved, "throughput"));
+    assert!(field(&reserved, "kv_waste") > 0.4 && field(&paged, "kv_waste") < 0.05);
+    assert_eq!(paged["runs"][0]["kv"], "Paged");
+    assert!(field(&paged, "preempted") > 0.0 && field(&reserved, "preempted") == 0.0);
 }
 
 #[test]
@@ -279,6 +312,7 @@ fn bad_serving_input_is_refused_in_one_line() {
         &["infer", "serve", "--requests", "0"],
         &["infer", "serve", "--batching", "dynamic"],
         &["infer", "serve", "--chunk", "32"],
+        &["infer", "serve", "--paged", "--block", "0"],
         &[
             "infer",
             "serve",

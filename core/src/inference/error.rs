@@ -30,7 +30,7 @@ crate::catalog_error! {
         MaxBatch { value: u32, max: u32 } = "infer.max_batch",
         MaxWait { value: f64 } = "infer.max_wait",
         ChunkTokens { value: u32, min: u32, max: u64 } = "infer.chunk_tokens",
-        BatchMemory { batch: u32, fit: u64, longest: u64 } = "infer.batch_memory",
+        KvMemory { tokens: u64, longest: u64 } = "infer.kv_memory",
         Rates { count: u32, max: u32 } = "infer.rates",
         PastContext { tokens: usize, context: usize } = "infer.past_context",
         UnknownToken { id: usize, vocab: usize } = "infer.unknown_token",

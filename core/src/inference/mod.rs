@@ -62,6 +62,8 @@ mod tests;
 #[cfg(test)]
 mod tests_batching;
 #[cfg(test)]
+mod tests_batching_memory;
+#[cfg(test)]
 mod tests_generate;
 #[cfg(test)]
 mod tests_roofline;

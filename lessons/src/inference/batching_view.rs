@@ -9,7 +9,7 @@ use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::inference::InferError;
 use dlsys_core::inference::batching::{
-    self, BatchingRun, BatchingSettings, MAX_BATCH, MAX_LENGTH, RatePoint, Scheme,
+    self, BatchingRun, BatchingSettings, KvLayout, MAX_BATCH, MAX_LENGTH, RatePoint, Scheme,
 };
 use dlsys_core::memory::show_seconds;
 use dlsys_core::names::Named as _;
@@ -30,6 +30,8 @@ pub struct Stream {
     pub max_wait_s: f64,
     /// Tokens an iteration of chunked prefill carries.
     pub chunk_tokens: u32,
+    /// The KV cache paged (in section 4's blocks), or reserved per request.
+    pub paged: bool,
     pub seed: u64,
 }
 
@@ -41,6 +43,7 @@ impl Default for Stream {
             max_batch: 32,
             max_wait_s: 2.0,
             chunk_tokens: 512,
+            paged: false,
             seed: 1,
         }
     }
@@ -72,22 +75,31 @@ impl Stream {
             max_batch: self.max_batch,
             max_wait_s: self.max_wait_s,
             chunk_tokens: self.chunk_tokens,
+            kv: if self.paged { KvLayout::Paged } else { KvLayout::Contiguous },
+            block_tokens: s.stream.block_tokens,
             seed: self.seed,
             ..BatchingSettings::new(s.serve(), self.rate)
         }
     }
 }
 
-/// The sweep and the learner's rate, for the settings they ran with.
+/// The sweep and the learner's rate, for the settings they ran with, and
+/// the KV memory beside the weights in tokens.
 pub struct Study {
     sweep: Vec<RatePoint>,
     chosen: RatePoint,
+    kv_tokens: u64,
 }
 
 fn study(s: &BatchingSettings) -> Result<Study, InferError> {
     let sweep = batching::sweep(s, &batching::sweep_rates(s)?)?;
     let chosen = batching::sweep(s, &[s.rate])?.remove(0);
-    Ok(Study { sweep, chosen })
+    let kv_tokens = batching::capacity(s, &s.validate()?)?;
+    Ok(Study {
+        sweep,
+        chosen,
+        kv_tokens,
+    })
 }
 
 #[derive(Default)]
@@ -126,6 +138,7 @@ impl Cache {
             let least = st.max_batch + 1;
             crate::kit::number_field(ui, t(lang, "batching.chunk"), &mut st.chunk_tokens, least..=MAX_LENGTH as u32, 4.0);
             crate::kit::number_field(ui, t(lang, "batching.seed"), &mut st.seed, 0..=u64::from(u32::MAX), 0.2);
+            ui.checkbox(&mut st.paged, TEXT.fill(lang, "batching.paged", &[("block", &s.stream.block_tokens)]));
         });
         let settings = s.batching.settings(s);
         ui.label(TEXT.fill(
@@ -147,6 +160,17 @@ impl Cache {
                 return;
             }
         };
+        let memory_key = if settings.kv == KvLayout::Paged { "batching.memory_paged" } else { "batching.memory_contiguous" };
+        ui.label(TEXT.fill(
+            lang,
+            memory_key,
+            &[
+                ("tokens", &study.kv_tokens),
+                ("longest", &settings.longest()),
+                ("slots", &(study.kv_tokens / settings.longest().max(1))),
+                ("batch", &settings.max_batch),
+            ],
+        ));
         sweep_plots(ui, study, lang);
         let runs = [&study.chosen.static_run, &study.chosen.continuous, &study.chosen.chunked];
         results_table(ui, &runs, lang);
@@ -266,7 +290,7 @@ fn results_table(ui: &mut egui::Ui, runs: &[&BatchingRun], lang: Lang) {
         },
         |ui, i| match i.checked_sub(1).and_then(|i| runs.get(i)) {
             None => {
-                for key in ["col.throughput", "col.ttft_p50", "col.ttft_p99", "col.e2e_p50", "col.e2e_p99", "col.tpot_p99", "col.mean_batch", "col.padding"] {
+                for key in ["col.throughput", "col.ttft_p50", "col.ttft_p99", "col.e2e_p50", "col.e2e_p99", "col.tpot_p99", "col.mean_batch", "col.padding", "col.kv_waste", "col.preempted"] {
                     crate::kit::column_header(ui, &TEXT, lang, key);
                 }
             }
@@ -277,7 +301,37 @@ fn results_table(ui: &mut egui::Ui, runs: &[&BatchingRun], lang: Lang) {
                 }
                 ui.monospace(format!("{:.1}", run.mean_batch));
                 ui.monospace(format!("{:.1} %", 100.0 * run.padding_share));
+                ui.monospace(format!("{:.1} %", 100.0 * run.kv_waste));
+                ui.monospace(run.preempted.to_string());
             }
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dlsys_core::inference::calc::DevicePreset;
+
+    #[test]
+    fn the_paged_box_runs_the_study_paged_and_it_runs_more_where_memory_binds() {
+        let mut s = Settings {
+            device: DevicePreset::Rtx4090,
+            ..Settings::default()
+        };
+        s.batching.max_batch = 64;
+        s.batching.rate = 20.0;
+        let mut run = |paged: bool| {
+            s.batching.paged = paged;
+            let settings = s.batching.settings(&s);
+            assert_eq!(settings.block_tokens, s.stream.block_tokens);
+            let study = study(&settings).unwrap();
+            (study.kv_tokens, study.chosen.continuous)
+        };
+        let (tokens, reserved) = run(false);
+        let (same, paged) = run(true);
+        assert_eq!(tokens, same);
+        assert_eq!((reserved.kv, paged.kv), (KvLayout::Contiguous, KvLayout::Paged));
+        assert!(paged.mean_batch > reserved.mean_batch && paged.kv_waste < reserved.kv_waste);
+    }
 }

@@ -14,6 +14,7 @@ mod stream;
 
 pub use stream::{
     MAX_MEMORY_TOKENS, SchemeRun, StreamReport, StreamSettings, blocks_and_waste, run_stream,
+    watermark,
 };
 
 use std::collections::BTreeMap;

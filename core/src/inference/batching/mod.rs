@@ -23,15 +23,26 @@
 //!   it; each iteration that carries a chunk is slower than a decode alone.
 //!
 //! The prefill produces a request's first output token (time to first
-//! token = its end − the arrival). Memory is not a scheduler here: the
-//! settings are refused unless `max_batch` sequences of the longest
-//! request fit beside the weights (the paged-cache part models memory).
+//! token = its end − the arrival).
+//!
+//! The KV memory beside the weights limits what runs at once besides
+//! `max_batch` ([`memory`]): with contiguous reservation each admitted
+//! request sets aside the longest request the stream can draw; paged, a
+//! request is admitted when its tokens so far fit, and a sequence that
+//! finds no free block as it grows preempts the latest admitted one. Static
+//! batching reserves the worst case in either layout: a batch runs to its
+//! end and cannot preempt, so it must know up front that it fits.
+
+mod memory;
+mod schedule;
+
+pub use memory::{KvLayout, capacity};
 
 use rand::{RngExt as _, SeedableRng as _};
 use serde::Serialize;
 
 use super::InferError;
-use super::calc::{ServeSettings, StepCost, sequences_fit};
+use super::calc::{ServeSettings, StepCost};
 use crate::quant::calibrate::percentile;
 
 /// Most tokens one request may reach (prompt + output) in the simulation.
@@ -90,6 +101,9 @@ pub struct BatchingSettings {
     /// Tokens one iteration of chunked prefill carries (decodes and prompt
     /// chunks together).
     pub chunk_tokens: u32,
+    /// How the KV cache is held, and a paged block's tokens.
+    pub kv: KvLayout,
+    pub block_tokens: u32,
     pub seed: u64,
 }
 
@@ -114,8 +128,16 @@ impl BatchingSettings {
             max_batch: 32,
             max_wait_s: 2.0,
             chunk_tokens: 512,
+            kv: KvLayout::Contiguous,
+            block_tokens: 16,
             seed: 1,
         }
+    }
+
+    /// The longest request the stream can draw, in tokens: what contiguous
+    /// reservation sets aside for each.
+    pub fn longest(&self) -> u64 {
+        self.prompt.1.saturating_add(self.output.1)
     }
 
     /// The calculator's settings at this stream's worst case: the longest
@@ -151,17 +173,13 @@ impl BatchingSettings {
                 value: self.max_wait_s,
             });
         }
-        let worst = self.worst_case();
-        let cost = StepCost::new(&worst)?;
-        let per_sequence = worst.context as f64 * cost.kv_per_token();
-        let fit = sequences_fit(&worst.device, cost.weight_bytes(), per_sequence);
-        if fit < u64::from(self.max_batch) {
-            return Err(InferError::BatchMemory {
-                batch: self.max_batch,
-                fit,
-                longest: worst.context,
+        if !(1..=256).contains(&self.block_tokens) {
+            return Err(InferError::BlockTokens {
+                value: self.block_tokens,
             });
         }
+        let cost = StepCost::new(&self.worst_case())?;
+        capacity(self, &cost)?;
         Ok(cost)
     }
 
@@ -232,6 +250,12 @@ pub struct BatchingRun {
     pub iterations: u64,
     /// Seconds from the first arrival to the last response.
     pub makespan: f64,
+    /// How the KV cache was held (static batching: reserved), the share of
+    /// reserved KV memory that held no K/V over the decode iterations, and
+    /// the preemptions.
+    pub kv: KvLayout,
+    pub kv_waste: f64,
+    pub preempted: u32,
 }
 
 /// What a scheduler measured, before the percentiles.
@@ -242,6 +266,9 @@ struct Tally {
     slot_steps: f64,
     padding: f64,
     iterations: u64,
+    kv: KvLayout,
+    kv_waste: f64,
+    preempted: u32,
 }
 
 impl Tally {
@@ -250,6 +277,13 @@ impl Tally {
             served: vec![None; requests],
             ..Self::default()
         }
+    }
+
+    /// What the memory measured.
+    fn kv(&mut self, mem: &memory::KvMemory) {
+        self.kv = mem.layout();
+        self.kv_waste = mem.waste();
+        self.preempted = mem.preempted;
     }
 
     fn finish(self, scheme: Scheme, requests: &[Request]) -> BatchingRun {
@@ -308,6 +342,9 @@ impl Tally {
             },
             iterations: self.iterations,
             makespan,
+            kv: self.kv,
+            kv_waste: self.kv_waste,
+            preempted: self.preempted,
         }
     }
 }
@@ -328,190 +365,19 @@ pub fn simulate_requests(
     if scheme == Scheme::Chunked {
         s.validate_chunk()?;
     }
+    let tokens = capacity(s, &cost)?;
+    let layout = if scheme == Scheme::Static {
+        KvLayout::Contiguous
+    } else {
+        s.kv
+    };
+    let mut mem = memory::KvMemory::new(s, layout, tokens, requests.len());
     let tally = match scheme {
-        Scheme::Static => static_batching(s, &cost, requests),
-        Scheme::Continuous => continuous(s, &cost, requests),
-        Scheme::Chunked => chunked(s, &cost, requests),
+        Scheme::Static => schedule::static_batching(s, &cost, requests, &mut mem),
+        Scheme::Continuous => schedule::continuous(s, &cost, requests, &mut mem),
+        Scheme::Chunked => schedule::chunked(s, &cost, requests, &mut mem),
     };
     Ok(tally.finish(scheme, requests))
-}
-
-fn static_batching(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally {
-    let mut tally = Tally::new(requests.len());
-    let max_batch = s.max_batch as usize;
-    let (mut t, mut next) = (0.0_f64, 0);
-    while next < requests.len() {
-        // Wait for a full batch, the oldest's deadline or the last arrival.
-        let oldest = requests[next].arrival;
-        let full = requests.get(next + max_batch - 1).map(|r| r.arrival);
-        let start = t.max(oldest).max(match full {
-            Some(at) => at.min(oldest + s.max_wait_s),
-            None => (oldest + s.max_wait_s).min(requests[requests.len() - 1].arrival),
-        });
-        let arrived = requests[next..]
-            .iter()
-            .take(max_batch)
-            .take_while(|r| r.arrival <= start)
-            .count()
-            .max(1);
-        let batch = &requests[next..next + arrived];
-        let first_token = start + prefill(cost, batch);
-        t = first_token;
-        tally.iterations += 1;
-        let longest = batch.iter().map(|r| r.output).max().unwrap_or(1);
-        let mut context: f64 = batch.iter().map(|r| (r.prompt + 1) as f64).sum();
-        let b = batch.len() as f64;
-        // Every slot decodes until the longest output ends.
-        for _ in 1..longest {
-            t += cost.decode(b, context).seconds;
-            context += b;
-        }
-        let decode_steps = longest - 1;
-        tally.iterations += decode_steps;
-        tally.decode_steps += decode_steps;
-        tally.slot_steps += b * decode_steps as f64;
-        let outputs: Vec<u64> = batch.iter().map(|r| r.output).collect();
-        tally.padding += padding_slots(&outputs) as f64;
-        for i in next..next + arrived {
-            tally.served[i] = Some(Served {
-                first_token,
-                done: t,
-            });
-        }
-        next += arrived;
-    }
-    tally
-}
-
-fn continuous(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally {
-    let mut tally = Tally::new(requests.len());
-    let max_batch = s.max_batch as usize;
-    let (mut t, mut next) = (0.0_f64, 0);
-    // (request, tokens produced, tokens in context)
-    let mut running: Vec<(usize, u64, u64)> = Vec::new();
-    while next < requests.len() || !running.is_empty() {
-        if running.is_empty() && requests[next].arrival > t {
-            t = requests[next].arrival;
-        }
-        let free = max_batch - running.len();
-        let arrived = requests[next..]
-            .iter()
-            .take(free)
-            .take_while(|r| r.arrival <= t)
-            .count();
-        tally.iterations += 1;
-        if arrived > 0 {
-            let batch = &requests[next..next + arrived];
-            t += prefill(cost, batch);
-            for (i, r) in batch.iter().enumerate() {
-                let id = next + i;
-                if r.output == 1 {
-                    tally.served[id] = Some(Served {
-                        first_token: t,
-                        done: t,
-                    });
-                } else {
-                    tally.served[id] = Some(Served {
-                        first_token: t,
-                        done: f64::NAN,
-                    });
-                    running.push((id, 1, r.prompt + 1));
-                }
-            }
-            next += arrived;
-            continue;
-        }
-        let context: u64 = running.iter().map(|r| r.2).sum();
-        t += cost.decode(running.len() as f64, context as f64).seconds;
-        decoded(&mut running, requests, &mut tally, t);
-    }
-    tally
-}
-
-/// Every running sequence (request, tokens produced, tokens in context)
-/// made one more token in the iteration that ended at `t`: counted, and
-/// those done leave with their response.
-fn decoded(running: &mut Vec<(usize, u64, u64)>, requests: &[Request], tally: &mut Tally, t: f64) {
-    if running.is_empty() {
-        return;
-    }
-    tally.decode_steps += 1;
-    tally.slot_steps += running.len() as f64;
-    running.retain_mut(|(id, produced, context)| {
-        *produced += 1;
-        *context += 1;
-        let done = *produced >= requests[*id].output;
-        if done && let Some(served) = &mut tally.served[*id] {
-            served.done = t;
-        }
-        !done
-    });
-}
-
-fn chunked(s: &BatchingSettings, cost: &StepCost, requests: &[Request]) -> Tally {
-    let mut tally = Tally::new(requests.len());
-    let (max_batch, budget) = (s.max_batch as usize, u64::from(s.chunk_tokens));
-    let (mut t, mut next) = (0.0_f64, 0);
-    // (request, tokens produced, tokens in context), decoding.
-    let mut running: Vec<(usize, u64, u64)> = Vec::new();
-    // (request, prompt tokens prefilled so far), admitted in arrival order.
-    let mut filling: Vec<(usize, u64)> = Vec::new();
-    while next < requests.len() || !running.is_empty() || !filling.is_empty() {
-        while next < requests.len()
-            && requests[next].arrival <= t
-            && running.len() + filling.len() < max_batch
-        {
-            filling.push((next, 0));
-            next += 1;
-        }
-        if running.is_empty() && filling.is_empty() {
-            t = requests[next].arrival;
-            continue;
-        }
-        // The decodes first, then chunks of the prompts in order.
-        let context: u64 = running.iter().map(|r| r.2).sum();
-        let mut left = budget - running.len() as u64;
-        let (mut tokens, mut pairs, mut read) = (0.0, 0.0, 0.0);
-        let mut chunks = Vec::with_capacity(filling.len());
-        for &(id, done) in &filling {
-            let chunk = left.min(requests[id].prompt - done);
-            // Each query counted against the whole prompt, the calculator's
-            // convention for a prefill: the chunks of a prompt add up to
-            // its one-pass count.
-            if chunk > 0 {
-                tokens += chunk as f64;
-                pairs += (chunk * requests[id].prompt) as f64;
-                read += done as f64;
-            }
-            chunks.push(chunk);
-            left -= chunk;
-        }
-        let batch = running.len() as f64;
-        t += cost
-            .mixed(tokens, pairs, read, batch, context as f64)
-            .seconds;
-        tally.iterations += 1;
-        decoded(&mut running, requests, &mut tally, t);
-        let mut still = Vec::with_capacity(filling.len());
-        for ((id, done), chunk) in filling.into_iter().zip(chunks) {
-            let r = &requests[id];
-            if done + chunk < r.prompt {
-                still.push((id, done + chunk));
-                continue;
-            }
-            // The prompt's last chunk makes the first output token.
-            let finished = r.output == 1;
-            tally.served[id] = Some(Served {
-                first_token: t,
-                done: if finished { t } else { f64::NAN },
-            });
-            if !finished {
-                running.push((id, 1, r.prompt + 1));
-            }
-        }
-        filling = still;
-    }
-    tally
 }
 
 /// Decode slot-steps a static batch spends on padding: every sequence
@@ -535,13 +401,6 @@ pub fn sweep_rates(s: &BatchingSettings) -> Result<Vec<f64>, InferError> {
     let step = cost.decode(batch, batch * (prompt + output / 2.0)).seconds;
     let capacity = batch / (step * output);
     Ok(FRACTIONS.iter().map(|f| f * capacity).collect())
-}
-
-/// One prefill pass over `batch`'s prompts, in seconds.
-fn prefill(cost: &StepCost, batch: &[Request]) -> f64 {
-    let tokens: f64 = batch.iter().map(|r| r.prompt as f64).sum();
-    let attended: f64 = batch.iter().map(|r| (r.prompt * r.prompt) as f64).sum();
-    cost.prefill(tokens, attended).seconds
 }
 
 /// Both schemes at one arrival rate.
