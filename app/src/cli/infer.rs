@@ -12,7 +12,9 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::float::show_sig;
-use dlsys_core::inference::batching::{self, BatchingRun, BatchingSettings, KvLayout, Scheme};
+use dlsys_core::inference::batching::{
+    self, BatchingRun, BatchingSettings, KvCapacity, KvLayout, Scheme,
+};
 use dlsys_core::inference::calc::{self, DevicePreset, ServeReport, ServeSettings};
 use dlsys_core::inference::generate as textgen;
 use dlsys_core::inference::paged::{self, SchemeRun, StreamReport, StreamSettings};
@@ -20,6 +22,7 @@ use dlsys_core::inference::speculative::{self, SpecSettings};
 use dlsys_core::memory::show_seconds;
 use dlsys_core::memory::transformer::Preset;
 use dlsys_core::names::Named as _;
+use dlsys_core::text::args;
 
 use super::output::{Report, emit, line};
 use super::{CliError, choice, say};
@@ -244,16 +247,15 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
                 .map(|&scheme| batching::simulate(&settings, scheme))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|e| CliError::from(say(&e)))?;
-            let kv_tokens = settings
-                .validate()
-                .and_then(|cost| batching::capacity(&settings, &cost))
+            let kv_memory = settings
+                .kv_capacity()
                 .map_err(|e| CliError::from(say(&e)))?;
             emit(
                 &ServeCli {
                     model: a.model.name(),
                     device: a.device.name(),
                     settings,
-                    kv_tokens,
+                    kv_memory,
                     runs,
                 },
                 a.json,
@@ -414,8 +416,7 @@ struct ServeCli {
     model: &'static str,
     device: &'static str,
     settings: BatchingSettings,
-    /// The KV memory beside the weights, in tokens.
-    kv_tokens: u64,
+    kv_memory: KvCapacity,
     runs: Vec<BatchingRun>,
 }
 
@@ -442,16 +443,7 @@ impl Report for ServeCli {
             KvLayout::Contiguous => "infer.serve.memory_contiguous",
             KvLayout::Paged => "infer.serve.memory_paged",
         };
-        line(
-            out,
-            memory_key,
-            &[
-                ("tokens", &self.kv_tokens),
-                ("longest", &s.longest()),
-                ("slots", &(self.kv_tokens / s.longest().max(1))),
-                ("block", &s.block_tokens),
-            ],
-        )?;
+        line(out, memory_key, &args(&self.kv_memory.fields()))?;
         for run in &self.runs {
             line(
                 out,

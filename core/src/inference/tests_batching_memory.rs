@@ -42,8 +42,8 @@ fn where_memory_binds_paging_runs_more_sequences_and_serves_more() {
     // 400 tokens on average.
     let s = llama_in(24.0, 50.0);
     let cost = StepCost::new(&s.serve).unwrap();
-    let tokens = capacity(&s, &cost).unwrap();
-    let slots = tokens / s.longest();
+    let kv = capacity(&s, &cost).unwrap();
+    let (tokens, slots) = (kv.tokens, kv.reserved_slots());
     assert_eq!((tokens, slots), (20_071, 19), "{tokens} tokens");
     for scheme in [Scheme::Continuous, Scheme::Chunked] {
         let co = simulate(&laid_out(&s, KvLayout::Contiguous), scheme).unwrap();
@@ -96,10 +96,7 @@ fn preempted_requests_are_recomputed_and_every_one_is_answered() {
     assert_eq!(st, st_contiguous);
     assert_eq!((st.kv, st.preempted), (KvLayout::Contiguous, 0));
     all_served(&s, &st);
-    assert!(
-        st.mean_batch
-            <= (capacity(&s, &StepCost::new(&s.serve).unwrap()).unwrap() / s.longest()) as f64
-    );
+    assert!(st.mean_batch <= s.kv_capacity().unwrap().reserved_slots() as f64);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::inference::InferError;
 use dlsys_core::inference::batching::{
-    self, BatchingRun, BatchingSettings, KvLayout, MAX_BATCH, MAX_LENGTH, RatePoint, Scheme,
+    self, BatchingRun, BatchingSettings, KvCapacity, KvLayout, MAX_BATCH, MAX_LENGTH, RatePoint, Scheme,
 };
 use dlsys_core::memory::show_seconds;
 use dlsys_core::names::Named as _;
@@ -88,17 +88,17 @@ impl Stream {
 pub struct Study {
     sweep: Vec<RatePoint>,
     chosen: RatePoint,
-    kv_tokens: u64,
+    kv: KvCapacity,
 }
 
 fn study(s: &BatchingSettings) -> Result<Study, InferError> {
     let sweep = batching::sweep(s, &batching::sweep_rates(s)?)?;
     let chosen = batching::sweep(s, &[s.rate])?.remove(0);
-    let kv_tokens = batching::capacity(s, &s.validate()?)?;
+    let kv = s.kv_capacity()?;
     Ok(Study {
         sweep,
         chosen,
-        kv_tokens,
+        kv,
     })
 }
 
@@ -161,16 +161,9 @@ impl Cache {
             }
         };
         let memory_key = if settings.kv == KvLayout::Paged { "batching.memory_paged" } else { "batching.memory_contiguous" };
-        ui.label(TEXT.fill(
-            lang,
-            memory_key,
-            &[
-                ("tokens", &study.kv_tokens),
-                ("longest", &settings.longest()),
-                ("slots", &(study.kv_tokens / settings.longest().max(1))),
-                ("batch", &settings.max_batch),
-            ],
-        ));
+        let mut fields = study.kv.fields();
+        fields.push(("batch", settings.max_batch.to_string()));
+        ui.label(TEXT.fill(lang, memory_key, &dlsys_core::text::args(&fields)));
         sweep_plots(ui, study, lang);
         let runs = [&study.chosen.static_run, &study.chosen.continuous, &study.chosen.chunked];
         results_table(ui, &runs, lang);
@@ -326,7 +319,7 @@ mod tests {
             let settings = s.batching.settings(&s);
             assert_eq!(settings.block_tokens, s.stream.block_tokens);
             let study = study(&settings).unwrap();
-            (study.kv_tokens, study.chosen.continuous)
+            (study.kv, study.chosen.continuous)
         };
         let (tokens, reserved) = run(false);
         let (same, paged) = run(true);

@@ -45,10 +45,39 @@ impl crate::names::Named for KvLayout {
 /// longest requests; more memory than that never limits a schedule.
 const MAX_TOKENS: u64 = super::MAX_BATCH as u64 * super::MAX_LENGTH;
 
-/// The KV memory beside the weights, in tokens (at most [`MAX_TOKENS`]),
-/// and what the longest request needs: refused when that request could not
-/// run alone (with paging, also beside the free blocks kept back).
-pub fn capacity(s: &BatchingSettings, cost: &StepCost) -> Result<u64, InferError> {
+/// The KV memory beside the weights, and what contiguous reservation makes
+/// of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct KvCapacity {
+    /// Tokens of cache the memory holds (at most [`MAX_TOKENS`]).
+    pub tokens: u64,
+    /// The longest request the stream can draw: what reservation sets
+    /// aside for each.
+    pub longest: u64,
+    pub block_tokens: u32,
+}
+
+impl KvCapacity {
+    /// Sequences reservation runs at once.
+    pub fn reserved_slots(&self) -> u64 {
+        self.tokens / self.longest.max(1)
+    }
+
+    /// For the catalogs: `tokens`, `longest`, `slots`, `block`.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("tokens", self.tokens.to_string()),
+            ("longest", self.longest.to_string()),
+            ("slots", self.reserved_slots().to_string()),
+            ("block", self.block_tokens.to_string()),
+        ]
+    }
+}
+
+/// The KV memory beside the weights: refused when the longest request
+/// could not run alone (with paging, also beside the free blocks kept
+/// back).
+pub fn capacity(s: &BatchingSettings, cost: &StepCost) -> Result<KvCapacity, InferError> {
     let free = s.serve.device.memory_gb * 1e9 - cost.weight_bytes();
     let tokens = if free > 0.0 && cost.kv_per_token() > 0.0 {
         (free / cost.kv_per_token()).floor().min(MAX_TOKENS as f64) as u64
@@ -68,7 +97,11 @@ pub fn capacity(s: &BatchingSettings, cost: &StepCost) -> Result<u64, InferError
             longest,
         });
     }
-    Ok(tokens)
+    Ok(KvCapacity {
+        tokens,
+        longest,
+        block_tokens: s.block_tokens,
+    })
 }
 
 /// What the schedulers ask of the memory.

@@ -36,7 +36,7 @@
 mod memory;
 mod schedule;
 
-pub use memory::{KvLayout, capacity};
+pub use memory::{KvCapacity, KvLayout, capacity};
 
 use rand::{RngExt as _, SeedableRng as _};
 use serde::Serialize;
@@ -181,6 +181,11 @@ impl BatchingSettings {
         let cost = StepCost::new(&self.worst_case())?;
         capacity(self, &cost)?;
         Ok(cost)
+    }
+
+    /// The KV memory beside the weights, for valid settings.
+    pub fn kv_capacity(&self) -> Result<KvCapacity, InferError> {
+        capacity(self, &self.validate()?)
     }
 
     /// What chunked prefill needs besides: room in an iteration for a full
@@ -365,7 +370,7 @@ pub fn simulate_requests(
     if scheme == Scheme::Chunked {
         s.validate_chunk()?;
     }
-    let tokens = capacity(s, &cost)?;
+    let tokens = capacity(s, &cost)?.tokens;
     let layout = if scheme == Scheme::Static {
         KvLayout::Contiguous
     } else {

@@ -86,7 +86,15 @@ struct Queue<'a> {
     next: usize,
 }
 
-impl Queue<'_> {
+impl<'a> Queue<'a> {
+    fn new(requests: &'a [Request]) -> Self {
+        Self {
+            requests,
+            preempted: VecDeque::new(),
+            next: 0,
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.preempted.is_empty() && self.next >= self.requests.len()
     }
@@ -188,11 +196,7 @@ pub(super) fn continuous(
     let mut tally = Tally::new(requests.len());
     let max_batch = s.max_batch as usize;
     let mut t = 0.0_f64;
-    let mut queue = Queue {
-        requests,
-        preempted: VecDeque::new(),
-        next: 0,
-    };
+    let mut queue = Queue::new(requests);
     let mut running: Vec<Running> = Vec::new();
     while !queue.is_empty() || !running.is_empty() {
         if running.is_empty()
@@ -268,11 +272,7 @@ pub(super) fn chunked(
     let mut tally = Tally::new(requests.len());
     let (max_batch, budget) = (s.max_batch as usize, u64::from(s.chunk_tokens));
     let mut t = 0.0_f64;
-    let mut queue = Queue {
-        requests,
-        preempted: VecDeque::new(),
-        next: 0,
-    };
+    let mut queue = Queue::new(requests);
     let mut running: Vec<Running> = Vec::new();
     // Admitted in order; their whole prompt's memory is held from the start.
     let mut filling: Vec<Filling> = Vec::new();
