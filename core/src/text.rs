@@ -85,6 +85,8 @@ pub struct Entry {
 pub enum CatalogError {
     Syntax(ron::error::SpannedError),
     NoEnglish(String),
+    /// A key written twice (the second would silently replace the first).
+    Duplicate(String),
     /// A `[[term]]` token of the key's text did not expand.
     Term(String, crate::glossary::TokenError),
 }
@@ -94,12 +96,40 @@ impl std::fmt::Display for CatalogError {
         match self {
             Self::Syntax(err) => write!(f, "catalog: {err}"),
             Self::NoEnglish(key) => write!(f, "catalog: key `{key}` has no English text"),
+            Self::Duplicate(key) => write!(f, "catalog: key `{key}` is written twice"),
             Self::Term(key, err) => write!(f, "catalog: key `{key}`: {err}"),
         }
     }
 }
 
 impl std::error::Error for CatalogError {}
+
+/// A catalog's entries in the order written, duplicates kept (a map would
+/// keep only the last).
+struct Pairs(Vec<(String, Entry)>);
+
+impl<'de> Deserialize<'de> for Pairs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Pairs;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of keys to (en, zh) entries")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<Pairs, M::Error> {
+                let mut pairs = Vec::new();
+                while let Some(pair) = map.next_entry()? {
+                    pairs.push(pair);
+                }
+                Ok(Pairs(pairs))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
@@ -111,8 +141,14 @@ impl Catalog {
     /// Each `[[term]]` token expands to the glossary's term, glossed in
     /// Chinese (see [`crate::glossary`]); a token naming no term is an error.
     pub fn parse(ron_text: &str) -> Result<Self, CatalogError> {
-        let mut entries: BTreeMap<String, Entry> =
-            ron::from_str(ron_text).map_err(CatalogError::Syntax)?;
+        let pairs: Pairs = ron::from_str(ron_text).map_err(CatalogError::Syntax)?;
+        let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
+        for (key, entry) in pairs.0 {
+            if entries.contains_key(&key) {
+                return Err(CatalogError::Duplicate(key));
+            }
+            entries.insert(key, entry);
+        }
         let glossary = crate::glossary::glossary();
         for (key, entry) in &mut entries {
             if entry.en.trim().is_empty() {
@@ -288,6 +324,17 @@ pub fn fill_placeholders(template: &str, args: &[(&str, &dyn std::fmt::Display)]
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_written_twice_is_refused() {
+        let err =
+            Catalog::parse(r#"{"a": (en: "x"), "b": (en: "y"), "a": (en: "z")}"#).unwrap_err();
+        assert!(
+            matches!(err, CatalogError::Duplicate(ref key) if key == "a"),
+            "{err}"
+        );
+        assert!(Catalog::parse(r#"{"a": (en: "x"), "b": (en: "y")}"#).is_ok());
+    }
 
     #[test]
     fn chinese_problems_are_named() {

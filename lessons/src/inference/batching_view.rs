@@ -161,9 +161,7 @@ impl Cache {
             }
         };
         let memory_key = if settings.kv == KvLayout::Paged { "batching.memory_paged" } else { "batching.memory_contiguous" };
-        let mut fields = study.kv.fields();
-        fields.push(("batch", settings.max_batch.to_string()));
-        ui.label(TEXT.fill(lang, memory_key, &dlsys_core::text::args(&fields)));
+        ui.label(TEXT.fill(lang, memory_key, &dlsys_core::text::args(&study.kv.fields())));
         sweep_plots(ui, study, lang);
         let runs = [&study.chosen.static_run, &study.chosen.continuous, &study.chosen.chunked];
         results_table(ui, &runs, lang);

@@ -42,7 +42,8 @@ impl crate::names::Named for KvLayout {
 }
 
 /// The most tokens the simulation's memory holds: a full batch of the
-/// longest requests; more memory than that never limits a schedule.
+/// longest requests (more is cut to it, which limits a paged schedule at
+/// most by its kept-free blocks and its last blocks' rounding).
 const MAX_TOKENS: u64 = super::MAX_BATCH as u64 * super::MAX_LENGTH;
 
 /// The KV memory beside the weights, and what contiguous reservation makes
@@ -55,6 +56,7 @@ pub struct KvCapacity {
     /// aside for each.
     pub longest: u64,
     pub block_tokens: u32,
+    pub max_batch: u32,
 }
 
 impl KvCapacity {
@@ -63,13 +65,15 @@ impl KvCapacity {
         self.tokens / self.longest.max(1)
     }
 
-    /// For the catalogs: `tokens`, `longest`, `slots`, `block`.
+    /// For the catalogs: `tokens`, `longest`, `fit` (the reserved slots),
+    /// `block`, `batch`.
     pub fn fields(&self) -> Vec<(&'static str, String)> {
         vec![
             ("tokens", self.tokens.to_string()),
             ("longest", self.longest.to_string()),
-            ("slots", self.reserved_slots().to_string()),
+            ("fit", self.reserved_slots().to_string()),
             ("block", self.block_tokens.to_string()),
+            ("batch", self.max_batch.to_string()),
         ]
     }
 }
@@ -101,6 +105,7 @@ pub fn capacity(s: &BatchingSettings, cost: &StepCost) -> Result<KvCapacity, Inf
         tokens,
         longest,
         block_tokens: s.block_tokens,
+        max_batch: s.max_batch,
     })
 }
 
@@ -149,10 +154,10 @@ impl KvMemory {
         }
     }
 
-    /// Admits `request` holding `held` tokens, if it fits: with
-    /// contiguous reservation when its reservation does; paged, when its
-    /// tokens and the next one fit beside the blocks kept free for the
-    /// running sequences to grow into.
+    /// Admits `request` holding `held` tokens (the next one's place
+    /// included), if it fits: with contiguous reservation when its
+    /// reservation does; paged, when its tokens fit beside the blocks kept
+    /// free for the running sequences to grow into.
     pub fn admit(&mut self, request: usize, held: u64) -> bool {
         match self.layout {
             KvLayout::Contiguous => {
@@ -162,7 +167,7 @@ impl KvMemory {
             }
             KvLayout::Paged => {
                 let free = u64::from(self.cache.pool().free_blocks());
-                if self.cache.blocks_for(held + 1) + self.keep_free > free {
+                if self.cache.blocks_for(held) + self.keep_free > free {
                     return false;
                 }
                 match self.cache.add(held) {
@@ -202,6 +207,18 @@ impl KvMemory {
         }
     }
 
+    /// Sequences contiguous reservation holds at once.
+    pub fn reserved_slots(&self) -> usize {
+        (self.tokens / self.reserve.max(1)) as usize
+    }
+
+    /// Whether nothing is held: every request released what it took.
+    pub fn is_idle(&self) -> bool {
+        self.admitted == 0
+            && self.used == 0
+            && self.cache.pool().free_blocks() == self.cache.pool().blocks()
+    }
+
     pub fn layout(&self) -> KvLayout {
         self.layout
     }
@@ -223,5 +240,38 @@ impl KvMemory {
         } else {
             0.0
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inference::calc::{DevicePreset, ServeSettings};
+    use crate::memory::transformer::Preset;
+
+    #[test]
+    fn a_request_at_the_longest_fits_a_paged_memory_of_exactly_that() {
+        let s = BatchingSettings {
+            kv: KvLayout::Paged,
+            ..BatchingSettings::new(
+                ServeSettings::preset(Preset::Llama7b, DevicePreset::H100),
+                1.0,
+            )
+        };
+        // 65 blocks of 16: one kept free, 64 × 16 = 1,024 = the longest.
+        let longest = s.longest();
+        assert_eq!(longest, 1024);
+        let mut mem = KvMemory::new(&s, KvLayout::Paged, 65 * 16, 2);
+        assert!(mem.admit(0, longest));
+        assert!(!mem.admit(1, 1));
+        mem.release(0);
+        assert!(mem.is_idle());
+        // Admitted below the longest, a request grows a block at a time,
+        // into the kept-free block too (it is kept for growth), then stops.
+        assert!(mem.admit(1, longest - 16));
+        assert!((0..32).all(|_| mem.grow(1)));
+        assert!(!mem.grow(1));
+        mem.release(1);
+        assert!(mem.is_idle());
     }
 }

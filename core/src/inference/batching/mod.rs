@@ -382,6 +382,7 @@ pub fn simulate_requests(
         Scheme::Continuous => schedule::continuous(s, &cost, requests, &mut mem),
         Scheme::Chunked => schedule::chunked(s, &cost, requests, &mut mem),
     };
+    debug_assert!(mem.is_idle(), "a request left memory held");
     Ok(tally.finish(scheme, requests))
 }
 

@@ -22,7 +22,8 @@ pub(super) fn static_batching(
     mem: &mut KvMemory,
 ) -> Tally {
     let mut tally = Tally::new(requests.len());
-    let max_batch = s.max_batch as usize;
+    // A batch no larger than the memory's reservations hold.
+    let max_batch = (s.max_batch as usize).min(mem.reserved_slots()).max(1);
     let (mut t, mut next) = (0.0_f64, 0);
     while next < requests.len() {
         // Wait for a full batch, the oldest's deadline or the last arrival.
@@ -140,20 +141,31 @@ impl<'a> Queue<'a> {
 }
 
 /// Every running sequence takes its next token's place in the cache; one
-/// that finds no free block preempts the latest admitted (possibly itself),
-/// which goes back to the queue.
-fn grow(running: &mut Vec<Running>, queue: &mut Queue<'_>, mem: &mut KvMemory) {
+/// that finds no free block preempts the latest admitted (possibly itself):
+/// a prompt still being prefilled (admitted after every running one), else
+/// the last running sequence. The victim goes back to the queue.
+fn grow(
+    running: &mut Vec<Running>,
+    filling: &mut Vec<Filling>,
+    queue: &mut Queue<'_>,
+    mem: &mut KvMemory,
+) {
     let mut i = 0;
     while i < running.len() {
         if mem.grow(running[i].0) {
             i += 1;
             continue;
         }
-        if let Some((victim, produced, _)) = running.pop() {
-            mem.release(victim);
-            mem.preempted += 1;
-            queue.preempted.push_front((victim, produced));
-        }
+        let victim = match filling.pop() {
+            Some(f) => (f.id, f.produced),
+            None => match running.pop() {
+                Some((id, produced, _)) => (id, produced),
+                None => break,
+            },
+        };
+        mem.release(victim.0);
+        mem.preempted += 1;
+        queue.preempted.push_front(victim);
     }
 }
 
@@ -213,7 +225,7 @@ pub(super) fn continuous(
             }
             continue;
         }
-        grow(&mut running, &mut queue, mem);
+        grow(&mut running, &mut Vec::new(), &mut queue, mem);
         if running.is_empty() {
             continue;
         }
@@ -277,6 +289,8 @@ pub(super) fn chunked(
     // Admitted in order; their whole prompt's memory is held from the start.
     let mut filling: Vec<Filling> = Vec::new();
     while !queue.is_empty() || !running.is_empty() || !filling.is_empty() {
+        // The running sequences' next tokens first, then what else fits.
+        grow(&mut running, &mut filling, &mut queue, mem);
         let room = max_batch - running.len() - filling.len();
         for (id, produced) in queue.admit(t, room, mem) {
             let target = requests[id].prompt + produced;
@@ -287,7 +301,6 @@ pub(super) fn chunked(
                 done: 0,
             });
         }
-        grow(&mut running, &mut queue, mem);
         if running.is_empty() && filling.is_empty() {
             if let Some(at) = queue.next_arrival() {
                 t = t.max(at);
