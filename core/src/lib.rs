@@ -6,6 +6,7 @@
 
 pub mod autograd;
 pub mod collective;
+pub mod compile;
 pub mod errors;
 pub mod exercise;
 pub mod float;
