@@ -235,6 +235,7 @@ registry! {
     gpu_kernels::GpuKernels,
     gemm_fusion::GemmFusion,
     layers::Layers,
+    frameworks::Frameworks,
     inference::Inference,
     write_kernels::WriteKernels,
     mock_test::MockTest,

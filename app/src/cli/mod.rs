@@ -8,6 +8,7 @@ mod allreduce;
 mod bench;
 mod check;
 mod choice;
+mod compile;
 mod float;
 mod gpu_info;
 mod gradcheck;
@@ -36,6 +37,7 @@ use dlsys_core::text::Lang;
 pub use allreduce::AllreduceArgs;
 pub use bench::{BenchWhat, KernelsArgs};
 pub use check::{CheckArgs, CodeCheck, code_exercise_checks, self_check_all};
+pub use compile::CompileArgs;
 pub use float::FloatArgs;
 pub use gpu_info::GpuInfoArgs;
 pub use gradcheck::GradcheckArgs;
@@ -81,6 +83,7 @@ pub enum Command {
     Allreduce(AllreduceArgs),
     Pipeline(PipelineArgs),
     Quant(Box<QuantArgs>),
+    Compile(CompileArgs),
     Infer {
         #[command(subcommand)]
         what: InferCommand,
@@ -118,6 +121,7 @@ impl Command {
             Self::Allreduce(args) => args.json,
             Self::Pipeline(args) => args.json,
             Self::Quant(args) => args.json,
+            Self::Compile(args) => args.json,
             Self::Infer { what } => what.json(),
             Self::Quiz(args) => args.json,
             Self::Bench {
@@ -179,6 +183,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Allreduce(args) => allreduce::run_args(&args),
         Command::Pipeline(args) => pipeline::run(&args),
         Command::Quant(args) => quant::run(&args),
+        Command::Compile(args) => compile::run(&args),
         Command::Infer { what } => infer::run(&what),
         Command::Quiz(args) => quiz::run(&args),
         Command::Bench {

@@ -3,6 +3,7 @@
 
 mod basics;
 mod collective;
+mod compile;
 mod gemm;
 mod infer;
 mod lang;

@@ -88,6 +88,8 @@ crate::catalog_error! {
         MlpSizes { given: u64 } = "memory.mlp_sizes",
         /// More data-parallel ranks than an estimate here takes.
         Ranks { ranks: u64, max: u64 } = "memory.ranks",
+        /// A device for the allocator model outside 1..=max MiB.
+        DeviceMib { value: u64, max: u64 } = "memory.device_mib",
         /// The MLP cannot be built or trained for a step.
         Train { reason: crate::nn::TrainError } = "memory.train",
     }

@@ -1,0 +1,137 @@
+//! `dlsys-lab compile`: one training step of the engine's MLP traced, its
+//! buffers planned ahead of time into one arena against max-live and no
+//! reuse, the same trace through the model of PyTorch's caching allocator,
+//! and out of memory while memory is free — the values the frameworks
+//! lesson draws.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::compile::step::{Fragmented, StepMemory, StepSettings, fragmented, step_memory};
+use dlsys_core::memory::mlp::MlpSettings;
+use dlsys_core::memory::precision::Precision;
+use dlsys_core::memory::show_bytes;
+use dlsys_core::nn::OptimizerKind;
+
+use super::choice::{choice, name_of};
+use super::output::{Report, emit, line};
+use super::{CliError, say};
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct CompileArgs {
+    /// Default: the lesson's MLP.
+    #[arg(long, value_name = "SIZES")]
+    mlp: Option<String>,
+    #[arg(long, default_value_t = StepSettings::default().mlp.batch)]
+    batch: usize,
+    #[arg(long, default_value = "adam", ignore_case = true, value_parser = name_of(&OptimizerKind::NAMES, |o| *o))]
+    optimizer: String,
+    #[arg(long, default_value = "mixed-fp16", value_parser = choice(&Precision::ALL, |p| p.name()))]
+    precision: Precision,
+    #[arg(long, default_value_t = StepSettings::default().device_mib)]
+    device_mib: u64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
+    let defaults = StepSettings::default();
+    let settings = StepSettings {
+        mlp: MlpSettings {
+            sizes: a.mlp.clone().unwrap_or(defaults.mlp.sizes),
+            batch: a.batch,
+            optimizer: a.optimizer.clone(),
+            precision: a.precision,
+            ..defaults.mlp
+        },
+        device_mib: a.device_mib,
+    };
+    let memory = step_memory(&settings).map_err(|e| say(&e))?;
+    emit(
+        &CompileReport {
+            settings,
+            memory,
+            fragmented: fragmented(),
+        },
+        a.json,
+    )
+}
+
+#[derive(serde::Serialize)]
+struct CompileReport {
+    settings: StepSettings,
+    memory: StepMemory,
+    fragmented: Option<Fragmented>,
+}
+
+impl Report for CompileReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (s, m) = (&self.settings, &self.memory);
+        let (p, stats) = (&m.plan, &m.allocator.stats);
+        let over = |bytes: u64| format!("{:.2}", bytes as f64 / p.max_live.max(1) as f64);
+        line(
+            out,
+            "compile.step",
+            &[
+                ("sizes", &s.mlp.sizes),
+                ("batch", &s.mlp.batch),
+                ("precision", &s.mlp.precision.name()),
+                ("buffers", &m.buffers),
+                ("points", &m.points),
+            ],
+        )?;
+        line(
+            out,
+            "compile.plan",
+            &[
+                ("max_live", &show_bytes(p.max_live)),
+                ("arena", &show_bytes(p.arena)),
+                ("ratio", &over(p.arena)),
+                ("no_reuse", &show_bytes(p.no_reuse)),
+                ("nratio", &over(p.no_reuse)),
+            ],
+        )?;
+        line(
+            out,
+            "compile.allocator",
+            &[
+                ("device", &show_bytes(m.device)),
+                ("allocated", &show_bytes(stats.peak_allocated)),
+                ("reserved", &show_bytes(stats.peak_reserved)),
+                ("rratio", &over(stats.peak_reserved)),
+                ("segments", &stats.segments_made),
+                ("splits", &stats.splits),
+                ("merges", &stats.merges),
+                ("flushes", &stats.flushes),
+            ],
+        )?;
+        if let Some((event, oom)) = &m.allocator.oom {
+            line(
+                out,
+                "compile.oom",
+                &[
+                    ("event", &(event + 1)),
+                    ("request", &show_bytes(oom.requested)),
+                    ("segment", &show_bytes(oom.segment)),
+                    ("reserved", &show_bytes(oom.reserved)),
+                    ("device", &show_bytes(oom.capacity)),
+                ],
+            )?;
+        }
+        if let Some(f) = &self.fragmented {
+            line(
+                out,
+                "compile.fragmented",
+                &[
+                    ("device", &show_bytes(f.device)),
+                    ("segments", &f.segments),
+                    ("tensor", &show_bytes(f.tensor)),
+                    ("free", &show_bytes(f.cached_free)),
+                    ("request", &show_bytes(f.oom.requested)),
+                    ("largest", &show_bytes(f.oom.largest_free)),
+                ],
+            )?;
+        }
+        Ok(())
+    }
+}

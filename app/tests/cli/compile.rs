@@ -1,0 +1,54 @@
+//! `dlsys-lab compile` run as a user runs it: a traced step planned and
+//! allocated, its bounds in order, the allocator running out on a small
+//! device, out of memory while memory is free, and bad input refused.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use crate::support::{dlsys_lab, fails_with_one_line, has_cjk, json};
+
+#[test]
+fn a_traced_step_plans_between_its_bounds_and_the_allocator_holds_more() {
+    let v = json(&["compile", "--batch", "32", "--json"]);
+    let m = &v["memory"];
+    let field = |path: [&str; 2]| m[path[0]][path[1]].as_u64().unwrap();
+    let (live, arena, sum) = (
+        field(["plan", "max_live"]),
+        field(["plan", "arena"]),
+        field(["plan", "no_reuse"]),
+    );
+    assert!(
+        0 < live && live <= arena && arena < sum,
+        "{live} {arena} {sum}"
+    );
+    let reserved = m["allocator"]["stats"]["peak_reserved"].as_u64().unwrap();
+    assert!(reserved >= m["allocator"]["stats"]["peak_allocated"].as_u64().unwrap());
+    assert!(m["allocator"]["oom"].is_null());
+    assert_eq!(v["settings"]["mlp"]["batch"], 32);
+    let f = &v["fragmented"];
+    assert!(f["cached_free"].as_u64().unwrap() > f["oom"]["requested"].as_u64().unwrap());
+    // On a 1 MiB device the allocator runs out, and says where.
+    let out = dlsys_lab(&["compile", "--device-mib", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("out of memory at event"),
+        "{text}"
+    );
+    // In Chinese: the step, the plan, the allocator, the fragmented case.
+    let out = dlsys_lab(&["--lang", "zh", "compile"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.lines().count() == 4 && has_cjk(&text),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_compile_input_is_refused_in_one_line() {
+    fails_with_one_line(&[
+        &["compile", "--mlp", "784,x,10"],
+        &["compile", "--mlp", "784"],
+        &["compile", "--batch", "0"],
+        &["compile", "--device-mib", "0"],
+        &["compile", "--precision", "fp7"],
+    ]);
+}

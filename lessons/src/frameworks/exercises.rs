@@ -1,0 +1,173 @@
+//! The frameworks lesson's exercises. Every answer comes from the cores:
+//! the caching allocator's rounding and segment rules and its free blocks
+//! (`dlsys_core::compile::allocator`), and max-live over a lifetime table
+//! (`dlsys_core::compile::plan`).
+
+use dlsys_core::compile::allocator::{
+    CachingAllocator, Pool, pool_of, round_size, segment_size, should_split,
+};
+use dlsys_core::compile::plan::{Buffer, max_live};
+use dlsys_core::exercise::{AnswerChecker, Mistake, Task};
+use dlsys_core::text::Lang;
+use rand::RngExt as _;
+
+use super::TEXT;
+use crate::kit::exercise_kit::{pick, show};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+
+crate::exercises! {
+    catalog: TEXT,
+    salt: 0xf4a3_c011,
+    allocated_bytes => allocated_bytes,
+    reserved_segment => reserved_segment,
+    max_live_table => max_live_table,
+    largest_cached => largest_cached,
+}
+
+fn allocated_bytes(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    // Three requests, each a few bytes past (or short of) a 512 B unit.
+    let sizes: Vec<u64> = (0..3)
+        .map(|_| pick(&mut rng, &[1, 4, 10, 100, 250]) * 512 + pick(&mut rng, &[1, 12, 100, 300, 511]))
+        .collect();
+    let list = sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    let answer: u64 = sizes.iter().map(|b| round_size(*b)).sum();
+    let raw: u64 = sizes.iter().sum();
+    // Exact: the raw sum may be a byte from the answer, which a relative
+    // tolerance would pass.
+    let mut task = Task::numeric(
+        TEXT.fill(lang, "ex.allocated_bytes.prompt", &[("sizes", &list)]),
+        answer as f64,
+        vec![t(lang, "ex.allocated_bytes.hint1")],
+        TEXT.fill(lang, "ex.allocated_bytes.explain", &[("sizes", &list), ("answer", &answer)]),
+        Vec::new(),
+    );
+    task.checker = AnswerChecker::Number {
+        expected: answer as f64,
+        abs_tol: 0.0,
+        rel_tol: 0.0,
+    };
+    task.reference = answer.to_string();
+    task.mistakes = [
+        (raw, t(lang, "ex.allocated_bytes.raw")),
+        (segment_size(512), t(lang, "ex.allocated_bytes.reserved")),
+    ]
+    .into_iter()
+    .map(|(value, feedback)| Mistake {
+        answer: value.to_string(),
+        feedback,
+    })
+    .collect();
+    task
+}
+
+fn reserved_segment(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    // In MiB: a small request, one under 10 MiB, one past it.
+    let mib = pick(&mut rng, &[0.25, 0.5, 1.5, 3.0, 7.0, 9.5, 11.0, 13.0, 25.0, 33.0]);
+    let bytes = (mib * MIB as f64) as u64 + pick(&mut rng, &[0, 100, 4 * KIB]);
+    let rounded = round_size(bytes);
+    let segment = segment_size(rounded);
+    let answer = segment as f64 / MIB as f64;
+    let request = show(bytes as f64 / MIB as f64);
+    // The rounded request is what memory_allocated counts only when the
+    // segment is split; past 10 MiB the segment is the request rounded up
+    // to 2 MiB and the whole of it is handed out.
+    let split = should_split(pool_of(rounded), segment - rounded);
+    Task::numeric(
+        TEXT.fill(lang, "ex.reserved_segment.prompt", &[("request", &request)]),
+        answer,
+        vec![t(lang, "ex.reserved_segment.hint1")],
+        TEXT.fill(lang, "ex.reserved_segment.explain", &[("request", &request), ("answer", &show(answer))]),
+        vec![
+            (
+                (rounded as f64 / MIB as f64 * 1000.0).round() / 1000.0,
+                t(lang, if split { "ex.reserved_segment.request" } else { "ex.reserved_segment.not_rounded" }),
+            ),
+            (if answer == 20.0 { 2.0 } else { 20.0 }, t(lang, "ex.reserved_segment.other_pool")),
+        ],
+    )
+}
+
+fn max_live_table(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    // Four buffers over points 0..5, each living at least one point.
+    let names = ["A", "B", "C", "D"];
+    let buffers: Vec<Buffer> = (0..4)
+        .map(|id| {
+            let first = rng.random_range(0..4u32);
+            let end = rng.random_range(first + 1..=5);
+            Buffer {
+                id,
+                bytes: pick(&mut rng, &[10, 20, 30, 40, 50]),
+                first,
+                end,
+            }
+        })
+        .collect();
+    let table = buffers
+        .iter()
+        .zip(names)
+        .map(|(b, n)| format!("{n} = {} MB @ {}–{}", b.bytes, b.first, b.end - 1))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let answer = max_live(&buffers) as f64;
+    let sum: u64 = buffers.iter().map(|b| b.bytes).sum();
+    let largest = buffers.iter().map(|b| b.bytes).max().unwrap_or(0);
+    let mut mistakes = vec![(sum as f64, t(lang, "ex.max_live_table.sum"))];
+    if (largest as f64) < answer {
+        mistakes.push((largest as f64, t(lang, "ex.max_live_table.largest")));
+    }
+    Task::numeric(
+        TEXT.fill(lang, "ex.max_live_table.prompt", &[("table", &table)]),
+        answer,
+        vec![t(lang, "ex.max_live_table.hint1")],
+        TEXT.fill(lang, "ex.max_live_table.explain", &[("answer", &answer)]),
+        mistakes,
+    )
+}
+
+fn largest_cached(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let tensor = pick(&mut rng, &[3, 4, 5, 6]) * MIB;
+    let segments = pick(&mut rng, &[2, 3, 4]);
+    // Each 20 MiB segment: three tensors from its start and its tail held
+    // by a placeholder (so the next tensors open a new segment), then the
+    // placeholders and the middle tensors freed.
+    let tail = 20 * MIB - 3 * tensor;
+    let mut alloc = CachingAllocator::new(u64::MAX / 2);
+    let mut freed = Vec::new();
+    for _ in 0..segments {
+        let held: Vec<_> = [tensor, tensor, tensor, tail].iter().filter_map(|b| alloc.malloc(*b).ok()).collect();
+        freed.extend([held.get(1).copied(), held.get(3).copied()].into_iter().flatten());
+    }
+    for h in freed {
+        alloc.free(h);
+    }
+    let answer = alloc.largest_free(Pool::Large) as f64 / MIB as f64;
+    let free = (alloc.reserved() - alloc.allocated()) as f64 / MIB as f64;
+    let t_mib = tensor / MIB;
+    Task::numeric(
+        TEXT.fill(lang, "ex.largest_cached.prompt", &[("segments", &segments), ("tensor", &t_mib)]),
+        answer,
+        vec![t(lang, "ex.largest_cached.hint1")],
+        TEXT.fill(lang, "ex.largest_cached.explain", &[("tensor", &t_mib), ("tail", &(tail / MIB)), ("answer", &show(answer))]),
+        vec![
+            (free, t(lang, "ex.largest_cached.total")),
+            ((tensor + tail) as f64 / MIB as f64, t(lang, "ex.largest_cached.merged")),
+            (20.0, t(lang, "ex.largest_cached.segment")),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_a_real_answer_and_its_mistakes_are_caught() {
+        crate::check_numeric_exercises(EXERCISES, 1);
+    }
+}

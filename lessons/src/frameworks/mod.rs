@@ -1,0 +1,80 @@
+//! "Frameworks & compilers": how a framework turns a training step into
+//! kernels and memory. So far its memory half: one step of the engine's
+//! MLP traced, its buffers planned ahead of time into one arena (the
+//! lifetime picture), and the same trace run through a model of PyTorch's
+//! caching allocator (allocated against reserved), with the interview's
+//! "out of memory while memory is free".
+
+mod allocator_view;
+mod exercises;
+mod plan_view;
+mod traced;
+
+use dlsys_core::compile::step::{MAX_DEVICE_MIB, StepSettings};
+use dlsys_core::text::Lang;
+
+use crate::{Env, Lesson};
+
+pub use exercises::EXERCISES;
+
+crate::lesson_text!("frameworks");
+
+fn t(lang: Lang, key: &'static str) -> &'static str {
+    TEXT.get(lang, key)
+}
+
+#[derive(Default)]
+pub struct Frameworks {
+    settings: StepSettings,
+    traced: traced::Traced,
+}
+
+impl Lesson for Frameworks {
+    crate::lesson_identity!(exercises: EXERCISES);
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        self.settings.device_mib = self.settings.device_mib.clamp(1, MAX_DEVICE_MIB);
+        crate::kit::header_ui(ui, &TEXT, lang);
+        ui.add_space(8.0);
+        let (s, traced) = (&mut self.settings, &mut self.traced);
+        crate::kit::section(ui, &TEXT, lang, "plan", |ui| {
+            traced.controls(ui, s, lang);
+            plan_view::ui(ui, traced, s, lang);
+        });
+        crate::kit::section(ui, &TEXT, lang, "allocator", |ui| allocator_view::ui(ui, traced, s, lang));
+    }
+
+    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+        self.traced.logic(ctx, &self.settings);
+    }
+
+    fn is_busy(&self) -> bool {
+        self.traced.is_running()
+    }
+
+    crate::persist_field!(settings);
+
+    /// One step traced at the default settings, as the page first does.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        self.traced.start(&StepSettings::default().mlp);
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        self.traced.self_test_outcome()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_and_garbage_is_refused() {
+        let mut lesson = Frameworks::default();
+        lesson.settings.device_mib = 4096;
+        lesson.settings.mlp.batch = 32;
+        assert_eq!(crate::reloaded(&lesson, "(device_mib: \"x\")").settings, lesson.settings);
+    }
+}
