@@ -6,13 +6,14 @@
 use dlsys_core::compile::allocator::{
     CachingAllocator, Pool, pool_of, round_size, segment_size, should_split,
 };
-use dlsys_core::compile::plan::{Buffer, max_live};
+use dlsys_core::compile::plan::{Buffer, max_live, plan};
+use dlsys_core::kernels::{DeviceLimits, FusionKind, Kernel, Problem, plan as plan_kernel};
 use dlsys_core::exercise::{AnswerChecker, Mistake, Task};
 use dlsys_core::text::Lang;
 use rand::RngExt as _;
 
 use super::TEXT;
-use crate::kit::exercise_kit::{pick, show};
+use crate::kit::exercise_kit::{choice_task, pick, show};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -24,6 +25,10 @@ crate::exercises! {
     reserved_segment => reserved_segment,
     max_live_table => max_live_table,
     largest_cached => largest_cached,
+    planned_arena => planned_arena,
+    reserved_after => reserved_after,
+    fused_bytes => fused_bytes,
+    out_of_memory_why => out_of_memory_why,
 }
 
 fn allocated_bytes(seed: u64, lang: Lang) -> Task {
@@ -91,28 +96,41 @@ fn reserved_segment(seed: u64, lang: Lang) -> Task {
     )
 }
 
-fn max_live_table(seed: u64, lang: Lang) -> Task {
-    let mut rng = rng(seed);
-    // Four buffers over points 0..5, each living at least one point.
-    let names = ["A", "B", "C", "D"];
+/// The buffers' names in a prompt.
+const NAMES: [&str; 4] = ["A", "B", "C", "D"];
+
+/// Four buffers over points 0..5, each living at least one point, and the
+/// table a prompt shows (sizes in MB, points inclusive).
+fn lifetime_table(rng: &mut rand::rngs::StdRng) -> (Vec<Buffer>, String) {
     let buffers: Vec<Buffer> = (0..4)
         .map(|id| {
             let first = rng.random_range(0..4u32);
             let end = rng.random_range(first + 1..=5);
             Buffer {
                 id,
-                bytes: pick(&mut rng, &[10, 20, 30, 40, 50]),
+                bytes: pick(rng, &[10, 20, 30, 40, 50]),
                 first,
                 end,
             }
         })
         .collect();
-    let table = buffers
+    let table = table_text(&buffers);
+    (buffers, table)
+}
+
+/// The prompt's table: `A = 10 MB @ 0–2; …` (points inclusive).
+fn table_text(buffers: &[Buffer]) -> String {
+    buffers
         .iter()
-        .zip(names)
+        .zip(NAMES)
         .map(|(b, n)| format!("{n} = {} MB @ {}–{}", b.bytes, b.first, b.end - 1))
         .collect::<Vec<_>>()
-        .join("; ");
+        .join("; ")
+}
+
+fn max_live_table(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let (buffers, table) = lifetime_table(&mut rng);
     let answer = max_live(&buffers) as f64;
     let sum: u64 = buffers.iter().map(|b| b.bytes).sum();
     let largest = buffers.iter().map(|b| b.bytes).max().unwrap_or(0);
@@ -126,6 +144,112 @@ fn max_live_table(seed: u64, lang: Lang) -> Task {
         vec![t(lang, "ex.max_live_table.hint1")],
         TEXT.fill(lang, "ex.max_live_table.explain", &[("answer", &answer)]),
         mistakes,
+    )
+}
+
+fn planned_arena(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    // A table where the planner reuses something (else laying the buffers
+    // side by side would be the answer, and no mistake would be left).
+    let (table, p) = std::iter::repeat_with(|| {
+        let (buffers, table) = lifetime_table(&mut rng);
+        (table, plan(&buffers))
+    })
+    .take(100)
+    .find(|(_, p)| p.arena < p.no_reuse)
+    .unwrap_or_else(|| {
+        let buffers = [(0, 50, 0, 2), (1, 40, 1, 3), (2, 30, 3, 5), (3, 20, 0, 1)]
+            .map(|(id, bytes, first, end)| Buffer { id, bytes, first, end })
+            .to_vec();
+        (table_text(&buffers), plan(&buffers))
+    });
+    let answer = p.arena as f64;
+    let places = p
+        .placed
+        .iter()
+        .map(|x| format!("{}@{}", NAMES[x.buffer.id as usize], x.offset))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Task::numeric(
+        TEXT.fill(lang, "ex.planned_arena.prompt", &[("table", &table)]),
+        answer,
+        vec![t(lang, "ex.planned_arena.hint1")],
+        TEXT.fill(lang, "ex.planned_arena.explain", &[("places", &places), ("answer", &answer)]),
+        vec![(p.no_reuse as f64, t(lang, "ex.planned_arena.no_reuse"))],
+    )
+}
+
+fn reserved_after(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    // Three tensors in MiB (a small one among them), the first freed,
+    // then a fourth: what the device has given the allocator by then.
+    let sizes: Vec<f64> = (0..4).map(|_| pick(&mut rng, &[0.5, 1.5, 4.0, 6.0, 12.0, 15.0])).collect();
+    let bytes = |mib: f64| (mib * MIB as f64) as u64;
+    let mut alloc = CachingAllocator::new(u64::MAX / 2);
+    let mut held = Vec::new();
+    for &mib in &sizes[..3] {
+        held.extend(alloc.malloc(bytes(mib)).ok());
+    }
+    if let Some(first) = held.first() {
+        alloc.free(*first);
+    }
+    let _ = alloc.malloc(bytes(sizes[3]));
+    let answer = alloc.reserved() as f64 / MIB as f64;
+    let rounded_live: f64 = sizes[1..].iter().sum();
+    let every_segment: f64 = sizes.iter().map(|&m| segment_size(round_size(bytes(m))) as f64 / MIB as f64).sum();
+    let list = |xs: &[f64]| xs.iter().map(|x| show(*x)).collect::<Vec<_>>().join(", ");
+    Task::numeric(
+        TEXT.fill(lang, "ex.reserved_after.prompt", &[("first", &list(&sizes[..3])), ("last", &show(sizes[3]))]),
+        answer,
+        vec![t(lang, "ex.reserved_after.hint1")],
+        TEXT.fill(lang, "ex.reserved_after.explain", &[("answer", &show(answer))]),
+        vec![
+            (rounded_live, t(lang, "ex.reserved_after.live")),
+            (every_segment, t(lang, "ex.reserved_after.no_reuse")),
+        ],
+    )
+}
+
+fn fused_bytes(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let rows = pick(&mut rng, &[256, 512, 1024, 4096]);
+    let cols = pick(&mut rng, &[768, 1024, 2048, 4096]);
+    let problem = Problem { rows, cols, k: 0 };
+    let bytes = |kind| {
+        plan_kernel(Kernel::Fusion(kind), problem, DeviceLimits::TYPICAL)
+            .map(|(_, t)| (t.bytes_read + t.bytes_written) as f64 / 1e6)
+            .unwrap_or(f64::NAN)
+    };
+    let (unfused, fused) = (bytes(FusionKind::GeluUnfused), bytes(FusionKind::GeluFused));
+    let answer = unfused - fused;
+    Task::numeric(
+        TEXT.fill(lang, "ex.fused_bytes.prompt", &[("rows", &rows), ("cols", &cols)]),
+        answer,
+        vec![t(lang, "ex.fused_bytes.hint1")],
+        TEXT.fill(lang, "ex.fused_bytes.explain", &[("unfused", &show(unfused)), ("fused", &show(fused)), ("answer", &show(answer))]),
+        vec![
+            (unfused, t(lang, "ex.fused_bytes.unfused")),
+            (fused, t(lang, "ex.fused_bytes.fused")),
+            (answer / 2.0, t(lang, "ex.fused_bytes.writes")),
+        ],
+    )
+}
+
+fn out_of_memory_why(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let request = pick(&mut rng, &[2, 3, 5, 6]);
+    let free = request + pick(&mut rng, &[1, 2, 3]);
+    let fill = |key: &str| TEXT.fill(lang, key, &[("request", &request), ("free", &free)]);
+    choice_task(
+        seed,
+        fill("ex.out_of_memory_why.prompt"),
+        ["right", "never_reused", "other_process", "power_of_two"]
+            .iter()
+            .map(|o| fill(&format!("ex.out_of_memory_why.{o}")))
+            .collect(),
+        vec![t(lang, "ex.out_of_memory_why.hint1")],
+        fill("ex.out_of_memory_why.explain"),
+        &t(lang, "ex.out_of_memory_why.wrong"),
     )
 }
 
