@@ -123,8 +123,9 @@ impl std::fmt::Display for SelfTestFailure {
 pub type SelfTestResult = Result<String, SelfTestFailure>;
 
 /// Declares a lesson's id and its prose catalog `assets/lessons/<id>.ron`,
-/// as `ID` and `TEXT` in the lesson's module: the id, the route, the storage
-/// key, the snapshot and the catalog's file name are one string.
+/// as `ID` and `TEXT` in the lesson's module, and `t(lang, key)` to read it:
+/// the id, the route, the storage key, the snapshot and the catalog's file
+/// name are one string.
 #[macro_export]
 macro_rules! lesson_text {
     ($id:literal) => {
@@ -137,6 +138,12 @@ macro_rules! lesson_text {
                 ".ron"
             )))
         });
+
+        /// The lesson's text for `key` in `lang`.
+        #[allow(dead_code)]
+        fn t(lang: dlsys_core::text::Lang, key: &'static str) -> &'static str {
+            TEXT.get(lang, key)
+        }
     };
 }
 

@@ -7,27 +7,32 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use dlsys_core::compile::step::{Fragmented, StepMemory, StepSettings, fragmented, step_memory};
+use dlsys_core::compile::step::{
+    Fragmented, StepMemory, StepModel, StepSettings, fragmented, step_memory,
+};
 use dlsys_core::memory::mlp::MlpSettings;
 use dlsys_core::memory::precision::Precision;
 use dlsys_core::memory::show_bytes;
+use dlsys_core::names::Named as _;
 use dlsys_core::nn::OptimizerKind;
 
 use super::choice::{choice, name_of};
 use super::output::{Report, emit, line};
-use super::{CliError, say};
+use super::{CliError, say, tf};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct CompileArgs {
+    #[arg(long, default_value = "mlp", value_parser = choice(&StepModel::ALL, |m| m.key()))]
+    model: StepModel,
     /// Default: the lesson's MLP.
     #[arg(long, value_name = "SIZES")]
     mlp: Option<String>,
     #[arg(long, default_value_t = StepSettings::default().mlp.batch)]
     batch: usize,
-    #[arg(long, default_value = "adam", ignore_case = true, value_parser = name_of(&OptimizerKind::NAMES, |o| *o))]
-    optimizer: String,
-    #[arg(long, default_value = "mixed-fp16", value_parser = choice(&Precision::ALL, |p| p.name()))]
-    precision: Precision,
+    #[arg(long, ignore_case = true, value_parser = name_of(&OptimizerKind::NAMES, |o| *o))]
+    optimizer: Option<String>,
+    #[arg(long, value_parser = choice(&Precision::ALL, |p| p.name()))]
+    precision: Option<Precision>,
     #[arg(long, default_value_t = StepSettings::default().device_mib)]
     device_mib: u64,
     #[arg(long)]
@@ -35,13 +40,28 @@ pub struct CompileArgs {
 }
 
 pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
+    // The MLP's own flags say nothing about the other models.
+    let mlp_flags = [
+        ("--mlp", a.mlp.is_some()),
+        ("--optimizer", a.optimizer.is_some()),
+        ("--precision", a.precision.is_some()),
+    ];
+    if a.model != StepModel::Mlp
+        && let Some((flag, _)) = mlp_flags.iter().find(|(_, given)| *given)
+    {
+        return Err(CliError::from(tf(
+            "train.model_only",
+            &[("flag", flag), ("model", &"mlp")],
+        )));
+    }
     let defaults = StepSettings::default();
     let settings = StepSettings {
+        model: a.model,
         mlp: MlpSettings {
             sizes: a.mlp.clone().unwrap_or(defaults.mlp.sizes),
             batch: a.batch,
-            optimizer: a.optimizer.clone(),
-            precision: a.precision,
+            optimizer: a.optimizer.clone().unwrap_or(defaults.mlp.optimizer),
+            precision: a.precision.unwrap_or(defaults.mlp.precision),
             ..defaults.mlp
         },
         device_mib: a.device_mib,
@@ -69,17 +89,29 @@ impl Report for CompileReport {
         let (s, m) = (&self.settings, &self.memory);
         let (p, stats) = (&m.plan, &m.allocator.stats);
         let over = |bytes: u64| format!("{:.2}", bytes as f64 / p.max_live.max(1) as f64);
-        line(
-            out,
-            "compile.step",
-            &[
-                ("sizes", &s.mlp.sizes),
-                ("batch", &s.mlp.batch),
-                ("precision", &s.mlp.precision.name()),
-                ("buffers", &m.buffers),
-                ("points", &m.points),
-            ],
-        )?;
+        match s.model {
+            StepModel::Mlp => line(
+                out,
+                "compile.step",
+                &[
+                    ("sizes", &s.mlp.sizes),
+                    ("batch", &s.mlp.batch),
+                    ("precision", &s.mlp.precision.name()),
+                    ("buffers", &m.buffers),
+                    ("points", &m.points),
+                ],
+            )?,
+            model => line(
+                out,
+                "compile.step_model",
+                &[
+                    ("model", &model.name(super::lang())),
+                    ("batch", &s.mlp.batch),
+                    ("buffers", &m.buffers),
+                    ("points", &m.points),
+                ],
+            )?,
+        }
         line(
             out,
             "compile.plan",

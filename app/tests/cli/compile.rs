@@ -26,6 +26,14 @@ fn a_traced_step_plans_between_its_bounds_and_the_allocator_holds_more() {
     assert_eq!(v["settings"]["mlp"]["batch"], 32);
     let f = &v["fragmented"];
     assert!(f["cached_free"].as_u64().unwrap() > f["oom"]["requested"].as_u64().unwrap());
+    // The CNN too, between the same bounds.
+    let v = json(&["compile", "--model", "cnn", "--batch", "8", "--json"]);
+    let p = &v["memory"]["plan"];
+    assert!(
+        p["max_live"].as_u64() <= p["arena"].as_u64()
+            && p["arena"].as_u64() < p["no_reuse"].as_u64(),
+        "{p}"
+    );
     // On a 1 MiB device the allocator runs out, and says where.
     let out = dlsys_lab(&["compile", "--device-mib", "1"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -50,5 +58,8 @@ fn bad_compile_input_is_refused_in_one_line() {
         &["compile", "--batch", "0"],
         &["compile", "--device-mib", "0"],
         &["compile", "--precision", "fp7"],
+        &["compile", "--model", "cnn", "--mlp", "784,10"],
+        &["compile", "--model", "cnn", "--batch", "1000"],
+        &["compile", "--model", "rnn"],
     ]);
 }

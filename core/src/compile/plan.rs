@@ -109,16 +109,94 @@ pub struct Plan {
     pub no_reuse: u64,
 }
 
+/// The placed buffers by the points they live at: a segment tree over the
+/// points, each buffer listed at the O(log points) nodes its lifetime
+/// covers whole (`here`) and at every node on the way to them (`below`), so
+/// the buffers live beside a new one are found without a pass over all of
+/// them (a step of the transformer has tens of thousands of buffers, some
+/// live through the whole step).
+struct LiveIndex {
+    size: usize,
+    here: Vec<Vec<u32>>,
+    below: Vec<Vec<u32>>,
+}
+
+impl LiveIndex {
+    fn new(points: usize) -> Self {
+        let size = points.max(1).next_power_of_two();
+        Self {
+            size,
+            here: vec![Vec::new(); 2 * size],
+            below: vec![Vec::new(); 2 * size],
+        }
+    }
+
+    /// Lists `id` as live at points `lo..hi`.
+    fn insert(&mut self, id: u32, lo: usize, hi: usize) {
+        self.insert_at(1, 0, self.size, id, lo, hi);
+    }
+
+    fn insert_at(&mut self, node: usize, from: usize, to: usize, id: u32, lo: usize, hi: usize) {
+        if hi <= from || to <= lo {
+            return;
+        }
+        self.below[node].push(id);
+        if lo <= from && to <= hi {
+            self.here[node].push(id);
+            return;
+        }
+        let mid = from.midpoint(to);
+        self.insert_at(2 * node, from, mid, id, lo, hi);
+        self.insert_at(2 * node + 1, mid, to, id, lo, hi);
+    }
+
+    /// Every id live at some point of `lo..hi` (maybe more than once).
+    fn overlapping(&self, lo: usize, hi: usize, out: &mut Vec<u32>) {
+        self.query_at(1, 0, self.size, lo, hi, out);
+    }
+
+    fn query_at(
+        &self,
+        node: usize,
+        from: usize,
+        to: usize,
+        lo: usize,
+        hi: usize,
+        out: &mut Vec<u32>,
+    ) {
+        if hi <= from || to <= lo {
+            return;
+        }
+        if lo <= from && to <= hi {
+            out.extend_from_slice(&self.below[node]);
+            return;
+        }
+        out.extend_from_slice(&self.here[node]);
+        let mid = from.midpoint(to);
+        self.query_at(2 * node, from, mid, lo, hi, out);
+        self.query_at(2 * node + 1, mid, to, lo, hi, out);
+    }
+}
+
 /// Greedy by size, best fit (the module's header says how).
 pub fn plan(buffers: &[Buffer]) -> Plan {
     let mut order: Vec<&Buffer> = buffers.iter().filter(|b| b.first < b.end).collect();
     order.sort_by_key(|b| (std::cmp::Reverse(b.bytes), b.first, b.id));
+    let points = order.iter().map(|b| b.end).max().unwrap_or(0) as usize;
+    let mut index = LiveIndex::new(points);
     let mut placed: Vec<Placed> = Vec::with_capacity(order.len());
+    let mut ids: Vec<u32> = Vec::new();
     for b in order {
-        let mut taken: Vec<(u64, u64)> = placed
+        ids.clear();
+        index.overlapping(b.first as usize, b.end as usize, &mut ids);
+        ids.sort_unstable();
+        ids.dedup();
+        let mut taken: Vec<(u64, u64)> = ids
             .iter()
-            .filter(|p| p.buffer.overlaps(b))
-            .map(|p| (p.offset, p.end()))
+            .map(|&i| {
+                let p = &placed[i as usize];
+                (p.offset, p.end())
+            })
             .collect();
         taken.sort_unstable();
         let (mut cursor, mut best): (u64, Option<(u64, u64)>) = (0, None);
@@ -132,6 +210,7 @@ pub fn plan(buffers: &[Buffer]) -> Plan {
             cursor = cursor.max(end);
         }
         let offset = best.map_or(cursor, |(at, _)| at);
+        index.insert(placed.len() as u32, b.first as usize, b.end as usize);
         placed.push(Placed { buffer: *b, offset });
     }
     Plan {

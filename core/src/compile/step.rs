@@ -12,12 +12,45 @@ use super::plan::{Plan, lifetimes, plan};
 use crate::memory::MemoryError;
 use crate::memory::measure::measure_step;
 use crate::memory::mlp::MlpSettings;
+use crate::memory::models::{measure_char_step, measure_cnn_step};
 use crate::memory::trace::Event;
+
+/// Which of the engine's models is traced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub enum StepModel {
+    /// The MLP of [`StepSettings::mlp`].
+    #[default]
+    Mlp,
+    /// The small CNN on seeded images.
+    Cnn,
+    /// The character-level transformer on windows of the shipped text.
+    Transformer,
+}
+
+impl StepModel {
+    pub const ALL: [Self; 3] = [Self::Mlp, Self::Cnn, Self::Transformer];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Mlp => "mlp",
+            Self::Cnn => "cnn",
+            Self::Transformer => "transformer",
+        }
+    }
+}
+
+impl crate::names::Named for StepModel {
+    fn name_key(&self) -> String {
+        format!("compile.model.{}", self.key())
+    }
+}
 
 /// The step to trace and the device the allocator runs on.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct StepSettings {
+    pub model: StepModel,
+    /// The MLP's shape and, for every model, the batch.
     pub mlp: MlpSettings,
     /// The device's memory for the allocator, MiB.
     pub device_mib: u64,
@@ -26,11 +59,15 @@ pub struct StepSettings {
 impl Default for StepSettings {
     fn default() -> Self {
         Self {
+            model: StepModel::Mlp,
             mlp: MlpSettings::default(),
             device_mib: 80 * 1024,
         }
     }
 }
+
+/// The seed of the CNN's and the transformer's data and weights.
+const MODEL_SEED: u64 = 1;
 
 /// The largest device the allocator models, MiB (1 TiB).
 pub const MAX_DEVICE_MIB: u64 = 1 << 20;
@@ -69,9 +106,14 @@ pub struct StepTrace {
     pub points: u32,
 }
 
-/// Traces one training step of `mlp` on the engine.
-pub fn trace_step(mlp: &MlpSettings) -> Result<StepTrace, MemoryError> {
-    let measured = measure_step(&mlp.shape()?)?;
+/// Traces one training step of `model` on the engine (the MLP shaped by
+/// `mlp`; every model at `mlp.batch`).
+pub fn trace_step(model: StepModel, mlp: &MlpSettings) -> Result<StepTrace, MemoryError> {
+    let measured = match model {
+        StepModel::Mlp => measure_step(&mlp.shape()?)?,
+        StepModel::Cnn => measure_cnn_step(mlp.batch, MODEL_SEED)?,
+        StepModel::Transformer => measure_char_step(mlp.batch, MODEL_SEED)?,
+    };
     Ok(StepTrace {
         points: measured.timeline.len() as u32,
         events: measured.events,
@@ -104,11 +146,11 @@ fn check_device(device_mib: u64) -> Result<(), MemoryError> {
     }
 }
 
-/// Traces one training step of `s.mlp` on the engine and works out its
+/// Traces one training step of `s.model` on the engine and works out its
 /// memory three ways.
 pub fn step_memory(s: &StepSettings) -> Result<StepMemory, MemoryError> {
     check_device(s.device_mib)?;
-    memory_of(&trace_step(&s.mlp)?, s.device_mib)
+    memory_of(&trace_step(s.model, &s.mlp)?, s.device_mib)
 }
 
 /// Out of memory with memory free, built step by step: a device of

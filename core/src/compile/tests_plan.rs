@@ -122,6 +122,21 @@ fn a_step_s_memory_three_ways_and_out_of_memory_with_memory_free() {
         }),
         Err(MemoryError::DeviceMib { .. })
     ));
+    // The CNN and the transformer too.
+    use super::step::StepModel;
+    for model in [StepModel::Cnn, StepModel::Transformer] {
+        let mut s = StepSettings {
+            model,
+            ..StepSettings::default()
+        };
+        s.mlp.batch = 4;
+        let m = step_memory(&s).unwrap();
+        assert!(m.buffers > 10, "{model:?}");
+        assert!(
+            m.plan.max_live <= m.plan.arena && m.plan.arena < m.plan.no_reuse,
+            "{model:?}"
+        );
+    }
     let f = fragmented().expect("the request fails");
     assert!(f.cached_free > f.oom.rounded && f.oom.largest_free < f.oom.rounded);
     assert_eq!(f.segments, 3);

@@ -128,10 +128,6 @@ pub struct DataParallel {
     training: train_view::Training,
 }
 
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
-}
-
 impl Lesson for DataParallel {
     crate::lesson_identity!(exercises: EXERCISES);
 

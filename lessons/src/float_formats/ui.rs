@@ -7,13 +7,9 @@ use dlsys_core::text::Lang;
 use egui::{Color32, RichText};
 use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
 
-use super::{ACCUMULATION_COUNT, Computed, FloatFormats, Settings, TEXT};
+use super::{ACCUMULATION_COUNT, Computed, FloatFormats, Settings, TEXT, t};
 use crate::kit::theme;
 use crate::kit::theme::ReadableAxes as _;
-
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
-}
 
 pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
     crate::kit::header_ui(ui, &TEXT, lang);

@@ -11,17 +11,12 @@ mod plan_view;
 mod traced;
 
 use dlsys_core::compile::step::{MAX_DEVICE_MIB, StepSettings};
-use dlsys_core::text::Lang;
 
 use crate::{Env, Lesson};
 
 pub use exercises::EXERCISES;
 
 crate::lesson_text!("frameworks");
-
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
-}
 
 #[derive(Default)]
 pub struct Frameworks {
@@ -57,7 +52,8 @@ impl Lesson for Frameworks {
 
     /// One step traced at the default settings, as the page first does.
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
-        self.traced.start(&StepSettings::default().mlp);
+        let s = StepSettings::default();
+        self.traced.start((s.model, s.mlp));
         true
     }
 

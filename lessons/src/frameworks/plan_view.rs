@@ -16,6 +16,9 @@ use crate::kit::figure::{Key, legend};
 use crate::kit::theme;
 
 const MIB: f64 = (1u64 << 20) as f64;
+/// The most buffers the lifetime picture draws (the transformer's step has
+/// thousands; each is a polygon every frame).
+const DRAWN: usize = 1500;
 
 pub fn ui(ui: &mut egui::Ui, traced: &Traced, s: &StepSettings, lang: Lang) {
     let Ok(m) = traced.current(s) else {
@@ -60,7 +63,8 @@ fn lifetimes_plot(ui: &mut egui::Ui, m: &StepMemory, lang: Lang) {
         .include_y(0.0)
         .show(ui, |plot| {
             let name = t(lang, "plot.buffer");
-            for p in &m.plan.placed {
+            // Largest first: past DRAWN, the smallest are left out.
+            for p in m.plan.placed.iter().take(DRAWN) {
                 let (x0, x1) = (f64::from(p.buffer.first), f64::from(p.buffer.end));
                 let (y0, y1) = (p.offset as f64 / MIB, p.end() as f64 / MIB);
                 plot.polygon(
@@ -78,6 +82,9 @@ fn lifetimes_plot(ui: &mut egui::Ui, m: &StepMemory, lang: Lang) {
                     .style(egui_plot::LineStyle::dashed_loose()),
             );
         });
+    if m.plan.placed.len() > DRAWN {
+        ui.label(TEXT.fill(lang, "plan.drawn", &[("drawn", &DRAWN), ("buffers", &m.plan.placed.len())]));
+    }
     legend(
         ui,
         id,

@@ -3,7 +3,10 @@
 //! page's budget of work), and the step's memory worked out from the trace
 //! for the device shown — again at once when only the device changes.
 
-use dlsys_core::compile::step::{MAX_DEVICE_MIB, StepMemory, StepSettings, StepTrace, memory_of, trace_step};
+use dlsys_core::compile::step::{
+    MAX_DEVICE_MIB, StepMemory, StepModel, StepSettings, StepTrace, memory_of, trace_step,
+};
+use dlsys_core::names::Named as _;
 use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::MemoryError;
 use dlsys_core::memory::mlp::MlpSettings;
@@ -24,7 +27,22 @@ const STEP_BUDGET: u64 = 4_000_000_000;
 #[cfg(target_arch = "wasm32")]
 const STEP_BUDGET: u64 = 200_000_000;
 
-type Done = (MlpSettings, Result<StepTrace, MemoryError>);
+/// The largest batch the page traces the CNN and the transformer at: the
+/// transformer's graph grows with the batch (about 30,000 buffers at 256,
+/// a minute to trace and plan in a debug build), the CNN's does not.
+#[cfg(not(target_arch = "wasm32"))]
+const MODEL_BATCH: [usize; 2] = [256, 32];
+#[cfg(target_arch = "wasm32")]
+const MODEL_BATCH: [usize; 2] = [32, 8];
+
+/// What a trace depends on: the model, the MLP's shape and the batch.
+type Key = (StepModel, MlpSettings);
+
+fn key(s: &StepSettings) -> Key {
+    (s.model, s.mlp.clone())
+}
+
+type Done = (Key, Result<StepTrace, MemoryError>);
 
 /// Why the page shows no memory.
 pub enum Missing {
@@ -40,10 +58,10 @@ pub struct Traced {
     job: Background<Done>,
     /// The settings of the trace in flight, and since when the settings
     /// shown have stayed as they are.
-    running: Option<MlpSettings>,
-    settled: Option<(MlpSettings, web_time::Instant)>,
+    running: Option<Key>,
+    settled: Option<(Key, web_time::Instant)>,
     trace: Option<Done>,
-    lost: Option<MlpSettings>,
+    lost: Option<Key>,
     /// The memory of `trace` on a device of so many MiB.
     memory: Option<(u64, Result<StepMemory, MemoryError>)>,
     /// Whether the learner has asked for a trace: from then on a change of
@@ -51,24 +69,28 @@ pub struct Traced {
     armed: bool,
 }
 
-/// Whether the page traces `mlp`: a valid shape whose step is within the
-/// budget.
-fn within_budget(mlp: &MlpSettings) -> Result<bool, MemoryError> {
+/// Whether the page traces `key`'s step: an MLP of a valid shape whose
+/// step is within the budget; the other models up to a batch.
+fn within_budget((model, mlp): &Key) -> Result<bool, MemoryError> {
+    match model {
+        StepModel::Cnn => return Ok(mlp.batch <= MODEL_BATCH[0]),
+        StepModel::Transformer => return Ok(mlp.batch <= MODEL_BATCH[1]),
+        StepModel::Mlp => {}
+    }
     let shape = mlp.shape()?;
     let estimate = dlsys_core::memory::estimate_mlp(&shape)?;
     Ok(estimate.flops() <= STEP_BUDGET)
 }
 
 impl Traced {
-    /// Traces `mlp` now.
-    pub fn start(&mut self, mlp: &MlpSettings) {
-        let mlp = mlp.clone();
-        self.running = Some(mlp.clone());
+    /// Traces `key`'s step now.
+    pub fn start(&mut self, key: Key) {
+        self.running = Some(key.clone());
         self.lost = None;
         self.armed = true;
         self.job.start(move || {
-            let trace = trace_step(&mlp);
-            (mlp, trace)
+            let trace = trace_step(key.0, &key.1);
+            (key, trace)
         });
     }
 
@@ -88,28 +110,29 @@ impl Traced {
         if self.job.take_lost() {
             self.lost = self.running.take();
         }
-        if let Some(Ok(trace)) = self.trace.as_ref().filter(|(m, _)| *m == s.mlp).map(|(_, r)| r)
+        let want = key(s);
+        if let Some(Ok(trace)) = self.trace.as_ref().filter(|(k, _)| *k == want).map(|(_, r)| r)
             && self.memory.as_ref().is_none_or(|(d, _)| *d != s.device_mib)
         {
             self.memory = Some((s.device_mib, memory_of(trace, s.device_mib)));
         }
-        let traced = self.trace.as_ref().is_some_and(|(m, _)| *m == s.mlp);
-        if !self.armed || self.is_running() || traced || self.lost.as_ref() == Some(&s.mlp) || !within_budget(&s.mlp).unwrap_or(true) {
+        let traced = self.trace.as_ref().is_some_and(|(k, _)| *k == want);
+        if !self.armed || self.is_running() || traced || self.lost.as_ref() == Some(&want) || !within_budget(&want).unwrap_or(true) {
             self.settled = None;
             return;
         }
         let since = match &self.settled {
-            Some((m, since)) if *m == s.mlp => *since,
+            Some((k, since)) if *k == want => *since,
             _ => {
                 let now = web_time::Instant::now();
-                self.settled = Some((s.mlp.clone(), now));
+                self.settled = Some((want.clone(), now));
                 now
             }
         };
         let waited = since.elapsed();
         if waited >= SETTLE {
             self.settled = None;
-            self.start(&s.mlp);
+            self.start(want);
         } else {
             ctx.request_repaint_after(SETTLE.saturating_sub(waited));
         }
@@ -117,17 +140,18 @@ impl Traced {
 
     /// The memory of the step shown, or why there is none.
     pub fn current(&self, s: &StepSettings) -> Result<&StepMemory, Missing> {
-        if self.lost.as_ref() == Some(&s.mlp) {
+        let want = key(s);
+        if self.lost.as_ref() == Some(&want) {
             return Err(Missing::Lost);
         }
-        match within_budget(&s.mlp) {
+        match within_budget(&want) {
             Err(e) => return Err(Missing::Error(e)),
             Ok(false) => return Err(Missing::TooLarge),
             Ok(true) => {}
         }
         match (&self.trace, &self.memory) {
-            (Some((m, Err(e))), _) if *m == s.mlp => Err(Missing::Error(e.clone())),
-            (Some((m, Ok(_))), Some((d, memory))) if *m == s.mlp && *d == s.device_mib => {
+            (Some((k, Err(e))), _) if *k == want => Err(Missing::Error(e.clone())),
+            (Some((k, Ok(_))), Some((d, memory))) if *k == want && *d == s.device_mib => {
                 memory.as_ref().map_err(|e| Missing::Error(e.clone()))
             }
             _ => Err(Missing::Pending),
@@ -137,15 +161,27 @@ impl Traced {
     pub fn controls(&mut self, ui: &mut egui::Ui, s: &mut StepSettings, lang: Lang) {
         ui.label(t(lang, "plan.explain"));
         ui.horizontal_wrapped(|ui| {
-            let label = ui.label(t(lang, "plan.sizes"));
-            ui.add(egui::TextEdit::singleline(&mut s.mlp.sizes).desired_width(160.0))
+            let label = ui.label(t(lang, "plan.model"));
+            egui::ComboBox::from_id_salt("frameworks_model")
+                .selected_text(s.model.name(lang))
+                .show_ui(ui, |ui| {
+                    for m in StepModel::ALL {
+                        ui.selectable_value(&mut s.model, m, m.name(lang));
+                    }
+                })
+                .response
                 .labelled_by(label.id);
+            if s.model == StepModel::Mlp {
+                let label = ui.label(t(lang, "plan.sizes"));
+                ui.add(egui::TextEdit::singleline(&mut s.mlp.sizes).desired_width(160.0))
+                    .labelled_by(label.id);
+            }
             crate::kit::number_field(ui, t(lang, "plan.batch"), &mut s.mlp.batch, 1..=1024, 1.0);
             crate::kit::number_field(ui, t(lang, "plan.device"), &mut s.device_mib, 1..=MAX_DEVICE_MIB, 16.0);
             if self.is_running() || self.settled.is_some() {
                 ui.spinner();
             } else if !self.armed && ui.button(t(lang, "plan.trace")).clicked() {
-                self.start(&s.mlp);
+                self.start(key(s));
             }
         });
         let bad = theme::bad(ui.visuals());
@@ -154,7 +190,11 @@ impl Traced {
                 ui.colored_label(bad, e.message(lang));
             }
             Err(Missing::TooLarge) => {
-                ui.colored_label(bad, TEXT.fill(lang, "plan.too_large", &[("sizes", &s.mlp.sizes)]));
+                let command = match s.model {
+                    StepModel::Mlp => format!("--mlp {} --batch {}", s.mlp.sizes, s.mlp.batch),
+                    other => format!("--model {} --batch {}", other.key(), s.mlp.batch),
+                };
+                ui.colored_label(bad, TEXT.fill(lang, "plan.too_large", &[("command", &command)]));
             }
             Err(Missing::Lost) => {
                 ui.colored_label(bad, t(lang, "plan.lost"));
@@ -172,7 +212,7 @@ impl Traced {
         let fail = |why: String| Some(Err(crate::SelfTestFailure(why)));
         let defaults = StepSettings::default();
         let trace = match &self.trace {
-            Some((m, Ok(trace))) if *m == defaults.mlp => trace,
+            Some((k, Ok(trace))) if *k == key(&defaults) => trace,
             Some((_, Err(e))) => return fail(e.to_string()),
             _ => return fail("no step traced".to_owned()),
         };

@@ -22,7 +22,6 @@ use dlsys_core::inference::calc::{DevicePreset, MAX_COUNT, ServeSettings};
 use dlsys_core::inference::paged::{MAX_MEMORY_TOKENS, StreamSettings};
 use dlsys_core::inference::speculative::MAX_K;
 use dlsys_core::memory::transformer::Preset;
-use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
@@ -131,10 +130,6 @@ impl Settings {
             ..ServeSettings::preset(self.model, self.device)
         }
     }
-}
-
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
 }
 
 #[derive(Default)]

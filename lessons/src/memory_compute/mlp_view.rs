@@ -14,7 +14,7 @@ use dlsys_core::nn::settings::parse_hidden;
 use dlsys_core::text::Lang;
 
 use super::bars::{self, Bar};
-use super::TEXT;
+use super::{TEXT, t};
 use crate::kit::background::Background;
 use crate::kit::theme;
 
@@ -219,10 +219,6 @@ impl Measuring {
             show_bytes(pair.checkpointed.peak)
         )))
     }
-}
-
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
 }
 
 pub fn mlp_ui(ui: &mut egui::Ui, s: &mut MlpSettings, measuring: &mut Measuring, lang: Lang) {

@@ -13,7 +13,7 @@ use dlsys_core::nn::OptimizerKind;
 use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
-use super::TEXT;
+use super::{TEXT, t};
 use super::bars::{self, Bar};
 use super::mlp_view::{layout_note, names_combo, precision_combo};
 use crate::kit::theme;
@@ -59,10 +59,6 @@ impl TransformerSettings {
             ..TransformerRun::preset(self.preset)
         }
     }
-}
-
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
 }
 
 pub fn transformer_ui(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang) {

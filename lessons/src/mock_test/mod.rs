@@ -192,10 +192,6 @@ impl MockTest {
     }
 }
 
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
-}
-
 impl Lesson for MockTest {
     crate::lesson_identity!();
 

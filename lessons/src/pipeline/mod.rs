@@ -9,7 +9,6 @@ mod run_view;
 mod sweep_view;
 
 use dlsys_core::pipeline::{MAX_PREFETCH, MAX_WORKERS, PipelineSettings};
-use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
@@ -117,10 +116,6 @@ fn dataset_name() -> &'static str {
 /// The machine's cores, as the model counts them.
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
-}
-
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
 }
 
 

@@ -11,7 +11,6 @@ mod runs;
 
 use dlsys_core::float::Rounding;
 use dlsys_core::quant::Mapping;
-use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
 use crate::{Env, Lesson};
@@ -87,10 +86,6 @@ impl Settings {
 
 /// The roundings the histogram offers.
 const ROUNDINGS: [Rounding; 2] = [Rounding::NearestEven, Rounding::Stochastic];
-
-fn t(lang: Lang, key: &'static str) -> &'static str {
-    TEXT.get(lang, key)
-}
 
 #[derive(Default)]
 pub struct Quantisation {
