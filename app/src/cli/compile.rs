@@ -1,4 +1,5 @@
-//! `dlsys-lab compile`: one training step of the engine's MLP traced, its
+//! `dlsys-lab compile`: one training step of one of the engine's models
+//! (the MLP, the small CNN, the character-level transformer) traced, its
 //! buffers planned ahead of time into one arena against max-live and no
 //! reuse, the same trace through the model of PyTorch's caching allocator,
 //! and out of memory while memory is free — the values the frameworks

@@ -39,7 +39,15 @@ const MODEL_BATCH: [usize; 2] = [32, 8];
 type Key = (StepModel, MlpSettings);
 
 fn key(s: &StepSettings) -> Key {
-    (s.model, s.mlp.clone())
+    // The other models take only the batch from the MLP's settings.
+    let mlp = match s.model {
+        StepModel::Mlp => s.mlp.clone(),
+        _ => MlpSettings {
+            batch: s.mlp.batch,
+            ..MlpSettings::default()
+        },
+    };
+    (s.model, mlp)
 }
 
 type Done = (Key, Result<StepTrace, MemoryError>);
@@ -72,6 +80,13 @@ pub struct Traced {
 /// Whether the page traces `key`'s step: an MLP of a valid shape whose
 /// step is within the budget; the other models up to a batch.
 fn within_budget((model, mlp): &Key) -> Result<bool, MemoryError> {
+    use dlsys_core::memory::models::MAX_METERED_BATCH;
+    if *model != StepModel::Mlp && !(1..=MAX_METERED_BATCH).contains(&mlp.batch) {
+        return Err(MemoryError::MeteredBatch {
+            batch: mlp.batch as u64,
+            max: MAX_METERED_BATCH as u64,
+        });
+    }
     match model {
         StepModel::Cnn => return Ok(mlp.batch <= MODEL_BATCH[0]),
         StepModel::Transformer => return Ok(mlp.batch <= MODEL_BATCH[1]),
@@ -231,5 +246,27 @@ impl Traced {
             && stats.peak_allocated >= p.max_live
             && m.allocator.oom.is_none();
         Some(if ok { Ok(detail) } else { Err(crate::SelfTestFailure(detail)) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_other_models_key_on_the_batch_and_refuse_batches_the_core_refuses() {
+        let mut s = StepSettings {
+            model: StepModel::Cnn,
+            ..StepSettings::default()
+        };
+        let before = key(&s);
+        s.mlp.sizes = "784,32,10".to_owned();
+        assert_eq!(key(&s), before, "the CNN's trace does not depend on the MLP's sizes");
+        s.mlp.batch = 300;
+        assert!(matches!(within_budget(&key(&s)), Err(MemoryError::MeteredBatch { .. })));
+        s.mlp.batch = 8;
+        assert!(within_budget(&key(&s)).is_ok_and(|ok| ok));
+        s.model = StepModel::Mlp;
+        assert_ne!(key(&s).1.sizes, MlpSettings::default().sizes);
     }
 }
