@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::compile::step::{
-    Fragmented, StepMemory, StepModel, StepSettings, fragmented, step_memory,
+    Fragmented, Growing, StepMemory, StepModel, StepSettings, fragmented, growing, step_memory,
 };
 use dlsys_core::memory::mlp::MlpSettings;
 use dlsys_core::memory::precision::Precision;
@@ -73,6 +73,7 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
             settings,
             memory,
             fragmented: fragmented(),
+            growing: growing(),
         },
         a.json,
     )
@@ -83,6 +84,7 @@ struct CompileReport {
     settings: StepSettings,
     memory: StepMemory,
     fragmented: Option<Fragmented>,
+    growing: Growing,
 }
 
 impl Report for CompileReport {
@@ -165,6 +167,35 @@ impl Report for CompileReport {
                 ],
             )?;
         }
+        let g = &self.growing;
+        line(
+            out,
+            "compile.growing",
+            &[
+                ("device", &show_bytes(g.device)),
+                ("first", &show_bytes(g.first)),
+                ("second", &show_bytes(g.second)),
+                ("request", &show_bytes(g.request)),
+                (
+                    "plain",
+                    &super::t(if g.plain.is_some() {
+                        "compile.fails"
+                    } else {
+                        "compile.fits"
+                    }),
+                ),
+                ("free", &show_bytes(g.plain_free)),
+                (
+                    "expandable",
+                    &super::t(if g.expandable.is_some() {
+                        "compile.fails"
+                    } else {
+                        "compile.fits"
+                    }),
+                ),
+                ("reserved", &show_bytes(g.expandable_reserved)),
+            ],
+        )?;
         Ok(())
     }
 }

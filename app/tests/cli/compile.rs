@@ -41,13 +41,17 @@ fn a_traced_step_plans_between_its_bounds_and_the_allocator_holds_more() {
         out.status.success() && text.contains("out of memory at event"),
         "{text}"
     );
-    // In Chinese: the step, the plan, the allocator, the fragmented case.
+    // In Chinese: the step, the plan, the allocator, the fragmented case,
+    // the sizes that change.
     let out = dlsys_lab(&["--lang", "zh", "compile"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.status.success() && text.lines().count() == 4 && has_cjk(&text),
+        out.status.success() && text.lines().count() == 5 && has_cjk(&text),
         "{text}"
     );
+    // With expandable segments the changing sizes fit; without, they fail.
+    let g = &json(&["compile", "--json"])["growing"];
+    assert!(!g["plain"].is_null() && g["expandable"].is_null(), "{g}");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! training step ([`step`]).
 
 pub mod allocator;
+pub mod expandable;
 pub mod plan;
 pub mod step;
 

@@ -8,6 +8,7 @@
 use serde::Serialize;
 
 use super::allocator::{CachingAllocator, Oom, Replay, replay};
+use super::expandable::ExpandableAllocator;
 use super::plan::{Plan, lifetimes, plan};
 use crate::memory::MemoryError;
 use crate::memory::measure::measure_step;
@@ -191,4 +192,85 @@ pub fn fragmented() -> Option<Fragmented> {
         cached_free,
         oom,
     })
+}
+
+/// What the two allocators share here.
+trait Allocate {
+    fn malloc(&mut self, bytes: u64) -> Result<super::allocator::Handle, Oom>;
+    fn free(&mut self, h: super::allocator::Handle) -> bool;
+    fn totals(&self) -> (u64, u64);
+}
+
+impl Allocate for CachingAllocator {
+    fn malloc(&mut self, bytes: u64) -> Result<super::allocator::Handle, Oom> {
+        CachingAllocator::malloc(self, bytes)
+    }
+    fn free(&mut self, h: super::allocator::Handle) -> bool {
+        CachingAllocator::free(self, h)
+    }
+    fn totals(&self) -> (u64, u64) {
+        (self.allocated(), self.reserved())
+    }
+}
+
+impl Allocate for ExpandableAllocator {
+    fn malloc(&mut self, bytes: u64) -> Result<super::allocator::Handle, Oom> {
+        ExpandableAllocator::malloc(self, bytes)
+    }
+    fn free(&mut self, h: super::allocator::Handle) -> bool {
+        ExpandableAllocator::free(self, h)
+    }
+    fn totals(&self) -> (u64, u64) {
+        (self.allocated(), self.reserved())
+    }
+}
+
+/// Tensor sizes that change from one step to the next, under the plain
+/// allocator and with expandable segments: three tensors of `first` bytes
+/// made and freed, then three of `second` kept, then a `request`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Growing {
+    pub device: u64,
+    pub first: u64,
+    pub second: u64,
+    pub request: u64,
+    /// Plain segments: why the request failed (if it did) and the bytes
+    /// cached free beside the kept tensors when it came.
+    pub plain: Option<Oom>,
+    pub plain_free: u64,
+    /// Expandable segments: why it failed (if it did) and what is reserved
+    /// after it.
+    pub expandable: Option<Oom>,
+    pub expandable_reserved: u64,
+}
+
+/// The case of [`Growing`] on a 100 MiB device: 30 MiB tensors, then
+/// 25 MiB ones, then 20 MiB.
+pub fn growing() -> Growing {
+    const MIB: u64 = 1 << 20;
+    let (device, first, second, request) = (100 * MIB, 30 * MIB, 25 * MIB, 20 * MIB);
+    fn run(alloc: &mut impl Allocate, first: u64, second: u64, request: u64) -> (Option<Oom>, u64) {
+        let made: Vec<_> = (0..3).filter_map(|_| alloc.malloc(first).ok()).collect();
+        for h in made {
+            alloc.free(h);
+        }
+        for _ in 0..3 {
+            let _ = alloc.malloc(second);
+        }
+        let (allocated, reserved) = alloc.totals();
+        (alloc.malloc(request).err(), reserved - allocated)
+    }
+    let (plain, plain_free) = run(&mut CachingAllocator::new(device), first, second, request);
+    let mut expandable = ExpandableAllocator::new(device);
+    let (grown, _) = run(&mut expandable, first, second, request);
+    Growing {
+        device,
+        first,
+        second,
+        request,
+        plain,
+        plain_free,
+        expandable: grown,
+        expandable_reserved: expandable.reserved(),
+    }
 }

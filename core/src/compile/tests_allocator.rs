@@ -207,3 +207,39 @@ fn the_engines_training_step_replays_through_the_allocator() {
     assert!(tight.oom.is_some() || tight.stats.flushes > 0);
     assert!(tight.stats.peak_reserved < r.stats.peak_reserved);
 }
+
+#[test]
+fn expandable_segments_keep_their_books_and_tile_sizes_that_change() {
+    use super::expandable::ExpandableAllocator;
+    use super::step::growing;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    let mut a = ExpandableAllocator::new(256 * MIB);
+    let mut live: Vec<Handle> = Vec::new();
+    for _ in 0..2000 {
+        if live.is_empty() || rng.random_bool(0.5) {
+            let bytes = 2f64.powf(rng.random_range(0.0..24.6)) as u64;
+            if let Ok(h) = a.malloc(bytes) {
+                assert!(!live.contains(&h), "{h:?} handed out twice");
+                live.push(h);
+            }
+        } else {
+            let h = live.swap_remove(rng.random_range(0..live.len()));
+            assert!(a.free(h));
+        }
+        a.check().unwrap();
+    }
+    for h in live {
+        assert!(a.free(h));
+    }
+    assert_eq!(a.allocated(), 0);
+    a.unmap_unused();
+    assert_eq!(a.reserved(), 0);
+    // Sizes that change: plain segments leave a 5 MiB sliver at the end of
+    // each 30 MiB segment and cannot make a 20 MiB one; one growing
+    // segment tiles the 25 MiB tensors and has room.
+    let g = growing();
+    let oom = g.plain.expect("plain segments run out");
+    assert_eq!((g.plain_free, oom.largest_free), (15 * MIB, 5 * MIB));
+    assert!(g.expandable.is_none(), "{:?}", g.expandable);
+    assert_eq!(g.expandable_reserved, 100 * MIB);
+}

@@ -9,11 +9,12 @@ use std::sync::LazyLock;
 use dlsys_core::compile::allocator::{
     LARGE_BUFFER, MIN_BLOCK, MIN_LARGE_ALLOC, ROUND_LARGE, ReplayPoint, SMALL_BUFFER, SMALL_SIZE,
 };
-use dlsys_core::compile::step::{Fragmented, StepMemory, fragmented};
+use dlsys_core::compile::step::{
+    Fragmented, Growing, StepMemory, StepSettings, fragmented, growing,
+};
 use dlsys_core::memory::show_bytes;
 use dlsys_core::text::Lang;
 
-use dlsys_core::compile::step::StepSettings;
 
 use super::traced::Traced;
 use super::{TEXT, t};
@@ -22,6 +23,8 @@ use crate::kit::theme;
 
 /// The out-of-memory case: the same every time, made once.
 static FRAGMENTED: LazyLock<Option<Fragmented>> = LazyLock::new(fragmented);
+/// Sizes that change, under both allocators: the same every time too.
+static GROWING: LazyLock<Growing> = LazyLock::new(growing);
 
 pub fn ui(ui: &mut egui::Ui, traced: &Traced, s: &StepSettings, lang: Lang) {
     ui.label(TEXT.fill(
@@ -84,10 +87,33 @@ pub fn ui(ui: &mut egui::Ui, traced: &Traced, s: &StepSettings, lang: Lang) {
             ],
         ));
     }
+    growing_ui(ui, lang);
 }
 
 /// A figure of a replay point the plot draws.
 type Figure = fn(&ReplayPoint) -> u64;
+
+/// What expandable segments change, from [`growing`].
+fn growing_ui(ui: &mut egui::Ui, lang: Lang) {
+    let g = &*GROWING;
+    let key = match (&g.plain, &g.expandable) {
+        (Some(_), None) => "allocator.growing",
+        _ => "allocator.growing_same",
+    };
+    ui.label(TEXT.fill(
+        lang,
+        key,
+        &[
+            ("device", &show_bytes(g.device)),
+            ("first", &show_bytes(g.first)),
+            ("second", &show_bytes(g.second)),
+            ("request", &show_bytes(g.request)),
+            ("free", &show_bytes(g.plain_free)),
+            ("largest", &show_bytes(g.plain.map_or(0, |o| o.largest_free))),
+            ("reserved", &show_bytes(g.expandable_reserved)),
+        ],
+    ));
+}
 
 fn replay_plot(ui: &mut egui::Ui, m: &StepMemory, lang: Lang) {
     use egui_plot::{Line, Plot, PlotPoints};
