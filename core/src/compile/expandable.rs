@@ -1,8 +1,11 @@
 //! PyTorch's caching allocator with `expandable_segments:True`, modelled
 //! as [`super::allocator`] is: instead of a segment per device request,
 //! each pool has one segment of virtual addresses that grows, its memory
-//! mapped in pages (2 MiB for the small pool, 20 MiB for the large one, as
-//! `SegmentRange` in `CUDACachingAllocator.cpp` says). A request takes the
+//! mapped in pages (2 MiB for the small pool, 20 MiB for the large one:
+//! `find_expandable_block` in `CUDACachingAllocator.cpp`). PyTorch keeps one
+//! such segment per stream and pool, sizes its address space to about the
+//! device's memory and adds another when it runs out; one stream and a
+//! segment larger than any device are modelled here. A request takes the
 //! smallest free block whose pages are all mapped; else the free block at
 //! the lowest address, mapping the pages it lacks. Before out of memory,
 //! every mapped page that no tensor touches is unmapped and the request
@@ -10,7 +13,9 @@
 //! pool is one segment, freed neighbours always merge.
 //!
 //! "Reserved" counts the mapped pages. In [`Stats`], `segments_made` and
-//! `segments_released` count pages mapped and unmapped.
+//! `segments_released` count pages mapped and unmapped; in an [`Oom`],
+//! `segment` is the bytes of pages the request needed mapped and
+//! `largest_free` the largest free block with every page mapped.
 
 use std::collections::BTreeSet;
 
@@ -147,11 +152,6 @@ impl ExpandableAllocator {
         };
         let space = &mut self.spaces[s];
         let block = space.blocks[i];
-        for page in space.pages(block.offset, rounded) {
-            if space.mapped.insert(page) {
-                self.stats.segments_made += 1;
-            }
-        }
         let remaining = block.size - rounded;
         let size = if should_split(pool, remaining) {
             space.blocks.insert(
@@ -172,6 +172,13 @@ impl ExpandableAllocator {
             size,
             used: true,
         };
+        // The pages of the block handed out (a remainder too small to
+        // split off lies in a page its next neighbour already touches).
+        for page in space.pages(block.offset, size) {
+            if space.mapped.insert(page) {
+                self.stats.segments_made += 1;
+            }
+        }
         self.allocated += size;
         self.stats.peak_allocated = self.stats.peak_allocated.max(self.allocated);
         self.stats.peak_reserved = self.stats.peak_reserved.max(self.reserved());

@@ -96,6 +96,8 @@ type Figure = fn(&ReplayPoint) -> u64;
 /// What expandable segments change, from [`growing`].
 fn growing_ui(ui: &mut egui::Ui, lang: Lang) {
     let g = &*GROWING;
+    // The story the first key tells holds only when plain segments fail
+    // and expandable ones do not.
     let key = match (&g.plain, &g.expandable) {
         (Some(_), None) => "allocator.growing",
         _ => "allocator.growing_same",
