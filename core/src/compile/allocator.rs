@@ -217,33 +217,12 @@ impl CachingAllocator {
         let Some(seg) = self.segments.get_mut(&segment) else {
             return Err(self.oom(bytes, rounded));
         };
-        let block = seg.blocks[index];
-        let remaining = block.size - rounded;
-        let size = if should_split(pool, remaining) {
-            seg.blocks.insert(
-                index + 1,
-                Block {
-                    offset: block.offset + rounded,
-                    size: remaining,
-                    used: false,
-                },
-            );
-            self.stats.splits += 1;
-            rounded
-        } else {
-            block.size
-        };
-        seg.blocks[index] = Block {
-            offset: block.offset,
-            size,
-            used: true,
-        };
+        let offset = seg.blocks[index].offset;
+        let (size, split) = take(&mut seg.blocks, index, rounded, pool);
+        self.stats.splits += u32::from(split);
         self.allocated += size;
         self.stats.peak_allocated = self.stats.peak_allocated.max(self.allocated);
-        Ok(Handle {
-            segment,
-            offset: block.offset,
-        })
+        Ok(Handle { segment, offset })
     }
 
     /// The state a request of `bytes` (`rounded`) failed in.
@@ -297,28 +276,15 @@ impl CachingAllocator {
     /// Returns `h`'s block to the cache, merged with free neighbours in its
     /// segment. False for a handle that holds nothing.
     pub fn free(&mut self, h: Handle) -> bool {
-        let Some(seg) = self.segments.get_mut(&h.segment) else {
-            return false;
-        };
-        let Some(i) = seg
-            .blocks
-            .iter()
-            .position(|b| b.offset == h.offset && b.used)
+        let Some((size, merges)) = self
+            .segments
+            .get_mut(&h.segment)
+            .and_then(|seg| give_back(&mut seg.blocks, h.offset))
         else {
             return false;
         };
-        seg.blocks[i].used = false;
-        self.allocated -= seg.blocks[i].size;
-        if i + 1 < seg.blocks.len() && !seg.blocks[i + 1].used {
-            let next = seg.blocks.remove(i + 1);
-            seg.blocks[i].size += next.size;
-            self.stats.merges += 1;
-        }
-        if i > 0 && !seg.blocks[i - 1].used {
-            let this = seg.blocks.remove(i);
-            seg.blocks[i - 1].size += this.size;
-            self.stats.merges += 1;
-        }
+        self.allocated -= size;
+        self.stats.merges += merges;
         true
     }
 
@@ -385,6 +351,53 @@ impl CachingAllocator {
         }
         Ok(())
     }
+}
+
+/// Hands out block `index` of `blocks` for `rounded` bytes of `pool`,
+/// split when enough would remain; the bytes handed out (the whole block
+/// when not split) and whether it was split.
+pub(super) fn take(blocks: &mut Vec<Block>, index: usize, rounded: u64, pool: Pool) -> (u64, bool) {
+    let block = blocks[index];
+    let remaining = block.size - rounded;
+    let split = should_split(pool, remaining);
+    if split {
+        blocks.insert(
+            index + 1,
+            Block {
+                offset: block.offset + rounded,
+                size: remaining,
+                used: false,
+            },
+        );
+    }
+    let size = if split { rounded } else { block.size };
+    blocks[index] = Block {
+        offset: block.offset,
+        size,
+        used: true,
+    };
+    (size, split)
+}
+
+/// Returns the used block at `offset` of `blocks`, merged with its free
+/// neighbours: the bytes it held and the merges, or `None` when no used
+/// block starts there.
+pub(super) fn give_back(blocks: &mut Vec<Block>, offset: u64) -> Option<(u64, u32)> {
+    let i = blocks.iter().position(|b| b.offset == offset && b.used)?;
+    blocks[i].used = false;
+    let size = blocks[i].size;
+    let mut merges = 0;
+    if i + 1 < blocks.len() && !blocks[i + 1].used {
+        let next = blocks.remove(i + 1);
+        blocks[i].size += next.size;
+        merges += 1;
+    }
+    if i > 0 && !blocks[i - 1].used {
+        let this = blocks.remove(i);
+        blocks[i - 1].size += this.size;
+        merges += 1;
+    }
+    Some((size, merges))
 }
 
 /// The allocator's totals after one event of a trace.

@@ -20,7 +20,8 @@
 use std::collections::BTreeSet;
 
 use super::allocator::{
-    Block, Handle, LARGE_BUFFER, Oom, Pool, SMALL_BUFFER, Stats, pool_of, round_size, should_split,
+    Block, Handle, LARGE_BUFFER, Oom, Pool, SMALL_BUFFER, Stats, give_back, pool_of, round_size,
+    take,
 };
 
 /// The virtual addresses a pool's segment spans (never all mapped).
@@ -151,30 +152,12 @@ impl ExpandableAllocator {
             });
         };
         let space = &mut self.spaces[s];
-        let block = space.blocks[i];
-        let remaining = block.size - rounded;
-        let size = if should_split(pool, remaining) {
-            space.blocks.insert(
-                i + 1,
-                Block {
-                    offset: block.offset + rounded,
-                    size: remaining,
-                    used: false,
-                },
-            );
-            self.stats.splits += 1;
-            rounded
-        } else {
-            block.size
-        };
-        space.blocks[i] = Block {
-            offset: block.offset,
-            size,
-            used: true,
-        };
+        let offset = space.blocks[i].offset;
+        let (size, split) = take(&mut space.blocks, i, rounded, pool);
+        self.stats.splits += u32::from(split);
         // The pages of the block handed out (a remainder too small to
         // split off lies in a page its next neighbour already touches).
-        for page in space.pages(block.offset, size) {
+        for page in space.pages(offset, size) {
             if space.mapped.insert(page) {
                 self.stats.segments_made += 1;
             }
@@ -184,35 +167,22 @@ impl ExpandableAllocator {
         self.stats.peak_reserved = self.stats.peak_reserved.max(self.reserved());
         Ok(Handle {
             segment: s as u32,
-            offset: block.offset,
+            offset,
         })
     }
 
     /// Returns `h`'s block, merged with its free neighbours. False for a
     /// handle that holds nothing.
     pub fn free(&mut self, h: Handle) -> bool {
-        let Some(space) = self.spaces.get_mut(h.segment as usize) else {
-            return false;
-        };
-        let Some(i) = space
-            .blocks
-            .iter()
-            .position(|b| b.offset == h.offset && b.used)
+        let Some((size, merges)) = self
+            .spaces
+            .get_mut(h.segment as usize)
+            .and_then(|space| give_back(&mut space.blocks, h.offset))
         else {
             return false;
         };
-        space.blocks[i].used = false;
-        self.allocated -= space.blocks[i].size;
-        if i + 1 < space.blocks.len() && !space.blocks[i + 1].used {
-            let next = space.blocks.remove(i + 1);
-            space.blocks[i].size += next.size;
-            self.stats.merges += 1;
-        }
-        if i > 0 && !space.blocks[i - 1].used {
-            let this = space.blocks.remove(i);
-            space.blocks[i - 1].size += this.size;
-            self.stats.merges += 1;
-        }
+        self.allocated -= size;
+        self.stats.merges += merges;
         true
     }
 
