@@ -8,12 +8,14 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use dlsys_core::compile::cache::CacheEvent;
+use dlsys_core::compile::captured::{Captured, captured};
 use dlsys_core::compile::step::{
     Fragmented, Growing, StepMemory, StepModel, StepSettings, fragmented, growing, step_memory,
 };
 use dlsys_core::memory::mlp::MlpSettings;
 use dlsys_core::memory::precision::Precision;
-use dlsys_core::memory::show_bytes;
+use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::names::Named as _;
 use dlsys_core::nn::OptimizerKind;
 
@@ -36,6 +38,13 @@ pub struct CompileArgs {
     precision: Option<Precision>,
     #[arg(long, default_value_t = StepSettings::default().device_mib)]
     device_mib: u64,
+    /// Also capture the MLP's fp32 step: its kernels, the compile cache
+    /// fed four batches, and the overhead of eager vs replayed steps.
+    #[arg(long)]
+    capture: bool,
+    /// Runs timed each way for the overhead (0: not timed).
+    #[arg(long, default_value_t = 5, requires = "capture")]
+    runs: usize,
     #[arg(long)]
     pub json: bool,
 }
@@ -46,6 +55,7 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
         ("--mlp", a.mlp.is_some()),
         ("--optimizer", a.optimizer.is_some()),
         ("--precision", a.precision.is_some()),
+        ("--capture", a.capture),
     ];
     if a.model != StepModel::Mlp
         && let Some((flag, _)) = mlp_flags.iter().find(|(_, given)| *given)
@@ -68,12 +78,18 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
         device_mib: a.device_mib,
     };
     let memory = step_memory(&settings).map_err(|e| say(&e))?;
+    let captured = if a.capture {
+        Some(captured(&settings.mlp, a.runs.min(MAX_RUNS)).map_err(|e| say(&e))?)
+    } else {
+        None
+    };
     emit(
         &CompileReport {
             settings,
             memory,
             fragmented: fragmented(),
             growing: growing(),
+            captured,
         },
         a.json,
     )
@@ -85,7 +101,12 @@ struct CompileReport {
     memory: StepMemory,
     fragmented: Option<Fragmented>,
     growing: Growing,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    captured: Option<Captured>,
 }
+
+/// The most timed runs each way (the large case takes tens of milliseconds a step).
+const MAX_RUNS: usize = 50;
 
 impl Report for CompileReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -196,6 +217,127 @@ impl Report for CompileReport {
                 ("reserved", &show_bytes(g.expandable_reserved)),
             ],
         )?;
+        if let Some(c) = &self.captured {
+            captured_text(c, out)?;
+        }
         Ok(())
     }
+}
+
+/// The capture section: the kernels, the replay's arena, the compile
+/// cache's decisions, the overhead.
+fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
+    let inputs = c.kernels.iter().filter(|k| k.key == "input").count();
+    let backward = c.kernels.iter().filter(|k| k.backward).count();
+    let sizes: Vec<String> = c.sizes.iter().map(usize::to_string).collect();
+    line(
+        out,
+        "compile.capture",
+        &[
+            ("sizes", &sizes.join("-")),
+            ("batch", &c.batch),
+            ("inputs", &inputs),
+            ("forward", &(c.launches - backward)),
+            ("backward", &backward),
+        ],
+    )?;
+    for (i, k) in c.kernels.iter().enumerate() {
+        let phase = match (k.key, k.backward) {
+            ("input", _) => "compile.phase.input",
+            (_, false) => "compile.phase.forward",
+            (_, true) => "compile.phase.backward",
+        };
+        let from: Vec<String> = k.inputs.iter().map(|j| format!("%{j}")).collect();
+        writeln!(
+            out,
+            "  %{i:<3} {:<9} {:<18} {:?} {}",
+            super::t(phase),
+            k.key,
+            k.shape,
+            if from.is_empty() {
+                String::new()
+            } else {
+                format!("← {}", from.join(", "))
+            }
+        )?;
+    }
+    line(
+        out,
+        "compile.replay_arena",
+        &[
+            ("arena", &show_bytes(c.arena)),
+            ("max_live", &show_bytes(c.max_live)),
+            ("no_reuse", &show_bytes(c.no_reuse)),
+        ],
+    )?;
+    for e in &c.events {
+        match e {
+            CacheEvent::Captured {
+                batch,
+                capture,
+                symbolic,
+            } => line(
+                out,
+                if *capture == 0 {
+                    "compile.event.first"
+                } else {
+                    "compile.event.captured"
+                },
+                &[
+                    ("batch", batch),
+                    ("graph", &(capture + 1)),
+                    (
+                        "shapes",
+                        &super::t(if *symbolic {
+                            "compile.shapes.symbolic"
+                        } else {
+                            "compile.shapes.static"
+                        }),
+                    ),
+                ],
+            )?,
+            CacheEvent::Reused { batch, capture } => line(
+                out,
+                "compile.event.reused",
+                &[("batch", batch), ("graph", &(capture + 1))],
+            )?,
+            CacheEvent::GuardFailed {
+                batch,
+                capture,
+                error,
+            } => line(
+                out,
+                "compile.event.guard",
+                &[
+                    ("batch", batch),
+                    ("graph", &(capture + 1)),
+                    ("error", &say(error)),
+                ],
+            )?,
+        }
+    }
+    line(
+        out,
+        "compile.captures",
+        &[("captures", &c.captures), ("calls", &c.batches.len())],
+    )?;
+    for o in &c.overhead {
+        line(
+            out,
+            "compile.overhead",
+            &[
+                ("batch", &o.batch),
+                ("width", &o.width),
+                ("eager", &show_seconds(o.eager_seconds)),
+                ("eshare", &format!("{:.0}", 100.0 * o.eager_share())),
+                ("replay", &show_seconds(o.replay_seconds)),
+                ("rshare", &format!("{:.0}", 100.0 * o.replay_share())),
+                ("speedup", &format!("{:.2}", o.speedup())),
+                ("launches", &o.launches),
+                ("runs", &o.runs),
+                ("reps", &o.reps),
+            ],
+        )?;
+    }
+    Ok(())
 }

@@ -65,5 +65,61 @@ fn bad_compile_input_is_refused_in_one_line() {
         &["compile", "--model", "cnn", "--mlp", "784,10"],
         &["compile", "--model", "cnn", "--batch", "1000"],
         &["compile", "--model", "rnn"],
+        &["compile", "--model", "cnn", "--capture"],
+        &["compile", "--runs", "3"],
     ]);
+}
+
+#[test]
+fn a_captured_step_lists_its_kernels_and_the_cache_recaptures_once() {
+    let v = json(&[
+        "compile",
+        "--mlp",
+        "12,8,4",
+        "--batch",
+        "6",
+        "--capture",
+        "--runs",
+        "1",
+        "--json",
+    ]);
+    let c = &v["captured"];
+    // Two layers: 5 inputs, 7 forward and 7 backward kernels.
+    assert_eq!(c["kernels"].as_array().unwrap().len(), 5 + 14, "{c}");
+    assert_eq!(c["launches"], 14);
+    // Batches 6, 6, 3, 12: capture, reuse, guard failure + symbolic capture, reuse.
+    assert_eq!(c["captures"], 2);
+    let kinds: Vec<String> = c["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_object().unwrap().keys().next().unwrap().clone())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "Captured",
+            "Reused",
+            "GuardFailed",
+            "Captured",
+            "GuardFailed",
+            "Reused"
+        ]
+    );
+    assert_eq!(c["overhead"].as_array().unwrap().len(), 2);
+    let out = dlsys_lab(&[
+        "--lang",
+        "zh",
+        "compile",
+        "--mlp",
+        "12,8,4",
+        "--capture",
+        "--runs",
+        "0",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("守卫条件不成立") && text.contains("反向"),
+        "{text}"
+    );
 }

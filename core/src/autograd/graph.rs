@@ -11,6 +11,7 @@ mod layers;
 pub use layers::{Attention, dropout_mask, mean_and_variance};
 
 use super::op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
+use super::pointwise;
 use super::stored::{Half, Stored};
 use super::tensor::{Real, Tensor, matmul};
 
@@ -345,7 +346,7 @@ impl<T: Real> Graph<T> {
     }
 
     pub fn relu(&mut self, a: Var) -> Var {
-        self.unary(a, |x| if x > T::ZERO { x } else { T::ZERO }, Op::Relu(a))
+        self.unary(a, pointwise::relu, Op::Relu(a))
     }
 
     pub fn tanh(&mut self, a: Var) -> Var {
@@ -353,7 +354,7 @@ impl<T: Real> Graph<T> {
     }
 
     pub fn sigmoid(&mut self, a: Var) -> Var {
-        self.unary(a, |x| T::ONE / (T::ONE + (-x).exp()), Op::Sigmoid(a))
+        self.unary(a, pointwise::sigmoid, Op::Sigmoid(a))
     }
 
     pub fn exp(&mut self, a: Var) -> Var {
@@ -426,14 +427,7 @@ impl<T: Real> Graph<T> {
             "softmax_cross_entropy: a label is ≥ {cols} classes"
         );
         let probs = softmax_rows(&z);
-        let mut loss = T::ZERO;
-        for (r, label) in labels.iter().enumerate() {
-            let row = z.row(r);
-            let max = row.iter().fold(row[0], |m, x| m.max(*x));
-            let log_sum = row.iter().fold(T::ZERO, |s, x| s + (*x - max).exp()).ln();
-            loss += log_sum - (row[*label] - max);
-        }
-        let value = Tensor::scalar(loss / T::from_f64(rows as f64));
+        let value = Tensor::scalar(pointwise::cross_entropy_rows(&z.data, cols, labels));
         self.push(
             value,
             Op::SoftmaxCrossEntropy {

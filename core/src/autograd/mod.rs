@@ -10,6 +10,7 @@ pub mod conv;
 pub mod gradcheck;
 pub mod graph;
 pub mod op;
+pub mod pointwise;
 pub mod stored;
 pub mod tensor;
 pub mod view;

@@ -277,20 +277,9 @@ pub type GradHook<T> = Arc<dyn Fn(Var, &mut [T]) + Send + Sync>;
 
 /// Row-wise softmax, with the row max subtracted so `exp` cannot overflow.
 pub fn softmax_rows<T: Real>(z: &Tensor<T>) -> Tensor<T> {
-    let (rows, cols) = z.rows_cols();
-    let mut out = z.data.clone();
-    for r in 0..rows {
-        let row = &mut out[r * cols..(r + 1) * cols];
-        let max = row.iter().fold(row[0], |m, x| m.max(*x));
-        let mut sum = T::ZERO;
-        for x in row.iter_mut() {
-            *x = (*x - max).exp();
-            sum += *x;
-        }
-        for x in row.iter_mut() {
-            *x = *x / sum;
-        }
-    }
+    let (_, cols) = z.rows_cols();
+    let mut out = vec![T::ZERO; z.numel()];
+    super::pointwise::softmax_rows_into(&z.data, cols, &mut out);
     Tensor {
         data: out,
         shape: z.shape.clone(),

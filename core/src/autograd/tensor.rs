@@ -264,13 +264,9 @@ impl<T: Real> Tensor<T> {
 
     /// The sum over rows: `[m, n] → [n]` — how a broadcast bias collects its gradient.
     pub fn sum_rows(&self) -> Self {
-        let (rows, cols) = self.rows_cols();
+        let (_, cols) = self.rows_cols();
         let mut out = vec![T::ZERO; cols];
-        for r in 0..rows {
-            for (o, x) in out.iter_mut().zip(&self.data[r * cols..(r + 1) * cols]) {
-                *o += *x;
-            }
-        }
+        super::pointwise::sum_rows_into(&self.data, &mut out);
         Self {
             data: out,
             shape: vec![cols],

@@ -1,15 +1,25 @@
 //! How a framework turns ops into kernels and memory — the cores of the
-//! "Frameworks & compilers" lesson. So far: memory planning ahead of time
-//! over a step's buffers ([`plan`]) and a model of PyTorch's CUDA caching
-//! allocator ([`allocator`]), both on the engine's allocation trace of a
-//! training step ([`step`]).
+//! "Frameworks & compilers" lesson. So far: a training step captured into
+//! a static graph ([`capture`]), replayed alone into a planned arena
+//! ([`replay`]) behind guards and recaptures ([`cache`]), with its
+//! overhead measured against the eager step ([`overhead`]); memory
+//! planning ahead of time over a step's buffers ([`plan`]) and a model of
+//! PyTorch's CUDA caching allocator ([`allocator`], [`expandable`]), both
+//! on the engine's allocation trace of a training step ([`step`]).
 
 pub mod allocator;
+pub mod cache;
+pub mod capture;
+pub mod captured;
 pub mod expandable;
+pub mod overhead;
 pub mod plan;
+pub mod replay;
 pub mod step;
 
 #[cfg(test)]
 mod tests_allocator;
+#[cfg(test)]
+mod tests_capture;
 #[cfg(test)]
 mod tests_plan;

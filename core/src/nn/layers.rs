@@ -92,6 +92,16 @@ pub(crate) fn layer<T: Real>(
     }
 }
 
+/// A training step's graph after backward, with its loss, parameter and
+/// data nodes.
+pub struct MlpStep<T: Real> {
+    pub graph: Graph<T>,
+    pub loss: Var,
+    /// Weight, bias per layer.
+    pub params: Vec<Var>,
+    pub data: Var,
+}
+
 /// A multi-layer perceptron: linear layers with an activation between them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Mlp<T> {
@@ -142,16 +152,13 @@ impl<T: Real> Mlp<T> {
     /// The mean cross-entropy loss and the flat gradient (every parameter
     /// in [`Self::params`] order) on a batch: `x` holds `y.len()` rows.
     pub fn gradient(&self, x: &[f32], y: &[usize]) -> (f64, Vec<T>) {
-        let features = x.len() / y.len().max(1);
-        let mut g = Graph::new();
-        let x = g.input(Tensor::new(
-            x.iter().map(|v| T::from_f64(f64::from(*v))).collect(),
-            &[y.len(), features],
-        ));
-        let (logits, params) = self.forward(&mut g, x);
-        let loss = g.softmax_cross_entropy(logits, y);
+        let MlpStep {
+            graph: g,
+            loss,
+            params,
+            ..
+        } = self.step(x, y);
         let value = Real::to_f64(g.value(loss).data[0]);
-        g.backward(loss);
         let mut flat = Vec::with_capacity(self.parameter_count());
         for p in params {
             if let Some(grad) = g.grad(p) {
@@ -159,6 +166,26 @@ impl<T: Real> Mlp<T> {
             }
         }
         (value, flat)
+    }
+
+    /// One training step recorded and run, forward and backward, on a
+    /// batch: `x` holds `y.len()` rows.
+    pub fn step(&self, x: &[f32], y: &[usize]) -> MlpStep<T> {
+        let features = x.len() / y.len().max(1);
+        let mut g = Graph::new();
+        let data = g.input(Tensor::new(
+            x.iter().map(|v| T::from_f64(f64::from(*v))).collect(),
+            &[y.len(), features],
+        ));
+        let (logits, params) = self.forward(&mut g, data);
+        let loss = g.softmax_cross_entropy(logits, y);
+        g.backward(loss);
+        MlpStep {
+            graph: g,
+            loss,
+            params,
+            data,
+        }
     }
 
     /// Splits a flat gradient back into tensors shaped like the parameters.

@@ -1,11 +1,13 @@
 //! "Frameworks & compilers": how a framework turns a training step into
-//! kernels and memory. So far its memory half: one step of the engine's
-//! MLP traced, its buffers planned ahead of time into one arena (the
-//! lifetime picture), and the same trace run through a model of PyTorch's
-//! caching allocator (allocated against reserved), with the interview's
-//! "out of memory while memory is free".
+//! kernels and memory. So far: the MLP's step captured into a static graph
+//! and replayed alone (guards, recaptures, overhead eager vs replayed);
+//! one step of the engine's models traced, its buffers planned ahead of
+//! time into one arena (the lifetime picture), and the same trace run
+//! through a model of PyTorch's caching allocator (allocated against
+//! reserved), with the interview's "out of memory while memory is free".
 
 mod allocator_view;
+mod capture_view;
 mod exercises;
 mod plan_view;
 mod traced;
@@ -22,6 +24,7 @@ crate::lesson_text!("frameworks");
 pub struct Frameworks {
     settings: StepSettings,
     traced: traced::Traced,
+    capture: capture_view::Capture,
 }
 
 impl Lesson for Frameworks {
@@ -32,7 +35,8 @@ impl Lesson for Frameworks {
         self.settings.device_mib = self.settings.device_mib.clamp(1, MAX_DEVICE_MIB);
         crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
-        let (s, traced) = (&mut self.settings, &mut self.traced);
+        let (s, traced, capture) = (&mut self.settings, &mut self.traced, &mut self.capture);
+        crate::kit::section(ui, &TEXT, lang, "capture", |ui| capture.ui(ui, &s.mlp, lang));
         crate::kit::section(ui, &TEXT, lang, "plan", |ui| {
             traced.controls(ui, s, lang);
             plan_view::ui(ui, traced, s, lang);
@@ -42,23 +46,29 @@ impl Lesson for Frameworks {
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         self.traced.logic(ctx, &self.settings);
+        self.capture.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.traced.is_running()
+        self.traced.is_running() || self.capture.is_running()
     }
 
     crate::persist_field!(settings);
 
-    /// One step traced at the default settings, as the page first does.
+    /// One step traced at the default settings, as the page first does,
+    /// and captured (not timed).
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
         let s = StepSettings::default();
+        self.capture.start(&s.mlp, 0);
         self.traced.start((s.model, s.mlp));
         true
     }
 
     fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
-        self.traced.self_test_outcome()
+        match (self.capture.self_test_outcome()?, self.traced.self_test_outcome()?) {
+            (Ok(a), Ok(b)) => Some(Ok(format!("{a}; {b}"))),
+            (Err(e), _) | (_, Err(e)) => Some(Err(e)),
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 use super::{Graph, PlantedBug};
 use crate::autograd::Var;
 use crate::autograd::op::Op;
+use crate::autograd::pointwise;
 use crate::autograd::tensor::{Real, Tensor, matmul};
 
 impl<T: Real> Graph<T> {
@@ -60,12 +61,9 @@ impl<T: Real> Graph<T> {
                     give(*b, matmul(&value(*a), true, g, false));
                 }
             }
-            Op::Relu(a) => give(
-                *a,
-                g.zip_map(&value(*a), |g, x| if x > T::ZERO { g } else { T::ZERO }),
-            ),
-            Op::Tanh(a) => give(*a, g.zip_map(&value(v), |g, y| g * (T::ONE - y * y))),
-            Op::Sigmoid(a) => give(*a, g.zip_map(&value(v), |g, y| g * y * (T::ONE - y))),
+            Op::Relu(a) => give(*a, g.zip_map(&value(*a), pointwise::relu_grad)),
+            Op::Tanh(a) => give(*a, g.zip_map(&value(v), pointwise::tanh_grad)),
+            Op::Sigmoid(a) => give(*a, g.zip_map(&value(v), pointwise::sigmoid_grad)),
             Op::Exp(a) => give(*a, g.zip_map(&value(v), |g, y| g * y)),
             Op::Log(a) => give(*a, g.zip_map(&value(*a), |g, x| g / x)),
             Op::Scale(a, s) => give(*a, g.map(|g| g * *s)),
@@ -129,14 +127,14 @@ impl<T: Real> Graph<T> {
                 } else {
                     T::from_f64(rows as f64)
                 };
-                let scale = g.item() / divisor;
-                let mut out = probs.data.clone();
-                for (r, label) in labels.iter().enumerate() {
-                    out[r * cols + label] -= T::ONE;
-                }
-                for x in &mut out {
-                    *x *= scale;
-                }
+                let mut out = vec![T::ZERO; probs.numel()];
+                pointwise::cross_entropy_grad_into(
+                    &probs.data,
+                    cols,
+                    labels,
+                    g.item() / divisor,
+                    &mut out,
+                );
                 give(
                     *logits,
                     Tensor {

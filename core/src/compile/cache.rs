@@ -1,0 +1,134 @@
+//! The compile cache, as torch.compile keeps one: each call checks the
+//! captured graphs' guards; when none passes, the step runs eagerly once
+//! more and is captured again (a recompilation). The first recapture for a
+//! new batch size marks the batch symbolic (torch.compile's automatic
+//! dynamic shapes), so later sizes reuse it. Each graph's arena is planned
+//! once per batch size and reused.
+
+use serde::Serialize;
+
+use super::capture::{CaptureError, Ir, capture};
+use super::replay::{Layout, Replayed, layout, run};
+use crate::nn::Mlp;
+
+/// What one call did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum CacheEvent {
+    /// Captured graph `capture` (0-based), static or with a symbolic batch.
+    Captured {
+        batch: usize,
+        capture: usize,
+        symbolic: bool,
+    },
+    /// A cached graph's guards passed; it was replayed.
+    Reused { batch: usize, capture: usize },
+    /// A cached graph's guard failed (before a recapture).
+    GuardFailed {
+        batch: usize,
+        capture: usize,
+        #[serde(serialize_with = "english")]
+        error: CaptureError,
+    },
+}
+
+/// An error in a JSON report: its English message.
+fn english<S: serde::Serializer>(e: &CaptureError, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(e)
+}
+
+struct Entry {
+    ir: Ir,
+    /// The arena planned for each batch size replayed.
+    layouts: Vec<(usize, Layout)>,
+}
+
+/// An MLP's training step behind a compile cache.
+pub struct Compiled {
+    mlp: Mlp<f32>,
+    entries: Vec<Entry>,
+    /// Every call's events, in order.
+    pub log: Vec<CacheEvent>,
+    arena: Vec<f32>,
+}
+
+impl Compiled {
+    pub fn new(mlp: Mlp<f32>) -> Self {
+        Self {
+            mlp,
+            entries: Vec::new(),
+            log: Vec::new(),
+            arena: Vec::new(),
+        }
+    }
+
+    /// Graphs captured so far (torch.compile's frames compiled).
+    pub fn captures(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// The graphs captured, in order.
+    pub fn graphs(&self) -> impl Iterator<Item = &Ir> {
+        self.entries.iter().map(|e| &e.ir)
+    }
+
+    /// One step on `x` (`y.len()` rows): replayed from a graph whose guards
+    /// pass, else captured (run eagerly) and then replayed.
+    pub fn step(&mut self, x: &[f32], y: &[usize]) -> Result<Replayed, CaptureError> {
+        let batch = y.len();
+        let params = self.mlp.params();
+        let mut inputs: Vec<(&[f32], &[usize])> = params
+            .iter()
+            .map(|p| (p.data.as_slice(), p.shape.as_slice()))
+            .collect();
+        let features = x.len() / batch.max(1);
+        let data_shape = [batch, features];
+        inputs.push((x, &data_shape));
+        let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+        let mut hit = None;
+        for (i, e) in self.entries.iter().enumerate() {
+            match e.ir.check(&shapes) {
+                Ok(()) => {
+                    hit = Some(i);
+                    break;
+                }
+                Err(error) => self.log.push(CacheEvent::GuardFailed {
+                    batch,
+                    capture: i,
+                    error,
+                }),
+            }
+        }
+        let i = match hit {
+            Some(i) => {
+                self.log.push(CacheEvent::Reused { batch, capture: i });
+                i
+            }
+            None => {
+                // A second batch size makes the batch symbolic.
+                let symbolic = !self.entries.is_empty();
+                let step = self.mlp.step(x, y);
+                let ir = capture(&step.graph, step.loss, &step.params, step.data, symbolic)?;
+                self.entries.push(Entry {
+                    ir,
+                    layouts: Vec::new(),
+                });
+                let i = self.entries.len() - 1;
+                self.log.push(CacheEvent::Captured {
+                    batch,
+                    capture: i,
+                    symbolic,
+                });
+                i
+            }
+        };
+        let entry = &mut self.entries[i];
+        let at = match entry.layouts.iter().position(|(b, _)| *b == batch) {
+            Some(at) => at,
+            None => {
+                entry.layouts.push((batch, layout(&entry.ir, &shapes)));
+                entry.layouts.len() - 1
+            }
+        };
+        run(&entry.ir, &entry.layouts[at].1, &inputs, y, &mut self.arena)
+    }
+}

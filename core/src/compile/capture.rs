@@ -1,0 +1,461 @@
+//! Capture: one eager training step of the engine, recorded into a static
+//! graph — the forward ops the tape recorded and the backward ops its
+//! `backward` ran, in the order it ran them (as AOTAutograd traces the
+//! backward into the same graph that torch.compile hands to its back end).
+//! The graph ([`Ir`]) is plain data: a node per kernel, its inputs by
+//! index, and the inputs it expects with their shapes. Shapes are not
+//! stored per node: [`Ir::shapes`] derives them from the inputs' shapes,
+//! which is also how a capture with a symbolic batch ([`Guards`]) serves
+//! every batch size. [`super::replay`] runs it.
+//!
+//! The captured ops are those the MLP uses (matmul, bias add, ReLU, tanh,
+//! sigmoid, softmax cross-entropy); a step with any other op is refused
+//! with the op's name (a "graph break", which torch.compile would answer
+//! by splitting the graph and running that op eagerly).
+
+use serde::Serialize;
+
+use crate::autograd::{Graph, Op, Var};
+
+crate::catalog_error! {
+    /// Why a step cannot be captured or a captured graph cannot run.
+    pub enum CaptureError {
+        /// An op the capture has no kernel for.
+        GraphBreak { op: String } = "compile.graph_break",
+        /// The step uses a hook, a planted bug or packed values.
+        NotPlain = "compile.not_plain",
+        /// An input's shape is not one the capture accepts.
+        Guard { input: String, expected: String, got: String } = "compile.guard",
+        /// The inputs given are not the ones the capture takes.
+        Inputs { expected: u64, got: u64 } = "compile.inputs",
+        /// Two buffers live at once were planned into the same bytes: a
+        /// planner bug, refused rather than run.
+        Overlap = "compile.overlap",
+        /// The overhead measurement's sizes out of range.
+        Size { rows: u64, width: u64, max: u64 } = "compile.size",
+    }
+}
+
+/// One kernel of the captured step. Inputs are node indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Kernel {
+    /// The caller's input `slot` (a parameter or the data), copied in.
+    Input {
+        slot: usize,
+    },
+    /// `a·b`, either side read transposed.
+    MatMul {
+        a: usize,
+        b: usize,
+        a_t: bool,
+        b_t: bool,
+    },
+    /// `a + b`, `b` of `a`'s shape or one row of it (a bias).
+    Add {
+        a: usize,
+        b: usize,
+    },
+    Relu(usize),
+    Tanh(usize),
+    Sigmoid(usize),
+    /// The gradient `g` through ReLU at its input `x`.
+    ReluGrad {
+        g: usize,
+        x: usize,
+    },
+    /// The gradient `g` through tanh, from its output `y`.
+    TanhGrad {
+        g: usize,
+        y: usize,
+    },
+    /// The gradient `g` through the sigmoid, from its output `y`.
+    SigmoidGrad {
+        g: usize,
+        y: usize,
+    },
+    /// The sum over rows (a bias's gradient).
+    SumRows(usize),
+    /// Row-wise softmax of the logits (kept for backward).
+    Softmax(usize),
+    /// Mean cross-entropy of the logits against the labels.
+    CrossEntropy(usize),
+    /// `(p − one-hot)/rows` from the probabilities.
+    CrossEntropyGrad(usize),
+    /// `a + b` of one shape: a second gradient contribution.
+    Accumulate {
+        a: usize,
+        b: usize,
+    },
+}
+
+impl Kernel {
+    pub fn inputs(&self) -> Vec<usize> {
+        match *self {
+            Self::Input { .. } => Vec::new(),
+            Self::MatMul { a, b, .. } | Self::Add { a, b } | Self::Accumulate { a, b } => {
+                vec![a, b]
+            }
+            Self::ReluGrad { g, x: y } | Self::TanhGrad { g, y } | Self::SigmoidGrad { g, y } => {
+                vec![g, y]
+            }
+            Self::Relu(a)
+            | Self::Tanh(a)
+            | Self::Sigmoid(a)
+            | Self::SumRows(a)
+            | Self::Softmax(a)
+            | Self::CrossEntropy(a)
+            | Self::CrossEntropyGrad(a) => vec![a],
+        }
+    }
+
+    /// Its name as the lesson lists it.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Self::Input { .. } => "input",
+            Self::MatMul { .. } => "matmul",
+            Self::Add { .. } => "add",
+            Self::Relu(_) => "relu",
+            Self::Tanh(_) => "tanh",
+            Self::Sigmoid(_) => "sigmoid",
+            Self::ReluGrad { .. } => "relu_grad",
+            Self::TanhGrad { .. } => "tanh_grad",
+            Self::SigmoidGrad { .. } => "sigmoid_grad",
+            Self::SumRows(_) => "sum_rows",
+            Self::Softmax(_) => "softmax",
+            Self::CrossEntropy(_) => "cross_entropy",
+            Self::CrossEntropyGrad(_) => "cross_entropy_grad",
+            Self::Accumulate { .. } => "accumulate",
+        }
+    }
+
+    /// Whether it is part of the backward pass.
+    pub fn is_backward(&self) -> bool {
+        matches!(
+            self,
+            Self::ReluGrad { .. }
+                | Self::TanhGrad { .. }
+                | Self::SigmoidGrad { .. }
+                | Self::SumRows(_)
+                | Self::CrossEntropyGrad(_)
+                | Self::Accumulate { .. }
+        ) || matches!(self, Self::MatMul { a_t, b_t, .. } if *a_t || *b_t)
+    }
+}
+
+/// What an input of the captured step is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Role {
+    /// The `i`-th parameter (weight, bias per layer).
+    Parameter(usize),
+    /// The batch of data.
+    Data,
+}
+
+/// What a replay is checked against before it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Guards {
+    /// Every input's shape when captured, in slot order.
+    pub shapes: Vec<Vec<usize>>,
+    /// Whether the batch (the data's first dimension and the label count)
+    /// may be any size: a symbolic dimension, as torch.compile's dynamic
+    /// shapes.
+    pub symbolic_batch: bool,
+}
+
+/// A captured training step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ir {
+    pub nodes: Vec<Kernel>,
+    /// The role of each input slot.
+    pub roles: Vec<Role>,
+    pub guards: Guards,
+    /// The node holding the loss.
+    pub loss: usize,
+    /// The node holding each parameter's gradient, in parameter order.
+    pub grads: Vec<usize>,
+}
+
+impl Ir {
+    /// The batch the step was captured at (the label count).
+    pub fn batch(&self) -> usize {
+        self.roles
+            .iter()
+            .position(|r| *r == Role::Data)
+            .and_then(|slot| self.guards.shapes[slot].first().copied())
+            .unwrap_or(0)
+    }
+
+    /// Checks inputs of `shapes` against the guards: the first that fails.
+    pub fn check(&self, shapes: &[&[usize]]) -> Result<(), CaptureError> {
+        if shapes.len() != self.guards.shapes.len() {
+            return Err(CaptureError::Inputs {
+                expected: self.guards.shapes.len() as u64,
+                got: shapes.len() as u64,
+            });
+        }
+        for ((role, want), got) in self.roles.iter().zip(&self.guards.shapes).zip(shapes) {
+            let batch_free = self.guards.symbolic_batch && *role == Role::Data;
+            let ok = want.len() == got.len()
+                && want
+                    .iter()
+                    .zip(got.iter())
+                    .enumerate()
+                    .all(|(d, (w, g))| w == g || (batch_free && d == 0 && *g > 0));
+            if !ok {
+                let expected = if batch_free {
+                    let rest: Vec<String> = want[1..].iter().map(usize::to_string).collect();
+                    format!("[B, {}]", rest.join(", "))
+                } else {
+                    format!("{want:?}")
+                };
+                return Err(CaptureError::Guard {
+                    input: match role {
+                        Role::Parameter(i) => format!("param{i}"),
+                        Role::Data => "x".to_owned(),
+                    },
+                    expected,
+                    got: format!("{got:?}"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Every node's shape, from the inputs' (already checked against the
+    /// guards): the shape functions of the kernels.
+    pub fn shapes(&self, inputs: &[&[usize]]) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = Vec::with_capacity(self.nodes.len());
+        for k in &self.nodes {
+            let rc = |s: &Vec<usize>| match s.as_slice() {
+                [r, c] => (*r, *c),
+                [c] => (1, *c),
+                _ => (1, s.iter().product()),
+            };
+            let shape = match *k {
+                Kernel::Input { slot } => inputs[slot].to_vec(),
+                Kernel::MatMul { a, b, a_t, b_t } => {
+                    let (ar, ac) = rc(&out[a]);
+                    let (br, bc) = rc(&out[b]);
+                    vec![if a_t { ac } else { ar }, if b_t { br } else { bc }]
+                }
+                Kernel::Add { a, .. }
+                | Kernel::Accumulate { a, .. }
+                | Kernel::Relu(a)
+                | Kernel::Tanh(a)
+                | Kernel::Sigmoid(a)
+                | Kernel::Softmax(a)
+                | Kernel::CrossEntropyGrad(a)
+                | Kernel::ReluGrad { g: a, .. }
+                | Kernel::TanhGrad { g: a, .. }
+                | Kernel::SigmoidGrad { g: a, .. } => out[a].clone(),
+                Kernel::SumRows(a) => vec![rc(&out[a]).1],
+                Kernel::CrossEntropy(_) => vec![1],
+            };
+            out.push(shape);
+        }
+        out
+    }
+
+    /// Kernels launched by a replay (inputs are copies, not kernels).
+    pub fn launches(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|k| !matches!(k, Kernel::Input { .. }))
+            .count()
+    }
+}
+
+/// Records the step `g` ran: the forward ops `loss` depends on, then the
+/// backward ops in the order [`Graph::backward`] applies them. `params`
+/// are the leaves whose gradients the step returns; `data` the batch; the
+/// labels are the softmax cross-entropy's. `g` must have been built
+/// without hooks (a plain f32 step).
+pub fn capture(
+    g: &Graph<f32>,
+    loss: Var,
+    params: &[Var],
+    data: Var,
+    symbolic_batch: bool,
+) -> Result<Ir, CaptureError> {
+    let order = g.topological_order(loss);
+    let mut nodes: Vec<Kernel> = Vec::new();
+    let mut roles = Vec::new();
+    let mut shapes = Vec::new();
+    let mut at: Vec<Option<usize>> = vec![None; g.len()];
+    let push = |nodes: &mut Vec<Kernel>, k: Kernel| {
+        nodes.push(k);
+        nodes.len() - 1
+    };
+    // Inputs first, in slot order: the parameters, then the data.
+    for (i, p) in params.iter().enumerate() {
+        roles.push(Role::Parameter(i));
+        shapes.push(g.shape(*p).to_vec());
+        at[p.0] = Some(push(&mut nodes, Kernel::Input { slot: i }));
+    }
+    roles.push(Role::Data);
+    shapes.push(g.shape(data).to_vec());
+    at[data.0] = Some(push(&mut nodes, Kernel::Input { slot: params.len() }));
+    let mut probs: Vec<Option<usize>> = vec![None; g.len()];
+    let node_of = |at: &[Option<usize>], v: Var| {
+        at[v.0].ok_or_else(|| CaptureError::GraphBreak {
+            op: "leaf".to_owned(),
+        })
+    };
+    for v in &order {
+        let op = &g.node(*v).op;
+        let k = match op {
+            Op::Leaf { .. } => {
+                // A leaf that is neither a parameter nor the data.
+                node_of(&at, *v)?;
+                continue;
+            }
+            Op::MatMul(a, b) => Kernel::MatMul {
+                a: node_of(&at, *a)?,
+                b: node_of(&at, *b)?,
+                a_t: false,
+                b_t: false,
+            },
+            Op::Add(a, b) => {
+                let (sa, sb) = (g.shape(*a), g.shape(*b));
+                let row = sa.len() == 2 && (sb == [sa[1]] || sb == [1, sa[1]]);
+                if sa != sb && !row {
+                    return Err(CaptureError::GraphBreak {
+                        op: "add (scalar broadcast)".to_owned(),
+                    });
+                }
+                Kernel::Add {
+                    a: node_of(&at, *a)?,
+                    b: node_of(&at, *b)?,
+                }
+            }
+            Op::Relu(a) => Kernel::Relu(node_of(&at, *a)?),
+            Op::Tanh(a) => Kernel::Tanh(node_of(&at, *a)?),
+            Op::Sigmoid(a) => Kernel::Sigmoid(node_of(&at, *a)?),
+            Op::SoftmaxCrossEntropy { logits, .. } => {
+                let z = node_of(&at, *logits)?;
+                probs[v.0] = Some(push(&mut nodes, Kernel::Softmax(z)));
+                Kernel::CrossEntropy(z)
+            }
+            other => {
+                return Err(CaptureError::GraphBreak {
+                    op: other.name().to_owned(),
+                });
+            }
+        };
+        at[v.0] = Some(push(&mut nodes, k));
+    }
+    let loss_node = at[loss.0].ok_or(CaptureError::NotPlain)?;
+    if !matches!(nodes[loss_node], Kernel::CrossEntropy(_)) {
+        return Err(CaptureError::GraphBreak {
+            op: g.node(loss).op.name().to_owned(),
+        });
+    }
+    // Backward, as `Graph::backward` runs it: reverse topological order,
+    // only towards nodes that lead to a parameter; a node's contributions
+    // summed in the order they arrive.
+    let mut needs = vec![false; g.len()];
+    for v in &order {
+        needs[v.0] = match &g.node(*v).op {
+            Op::Leaf { .. } => params.contains(v),
+            op => op.inputs().iter().any(|i| needs[i.0]),
+        };
+    }
+    let mut pending: Vec<Option<usize>> = vec![None; g.len()];
+    let give = |nodes: &mut Vec<Kernel>, pending: &mut [Option<usize>], to: Var, k: usize| {
+        if !needs[to.0] {
+            return;
+        }
+        pending[to.0] = Some(match pending[to.0] {
+            Some(acc) => push(nodes, Kernel::Accumulate { a: acc, b: k }),
+            None => k,
+        });
+    };
+    for v in order.iter().rev() {
+        if !needs[v.0] {
+            continue;
+        }
+        let own = at[v.0].ok_or(CaptureError::NotPlain)?;
+        let grad = match pending[v.0] {
+            Some(gn) => gn,
+            None if *v == loss => usize::MAX,
+            None => continue,
+        };
+        let input = |x: &Var| at[x.0].ok_or(CaptureError::NotPlain);
+        match &g.node(*v).op {
+            Op::Leaf { .. } => {}
+            Op::SoftmaxCrossEntropy { logits, .. } => {
+                let p = probs[v.0].ok_or(CaptureError::NotPlain)?;
+                let k = push(&mut nodes, Kernel::CrossEntropyGrad(p));
+                give(&mut nodes, &mut pending, *logits, k);
+            }
+            Op::Add(a, b) => {
+                give(&mut nodes, &mut pending, *a, grad);
+                let k = if g.shape(*a) == g.shape(*b) {
+                    grad
+                } else {
+                    push(&mut nodes, Kernel::SumRows(grad))
+                };
+                give(&mut nodes, &mut pending, *b, k);
+            }
+            Op::MatMul(a, b) => {
+                if needs[a.0] {
+                    let k = Kernel::MatMul {
+                        a: grad,
+                        b: input(b)?,
+                        a_t: false,
+                        b_t: true,
+                    };
+                    let k = push(&mut nodes, k);
+                    give(&mut nodes, &mut pending, *a, k);
+                }
+                if needs[b.0] {
+                    let k = Kernel::MatMul {
+                        a: input(a)?,
+                        b: grad,
+                        a_t: true,
+                        b_t: false,
+                    };
+                    let k = push(&mut nodes, k);
+                    give(&mut nodes, &mut pending, *b, k);
+                }
+            }
+            Op::Relu(a) => {
+                let k = push(
+                    &mut nodes,
+                    Kernel::ReluGrad {
+                        g: grad,
+                        x: input(a)?,
+                    },
+                );
+                give(&mut nodes, &mut pending, *a, k);
+            }
+            Op::Tanh(a) => {
+                let k = push(&mut nodes, Kernel::TanhGrad { g: grad, y: own });
+                give(&mut nodes, &mut pending, *a, k);
+            }
+            Op::Sigmoid(a) => {
+                let k = push(&mut nodes, Kernel::SigmoidGrad { g: grad, y: own });
+                give(&mut nodes, &mut pending, *a, k);
+            }
+            other => {
+                return Err(CaptureError::GraphBreak {
+                    op: other.name().to_owned(),
+                });
+            }
+        }
+    }
+    let grads = params
+        .iter()
+        .map(|p| pending[p.0].ok_or(CaptureError::NotPlain))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Ir {
+        nodes,
+        roles,
+        guards: Guards {
+            shapes,
+            symbolic_batch,
+        },
+        loss: loss_node,
+        grads,
+    })
+}

@@ -1,0 +1,163 @@
+//! What the lesson and `dlsys-lab compile --capture` show of capture: the
+//! MLP's step captured (its kernels, forward and backward, with shapes),
+//! its arena against max-live and no reuse, the compile cache fed four
+//! batches (capture, reuse, guard failure and a symbolic recapture,
+//! reuse), and the overhead of eager vs replayed steps at a tiny and a
+//! large size. The step is the plain fp32 one, whatever the MLP's
+//! precision setting.
+
+use serde::Serialize;
+
+use super::cache::{CacheEvent, Compiled};
+use super::capture::{CaptureError, capture};
+use super::overhead::{self, Overhead, batch};
+use super::replay::{execute, layout};
+use crate::memory::MemoryError;
+use crate::memory::mlp::MlpSettings;
+use crate::nn::{Activation, Mlp};
+
+/// One kernel of the captured step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KernelRow {
+    pub key: &'static str,
+    pub backward: bool,
+    pub shape: Vec<usize>,
+    /// Its inputs, by row.
+    pub inputs: Vec<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Captured {
+    pub sizes: Vec<usize>,
+    pub batch: usize,
+    /// Every node: the inputs copied in, then the kernels.
+    pub kernels: Vec<KernelRow>,
+    pub launches: usize,
+    /// Whether the replay gave the eager step's loss and every gradient,
+    /// bit for bit.
+    pub bit_exact: bool,
+    /// The arena planned for the batch, with its bounds, bytes.
+    pub arena: u64,
+    pub max_live: u64,
+    pub no_reuse: u64,
+    /// The batches fed to the compile cache, and what it did.
+    pub batches: Vec<usize>,
+    pub events: Vec<CacheEvent>,
+    pub captures: usize,
+    /// The overhead at [`overhead::CASES`] (empty when not timed).
+    pub overhead: Vec<Overhead>,
+}
+
+/// Why the capture view cannot be made.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CapturedError {
+    Memory(MemoryError),
+    Capture(CaptureError),
+}
+
+impl crate::errors::Localized for CapturedError {
+    fn key(&self) -> &'static str {
+        match self {
+            Self::Memory(e) => e.key(),
+            Self::Capture(e) => e.key(),
+        }
+    }
+
+    fn args(&self, lang: crate::text::Lang) -> Vec<(&'static str, String)> {
+        match self {
+            Self::Memory(e) => e.args(lang),
+            Self::Capture(e) => e.args(lang),
+        }
+    }
+}
+
+impl std::fmt::Display for CapturedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Memory(e) => e.fmt(f),
+            Self::Capture(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<MemoryError> for CapturedError {
+    fn from(e: MemoryError) -> Self {
+        Self::Memory(e)
+    }
+}
+
+impl From<CaptureError> for CapturedError {
+    fn from(e: CaptureError) -> Self {
+        Self::Capture(e)
+    }
+}
+
+/// The capture view of `mlp`'s step; the overhead timed `runs` times each
+/// way (none when 0).
+pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedError> {
+    let shape = mlp.shape()?;
+    let (sizes, rows) = (shape.sizes.clone(), shape.batch);
+    let (features, classes) = (sizes[0], sizes[sizes.len() - 1]);
+    let model = Mlp::<f32>::new(&sizes, Activation::Relu, 1)
+        .map_err(|e| CapturedError::Memory(MemoryError::from(e)))?;
+    let (x, y) = batch(rows, features, classes, 0);
+    let step = model.step(&x, &y);
+    let ir = capture(&step.graph, step.loss, &step.params, step.data, false)?;
+    let shapes = ir.guards.shapes.clone();
+    let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    let plan = layout(&ir, &refs);
+    let params = model.params();
+    let mut inputs: Vec<(&[f32], &[usize])> = params
+        .iter()
+        .map(|p| (p.data.as_slice(), p.shape.as_slice()))
+        .collect();
+    inputs.push((&x, refs[refs.len() - 1]));
+    let replayed = execute(&ir, &inputs, &y)?;
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let bit_exact = replayed.loss.to_bits() == step.graph.value(step.loss).data[0].to_bits()
+        && step.params.iter().zip(&replayed.grads).all(|(p, got)| {
+            step.graph
+                .grad(*p)
+                .is_some_and(|want| bits(&want.data) == bits(got))
+        });
+    drop(step);
+    let kernels = ir
+        .nodes
+        .iter()
+        .zip(&plan.shapes)
+        .map(|(k, s)| KernelRow {
+            key: k.key(),
+            backward: k.is_backward(),
+            shape: s.clone(),
+            inputs: k.inputs(),
+        })
+        .collect();
+    let batches = vec![rows, rows, if rows > 1 { rows / 2 } else { 2 }, rows * 2];
+    let mut cache = Compiled::new(model);
+    for (i, b) in batches.iter().enumerate() {
+        let (x, y) = batch(*b, features, classes, i as u64 + 1);
+        cache.step(&x, &y)?;
+    }
+    let overhead = if runs == 0 {
+        Vec::new()
+    } else {
+        overhead::CASES
+            .iter()
+            .map(|(rows, width)| overhead::measure(*rows, *width, runs))
+            .collect::<Result<_, _>>()?
+    };
+    Ok(Captured {
+        sizes,
+        batch: rows,
+        launches: ir.launches(),
+        bit_exact,
+        kernels,
+        arena: 4 * plan.arena as u64,
+        max_live: 4 * plan.max_live as u64,
+        no_reuse: 4 * plan.no_reuse as u64,
+        batches,
+        captures: cache.captures(),
+        events: cache.log,
+        overhead,
+    })
+}

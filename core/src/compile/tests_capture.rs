@@ -1,0 +1,214 @@
+//! Capture, replay and the compile cache: a replay equals the eager step
+//! bit for bit; guards refuse what the capture did not see; the arena
+//! never puts two live buffers in the same bytes.
+
+use super::cache::{CacheEvent, Compiled};
+use super::capture::{CaptureError, capture};
+use super::overhead::{self, batch};
+use super::replay::{execute, layout};
+use crate::autograd::{Graph, Tensor};
+use crate::nn::{Activation, Mlp};
+
+fn eager(mlp: &Mlp<f32>, x: &[f32], y: &[usize]) -> (f32, Vec<Vec<f32>>) {
+    let step = mlp.step(x, y);
+    let loss = step.graph.value(step.loss).data[0];
+    let grads = step
+        .params
+        .iter()
+        .map(|p| step.graph.grad(*p).expect("a gradient").data.clone())
+        .collect();
+    (loss, grads)
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn replay_equals_the_eager_step_bit_for_bit() {
+    for (sizes, activation, rows) in [
+        (vec![12, 9, 5], Activation::Relu, 1),
+        (vec![20, 16, 16, 7], Activation::Relu, 33),
+        (vec![8, 6, 4], Activation::Tanh, 5),
+        (vec![10, 12, 3], Activation::Sigmoid, 64),
+    ] {
+        let mlp = Mlp::<f32>::new(&sizes, activation, 3).unwrap();
+        let (x, y) = batch(rows, sizes[0], *sizes.last().unwrap(), 5);
+        let (loss, grads) = eager(&mlp, &x, &y);
+        let step = mlp.step(&x, &y);
+        let ir = capture(&step.graph, step.loss, &step.params, step.data, false).unwrap();
+        let params = mlp.params();
+        let shape = [rows, sizes[0]];
+        let mut inputs: Vec<(&[f32], &[usize])> = params
+            .iter()
+            .map(|p| (p.data.as_slice(), p.shape.as_slice()))
+            .collect();
+        inputs.push((&x, &shape));
+        let got = execute(&ir, &inputs, &y).unwrap();
+        assert_eq!(got.loss.to_bits(), loss.to_bits(), "{sizes:?} loss");
+        assert_eq!(got.grads.len(), grads.len());
+        for (g, want) in got.grads.iter().zip(&grads) {
+            assert_eq!(bits(g), bits(want), "{sizes:?} {activation:?} gradient");
+        }
+        // Forward: per layer matmul, add, activation (none on the last);
+        // softmax and the loss; backward has its own kernels.
+        let layers = sizes.len() - 1;
+        let forward = ir.nodes.iter().filter(|k| !k.is_backward()).count();
+        assert_eq!(forward, 2 * layers + 1 + 3 * layers - 1 + 2);
+        assert_eq!(ir.launches(), 7 * layers);
+    }
+}
+
+#[test]
+fn the_arena_keeps_live_buffers_apart_and_lies_between_its_bounds() {
+    let mlp = Mlp::<f32>::new(&[30, 40, 20, 10], Activation::Relu, 1).unwrap();
+    let (x, y) = batch(17, 30, 10, 2);
+    let step = mlp.step(&x, &y);
+    let ir = capture(&step.graph, step.loss, &step.params, step.data, false).unwrap();
+    let shapes: Vec<Vec<usize>> = ir.guards.shapes.clone();
+    let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    let plan = layout(&ir, &refs);
+    assert!(plan.max_live <= plan.arena && plan.arena <= plan.no_reuse);
+    assert!(plan.arena < plan.no_reuse, "nothing was reused");
+    // Node i is written at i and read up to its last reader.
+    let n = ir.nodes.len();
+    let mut end: Vec<usize> = (1..=n).collect();
+    for (i, k) in ir.nodes.iter().enumerate() {
+        for j in k.inputs() {
+            end[j] = end[j].max(i + 1);
+        }
+    }
+    for out in ir.grads.iter().chain([&ir.loss]) {
+        end[*out] = n;
+    }
+    let span = |i: usize| {
+        let len: usize = plan.shapes[i].iter().product();
+        (plan.offsets[i], plan.offsets[i] + len)
+    };
+    for a in 0..n {
+        for b in a + 1..n {
+            let live_together = a < end[b] && b < end[a];
+            let ((s1, e1), (s2, e2)) = (span(a), span(b));
+            if live_together && s1 < e1 && s2 < e2 {
+                assert!(e1 <= s2 || e2 <= s1, "nodes {a} and {b} overlap");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_new_batch_fails_the_guard_then_a_symbolic_capture_serves_every_size() {
+    let sizes = [16, 12, 4];
+    let mlp = Mlp::<f32>::new(&sizes, Activation::Relu, 9).unwrap();
+    let mut compiled = Compiled::new(mlp.clone());
+    for (i, rows) in [8, 8, 5, 13, 5].into_iter().enumerate() {
+        let (x, y) = batch(rows, 16, 4, i as u64);
+        let got = compiled.step(&x, &y).unwrap();
+        let (loss, grads) = eager(&mlp, &x, &y);
+        assert_eq!(got.loss.to_bits(), loss.to_bits(), "batch {rows}");
+        for (g, want) in got.grads.iter().zip(&grads) {
+            assert_eq!(bits(g), bits(want), "batch {rows}");
+        }
+    }
+    assert_eq!(compiled.captures(), 2);
+    let captured: Vec<(usize, bool)> = compiled
+        .log
+        .iter()
+        .filter_map(|e| match e {
+            CacheEvent::Captured {
+                batch, symbolic, ..
+            } => Some((*batch, *symbolic)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(captured, [(8, false), (5, true)]);
+    // Batch 5 failed the static graph's guard on the data's shape.
+    assert!(compiled.log.iter().any(|e| matches!(
+        e,
+        CacheEvent::GuardFailed { batch: 5, capture: 0, error: CaptureError::Guard { input, .. } } if input == "x"
+    )));
+    // 13 and the second 5 reused the symbolic graph.
+    let reused = compiled
+        .log
+        .iter()
+        .filter(|e| matches!(e, CacheEvent::Reused { capture: 1, .. }))
+        .count();
+    assert_eq!(reused, 2);
+}
+
+#[test]
+fn a_symbolic_graph_still_guards_every_other_dimension() {
+    let mlp = Mlp::<f32>::new(&[6, 5, 3], Activation::Relu, 1).unwrap();
+    let (x, y) = batch(4, 6, 3, 1);
+    let step = mlp.step(&x, &y);
+    let ir = capture(&step.graph, step.loss, &step.params, step.data, true).unwrap();
+    let mut shapes = ir.guards.shapes.clone();
+    let data = shapes.len() - 1;
+    shapes[data] = vec![9, 6];
+    let ok: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    assert_eq!(ir.check(&ok), Ok(()));
+    shapes[data] = vec![9, 7];
+    let wide: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    let err = ir.check(&wide).unwrap_err();
+    assert!(err.to_string().contains("[B, 6]"), "{err}");
+    shapes[data] = vec![9, 6];
+    shapes[0] = vec![6, 4];
+    let weight: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    assert!(
+        matches!(ir.check(&weight), Err(CaptureError::Guard { input, .. }) if input == "param0")
+    );
+}
+
+#[test]
+fn an_op_without_a_kernel_is_a_graph_break() {
+    let mut g = Graph::<f32>::new();
+    let w = g.param(Tensor::new(vec![0.5, -0.5], &[2, 1]));
+    let x = g.input(Tensor::new(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]));
+    let z = g.matmul(x, w);
+    let e = g.exp(z);
+    let loss = g.softmax_cross_entropy(e, &[0, 0]);
+    g.backward(loss);
+    let err = capture(&g, loss, &[w], x, false).unwrap_err();
+    assert_eq!(
+        err,
+        CaptureError::GraphBreak {
+            op: "exp".to_owned()
+        }
+    );
+}
+
+#[test]
+fn overhead_is_measured_on_both_paths() {
+    let o = overhead::measure(2, 8, 3).unwrap();
+    assert!(o.eager_seconds > 0.0 && o.replay_seconds > 0.0);
+    assert!(o.math_seconds <= o.replay_seconds);
+    assert!((0.0..=1.0).contains(&o.eager_share()));
+    // Three layers: 3·3 + 1 kernels forward (matmul, add, ReLU but the
+    // last, softmax, loss), 4·3 − 1 backward.
+    assert_eq!(o.launches, 7 * 3);
+    assert!(overhead::measure(0, 8, 1).is_err());
+}
+
+#[test]
+fn the_capture_view_replays_bit_for_bit_and_recaptures_once() {
+    use crate::memory::mlp::MlpSettings;
+    let mlp = MlpSettings {
+        sizes: "20,12,5".to_owned(),
+        batch: 9,
+        ..MlpSettings::default()
+    };
+    let c = super::captured::captured(&mlp, 0).unwrap();
+    assert!(c.bit_exact);
+    assert_eq!(
+        (c.captures, c.batches.as_slice()),
+        (2, [9, 9, 4, 18].as_slice())
+    );
+    assert_eq!(c.kernels.len(), 5 + c.launches);
+    assert!(c.max_live <= c.arena && c.arena <= c.no_reuse);
+    assert!(c.overhead.is_empty());
+    let bad = MlpSettings {
+        sizes: "20".to_owned(),
+        ..mlp
+    };
+    assert!(super::captured::captured(&bad, 0).is_err());
+}

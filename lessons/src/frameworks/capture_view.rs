@@ -1,0 +1,274 @@
+//! Capture: the MLP's step recorded into a static graph and replayed
+//! alone — its kernels listed, the replay checked bit for bit against the
+//! eager step, the compile cache fed four batches (a guard fails, the
+//! batch turns symbolic), and the overhead of eager vs replayed steps at a
+//! tiny and a large size, timed in the background on the learner's button.
+
+use dlsys_core::compile::cache::CacheEvent;
+use dlsys_core::compile::captured::{Captured, CapturedError, captured};
+use dlsys_core::errors::Localized as _;
+use dlsys_core::memory::mlp::MlpSettings;
+use dlsys_core::memory::{show_bytes, show_seconds};
+use dlsys_core::text::Lang;
+
+use super::{TEXT, t};
+use crate::kit::background::Background;
+use crate::kit::table::{Look, pinned};
+use crate::kit::theme;
+
+/// Runs timed each way: natively in the background; on the web the work
+/// runs between frames, so once.
+#[cfg(not(target_arch = "wasm32"))]
+const RUNS: usize = 5;
+#[cfg(target_arch = "wasm32")]
+const RUNS: usize = 1;
+
+type Done = (MlpSettings, usize, Result<Captured, CapturedError>);
+
+#[derive(Default)]
+pub struct Capture {
+    job: Background<Done>,
+    done: Option<Done>,
+}
+
+impl Capture {
+    /// Captures `mlp`'s step, timing the overhead `runs` times (none at 0).
+    pub fn start(&mut self, mlp: &MlpSettings, runs: usize) {
+        let mlp = mlp.clone();
+        self.job.start(move || {
+            let result = captured(&mlp, runs);
+            (mlp, runs, result)
+        });
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.job.is_running()
+    }
+
+    pub fn logic(&mut self, ctx: &egui::Context) {
+        if let Some(done) = self.job.take(ctx) {
+            self.done = Some(done);
+        }
+    }
+
+    pub fn ui(&mut self, ui: &mut egui::Ui, mlp: &MlpSettings, lang: Lang) {
+        ui.label(t(lang, "capture.explain"));
+        ui.horizontal_wrapped(|ui| {
+            if self.is_running() {
+                ui.spinner();
+                ui.label(t(lang, "capture.running"));
+            } else if ui.button(t(lang, "capture.run")).clicked() {
+                self.start(mlp, RUNS);
+            }
+        });
+        let Some((for_mlp, _, result)) = &self.done else {
+            return;
+        };
+        let c = match result {
+            Ok(c) => c,
+            Err(e) => {
+                ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+                return;
+            }
+        };
+        if for_mlp != mlp {
+            ui.weak(t(lang, "capture.stale"));
+        }
+        summary(ui, c, lang);
+        kernels(ui, c, lang);
+        events(ui, c, lang);
+        overhead(ui, c, lang);
+    }
+
+    /// For the self-test: the default step captured (no timing), replayed
+    /// bit for bit, the cache capturing twice for four batches.
+    pub fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        if self.is_running() {
+            return None;
+        }
+        let fail = |why: String| Some(Err(crate::SelfTestFailure(why)));
+        let c = match &self.done {
+            Some((_, _, Ok(c))) => c,
+            Some((_, _, Err(e))) => return fail(e.to_string()),
+            None => return fail("nothing captured".to_owned()),
+        };
+        let detail = format!(
+            "{} kernels, replay bit-exact: {}, {} captures for batches {:?}",
+            c.launches, c.bit_exact, c.captures, c.batches
+        );
+        Some(if c.bit_exact && c.captures == 2 {
+            Ok(detail)
+        } else {
+            Err(crate::SelfTestFailure(detail))
+        })
+    }
+}
+
+fn summary(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
+    let inputs = c.kernels.iter().filter(|k| k.key == "input").count();
+    let backward = c.kernels.iter().filter(|k| k.backward).count();
+    let sizes: Vec<String> = c.sizes.iter().map(usize::to_string).collect();
+    ui.label(TEXT.fill(
+        lang,
+        "capture.summary",
+        &[
+            ("sizes", &sizes.join("-")),
+            ("batch", &c.batch),
+            ("inputs", &inputs),
+            ("forward", &(c.launches - backward)),
+            ("backward", &backward),
+            ("arena", &show_bytes(c.arena)),
+            ("max_live", &show_bytes(c.max_live)),
+            ("no_reuse", &show_bytes(c.no_reuse)),
+        ],
+    ));
+    let (key, colour) = if c.bit_exact {
+        ("capture.exact", theme::good(ui.visuals()))
+    } else {
+        ("capture.inexact", theme::bad(ui.visuals()))
+    };
+    ui.colored_label(colour, t(lang, key));
+}
+
+fn kernels(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
+    let header = t(lang, "capture.kernels");
+    egui::CollapsingHeader::new(header)
+        .id_salt("frameworks_kernels")
+        .show(ui, |ui| {
+            egui::ScrollArea::vertical()
+                .max_height(260.0)
+                .id_salt("frameworks_kernels_scroll")
+                .show(ui, |ui| {
+                    let cols = ["col.phase", "col.op", "col.shape", "col.from"];
+                    pinned(
+                        ui,
+                        "frameworks_kernel_grid",
+                        c.kernels.len() + 1,
+                        Look::default(),
+                        |ui, r| {
+                            if r == 0 {
+                                ui.strong(t(lang, "col.node"));
+                            } else {
+                                ui.monospace(format!("%{}", r - 1));
+                            }
+                        },
+                        |ui, r| {
+                            let Some(k) = r.checked_sub(1).and_then(|i| c.kernels.get(i)) else {
+                                for key in cols {
+                                    ui.strong(t(lang, key));
+                                }
+                                return;
+                            };
+                            let phase = match (k.key, k.backward) {
+                                ("input", _) => "phase.input",
+                                (_, false) => "phase.forward",
+                                (_, true) => "phase.backward",
+                            };
+                            let from: Vec<String> = k.inputs.iter().map(|j| format!("%{j}")).collect();
+                            ui.label(t(lang, phase));
+                            ui.monospace(k.key);
+                            ui.monospace(format!("{:?}", k.shape));
+                            ui.monospace(from.join(", "));
+                        },
+                    );
+                });
+        });
+}
+
+fn events(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
+    ui.add_space(6.0);
+    ui.strong(t(lang, "capture.cache"));
+    for e in &c.events {
+        let text = match e {
+            CacheEvent::Captured {
+                batch,
+                capture,
+                symbolic,
+            } => TEXT.fill(
+                lang,
+                if *symbolic {
+                    "event.captured_symbolic"
+                } else {
+                    "event.captured"
+                },
+                &[("batch", batch), ("graph", &(capture + 1))],
+            ),
+            CacheEvent::Reused { batch, capture } => {
+                TEXT.fill(lang, "event.reused", &[("batch", batch), ("graph", &(capture + 1))])
+            }
+            CacheEvent::GuardFailed {
+                batch,
+                capture,
+                error,
+            } => TEXT.fill(
+                lang,
+                "event.guard",
+                &[("batch", batch), ("graph", &(capture + 1)), ("error", &error.message(lang))],
+            ),
+        };
+        ui.label(format!("• {text}"));
+    }
+    ui.label(TEXT.fill(
+        lang,
+        "capture.captures",
+        &[("captures", &c.captures), ("calls", &c.batches.len())],
+    ));
+}
+
+fn overhead(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
+    if c.overhead.is_empty() {
+        return;
+    }
+    ui.add_space(6.0);
+    ui.strong(t(lang, "capture.overhead"));
+    let cols = [
+        "col.eager",
+        "col.replay",
+        "col.math",
+        "col.eager_share",
+        "col.replay_share",
+        "col.speedup",
+    ];
+    pinned(
+        ui,
+        "frameworks_overhead",
+        c.overhead.len() + 1,
+        Look::default(),
+        |ui, r| match r.checked_sub(1).and_then(|i| c.overhead.get(i)) {
+            None => {
+                ui.strong(t(lang, "col.size"));
+            }
+            Some(o) => {
+                ui.label(TEXT.fill(lang, "capture.size", &[("batch", &o.batch), ("width", &o.width)]));
+            }
+        },
+        |ui, r| match r.checked_sub(1).and_then(|i| c.overhead.get(i)) {
+            None => {
+                for key in cols {
+                    ui.strong(t(lang, key));
+                }
+            }
+            Some(o) => {
+                ui.monospace(show_seconds(o.eager_seconds));
+                ui.monospace(show_seconds(o.replay_seconds));
+                ui.monospace(show_seconds(o.math_seconds));
+                ui.monospace(format!("{:.0} %", 100.0 * o.eager_share()));
+                ui.monospace(format!("{:.0} %", 100.0 * o.replay_share()));
+                ui.monospace(format!("{:.2}×", o.speedup()));
+            }
+        },
+    );
+    if let [small, large, ..] = c.overhead.as_slice() {
+        ui.label(TEXT.fill(
+            lang,
+            "capture.lesson",
+            &[
+                ("small", &format!("{:.0}", 100.0 * small.eager_share())),
+                ("large", &format!("{:.0}", 100.0 * large.eager_share())),
+                ("speedup", &format!("{:.1}", small.speedup())),
+                ("runs", &small.runs),
+                ("reps", &small.reps),
+            ],
+        ));
+    }
+}
