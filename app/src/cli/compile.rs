@@ -18,6 +18,7 @@ use dlsys_core::memory::precision::Precision;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::names::Named as _;
 use dlsys_core::nn::OptimizerKind;
+use dlsys_shaders::codegen::wgsl;
 
 use super::choice::{choice, name_of};
 use super::output::{Report, emit, line};
@@ -39,12 +40,17 @@ pub struct CompileArgs {
     #[arg(long, default_value_t = StepSettings::default().device_mib)]
     device_mib: u64,
     /// Also capture the MLP's fp32 step: its kernels, the compile cache
-    /// fed four batches, and the overhead of eager vs replayed steps.
+    /// fed a few batches, and the overhead of eager vs replayed steps.
     #[arg(long)]
     capture: bool,
     /// Runs timed each way for the overhead (0: not timed).
     #[arg(long, default_value_t = 5, requires = "capture")]
     runs: usize,
+    /// Also run the fusion pass on the captured step: its groups, each
+    /// edge's decision, launches and bytes before and after, the WGSL
+    /// generated for the longest group.
+    #[arg(long)]
+    fuse: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -56,6 +62,7 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
         ("--optimizer", a.optimizer.is_some()),
         ("--precision", a.precision.is_some()),
         ("--capture", a.capture),
+        ("--fuse", a.fuse),
     ];
     if a.model != StepModel::Mlp
         && let Some((flag, _)) = mlp_flags.iter().find(|(_, given)| *given)
@@ -78,8 +85,9 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
         device_mib: a.device_mib,
     };
     let memory = step_memory(&settings).map_err(|e| say(&e))?;
-    let captured = if a.capture {
-        Some(captured(&settings.mlp, a.runs.min(MAX_RUNS)).map_err(|e| say(&e))?)
+    let captured = if a.capture || a.fuse {
+        let runs = if a.capture { a.runs.min(MAX_RUNS) } else { 0 };
+        Some(captured(&settings.mlp, runs).map_err(|e| say(&e))?)
     } else {
         None
     };
@@ -90,6 +98,7 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
             fragmented: fragmented(),
             growing: growing(),
             captured,
+            show: (a.capture, a.fuse),
         },
         a.json,
     )
@@ -103,6 +112,9 @@ struct CompileReport {
     growing: Growing,
     #[serde(skip_serializing_if = "Option::is_none")]
     captured: Option<Captured>,
+    /// Which of the capture and fusion sections the text shows.
+    #[serde(skip)]
+    show: (bool, bool),
 }
 
 /// The most timed runs each way (the large case takes tens of milliseconds a step).
@@ -218,7 +230,12 @@ impl Report for CompileReport {
             ],
         )?;
         if let Some(c) = &self.captured {
-            captured_text(c, out)?;
+            if self.show.0 {
+                captured_text(c, out)?;
+            }
+            if self.show.1 {
+                fusion_text(c, out)?;
+            }
         }
         Ok(())
     }
@@ -227,8 +244,6 @@ impl Report for CompileReport {
 /// The capture section: the kernels, the replay's arena, the compile
 /// cache's decisions, the overhead.
 fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
-    let inputs = c.kernels.iter().filter(|k| k.key == "input").count();
-    let backward = c.kernels.iter().filter(|k| k.backward).count();
     let sizes: Vec<String> = c.sizes.iter().map(usize::to_string).collect();
     line(
         out,
@@ -236,9 +251,9 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
         &[
             ("sizes", &sizes.join("-")),
             ("batch", &c.batch),
-            ("inputs", &inputs),
-            ("forward", &(c.launches - backward)),
-            ("backward", &backward),
+            ("inputs", &c.inputs()),
+            ("forward", &c.forward()),
+            ("backward", &c.backward()),
         ],
     )?;
     for (i, k) in c.kernels.iter().enumerate() {
@@ -319,7 +334,11 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
     line(
         out,
         "compile.captures",
-        &[("captures", &c.captures), ("calls", &c.batches.len())],
+        &[
+            ("captures", &c.captures),
+            ("calls", &c.batches.len()),
+            ("exact", &c.calls_exact),
+        ],
     )?;
     for o in &c.overhead {
         line(
@@ -329,15 +348,66 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
                 ("batch", &o.batch),
                 ("width", &o.width),
                 ("eager", &show_seconds(o.eager_seconds)),
-                ("eshare", &format!("{:.0}", 100.0 * o.eager_share())),
+                ("eshare", &format!("{:.0}", 100.0 * o.eager_share)),
                 ("replay", &show_seconds(o.replay_seconds)),
-                ("rshare", &format!("{:.0}", 100.0 * o.replay_share())),
+                ("rshare", &format!("{:.0}", 100.0 * o.replay_share)),
                 ("speedup", &format!("{:.2}", o.speedup())),
                 ("launches", &o.launches),
                 ("runs", &o.runs),
-                ("reps", &o.reps),
+                ("reps_e", &o.reps_eager),
+                ("reps_r", &o.reps_replay),
             ],
         )?;
+    }
+    Ok(())
+}
+
+/// The fusion section: each group, each edge's decision, the totals, and
+/// the WGSL generated for the longest group.
+fn fusion_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
+    let f = &c.fusion;
+    line(
+        out,
+        "compile.fuse",
+        &[
+            ("groups", &f.groups.len()),
+            ("before", &f.launches_before),
+            ("after", &f.launches_after),
+            ("bbefore", &show_bytes(f.bytes_before)),
+            ("bafter", &show_bytes(f.bytes_after)),
+        ],
+    )?;
+    for (i, g) in f.groups.iter().enumerate() {
+        let nodes: Vec<String> = g.nodes.iter().map(|n| format!("%{n}")).collect();
+        let ops: Vec<&str> = g.chain.ops.iter().map(|o| o.key()).collect();
+        line(
+            out,
+            "compile.group",
+            &[
+                ("group", &(i + 1)),
+                ("nodes", &nodes.join(", ")),
+                ("ops", &ops.join(" → ")),
+                ("n", &g.n),
+            ],
+        )?;
+    }
+    for e in &f.edges {
+        writeln!(
+            out,
+            "  %{} → %{}: {}",
+            e.from,
+            e.to,
+            e.verdict.name(super::lang())
+        )?;
+    }
+    if let Some((i, g)) = f
+        .groups
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, g)| (g.nodes.len(), usize::MAX - i))
+    {
+        line(out, "compile.wgsl", &[("group", &(i + 1))])?;
+        out.write_all(wgsl(&g.chain, g.n, g.cols, false).as_bytes())?;
     }
     Ok(())
 }

@@ -66,6 +66,7 @@ fn bad_compile_input_is_refused_in_one_line() {
         &["compile", "--model", "cnn", "--batch", "1000"],
         &["compile", "--model", "rnn"],
         &["compile", "--model", "cnn", "--capture"],
+        &["compile", "--model", "transformer", "--fuse"],
         &["compile", "--runs", "3"],
     ]);
 }
@@ -121,5 +122,34 @@ fn a_captured_step_lists_its_kernels_and_the_cache_recaptures_once() {
     assert!(
         out.status.success() && text.contains("守卫条件不成立") && text.contains("反向"),
         "{text}"
+    );
+}
+
+#[test]
+fn the_fusion_pass_joins_bias_and_activation_and_prints_its_kernel() {
+    let v = json(&[
+        "compile", "--mlp", "12,8,8,4", "--batch", "5", "--fuse", "--json",
+    ]);
+    let f = &v["captured"]["fusion"];
+    // Two hidden layers: each bias add joins its ReLU.
+    assert_eq!(f["launches_before"], 21, "{f}");
+    assert_eq!(f["launches_after"], 19, "{f}");
+    assert!(
+        f["bytes_after"].as_u64() < f["bytes_before"].as_u64(),
+        "{f}"
+    );
+    assert!(
+        v["captured"]["overhead"].as_array().unwrap().is_empty(),
+        "not timed without --capture"
+    );
+    let out = dlsys_lab(&["compile", "--mlp", "12,8,8,4", "--fuse"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("@compute") && text.contains("add → relu"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("captured the fp32 step"),
+        "the capture section only with --capture"
     );
 }

@@ -182,6 +182,15 @@ impl<T: Real> Graph<T> {
         self.nodes.len()
     }
 
+    /// Whether the graph computes plain values: no hook, no planted bug,
+    /// nothing packed (what a capture can replay).
+    pub fn is_plain(&self) -> bool {
+        self.output_hook.is_none()
+            && self.grad_hook.is_none()
+            && self.planted_bug.is_none()
+            && self.pack.is_none()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }

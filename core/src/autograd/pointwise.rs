@@ -11,9 +11,11 @@ pub fn relu<T: Real>(x: T) -> T {
     if x > T::ZERO { x } else { T::ZERO }
 }
 
-/// ReLU's derivative at the input `x`, applied to the gradient `g`.
-pub fn relu_grad<T: Real>(g: T, x: T) -> T {
-    if x > T::ZERO { g } else { T::ZERO }
+/// ReLU's derivative from its output `y` (positive exactly where the
+/// input was), applied to the gradient `g` — as PyTorch's
+/// `threshold_backward` reads the result, so the input need not be kept.
+pub fn relu_grad<T: Real>(g: T, y: T) -> T {
+    if y > T::ZERO { g } else { T::ZERO }
 }
 
 /// tanh's derivative from its output `y`.

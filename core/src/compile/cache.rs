@@ -2,12 +2,13 @@
 //! captured graphs' guards; when none passes, the step runs eagerly once
 //! more and is captured again (a recompilation). The first recapture for a
 //! new batch size marks the batch symbolic (torch.compile's automatic
-//! dynamic shapes), so later sizes reuse it. Each graph's arena is planned
+//! dynamic shapes; a batch of 1 stays specialised, as there), so later
+//! sizes reuse it. Each graph's arena is planned
 //! once per batch size and reused.
 
 use serde::Serialize;
 
-use super::capture::{CaptureError, Ir, capture};
+use super::capture::{CaptureError, Ir, capture, slots};
 use super::replay::{Layout, Replayed, layout, run};
 use crate::nn::Mlp;
 
@@ -75,14 +76,15 @@ impl Compiled {
     /// pass, else captured (run eagerly) and then replayed.
     pub fn step(&mut self, x: &[f32], y: &[usize]) -> Result<Replayed, CaptureError> {
         let batch = y.len();
+        if batch == 0 || !x.len().is_multiple_of(batch) {
+            return Err(CaptureError::Rows {
+                values: x.len() as u64,
+                rows: batch as u64,
+            });
+        }
         let params = self.mlp.params();
-        let mut inputs: Vec<(&[f32], &[usize])> = params
-            .iter()
-            .map(|p| (p.data.as_slice(), p.shape.as_slice()))
-            .collect();
-        let features = x.len() / batch.max(1);
-        let data_shape = [batch, features];
-        inputs.push((x, &data_shape));
+        let data_shape = [batch, x.len() / batch];
+        let inputs = slots(&params, x, &data_shape);
         let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
         let mut hit = None;
         for (i, e) in self.entries.iter().enumerate() {
@@ -104,8 +106,10 @@ impl Compiled {
                 i
             }
             None => {
-                // A second batch size makes the batch symbolic.
-                let symbolic = !self.entries.is_empty();
+                // A second batch size makes the batch symbolic — except 1,
+                // which torch.compile specialises too: a row of one is
+                // also the shape of a bias.
+                let symbolic = !self.entries.is_empty() && batch > 1;
                 let step = self.mlp.step(x, y);
                 let ir = capture(&step.graph, step.loss, &step.params, step.data, symbolic)?;
                 self.entries.push(Entry {
@@ -129,6 +133,13 @@ impl Compiled {
                 entry.layouts.len() - 1
             }
         };
-        run(&entry.ir, &entry.layouts[at].1, &inputs, y, &mut self.arena)
+        run(
+            &entry.ir,
+            &entry.layouts[at].1,
+            &inputs,
+            y,
+            &mut self.arena,
+            false,
+        )
     }
 }

@@ -22,8 +22,13 @@ crate::catalog_error! {
     pub enum CaptureError {
         /// An op the capture has no kernel for.
         GraphBreak { op: String } = "compile.graph_break",
-        /// The step uses a hook, a planted bug or packed values.
+        /// The step uses a hook, a planted bug or packed values, or a
+        /// parameter that takes no gradient or gets none.
         NotPlain = "compile.not_plain",
+        /// A label past the classes.
+        Label { label: u64, classes: u64 } = "compile.label",
+        /// The data's values are not whole rows.
+        Rows { values: u64, rows: u64 } = "compile.rows",
         /// An input's shape is not one the capture accepts.
         Guard { input: String, expected: String, got: String } = "compile.guard",
         /// The inputs given are not the ones the capture takes.
@@ -58,10 +63,10 @@ pub enum Kernel {
     Relu(usize),
     Tanh(usize),
     Sigmoid(usize),
-    /// The gradient `g` through ReLU at its input `x`.
+    /// The gradient `g` through ReLU, from its output `y`.
     ReluGrad {
         g: usize,
-        x: usize,
+        y: usize,
     },
     /// The gradient `g` through tanh, from its output `y`.
     TanhGrad {
@@ -95,7 +100,7 @@ impl Kernel {
             Self::MatMul { a, b, .. } | Self::Add { a, b } | Self::Accumulate { a, b } => {
                 vec![a, b]
             }
-            Self::ReluGrad { g, x: y } | Self::TanhGrad { g, y } | Self::SigmoidGrad { g, y } => {
+            Self::ReluGrad { g, y } | Self::TanhGrad { g, y } | Self::SigmoidGrad { g, y } => {
                 vec![g, y]
             }
             Self::Relu(a)
@@ -194,7 +199,7 @@ impl Ir {
             });
         }
         for ((role, want), got) in self.roles.iter().zip(&self.guards.shapes).zip(shapes) {
-            let batch_free = self.guards.symbolic_batch && *role == Role::Data;
+            let batch_free = self.guards.symbolic_batch && *role == Role::Data && !want.is_empty();
             let ok = want.len() == got.len()
                 && want
                     .iter()
@@ -226,11 +231,7 @@ impl Ir {
     pub fn shapes(&self, inputs: &[&[usize]]) -> Vec<Vec<usize>> {
         let mut out: Vec<Vec<usize>> = Vec::with_capacity(self.nodes.len());
         for k in &self.nodes {
-            let rc = |s: &Vec<usize>| match s.as_slice() {
-                [r, c] => (*r, *c),
-                [c] => (1, *c),
-                _ => (1, s.iter().product()),
-            };
+            let rc = |s: &Vec<usize>| rows_cols(s);
             let shape = match *k {
                 Kernel::Input { slot } => inputs[slot].to_vec(),
                 Kernel::MatMul { a, b, a_t, b_t } => {
@@ -256,6 +257,12 @@ impl Ir {
         out
     }
 
+    /// The node the data is copied into.
+    pub fn data_node(&self) -> Option<usize> {
+        let slot = self.roles.iter().position(|r| *r == Role::Data)?;
+        self.nodes.iter().position(|k| *k == Kernel::Input { slot })
+    }
+
     /// Kernels launched by a replay (inputs are copies, not kernels).
     pub fn launches(&self) -> usize {
         self.nodes
@@ -277,6 +284,17 @@ pub fn capture(
     data: Var,
     symbolic_batch: bool,
 ) -> Result<Ir, CaptureError> {
+    let leaf_wants_grad = |v: &Var| {
+        matches!(
+            g.node(*v).op,
+            Op::Leaf {
+                requires_grad: true
+            }
+        )
+    };
+    if !g.is_plain() || !params.iter().all(leaf_wants_grad) || leaf_wants_grad(&data) {
+        return Err(CaptureError::NotPlain);
+    }
     let order = g.topological_order(loss);
     let mut nodes: Vec<Kernel> = Vec::new();
     let mut roles = Vec::new();
@@ -320,7 +338,7 @@ pub fn capture(
                 let row = sa.len() == 2 && (sb == [sa[1]] || sb == [1, sa[1]]);
                 if sa != sb && !row {
                     return Err(CaptureError::GraphBreak {
-                        op: "add (scalar broadcast)".to_owned(),
+                        op: "add_scalar".to_owned(),
                     });
                 }
                 Kernel::Add {
@@ -356,7 +374,7 @@ pub fn capture(
     let mut needs = vec![false; g.len()];
     for v in &order {
         needs[v.0] = match &g.node(*v).op {
-            Op::Leaf { .. } => params.contains(v),
+            Op::Leaf { requires_grad } => *requires_grad,
             op => op.inputs().iter().any(|i| needs[i.0]),
         };
     }
@@ -420,13 +438,7 @@ pub fn capture(
                 }
             }
             Op::Relu(a) => {
-                let k = push(
-                    &mut nodes,
-                    Kernel::ReluGrad {
-                        g: grad,
-                        x: input(a)?,
-                    },
-                );
+                let k = push(&mut nodes, Kernel::ReluGrad { g: grad, y: own });
                 give(&mut nodes, &mut pending, *a, k);
             }
             Op::Tanh(a) => {
@@ -458,4 +470,27 @@ pub fn capture(
         loss: loss_node,
         grads,
     })
+}
+
+/// A shape as a matrix: `[r, c]`, a row `[c]`, else one row of everything.
+pub fn rows_cols(shape: &[usize]) -> (usize, usize) {
+    match shape {
+        [r, c] => (*r, *c),
+        [c] => (1, *c),
+        _ => (1, shape.iter().product()),
+    }
+}
+
+/// The inputs of a captured MLP step in slot order: the parameters, then
+/// the data `x` of `shape`.
+pub fn slots<'a>(
+    params: &'a [&'a crate::autograd::Tensor<f32>],
+    x: &'a [f32],
+    shape: &'a [usize],
+) -> Vec<(&'a [f32], &'a [usize])> {
+    params
+        .iter()
+        .map(|p| (p.data.as_slice(), p.shape.as_slice()))
+        .chain([(x, shape)])
+        .collect()
 }

@@ -1,20 +1,21 @@
 //! What the lesson and `dlsys-lab compile --capture` show of capture: the
 //! MLP's step captured (its kernels, forward and backward, with shapes),
-//! its arena against max-live and no reuse, the compile cache fed four
-//! batches (capture, reuse, guard failure and a symbolic recapture,
-//! reuse), and the overhead of eager vs replayed steps at a tiny and a
+//! its arena against max-live and no reuse, the fusion pass's groups and
+//! decisions, the compile cache fed a few batches (capture, reuse, guard
+//! failure and a symbolic recapture, reuse), and the overhead of eager vs replayed steps at a tiny and a
 //! large size. The step is the plain fp32 one, whatever the MLP's
 //! precision setting.
 
 use serde::Serialize;
 
 use super::cache::{CacheEvent, Compiled};
-use super::capture::{CaptureError, capture};
+use super::capture::{CaptureError, capture, slots};
+use super::fuse::{Fusion, fuse};
 use super::overhead::{self, Overhead, batch};
-use super::replay::{execute, layout};
+use super::replay::{Replayed, execute, layout};
 use crate::memory::MemoryError;
 use crate::memory::mlp::MlpSettings;
-use crate::nn::{Activation, Mlp};
+use crate::nn::{Activation, Mlp, MlpStep};
 
 /// One kernel of the captured step.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -36,10 +37,15 @@ pub struct Captured {
     /// Whether the replay gave the eager step's loss and every gradient,
     /// bit for bit.
     pub bit_exact: bool,
+    /// Of the compile cache's calls, how many gave the eager step's loss
+    /// and gradients bit for bit.
+    pub calls_exact: usize,
     /// The arena planned for the batch, with its bounds, bytes.
     pub arena: u64,
     pub max_live: u64,
     pub no_reuse: u64,
+    /// The fusion pass on the captured step.
+    pub fusion: Fusion,
     /// The batches fed to the compile cache, and what it did.
     pub batches: Vec<usize>,
     pub events: Vec<CacheEvent>,
@@ -107,20 +113,10 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
     let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
     let plan = layout(&ir, &refs);
     let params = model.params();
-    let mut inputs: Vec<(&[f32], &[usize])> = params
-        .iter()
-        .map(|p| (p.data.as_slice(), p.shape.as_slice()))
-        .collect();
-    inputs.push((&x, refs[refs.len() - 1]));
-    let replayed = execute(&ir, &inputs, &y)?;
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    let bit_exact = replayed.loss.to_bits() == step.graph.value(step.loss).data[0].to_bits()
-        && step.params.iter().zip(&replayed.grads).all(|(p, got)| {
-            step.graph
-                .grad(*p)
-                .is_some_and(|want| bits(&want.data) == bits(got))
-        });
+    let inputs = slots(&params, &x, refs[refs.len() - 1]);
+    let bit_exact = same(&execute(&ir, &inputs, &y)?, &step);
     drop(step);
+    let fusion = fuse(&ir, &plan.shapes);
     let kernels = ir
         .nodes
         .iter()
@@ -132,11 +128,16 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
             inputs: k.inputs(),
         })
         .collect();
-    let batches = vec![rows, rows, if rows > 1 { rows / 2 } else { 2 }, rows * 2];
-    let mut cache = Compiled::new(model);
+    // The batch twice, then another (a guard fails; the batch turns
+    // symbolic, unless it is 1), then twice the first.
+    let other = if rows > 2 { rows / 2 } else { rows + 1 };
+    let batches = vec![rows, rows, other, rows * 2];
+    let mut cache = Compiled::new(model.clone());
+    let mut calls_exact = 0;
     for (i, b) in batches.iter().enumerate() {
         let (x, y) = batch(*b, features, classes, i as u64 + 1);
-        cache.step(&x, &y)?;
+        let replayed = cache.step(&x, &y)?;
+        calls_exact += usize::from(same(&replayed, &model.step(&x, &y)));
     }
     let overhead = if runs == 0 {
         Vec::new()
@@ -151,6 +152,8 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
         batch: rows,
         launches: ir.launches(),
         bit_exact,
+        calls_exact,
+        fusion,
         kernels,
         arena: 4 * plan.arena as u64,
         max_live: 4 * plan.max_live as u64,
@@ -160,4 +163,31 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
         events: cache.log,
         overhead,
     })
+}
+
+impl Captured {
+    /// Nodes that copy an input in.
+    pub fn inputs(&self) -> usize {
+        self.kernels.iter().filter(|k| k.key == "input").count()
+    }
+
+    pub fn backward(&self) -> usize {
+        self.kernels.iter().filter(|k| k.backward).count()
+    }
+
+    pub fn forward(&self) -> usize {
+        self.launches - self.backward()
+    }
+}
+
+/// Whether a replay gave `step`'s loss and every gradient, bit for bit.
+fn same(replayed: &Replayed, step: &MlpStep<f32>) -> bool {
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    replayed.loss.to_bits() == step.graph.value(step.loss).data[0].to_bits()
+        && step.params.len() == replayed.grads.len()
+        && step.params.iter().zip(&replayed.grads).all(|(p, got)| {
+            step.graph
+                .grad(*p)
+                .is_some_and(|want| bits(&want.data) == bits(got))
+        })
 }

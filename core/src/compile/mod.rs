@@ -11,7 +11,9 @@ pub mod allocator;
 pub mod cache;
 pub mod capture;
 pub mod captured;
+pub mod chain;
 pub mod expandable;
+pub mod fuse;
 pub mod overhead;
 pub mod plan;
 pub mod replay;
@@ -21,5 +23,7 @@ pub mod step;
 mod tests_allocator;
 #[cfg(test)]
 mod tests_capture;
+#[cfg(test)]
+mod tests_fuse;
 #[cfg(test)]
 mod tests_plan;

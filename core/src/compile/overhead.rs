@@ -4,19 +4,27 @@
 //! The math is what the kernels take, timed around each one in the
 //! replay; the same kernels run in the eager step, so each path's
 //! overhead is its time less that math. A tiny step takes microseconds,
-//! under a browser timer's resolution, so steps are timed in blocks of
-//! enough of them to take [`BLOCK`] seconds; the figures are medians over
-//! blocks, eager and replayed interleaved.
+//! under a browser timer's resolution, so each path is timed in blocks of
+//! enough steps to take [`BLOCK`] seconds (sized by its own warm-up step);
+//! the math in blocks of replays with each kernel timed (the timer's own
+//! cost counts as math, so the overhead is if anything understated). Each
+//! round times the three, eager or replay first in turn; the figures are
+//! medians over rounds, each share worked out within its round.
 
 use rand::{RngExt as _, SeedableRng as _};
 use serde::Serialize;
 
 use super::capture::CaptureError;
+use super::capture::slots;
 use super::replay::{layout, run};
 use crate::nn::{Activation, Mlp};
 
-/// The sizes the lesson compares: a tiny step and a large one.
+/// The sizes the lesson compares, (batch, width): a tiny step and a large
+/// one — smaller on the web, where the work runs between frames.
+#[cfg(not(target_arch = "wasm32"))]
 pub const CASES: [(usize, usize); 2] = [(1, 16), (256, 1024)];
+#[cfg(target_arch = "wasm32")]
+pub const CASES: [(usize, usize); 2] = [(1, 16), (64, 512)];
 
 /// Seconds a timed block of steps takes at least (as the warm-up step
 /// suggests), and the most steps in a block.
@@ -34,35 +42,23 @@ pub struct Overhead {
     /// Median seconds of a step.
     pub eager_seconds: f64,
     pub replay_seconds: f64,
-    /// Median seconds in the kernels.
+    /// Median seconds in the kernels (a replay with each kernel timed).
     pub math_seconds: f64,
+    /// Medians of each round's share of the step that is not math (noise
+    /// can make one negative; it is shown as measured).
+    pub eager_share: f64,
+    pub replay_share: f64,
     pub launches: usize,
-    /// Blocks timed, and steps in each.
+    /// Rounds timed, and steps in a block of each path.
     pub runs: usize,
-    pub reps: usize,
+    pub reps_eager: usize,
+    pub reps_replay: usize,
 }
 
 impl Overhead {
-    /// The share of the eager step that is not math.
-    pub fn eager_share(&self) -> f64 {
-        share(self.eager_seconds, self.math_seconds)
-    }
-
-    pub fn replay_share(&self) -> f64 {
-        share(self.replay_seconds, self.math_seconds)
-    }
-
     /// How many times faster the replay is.
     pub fn speedup(&self) -> f64 {
         self.eager_seconds / self.replay_seconds.max(f64::MIN_POSITIVE)
-    }
-}
-
-fn share(total: f64, math: f64) -> f64 {
-    if total > 0.0 {
-        ((total - math) / total).clamp(0.0, 1.0)
-    } else {
-        0.0
     }
 }
 
@@ -99,46 +95,60 @@ pub fn measure(rows: usize, width: usize, runs: usize) -> Result<Overhead, Captu
     drop(step);
     let params = mlp.params();
     let data_shape = [rows, width];
-    let mut inputs: Vec<(&[f32], &[usize])> = params
-        .iter()
-        .map(|p| (p.data.as_slice(), p.shape.as_slice()))
-        .collect();
-    inputs.push((&x, &data_shape));
+    let inputs = slots(&params, &x, &data_shape);
     let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
     ir.check(&shapes)?;
     let plan = layout(&ir, &shapes);
     let mut arena = Vec::new();
-    let runs = runs.max(1);
-    // Warm-up, one step each way, which also sizes the blocks.
-    let start = web_time::Instant::now();
-    drop(mlp.step(&x, &y));
-    let warm = start.elapsed().as_secs_f64();
-    let last = run(&ir, &plan, &inputs, &y, &mut arena)?;
-    let reps = ((BLOCK / warm.max(1e-9)).ceil() as usize).clamp(1, MAX_REPS);
-    let (mut eager, mut replay, mut math) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..runs {
+    // A block of `reps` steps; the seconds of one.
+    let eager_block = |reps: usize| {
         let start = web_time::Instant::now();
         for _ in 0..reps {
             drop(mlp.step(&x, &y));
         }
-        eager.push(start.elapsed().as_secs_f64() / reps as f64);
-        let mut kernels = 0.0;
-        let start = web_time::Instant::now();
+        start.elapsed().as_secs_f64() / reps as f64
+    };
+    let mut replay_block = |reps: usize, timed: bool| -> Result<(f64, f64), CaptureError> {
+        let (start, mut kernels) = (web_time::Instant::now(), 0.0);
         for _ in 0..reps {
-            kernels += run(&ir, &plan, &inputs, &y, &mut arena)?.math_seconds;
+            kernels += run(&ir, &plan, &inputs, &y, &mut arena, timed)?.math_seconds;
         }
-        replay.push(start.elapsed().as_secs_f64() / reps as f64);
-        math.push(kernels / reps as f64);
+        Ok((
+            start.elapsed().as_secs_f64() / reps as f64,
+            kernels / reps as f64,
+        ))
+    };
+    // Warm-up, one step each way, which also sizes each path's blocks.
+    let size = |seconds: f64| ((BLOCK / seconds.max(1e-9)).ceil() as usize).clamp(1, MAX_REPS);
+    let reps_eager = size(eager_block(1));
+    let reps_replay = size(replay_block(1, false)?.0);
+    let runs = runs.max(1);
+    let mut rounds = Vec::with_capacity(runs);
+    for round in 0..runs {
+        // Alternate which path goes first.
+        let (eager, replay) = if round % 2 == 0 {
+            let e = eager_block(reps_eager);
+            (e, replay_block(reps_replay, false)?.0)
+        } else {
+            let r = replay_block(reps_replay, false)?.0;
+            (eager_block(reps_eager), r)
+        };
+        let math = replay_block(reps_replay, true)?.1;
+        rounds.push([eager, replay, math, 1.0 - math / eager, 1.0 - math / replay]);
     }
+    let column = |c: usize| median(rounds.iter().map(|r| r[c]).collect());
     Ok(Overhead {
         batch: rows,
         width,
-        eager_seconds: median(eager),
-        replay_seconds: median(replay),
-        math_seconds: median(math),
-        launches: last.launches,
+        eager_seconds: column(0),
+        replay_seconds: column(1),
+        math_seconds: column(2),
+        eager_share: column(3),
+        replay_share: column(4),
+        launches: ir.launches(),
         runs,
-        reps,
+        reps_eager,
+        reps_replay,
     })
 }
 

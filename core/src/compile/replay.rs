@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::capture::{CaptureError, Ir, Kernel};
+use super::capture::{CaptureError, Ir, Kernel, rows_cols};
 use super::plan::{Buffer, plan};
 use crate::autograd::Real as _;
 use crate::autograd::pointwise as pw;
@@ -30,9 +30,27 @@ pub struct Layout {
 
 /// Plans the arena for inputs of `shapes` (already checked by the guards).
 pub fn layout(ir: &Ir, shapes: &[&[usize]]) -> Layout {
+    planned(ir, shapes, false)
+}
+
+/// [`layout`] with every buffer kept to the end: nothing reused, so every
+/// node's values can be read after a run ([`value`]).
+pub fn layout_keeping_all(ir: &Ir, shapes: &[&[usize]]) -> Layout {
+    planned(ir, shapes, true)
+}
+
+/// Node `i`'s values in `arena` after a run laid out as `layout` (those
+/// of a node whose bytes were reused since are gone: see
+/// [`layout_keeping_all`]).
+pub fn value<'a>(layout: &Layout, arena: &'a [f32], i: usize) -> &'a [f32] {
+    let len: usize = layout.shapes[i].iter().product();
+    &arena[layout.offsets[i]..layout.offsets[i] + len]
+}
+
+fn planned(ir: &Ir, shapes: &[&[usize]], keep_all: bool) -> Layout {
     let shapes = ir.shapes(shapes);
     let n = ir.nodes.len() as u32;
-    let mut end: Vec<u32> = (1..=n).collect();
+    let mut end: Vec<u32> = (1..=n).map(|e| if keep_all { n } else { e }).collect();
     for (i, k) in ir.nodes.iter().enumerate() {
         for input in k.inputs() {
             end[input] = end[input].max(i as u32 + 1);
@@ -71,7 +89,7 @@ pub struct Replayed {
     pub loss: f32,
     /// Each parameter's gradient, in parameter order.
     pub grads: Vec<Vec<f32>>,
-    /// Seconds in the kernels alone (the math), summed.
+    /// Seconds in the kernels alone (the math), summed; 0 unless timed.
     pub math_seconds: f64,
     /// Kernels launched.
     pub launches: usize,
@@ -87,23 +105,38 @@ pub fn execute(
     ir.check(&shapes)?;
     let layout = layout(ir, &shapes);
     let mut arena = Vec::new();
-    run(ir, &layout, inputs, labels, &mut arena)
+    run(ir, &layout, inputs, labels, &mut arena, false)
 }
 
 /// Runs `ir` laid out as `layout` (for these inputs' shapes), reusing
-/// `arena` across calls.
+/// `arena` across calls; with `timed`, each kernel is timed (the math).
 pub fn run(
     ir: &Ir,
     layout: &Layout,
     inputs: &[(&[f32], &[usize])],
     labels: &[usize],
     arena: &mut Vec<f32>,
+    timed: bool,
 ) -> Result<Replayed, CaptureError> {
-    if labels.len() != ir_rows(layout, ir) {
+    let rows = ir
+        .data_node()
+        .and_then(|d| layout.shapes[d].first().copied())
+        .unwrap_or(0);
+    if labels.len() != rows {
         return Err(CaptureError::Guard {
             input: "labels".to_owned(),
-            expected: format!("[{}]", ir_rows(layout, ir)),
+            expected: format!("[{rows}]"),
             got: format!("[{}]", labels.len()),
+        });
+    }
+    if let Some(Kernel::CrossEntropy(z)) = ir.nodes.get(ir.loss)
+        && let Some(bad) = labels
+            .iter()
+            .find(|l| **l >= rows_cols(&layout.shapes[*z]).1)
+    {
+        return Err(CaptureError::Label {
+            label: *bad as u64,
+            classes: rows_cols(&layout.shapes[*z]).1 as u64,
         });
     }
     arena.resize(layout.arena, 0.0);
@@ -139,7 +172,7 @@ pub fn run(
             out.copy_from_slice(values);
             continue;
         }
-        let start = web_time::Instant::now();
+        let start = timed.then(web_time::Instant::now);
         match *k {
             Kernel::Input { .. } => {}
             Kernel::MatMul { a, b, a_t, b_t } => {
@@ -167,7 +200,7 @@ pub fn run(
             Kernel::Relu(a) => map(out, read(a)?, pw::relu),
             Kernel::Tanh(a) => map(out, read(a)?, f32::tanh),
             Kernel::Sigmoid(a) => map(out, read(a)?, pw::sigmoid),
-            Kernel::ReluGrad { g, x } => zip(out, read(g)?, read(x)?, pw::relu_grad),
+            Kernel::ReluGrad { g, y } => zip(out, read(g)?, read(y)?, pw::relu_grad),
             Kernel::TanhGrad { g, y } => zip(out, read(g)?, read(y)?, pw::tanh_grad),
             Kernel::SigmoidGrad { g, y } => zip(out, read(g)?, read(y)?, pw::sigmoid_grad),
             Kernel::SumRows(a) => pw::sum_rows_into(read(a)?, out),
@@ -178,7 +211,9 @@ pub fn run(
                 pw::cross_entropy_grad_into(read(p)?, cols(p), labels, scale, out);
             }
         }
-        math += start.elapsed().as_secs_f64();
+        if let Some(start) = start {
+            math += start.elapsed().as_secs_f64();
+        }
     }
     Ok(Replayed {
         loss: arena[layout.offsets[ir.loss]],
@@ -186,28 +221,6 @@ pub fn run(
         math_seconds: math,
         launches: ir.launches(),
     })
-}
-
-/// The rows the labels must number: the data's.
-fn ir_rows(layout: &Layout, ir: &Ir) -> usize {
-    ir.roles
-        .iter()
-        .position(|r| *r == super::capture::Role::Data)
-        .and_then(|slot| {
-            ir.nodes
-                .iter()
-                .position(|k| *k == Kernel::Input { slot })
-                .and_then(|n| layout.shapes[n].first().copied())
-        })
-        .unwrap_or(0)
-}
-
-fn rows_cols(shape: &[usize]) -> (usize, usize) {
-    match shape {
-        [r, c] => (*r, *c),
-        [c] => (1, *c),
-        _ => (1, shape.iter().product()),
-    }
 }
 
 fn map(out: &mut [f32], x: &[f32], f: impl Fn(f32) -> f32) {

@@ -45,6 +45,11 @@ impl Capture {
         self.job.is_running()
     }
 
+    /// The last capture, if it succeeded.
+    pub fn result(&self) -> Option<&Captured> {
+        self.done.as_ref().and_then(|(_, _, r)| r.as_ref().ok())
+    }
+
     pub fn logic(&mut self, ctx: &egui::Context) {
         if let Some(done) = self.job.take(ctx) {
             self.done = Some(done);
@@ -105,8 +110,6 @@ impl Capture {
 }
 
 fn summary(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
-    let inputs = c.kernels.iter().filter(|k| k.key == "input").count();
-    let backward = c.kernels.iter().filter(|k| k.backward).count();
     let sizes: Vec<String> = c.sizes.iter().map(usize::to_string).collect();
     ui.label(TEXT.fill(
         lang,
@@ -114,9 +117,9 @@ fn summary(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
         &[
             ("sizes", &sizes.join("-")),
             ("batch", &c.batch),
-            ("inputs", &inputs),
-            ("forward", &(c.launches - backward)),
-            ("backward", &backward),
+            ("inputs", &c.inputs()),
+            ("forward", &c.forward()),
+            ("backward", &c.backward()),
             ("arena", &show_bytes(c.arena)),
             ("max_live", &show_bytes(c.max_live)),
             ("no_reuse", &show_bytes(c.no_reuse)),
@@ -211,7 +214,11 @@ fn events(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
     ui.label(TEXT.fill(
         lang,
         "capture.captures",
-        &[("captures", &c.captures), ("calls", &c.batches.len())],
+        &[
+            ("captures", &c.captures),
+            ("calls", &c.batches.len()),
+            ("exact", &c.calls_exact),
+        ],
     ));
 }
 
@@ -252,22 +259,33 @@ fn overhead(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
                 ui.monospace(show_seconds(o.eager_seconds));
                 ui.monospace(show_seconds(o.replay_seconds));
                 ui.monospace(show_seconds(o.math_seconds));
-                ui.monospace(format!("{:.0} %", 100.0 * o.eager_share()));
-                ui.monospace(format!("{:.0} %", 100.0 * o.replay_share()));
+                ui.monospace(format!("{:.0} %", 100.0 * o.eager_share));
+                ui.monospace(format!("{:.0} %", 100.0 * o.replay_share));
                 ui.monospace(format!("{:.2}×", o.speedup()));
             }
         },
     );
+    ui.label(TEXT.fill(
+        lang,
+        "capture.method",
+        &[
+            ("block", &format!("{:.0}", 1e3 * dlsys_core::compile::overhead::BLOCK)),
+            ("runs", &c.overhead[0].runs),
+        ],
+    ));
     if let [small, large, ..] = c.overhead.as_slice() {
+        let key = if small.eager_share > large.eager_share && small.speedup() > 1.0 {
+            "capture.bound"
+        } else {
+            "capture.not_bound"
+        };
         ui.label(TEXT.fill(
             lang,
-            "capture.lesson",
+            key,
             &[
-                ("small", &format!("{:.0}", 100.0 * small.eager_share())),
-                ("large", &format!("{:.0}", 100.0 * large.eager_share())),
+                ("small", &format!("{:.0}", 100.0 * small.eager_share)),
+                ("large", &format!("{:.0}", 100.0 * large.eager_share)),
                 ("speedup", &format!("{:.1}", small.speedup())),
-                ("runs", &small.runs),
-                ("reps", &small.reps),
             ],
         ));
     }

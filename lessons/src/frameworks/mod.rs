@@ -9,6 +9,7 @@
 mod allocator_view;
 mod capture_view;
 mod exercises;
+mod fusion_view;
 mod plan_view;
 mod traced;
 
@@ -37,6 +38,7 @@ impl Lesson for Frameworks {
         ui.add_space(8.0);
         let (s, traced, capture) = (&mut self.settings, &mut self.traced, &mut self.capture);
         crate::kit::section(ui, &TEXT, lang, "capture", |ui| capture.ui(ui, &s.mlp, lang));
+        crate::kit::section(ui, &TEXT, lang, "fusion", |ui| fusion_view::ui(ui, capture, lang));
         crate::kit::section(ui, &TEXT, lang, "plan", |ui| {
             traced.controls(ui, s, lang);
             plan_view::ui(ui, traced, s, lang);

@@ -27,7 +27,7 @@ pub use guard::{GUARD_LIMIT, guard_loops};
 #[cfg(not(target_arch = "wasm32"))]
 pub use race::race_blocking;
 pub use race::{KernelRace, Lap, RaceError};
-pub use validate::validate;
+pub use validate::{parse_and_validate, validate};
 pub use verdict::{Diagnostic, KernelVerdict, Mismatch};
 
 /// How the harness lays out data and dispatches work for an exercise.

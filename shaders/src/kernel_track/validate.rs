@@ -46,6 +46,12 @@ fn after_previous_code(source: &str, offset: usize) -> usize {
 /// Parses and validates with naga, then checks the entry point the harness
 /// calls: `main`, a compute shader with the exercise's workgroup size.
 pub fn validate(exercise: &KernelExercise, source: &str) -> Result<(), Diagnostic> {
+    let module = parse_and_validate(source)?;
+    check_entry(&module, exercise.layout.workgroup_size())
+}
+
+/// naga's parse and validation of WGSL, the diagnostic at its line.
+pub fn parse_and_validate(source: &str) -> Result<naga::Module, Diagnostic> {
     let module = naga::front::wgsl::parse_str(source).map_err(|err| {
         let message = err.message().to_owned();
         let (line, column) = match err.location(source) {
@@ -81,7 +87,10 @@ pub fn validate(exercise: &KernelExercise, source: &str) -> Result<(), Diagnosti
             message,
         }
     })?;
-    let want = exercise.layout.workgroup_size();
+    Ok(module)
+}
+
+fn check_entry(module: &naga::Module, want: [u32; 3]) -> Result<(), Diagnostic> {
     let entry = module
         .entry_points
         .iter()

@@ -3,6 +3,7 @@
 //! loses its device on purpose.
 
 mod compute_kernels;
+mod fusion_codegen;
 mod kernel_exercises;
 mod kernels;
 mod loop_budget;

@@ -61,7 +61,7 @@ impl<T: Real> Graph<T> {
                     give(*b, matmul(&value(*a), true, g, false));
                 }
             }
-            Op::Relu(a) => give(*a, g.zip_map(&value(*a), pointwise::relu_grad)),
+            Op::Relu(a) => give(*a, g.zip_map(&value(v), pointwise::relu_grad)),
             Op::Tanh(a) => give(*a, g.zip_map(&value(v), pointwise::tanh_grad)),
             Op::Sigmoid(a) => give(*a, g.zip_map(&value(v), pointwise::sigmoid_grad)),
             Op::Exp(a) => give(*a, g.zip_map(&value(v), |g, y| g * y)),

@@ -1,0 +1,114 @@
+//! The fusion pass and its chains: which edges fuse in a captured MLP, the
+//! launches and bytes it saves, each group's chain equal to the kernels it
+//! replaces, and the chain's CPU meaning on hostile values.
+
+use super::capture::{Ir, Kernel, capture};
+use super::chain::{Chain, ChainError, ChainOp, Extra};
+use super::fuse::{Verdict, fuse};
+use super::overhead::batch;
+use super::replay::{layout_keeping_all, run, value};
+use crate::nn::{Activation, Mlp};
+
+/// A captured MLP step, its node shapes, and every node's values.
+fn captured(
+    sizes: &[usize],
+    activation: Activation,
+    rows: usize,
+) -> (Ir, Vec<Vec<usize>>, Vec<Vec<f32>>) {
+    let mlp = Mlp::<f32>::new(sizes, activation, 4).unwrap();
+    let (x, y) = batch(rows, sizes[0], *sizes.last().unwrap(), 8);
+    let step = mlp.step(&x, &y);
+    let ir = capture(&step.graph, step.loss, &step.params, step.data, false).unwrap();
+    let params = mlp.params();
+    let shape = [rows, sizes[0]];
+    let mut inputs: Vec<(&[f32], &[usize])> = params
+        .iter()
+        .map(|p| (p.data.as_slice(), p.shape.as_slice()))
+        .collect();
+    inputs.push((&x, &shape));
+    let refs: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+    let plan = layout_keeping_all(&ir, &refs);
+    let mut arena = Vec::new();
+    run(&ir, &plan, &inputs, &y, &mut arena, false).unwrap();
+    let values = (0..ir.nodes.len())
+        .map(|i| value(&plan, &arena, i).to_vec())
+        .collect();
+    (ir, plan.shapes, values)
+}
+
+#[test]
+fn bias_and_activation_fuse_and_each_chain_equals_the_kernels_it_replaces() {
+    for activation in [Activation::Relu, Activation::Tanh, Activation::Sigmoid] {
+        let sizes = [20, 16, 16, 7];
+        let (ir, shapes, values) = captured(&sizes, activation, 9);
+        let f = fuse(&ir, &shapes);
+        // Per hidden layer, the bias add joins its activation: 2 edges.
+        let fused: Vec<_> = f
+            .edges
+            .iter()
+            .filter(|e| e.verdict == Verdict::Fused)
+            .collect();
+        assert_eq!(fused.len(), 2, "{activation:?}");
+        for e in &fused {
+            assert!(matches!(ir.nodes[e.from], Kernel::Add { .. }));
+        }
+        assert_eq!(f.launches_after, f.launches_before - 2);
+        assert!(f.bytes_after < f.bytes_before);
+        // Each fused pair saves one write and one read of [9, 16] floats.
+        assert_eq!(f.bytes_before - f.bytes_after, 2 * 2 * 4 * 9 * 16);
+        // A GEMM edge and a reduction edge are never fused.
+        assert!(f.edges.iter().any(|e| e.verdict == Verdict::Gemm));
+        assert!(
+            f.edges
+                .iter()
+                .any(|e| e.verdict == Verdict::TrailingReduction)
+        );
+        for g in &f.groups {
+            let extras: Vec<&[f32]> = g.extras.iter().map(|e| values[*e].as_slice()).collect();
+            let got = g.chain.eval(&values[g.input], &extras, g.cols).unwrap();
+            let want = &values[*g.nodes.last().unwrap()];
+            assert_eq!(got.len(), want.len());
+            // The same f32 arithmetic (tanh through f64 in the chain's
+            // reference, f32's in the engine: within an ulp or two).
+            for (a, b) in got.iter().zip(want) {
+                assert!(
+                    (a - b).abs() <= 2.0 * f32::EPSILON * b.abs().max(1e-30),
+                    "{activation:?} {a} {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_chain_refuses_a_missing_or_short_input_and_keeps_nan_where_the_engine_does() {
+    let chain = Chain {
+        extras: vec![Extra::Row],
+        ops: vec![ChainOp::Add(0), ChainOp::Relu, ChainOp::Tanh, ChainOp::Exp],
+    };
+    let x = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 1e30, -3.0];
+    let got = chain.eval(&x, &[&[0.5, -0.5, 0.0]], 3).unwrap();
+    // ReLU turns NaN into 0 (as the engine's), then tanh 0, exp 1.
+    assert_eq!(got[0], 1.0);
+    assert_eq!(got[1], 1f32.exp());
+    assert_eq!(got[2], 1.0);
+    assert!(matches!(
+        chain.eval(&x, &[&[0.5]], 3),
+        Err(ChainError::Length {
+            input: 1,
+            want: 3,
+            got: 1
+        })
+    ));
+    let missing = Chain {
+        extras: Vec::new(),
+        ops: vec![ChainOp::Mul(0)],
+    };
+    assert_eq!(
+        missing.check(),
+        Err(ChainError::NoExtra { op: 0, extra: 0 })
+    );
+    // Fused: x and the bias per element, y once; unfused: four round trips.
+    assert_eq!(chain.fused_traffic(6).bytes(), 4 * 6 * 3);
+    assert_eq!(chain.unfused_traffic(6).bytes(), 4 * 6 * (5 + 4));
+}

@@ -1,0 +1,64 @@
+//! Fusion: the pass run on the captured step — its groups (chains of
+//! elementwise kernels, one generated kernel each), its decision for every
+//! edge in words, launches and bytes before and after, and the WGSL the
+//! generator writes for the longest group, read-only and highlighted.
+
+use dlsys_core::memory::show_bytes;
+use dlsys_core::names::Named as _;
+use dlsys_core::text::Lang;
+use dlsys_shaders::codegen::wgsl;
+
+use super::capture_view::Capture;
+use super::{TEXT, t};
+
+pub fn ui(ui: &mut egui::Ui, capture: &Capture, lang: Lang) {
+    ui.label(t(lang, "fusion.explain"));
+    let Some(c) = capture.result() else {
+        ui.weak(t(lang, "fusion.first"));
+        return;
+    };
+    let f = &c.fusion;
+    ui.label(TEXT.fill(
+        lang,
+        "fusion.summary",
+        &[
+            ("groups", &f.groups.len()),
+            ("before", &f.launches_before),
+            ("after", &f.launches_after),
+            ("bbefore", &show_bytes(f.bytes_before)),
+            ("bafter", &show_bytes(f.bytes_after)),
+        ],
+    ));
+    for (i, g) in f.groups.iter().enumerate() {
+        let nodes: Vec<String> = g.nodes.iter().map(|n| format!("%{n}")).collect();
+        let ops: Vec<&str> = g.chain.ops.iter().map(|o| o.key()).collect();
+        ui.label(TEXT.fill(
+            lang,
+            "fusion.group",
+            &[
+                ("group", &(i + 1)),
+                ("nodes", &nodes.join(", ")),
+                ("ops", &ops.join(" → ")),
+                ("n", &g.n),
+            ],
+        ));
+    }
+    egui::CollapsingHeader::new(t(lang, "fusion.edges"))
+        .id_salt("frameworks_fusion_edges")
+        .show(ui, |ui| {
+            for e in &f.edges {
+                ui.label(format!("%{} → %{}: {}", e.from, e.to, e.verdict.name(lang)));
+            }
+        });
+    let longest = f
+        .groups
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, g)| (g.nodes.len(), usize::MAX - i));
+    if let Some((i, g)) = longest {
+        ui.label(TEXT.fill(lang, "fusion.wgsl", &[("group", &(i + 1))]));
+        let text = wgsl(&g.chain, g.n, g.cols, false);
+        let label = TEXT.fill(lang, "fusion.wgsl", &[("group", &(i + 1))]);
+        crate::kit::code_editor::show(ui, "frameworks_fusion_wgsl", &mut text.as_str(), &label, None);
+    }
+}

@@ -1,0 +1,211 @@
+//! WGSL generated from an elementwise chain ([`Chain`], the fusion pass's
+//! unit): one kernel that loads `x` and each extra input once per element,
+//! applies the ops in registers and stores `y` once. The plain and the
+//! instrumented build (every global load and store counted on `counters`)
+//! come from the same text, and both are validated by naga before use.
+//! Sizes are baked in as constants; the grid is two-dimensional so that
+//! more than 65,535 workgroups' worth of elements fit, and nothing loops.
+
+use dlsys_core::compile::chain::{Chain, ChainError, ChainOp, Extra};
+use dlsys_core::kernels::Family;
+
+use crate::kernel_track::{Diagnostic, parse_and_validate};
+use crate::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program, Values};
+
+/// Invocations per workgroup.
+pub const WG: u32 = 64;
+/// Workgroups along x before the grid wraps to y.
+const MAX_X: u32 = 65_535;
+
+/// The most elements a generated kernel takes (a storage buffer of 1 GiB).
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// The helper functions a chain may call, each emitted only when used:
+/// GELU's tanh form as the hand-written fusion rung writes it; tanh with
+/// NaN kept (a GPU's clamp may turn NaN into a bound, and a shader
+/// compiler may assume no NaN and fold `v != v` to false, so NaN is told
+/// by its bits); the backward rules as the engine writes them.
+const HELPERS: [(&str, &str); 4] = [
+    (
+        "gelu",
+        "fn gelu(v: f32) -> f32 {
+    let inner = clamp(0.7978845608 * (v + 0.044715 * v * v * v), -20.0, 20.0);
+    return 0.5 * v * (1.0 + tanh(inner));
+}
+",
+    ),
+    (
+        "tanh",
+        "fn tanh_nan(v: f32) -> f32 {
+    let nan = (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+    return select(tanh(clamp(v, -20.0, 20.0)), v, nan);
+}
+",
+    ),
+    (
+        "tanh_grad",
+        "fn tanh_grad(g: f32, y: f32) -> f32 {
+    return g * (1.0 - y * y);
+}
+",
+    ),
+    (
+        "sigmoid_grad",
+        "fn sigmoid_grad(g: f32, y: f32) -> f32 {
+    return g * y * (1.0 - y);
+}
+",
+    ),
+];
+
+/// The WGSL of `chain` over `n` elements in rows of `cols`.
+pub fn wgsl(chain: &Chain, n: usize, cols: usize, instrumented: bool) -> String {
+    let count = |which: usize| {
+        if instrumented {
+            format!("atomicAdd(&counters[{which}], 4u);\n    ")
+        } else {
+            String::new()
+        }
+    };
+    let mut decls = String::from("@group(0) @binding(0) var<storage, read> x: array<f32>;\n");
+    for k in 0..chain.extras.len() {
+        decls.push_str(&format!(
+            "@group(0) @binding({}) var<storage, read> in{k}: array<f32>;\n",
+            k + 1
+        ));
+    }
+    let out = chain.extras.len() + 1;
+    decls.push_str(&format!(
+        "@group(0) @binding({out}) var<storage, read_write> y: array<f32>;\n"
+    ));
+    if instrumented {
+        decls.push_str(&format!(
+            "@group(0) @binding({}) var<storage, read_write> counters: array<atomic<u32>, 2>;\n",
+            out + 1
+        ));
+    }
+    let mut body = format!("{}var v = x[i];\n", count(0));
+    for op in &chain.ops {
+        let line = match op {
+            ChainOp::Add(k)
+            | ChainOp::Mul(k)
+            | ChainOp::ReluGrad(k)
+            | ChainOp::TanhGrad(k)
+            | ChainOp::SigmoidGrad(k) => {
+                let at = match chain.extras[*k] {
+                    Extra::Full => "i".to_owned(),
+                    Extra::Row => format!("i % {}u", cols.max(1)),
+                };
+                let e = format!("in{k}[{at}]");
+                let update = match op {
+                    ChainOp::Add(_) => format!("v + {e}"),
+                    ChainOp::Mul(_) => format!("v * {e}"),
+                    ChainOp::ReluGrad(_) => format!("select(0.0, v, {e} > 0.0)"),
+                    ChainOp::TanhGrad(_) => format!("tanh_grad(v, {e})"),
+                    _ => format!("sigmoid_grad(v, {e})"),
+                };
+                format!("{}v = {update};\n", count(0))
+            }
+            ChainOp::Scale(s) => format!("v = v * {s:?};\n"),
+            ChainOp::Relu => "v = select(0.0, v, v > 0.0);\n".to_owned(),
+            ChainOp::Gelu => "v = gelu(v);\n".to_owned(),
+            ChainOp::Tanh => "v = tanh_nan(v);\n".to_owned(),
+            ChainOp::Sigmoid => "v = 1.0 / (1.0 + exp(-v));\n".to_owned(),
+            ChainOp::Exp => "v = exp(v);\n".to_owned(),
+        };
+        body.push_str("    ");
+        body.push_str(&line);
+    }
+    let helpers: String = HELPERS
+        .iter()
+        .filter(|(key, _)| chain.ops.iter().any(|o| o.key() == *key))
+        .map(|(_, text)| format!("\n{text}"))
+        .collect();
+    format!(
+        "{decls}{helpers}
+@compute @workgroup_size({WG})
+fn fused(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {{
+    let i = (wid.y * nwg.x + wid.x) * {WG}u + lid;
+    if (i >= {n}u) {{ return; }}
+    {body}    {store}y[i] = v;
+}}
+",
+        store = count(1),
+    )
+}
+
+/// The grid for `n` elements.
+pub fn workgroups(n: usize) -> [u32; 3] {
+    let groups = (n as u64).div_ceil(u64::from(WG)).max(1);
+    let x = groups.min(u64::from(MAX_X));
+    [x as u32, groups.div_ceil(x) as u32, 1]
+}
+
+/// Why a generated kernel is not made.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CodegenError {
+    Chain(ChainError),
+    /// More elements than a generated kernel takes.
+    TooLarge {
+        n: usize,
+        max: usize,
+    },
+    /// naga refused the generated text (a generator bug).
+    Invalid(Diagnostic),
+}
+
+/// `chain` as a checked program on `x` (rows of `cols`) and its extra
+/// inputs: both builds validated by naga, the output expected within
+/// 1e-5 relative to max(|want|, 0.1) of the CPU's [`Chain::eval`] (so
+/// within 1e-6 absolute near zero), NaN and ±inf where it has them.
+pub fn program(
+    chain: &Chain,
+    x: Vec<f32>,
+    extras: Vec<Vec<f32>>,
+    cols: usize,
+) -> Result<Program, CodegenError> {
+    let n = x.len();
+    if n == 0 || n > MAX_ELEMENTS {
+        return Err(CodegenError::TooLarge {
+            n,
+            max: MAX_ELEMENTS,
+        });
+    }
+    let refs: Vec<&[f32]> = extras.iter().map(Vec::as_slice).collect();
+    let want = chain.eval(&x, &refs, cols).map_err(CodegenError::Chain)?;
+    let source = wgsl(chain, n, cols, false);
+    let counted = wgsl(chain, n, cols, true);
+    for text in [&source, &counted] {
+        parse_and_validate(text).map_err(CodegenError::Invalid)?;
+    }
+    let keys: Vec<&str> = chain.ops.iter().map(ChainOp::key).collect();
+    let mut buffers = vec![NamedBuffer::input("x", Values::F32(x))];
+    for (k, e) in extras.into_iter().enumerate() {
+        buffers.push(NamedBuffer::input(&format!("in{k}"), Values::F32(e)));
+    }
+    buffers.push(NamedBuffer::zeroed("y", ElementType::F32, n as u64));
+    Ok(Program {
+        id: format!("generated/{}", keys.join("+")),
+        family: Family::Fusion,
+        source,
+        counted: Some(counted),
+        buffers,
+        dispatches: vec![Dispatch {
+            entry: "fused".to_owned(),
+            workgroups: workgroups(n),
+            params: [0; 8],
+        }],
+        output: "y".to_owned(),
+        expected: Expected::Close {
+            want,
+            tolerance: 1e-5,
+            floor: 0.1,
+        },
+        traffic: chain.fused_traffic(n),
+        ops: chain.ops_per_element() * n as f64,
+    })
+}
