@@ -106,7 +106,7 @@ pub fn wgsl(chain: &Chain, n: usize, cols: usize, instrumented: bool) -> String 
                 };
                 format!("{}v = {update};\n", count(0))
             }
-            ChainOp::Scale(s) => format!("v = v * {s:?};\n"),
+            ChainOp::Scale(s) => format!("v = v * {};\n", literal(*s)),
             ChainOp::Relu => "v = select(0.0, v, v > 0.0);\n".to_owned(),
             ChainOp::Gelu => "v = gelu(v);\n".to_owned(),
             ChainOp::Tanh => "v = tanh_nan(v);\n".to_owned(),
@@ -138,6 +138,16 @@ fn fused(
     )
 }
 
+/// An f32 as WGSL: its shortest decimal, which reads back exactly, or its
+/// bits where WGSL has no literal (NaN, ±inf).
+fn literal(x: f32) -> String {
+    if x.is_finite() {
+        format!("{x:?}")
+    } else {
+        format!("bitcast<f32>({:#010x}u)", x.to_bits())
+    }
+}
+
 /// The grid for `n` elements.
 pub fn workgroups(n: usize) -> [u32; 3] {
     let groups = (n as u64).div_ceil(u64::from(WG)).max(1);
@@ -145,17 +155,59 @@ pub fn workgroups(n: usize) -> [u32; 3] {
     [x as u32, groups.div_ceil(x) as u32, 1]
 }
 
+/// Storage buffers a generated kernel may bind: WebGPU's default limit
+/// per shader stage (x, the extra inputs, y, and the instrumented build's
+/// counters).
+pub const MAX_BUFFERS: usize = 8;
+
 /// Why a generated kernel is not made.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CodegenError {
     Chain(ChainError),
+    /// No elements.
+    Empty,
     /// More elements than a generated kernel takes.
     TooLarge {
         n: usize,
         max: usize,
     },
+    /// More extra inputs than a kernel can bind.
+    TooManyBuffers {
+        buffers: usize,
+        max: usize,
+    },
     /// naga refused the generated text (a generator bug).
     Invalid(Diagnostic),
+}
+
+/// [`wgsl`], refused where it cannot run (no elements, too many, more
+/// buffers than a kernel binds) and validated by naga.
+pub fn validated(
+    chain: &Chain,
+    n: usize,
+    cols: usize,
+    instrumented: bool,
+) -> Result<String, CodegenError> {
+    chain.check().map_err(CodegenError::Chain)?;
+    if n == 0 {
+        return Err(CodegenError::Empty);
+    }
+    if n > MAX_ELEMENTS {
+        return Err(CodegenError::TooLarge {
+            n,
+            max: MAX_ELEMENTS,
+        });
+    }
+    let buffers = chain.extras.len() + 3;
+    if buffers > MAX_BUFFERS {
+        return Err(CodegenError::TooManyBuffers {
+            buffers,
+            max: MAX_BUFFERS,
+        });
+    }
+    let text = wgsl(chain, n, cols, instrumented);
+    parse_and_validate(&text).map_err(CodegenError::Invalid)?;
+    Ok(text)
 }
 
 /// `chain` as a checked program on `x` (rows of `cols`) and its extra
@@ -169,19 +221,10 @@ pub fn program(
     cols: usize,
 ) -> Result<Program, CodegenError> {
     let n = x.len();
-    if n == 0 || n > MAX_ELEMENTS {
-        return Err(CodegenError::TooLarge {
-            n,
-            max: MAX_ELEMENTS,
-        });
-    }
+    let source = validated(chain, n, cols, false)?;
+    let counted = validated(chain, n, cols, true)?;
     let refs: Vec<&[f32]> = extras.iter().map(Vec::as_slice).collect();
     let want = chain.eval(&x, &refs, cols).map_err(CodegenError::Chain)?;
-    let source = wgsl(chain, n, cols, false);
-    let counted = wgsl(chain, n, cols, true);
-    for text in [&source, &counted] {
-        parse_and_validate(text).map_err(CodegenError::Invalid)?;
-    }
     let keys: Vec<&str> = chain.ops.iter().map(ChainOp::key).collect();
     let mut buffers = vec![NamedBuffer::input("x", Values::F32(x))];
     for (k, e) in extras.into_iter().enumerate() {

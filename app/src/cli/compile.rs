@@ -18,7 +18,7 @@ use dlsys_core::memory::precision::Precision;
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::names::Named as _;
 use dlsys_core::nn::OptimizerKind;
-use dlsys_shaders::codegen::wgsl;
+use dlsys_shaders::codegen::validated;
 
 use super::choice::{choice, name_of};
 use super::output::{Report, emit, line};
@@ -258,7 +258,7 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
     )?;
     for (i, k) in c.kernels.iter().enumerate() {
         let phase = match (k.key, k.backward) {
-            ("input", _) => "compile.phase.input",
+            ("copy_in", _) => "compile.phase.input",
             (_, false) => "compile.phase.forward",
             (_, true) => "compile.phase.backward",
         };
@@ -400,14 +400,13 @@ fn fusion_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
             e.verdict.name(super::lang())
         )?;
     }
-    if let Some((i, g)) = f
-        .groups
-        .iter()
-        .enumerate()
-        .max_by_key(|(i, g)| (g.nodes.len(), usize::MAX - i))
-    {
+    if let Some((i, g)) = f.longest() {
         line(out, "compile.wgsl", &[("group", &(i + 1))])?;
-        out.write_all(wgsl(&g.chain, g.n, g.cols, false).as_bytes())?;
+        match validated(&g.chain, g.n, g.cols, false) {
+            Ok(text) => out.write_all(text.as_bytes())?,
+            // A generator bug: said as it is.
+            Err(e) => writeln!(out, "{e:?}")?,
+        }
     }
     Ok(())
 }

@@ -88,6 +88,13 @@ fn every_subcommand_in_chinese_leaves_no_english() {
             data.extend(json[key].as_str().map(str::to_owned));
         }
     }
+    // The kernel `compile --fuse` generates is code.
+    let out = dlsys_lab(&["compile", "--mlp", "12,8,8,4", "--batch", "6", "--fuse"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    data.extend(
+        text.split_once("(validated by naga):")
+            .map(|(_, wgsl)| wgsl.to_owned()),
+    );
     let reference = std::env::temp_dir().join(format!("dlsys-zh-{}.wgsl", std::process::id()));
     let exercise = dlsys_shaders::kernel_track::exercise("row_max").unwrap();
     std::fs::write(&reference, exercise.reference()).unwrap();
@@ -153,6 +160,18 @@ fn every_subcommand_in_chinese_leaves_no_english() {
         ],
         vec!["quiz", "--n", "50"],
         vec!["lessons"],
+        vec!["compile", "--batch", "8"],
+        vec![
+            "compile",
+            "--mlp",
+            "12,8,8,4",
+            "--batch",
+            "6",
+            "--capture",
+            "--runs",
+            "1",
+            "--fuse",
+        ],
         vec!["wgsl-exercise"],
         vec!["exercises", "--root", "/nonexistent"],
     ];

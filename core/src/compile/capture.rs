@@ -116,7 +116,7 @@ impl Kernel {
     /// Its name as the lesson lists it.
     pub fn key(&self) -> &'static str {
         match self {
-            Self::Input { .. } => "input",
+            Self::Input { .. } => "copy_in",
             Self::MatMul { .. } => "matmul",
             Self::Add { .. } => "add",
             Self::Relu(_) => "relu",

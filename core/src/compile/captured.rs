@@ -168,7 +168,7 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
 impl Captured {
     /// Nodes that copy an input in.
     pub fn inputs(&self) -> usize {
-        self.kernels.iter().filter(|k| k.key == "input").count()
+        self.kernels.iter().filter(|k| k.key == "copy_in").count()
     }
 
     pub fn backward(&self) -> usize {

@@ -75,8 +75,9 @@ impl ChainOp {
     }
 
     /// Its value on `v` (and the extra input's value `e`), in f32 as a
-    /// GPU computes it; the transcendentals through f64, correctly
-    /// rounded at the end.
+    /// GPU computes it: GELU, tanh and exp through f64, rounded to f32 at
+    /// the end; the sigmoid and the backward rules as the engine computes
+    /// them.
     pub fn apply(&self, v: f32, e: f32) -> f32 {
         match self {
             Self::Add(_) => v + e,

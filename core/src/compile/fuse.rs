@@ -2,9 +2,9 @@
 //! chains ([`Chain`]), each chain one generated kernel, with the pass's
 //! decision for every edge between two kernels, in words. An edge p → c is
 //! fused when both are elementwise, p is c's running operand (a chain
-//! follows one value; a second operand is loaded as an extra input), both
-//! cover the same elements, and nothing else reads p — so p's values never
-//! go to memory. Launches and bytes before and after: elementwise kernels
+//! follows one value; a second operand is loaded as an extra input, one
+//! value per element or a bias row) and nothing else reads p — so p's
+//! values never go to memory. Launches and bytes before and after: elementwise kernels
 //! counted as the instrumented build counts them (every element loads its
 //! operands, a bias too), GEMMs and reductions as each operand read once
 //! and the output written once.
@@ -34,11 +34,9 @@ pub enum Verdict {
     /// The producer feeds the consumer's second operand: a chain follows
     /// one running value.
     OtherOperand,
-    /// The consumer covers other elements (a broadcast changes the
-    /// iteration space).
-    Shape,
-    /// Another kernel reads the producer too (or it is a result of the
-    /// step), so its values must be written anyway.
+    /// Another kernel reads the producer too (or the consumer reads it
+    /// twice, or it is a result of the step), so its values must be
+    /// written anyway.
     Shared,
 }
 
@@ -51,9 +49,20 @@ impl Verdict {
             Self::TrailingReduction => "trailing_reduction",
             Self::NotGenerated => "not_generated",
             Self::OtherOperand => "other_operand",
-            Self::Shape => "shape",
             Self::Shared => "shared",
         }
+    }
+}
+
+impl Fusion {
+    /// The longest group (the first of the longest), whose kernel the
+    /// lesson shows.
+    pub fn longest(&self) -> Option<(usize, &Group)> {
+        self.groups
+            .iter()
+            .enumerate()
+            .rev()
+            .max_by_key(|(_, g)| g.nodes.len())
     }
 }
 
@@ -145,12 +154,11 @@ fn with_extra(op: ChainOp, k: usize) -> ChainOp {
 /// Runs the pass on `ir` with every node's shape.
 pub fn fuse(ir: &Ir, shapes: &[Vec<usize>]) -> Fusion {
     let numel = |i: usize| shapes[i].iter().product::<usize>();
-    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); ir.nodes.len()];
-    for (i, k) in ir.nodes.iter().enumerate() {
+    // Operand slots reading each node (a kernel reading it twice counts twice).
+    let mut reads = vec![0usize; ir.nodes.len()];
+    for k in &ir.nodes {
         for j in k.inputs() {
-            if !readers[j].contains(&i) {
-                readers[j].push(i);
-            }
+            reads[j] += 1;
         }
     }
     let outputs: Vec<usize> = ir.grads.iter().copied().chain([ir.loss]).collect();
@@ -170,14 +178,12 @@ pub fn fuse(ir: &Ir, shapes: &[Vec<usize>]) -> Fusion {
                 Verdict::AfterReduction
             } else if cp == Class::Other || cc == Class::Other {
                 Verdict::NotGenerated
-            } else if cc == Class::Reduction {
-                Verdict::TrailingReduction
             } else if as_op(k).is_some_and(|(running, _, _)| running != p) {
                 Verdict::OtherOperand
-            } else if shapes[p] != shapes[c] {
-                Verdict::Shape
-            } else if readers[p].len() > 1 || outputs.contains(&p) {
+            } else if reads[p] > 1 || outputs.contains(&p) {
                 Verdict::Shared
+            } else if cc == Class::Reduction {
+                Verdict::TrailingReduction
             } else {
                 fused_into[c] = true;
                 Verdict::Fused

@@ -163,7 +163,7 @@ fn kernels(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
                                 return;
                             };
                             let phase = match (k.key, k.backward) {
-                                ("input", _) => "phase.input",
+                                ("copy_in", _) => "phase.input",
                                 (_, false) => "phase.forward",
                                 (_, true) => "phase.backward",
                             };

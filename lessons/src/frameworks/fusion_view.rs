@@ -6,7 +6,7 @@
 use dlsys_core::memory::show_bytes;
 use dlsys_core::names::Named as _;
 use dlsys_core::text::Lang;
-use dlsys_shaders::codegen::wgsl;
+use dlsys_shaders::codegen::validated;
 
 use super::capture_view::Capture;
 use super::{TEXT, t};
@@ -50,15 +50,17 @@ pub fn ui(ui: &mut egui::Ui, capture: &Capture, lang: Lang) {
                 ui.label(format!("%{} → %{}: {}", e.from, e.to, e.verdict.name(lang)));
             }
         });
-    let longest = f
-        .groups
-        .iter()
-        .enumerate()
-        .max_by_key(|(i, g)| (g.nodes.len(), usize::MAX - i));
-    if let Some((i, g)) = longest {
-        ui.label(TEXT.fill(lang, "fusion.wgsl", &[("group", &(i + 1))]));
-        let text = wgsl(&g.chain, g.n, g.cols, false);
+    if let Some((i, g)) = f.longest() {
         let label = TEXT.fill(lang, "fusion.wgsl", &[("group", &(i + 1))]);
-        crate::kit::code_editor::show(ui, "frameworks_fusion_wgsl", &mut text.as_str(), &label, None);
+        ui.label(&label);
+        match validated(&g.chain, g.n, g.cols, false) {
+            Ok(text) => {
+                crate::kit::code_editor::show(ui, "frameworks_fusion_wgsl", &mut text.as_str(), &label, None);
+            }
+            // A generator bug: said as it is.
+            Err(e) => {
+                ui.colored_label(crate::kit::theme::bad(ui.visuals()), format!("{e:?}"));
+            }
+        }
     }
 }
