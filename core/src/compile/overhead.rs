@@ -6,8 +6,8 @@
 //! overhead is its time less that math. A tiny step takes microseconds,
 //! under a browser timer's resolution, so each path is timed in blocks of
 //! enough steps to take [`BLOCK`] seconds (sized by its own warm-up step);
-//! the math in blocks of replays with each kernel timed (the timer's own
-//! cost counts as math, so the overhead is if anything understated). Each
+//! the math in blocks of replays with each kernel timed, less what the
+//! timer costs by itself (measured: a thousand empty timings). Each
 //! round times the three, eager or replay first in turn; the figures are
 //! medians over rounds, each share worked out within its round.
 
@@ -118,6 +118,19 @@ pub fn measure(rows: usize, width: usize, runs: usize) -> Result<Overhead, Captu
             kernels / reps as f64,
         ))
     };
+    // What timing one kernel adds by itself (a read of the clock before
+    // and after), taken off the math.
+    let timer = {
+        let start = web_time::Instant::now();
+        let mut sum = 0.0;
+        for _ in 0..1000 {
+            sum += std::hint::black_box(web_time::Instant::now())
+                .elapsed()
+                .as_secs_f64();
+        }
+        std::hint::black_box(sum);
+        start.elapsed().as_secs_f64() / 1000.0
+    };
     // Warm-up, one step each way, which also sizes each path's blocks.
     let size = |seconds: f64| ((BLOCK / seconds.max(1e-9)).ceil() as usize).clamp(1, MAX_REPS);
     let reps_eager = size(eager_block(1));
@@ -133,7 +146,7 @@ pub fn measure(rows: usize, width: usize, runs: usize) -> Result<Overhead, Captu
             let r = replay_block(reps_replay, false)?.0;
             (eager_block(reps_eager), r)
         };
-        let math = replay_block(reps_replay, true)?.1;
+        let math = (replay_block(reps_replay, true)?.1 - timer * ir.launches() as f64).max(0.0);
         rounds.push([eager, replay, math, 1.0 - math / eager, 1.0 - math / replay]);
     }
     let column = |c: usize| median(rounds.iter().map(|r| r[c]).collect());

@@ -20,6 +20,20 @@ fn eager(mlp: &Mlp<f32>, x: &[f32], y: &[usize]) -> (f32, Vec<Vec<f32>>) {
     (loss, grads)
 }
 
+/// Each capture's batch and whether it was symbolic.
+fn captures(compiled: &Compiled) -> Vec<(usize, bool)> {
+    compiled
+        .log
+        .iter()
+        .filter_map(|e| match e {
+            CacheEvent::Captured {
+                batch, symbolic, ..
+            } => Some((*batch, *symbolic)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
 }
@@ -111,16 +125,7 @@ fn a_new_batch_fails_the_guard_then_a_symbolic_capture_serves_every_size() {
         }
     }
     assert_eq!(compiled.captures(), 2);
-    let captured: Vec<(usize, bool)> = compiled
-        .log
-        .iter()
-        .filter_map(|e| match e {
-            CacheEvent::Captured {
-                batch, symbolic, ..
-            } => Some((*batch, *symbolic)),
-            _ => None,
-        })
-        .collect();
+    let captured = captures(&compiled);
     assert_eq!(captured, [(8, false), (5, true)]);
     // Batch 5 failed the static graph's guard on the data's shape.
     assert!(compiled.log.iter().any(|e| matches!(
@@ -270,16 +275,7 @@ fn a_batch_of_one_stays_static_and_the_next_size_turns_symbolic() {
         let (x, y) = batch(rows, 5, 3, i as u64);
         compiled.step(&x, &y).unwrap();
     }
-    let symbolic: Vec<(usize, bool)> = compiled
-        .log
-        .iter()
-        .filter_map(|e| match e {
-            CacheEvent::Captured {
-                batch, symbolic, ..
-            } => Some((*batch, *symbolic)),
-            _ => None,
-        })
-        .collect();
+    let symbolic = captures(&compiled);
     assert_eq!(symbolic, [(3, false), (1, false), (2, true)]);
 }
 
