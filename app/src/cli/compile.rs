@@ -283,6 +283,7 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
             ("arena", &show_bytes(c.arena)),
             ("max_live", &show_bytes(c.max_live)),
             ("no_reuse", &show_bytes(c.no_reuse)),
+            ("in_place", &c.in_place),
         ],
     )?;
     for e in &c.events {

@@ -44,6 +44,8 @@ pub struct Captured {
     pub arena: u64,
     pub max_live: u64,
     pub no_reuse: u64,
+    /// Kernels the plan runs in place, over their dying running operand.
+    pub in_place: usize,
     /// The fusion pass on the captured step.
     pub fusion: Fusion,
     /// The batches fed to the compile cache, and what it did.
@@ -158,6 +160,7 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
         arena: 4 * plan.arena as u64,
         max_live: 4 * plan.max_live as u64,
         no_reuse: 4 * plan.no_reuse as u64,
+        in_place: plan.in_place,
         batches,
         captures: cache.captures(),
         events: cache.log,

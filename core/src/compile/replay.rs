@@ -5,8 +5,9 @@
 //! so a replay gives the eager step's loss and gradients bit for bit.
 //!
 //! A node's buffer lives from the kernel that writes it to the last kernel
-//! that reads it, inclusive: a kernel never writes over its own inputs
-//! (no in-place reuse yet).
+//! that reads it, inclusive, so a kernel does not write over its inputs —
+//! except an elementwise kernel over its running operand when that operand
+//! dies there (in place: both are one buffer to the planner).
 
 use serde::Serialize;
 
@@ -23,20 +24,67 @@ pub struct Layout {
     pub offsets: Vec<usize>,
     /// The arena, f32s.
     pub arena: usize,
-    /// The most f32s live at once and the sum of all buffers.
+    /// The most f32s live at once (kernels written in place counting
+    /// once) and the sum of all nodes' buffers.
     pub max_live: usize,
     pub no_reuse: usize,
+    /// Each node's buffer: its own, or the one it was written over in
+    /// place (by an elementwise kernel whose running operand died there).
+    pub owner: Vec<usize>,
+    /// Nodes written in place.
+    pub in_place: usize,
 }
 
-/// Plans the arena for inputs of `shapes` (already checked by the guards).
+/// The operand an elementwise kernel may write over: its running value.
+fn in_place_operand(k: &Kernel) -> Option<usize> {
+    match *k {
+        Kernel::Add { a, .. }
+        | Kernel::Accumulate { a, .. }
+        | Kernel::Relu(a)
+        | Kernel::Tanh(a)
+        | Kernel::Sigmoid(a)
+        | Kernel::ReluGrad { g: a, .. }
+        | Kernel::TanhGrad { g: a, .. }
+        | Kernel::SigmoidGrad { g: a, .. } => Some(a),
+        _ => None,
+    }
+}
+
+/// Plans the arena for inputs of `shapes` (already checked by the guards):
+/// with in-place writes and without, keeping the smaller arena (greedy
+/// planning is a heuristic: fewer, longer buffers can pack worse; XLA too
+/// tries several orders and keeps the best).
 pub fn layout(ir: &Ir, shapes: &[&[usize]]) -> Layout {
-    planned(ir, shapes, false)
+    let with = planned(ir, shapes, Reuse::InPlace);
+    let without = planned(ir, shapes, Reuse::Apart);
+    if with.arena <= without.arena {
+        with
+    } else {
+        without
+    }
+}
+
+/// The plan with in-place writes allowed, whatever its arena (for tests
+/// and for showing what in-place reuse does).
+pub fn layout_in_place(ir: &Ir, shapes: &[&[usize]]) -> Layout {
+    planned(ir, shapes, Reuse::InPlace)
+}
+
+/// How buffers may share bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reuse {
+    /// Also an elementwise kernel over its dying running operand.
+    InPlace,
+    /// Only buffers never live together.
+    Apart,
+    /// None: every buffer kept to the end.
+    KeepAll,
 }
 
 /// [`layout`] with every buffer kept to the end: nothing reused, so every
 /// node's values can be read after a run ([`value`]).
 pub fn layout_keeping_all(ir: &Ir, shapes: &[&[usize]]) -> Layout {
-    planned(ir, shapes, true)
+    planned(ir, shapes, Reuse::KeepAll)
 }
 
 /// Node `i`'s values in `arena` after a run laid out as `layout` (those
@@ -47,9 +95,10 @@ pub fn value<'a>(layout: &Layout, arena: &'a [f32], i: usize) -> &'a [f32] {
     &arena[layout.offsets[i]..layout.offsets[i] + len]
 }
 
-fn planned(ir: &Ir, shapes: &[&[usize]], keep_all: bool) -> Layout {
+fn planned(ir: &Ir, shapes: &[&[usize]], reuse: Reuse) -> Layout {
     let shapes = ir.shapes(shapes);
     let n = ir.nodes.len() as u32;
+    let keep_all = reuse == Reuse::KeepAll;
     let mut end: Vec<u32> = (1..=n).map(|e| if keep_all { n } else { e }).collect();
     for (i, k) in ir.nodes.iter().enumerate() {
         for input in k.inputs() {
@@ -59,27 +108,51 @@ fn planned(ir: &Ir, shapes: &[&[usize]], keep_all: bool) -> Layout {
     for out in ir.grads.iter().chain([&ir.loss]) {
         end[*out] = n;
     }
-    let buffers: Vec<Buffer> = shapes
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Buffer {
-            id: i as u64,
-            bytes: 4 * s.iter().product::<usize>() as u64,
-            first: i as u32,
-            end: end[i],
-        })
-        .collect();
-    let planned = plan(&buffers);
-    let mut offsets = vec![0; shapes.len()];
-    for p in &planned.placed {
-        offsets[p.buffer.id as usize] = (p.offset / 4) as usize;
+    let numel = |i: usize| shapes[i].iter().product::<usize>();
+    // In place: an elementwise kernel writes over its running operand when
+    // that operand dies here, has its size, is read once by the kernel and
+    // is not a result of the step; the planner sees one buffer for both.
+    let outputs: Vec<usize> = ir.grads.iter().copied().chain([ir.loss]).collect();
+    let mut owner: Vec<usize> = (0..shapes.len()).collect();
+    if reuse == Reuse::InPlace {
+        for (i, k) in ir.nodes.iter().enumerate() {
+            if let Some(j) = in_place_operand(k)
+                && end[j] == i as u32 + 1
+                && numel(j) == numel(i)
+                && k.inputs().iter().filter(|x| **x == j).count() == 1
+                && !outputs.contains(&j)
+            {
+                owner[i] = owner[j];
+            }
+        }
     }
+    let mut buffers: Vec<Buffer> = Vec::new();
+    for i in 0..shapes.len() {
+        if owner[i] == i {
+            buffers.push(Buffer {
+                id: i as u64,
+                bytes: 4 * numel(i) as u64,
+                first: i as u32,
+                end: end[i],
+            });
+        } else if let Some(b) = buffers.iter_mut().find(|b| b.id == owner[i] as u64) {
+            b.end = b.end.max(end[i]);
+        }
+    }
+    let planned = plan(&buffers);
+    let mut at = vec![0; shapes.len()];
+    for p in &planned.placed {
+        at[p.buffer.id as usize] = (p.offset / 4) as usize;
+    }
+    let offsets = owner.iter().map(|o| at[*o]).collect();
     Layout {
+        in_place: owner.iter().enumerate().filter(|(i, o)| *i != **o).count(),
+        no_reuse: (0..shapes.len()).map(numel).sum(),
         shapes,
         offsets,
+        owner,
         arena: (planned.arena / 4) as usize,
         max_live: (planned.max_live / 4) as usize,
-        no_reuse: (planned.no_reuse / 4) as usize,
     }
 }
 
@@ -172,6 +245,12 @@ pub fn run(
             out.copy_from_slice(values);
             continue;
         }
+        // The running operand, or None where the kernel runs in place.
+        let inplace = in_place_operand(k)
+            .is_some_and(|j| layout.owner[i] != i && layout.offsets[j] == out_range.start);
+        let running = |j: usize| -> Result<Option<&[f32]>, CaptureError> {
+            if inplace { Ok(None) } else { read(j).map(Some) }
+        };
         let start = timed.then(web_time::Instant::now);
         match *k {
             Kernel::Input { .. } => {}
@@ -185,24 +264,29 @@ pub fn run(
                 f32::gemm_strided(m, kk, n, read(a)?, a_strides, read(b)?, b_strides, 0.0, out);
             }
             Kernel::Add { a, b } => {
-                let (x, y) = (read(a)?, read(b)?);
+                let y = read(b)?;
                 let width = y.len().max(1);
-                for (o, (i, v)) in out.iter_mut().zip(x.iter().enumerate()) {
-                    *o = *v + y[i % width];
-                }
+                zip_at(out, running(a)?, |i| y[i % width], |u, v| u + v);
             }
             Kernel::Accumulate { a, b } => {
-                let (x, y) = (read(a)?, read(b)?);
-                for ((o, u), v) in out.iter_mut().zip(x).zip(y) {
-                    *o = *u + *v;
-                }
+                let y = read(b)?;
+                zip_at(out, running(a)?, |i| y[i], |u, v| u + v);
             }
-            Kernel::Relu(a) => map(out, read(a)?, pw::relu),
-            Kernel::Tanh(a) => map(out, read(a)?, f32::tanh),
-            Kernel::Sigmoid(a) => map(out, read(a)?, pw::sigmoid),
-            Kernel::ReluGrad { g, y } => zip(out, read(g)?, read(y)?, pw::relu_grad),
-            Kernel::TanhGrad { g, y } => zip(out, read(g)?, read(y)?, pw::tanh_grad),
-            Kernel::SigmoidGrad { g, y } => zip(out, read(g)?, read(y)?, pw::sigmoid_grad),
+            Kernel::Relu(a) => zip_at(out, running(a)?, |_| 0.0, |u, _| pw::relu(u)),
+            Kernel::Tanh(a) => zip_at(out, running(a)?, |_| 0.0, |u, _| u.tanh()),
+            Kernel::Sigmoid(a) => zip_at(out, running(a)?, |_| 0.0, |u, _| pw::sigmoid(u)),
+            Kernel::ReluGrad { g, y } => {
+                let y = read(y)?;
+                zip_at(out, running(g)?, |i| y[i], pw::relu_grad);
+            }
+            Kernel::TanhGrad { g, y } => {
+                let y = read(y)?;
+                zip_at(out, running(g)?, |i| y[i], pw::tanh_grad);
+            }
+            Kernel::SigmoidGrad { g, y } => {
+                let y = read(y)?;
+                zip_at(out, running(g)?, |i| y[i], pw::sigmoid_grad);
+            }
             Kernel::SumRows(a) => pw::sum_rows_into(read(a)?, out),
             Kernel::Softmax(a) => pw::softmax_rows_into(read(a)?, cols(a), out),
             Kernel::CrossEntropy(a) => out[0] = pw::cross_entropy_rows(read(a)?, cols(a), labels),
@@ -223,14 +307,24 @@ pub fn run(
     })
 }
 
-fn map(out: &mut [f32], x: &[f32], f: impl Fn(f32) -> f32) {
-    for (o, v) in out.iter_mut().zip(x) {
-        *o = f(*v);
-    }
-}
-
-fn zip(out: &mut [f32], x: &[f32], y: &[f32], f: impl Fn(f32, f32) -> f32) {
-    for ((o, u), v) in out.iter_mut().zip(x).zip(y) {
-        *o = f(*u, *v);
+/// `out[i] = f(x[i], e(i))`, `x` being `out` itself where the kernel
+/// runs in place (`None`).
+fn zip_at(
+    out: &mut [f32],
+    x: Option<&[f32]>,
+    e: impl Fn(usize) -> f32,
+    f: impl Fn(f32, f32) -> f32,
+) {
+    match x {
+        Some(x) => {
+            for (i, (o, u)) in out.iter_mut().zip(x).enumerate() {
+                *o = f(*u, e(i));
+            }
+        }
+        None => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = f(*o, e(i));
+            }
+        }
     }
 }

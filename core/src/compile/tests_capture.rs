@@ -5,7 +5,7 @@
 use super::cache::{CacheEvent, Compiled};
 use super::capture::{CaptureError, Kernel, capture};
 use super::overhead::{self, batch};
-use super::replay::{execute, layout};
+use super::replay::{execute, layout, layout_in_place};
 use crate::autograd::{Graph, Tensor};
 use crate::nn::{Activation, Mlp};
 
@@ -64,6 +64,16 @@ fn replay_equals_the_eager_step_bit_for_bit() {
         for (g, want) in got.grads.iter().zip(&grads) {
             assert_eq!(bits(g), bits(want), "{sizes:?} {activation:?} gradient");
         }
+        // The same with kernels written in place wherever allowed.
+        let refs: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+        let plan = layout_in_place(&ir, &refs);
+        assert!(plan.in_place > 0);
+        let mut arena = Vec::new();
+        let got = super::replay::run(&ir, &plan, &inputs, &y, &mut arena, false).unwrap();
+        assert_eq!(got.loss.to_bits(), loss.to_bits());
+        for (g, want) in got.grads.iter().zip(&grads) {
+            assert_eq!(bits(g), bits(want), "{sizes:?} {activation:?} in place");
+        }
         // Forward: per layer matmul, add, activation (none on the last);
         // softmax and the loss; backward has its own kernels.
         let layers = sizes.len() - 1;
@@ -81,7 +91,9 @@ fn the_arena_keeps_live_buffers_apart_and_lies_between_its_bounds() {
     let ir = capture(&step.graph, step.loss, &step.params, step.data, false).unwrap();
     let shapes: Vec<Vec<usize>> = ir.guards.shapes.clone();
     let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-    let plan = layout(&ir, &refs);
+    let chosen = layout(&ir, &refs);
+    let plan = layout_in_place(&ir, &refs);
+    assert!(chosen.arena <= plan.arena);
     assert!(plan.max_live <= plan.arena && plan.arena <= plan.no_reuse);
     assert!(plan.arena < plan.no_reuse, "nothing was reused");
     // Node i is written at i and read up to its last reader.
@@ -99,8 +111,16 @@ fn the_arena_keeps_live_buffers_apart_and_lies_between_its_bounds() {
         let len: usize = plan.shapes[i].iter().product();
         (plan.offsets[i], plan.offsets[i] + len)
     };
+    // ReLU over the bias add, and each ReLU gradient over its GEMM's
+    // output, run in place.
+    assert!(plan.in_place >= 4, "{}", plan.in_place);
     for a in 0..n {
         for b in a + 1..n {
+            if plan.owner[a] == plan.owner[b] {
+                // Written in place: b's running operand chain leads to a.
+                assert_eq!(plan.offsets[a], plan.offsets[b]);
+                continue;
+            }
             let live_together = a < end[b] && b < end[a];
             let ((s1, e1), (s2, e2)) = (span(a), span(b));
             if live_together && s1 < e1 && s2 < e2 {

@@ -123,6 +123,7 @@ fn summary(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
             ("arena", &show_bytes(c.arena)),
             ("max_live", &show_bytes(c.max_live)),
             ("no_reuse", &show_bytes(c.no_reuse)),
+            ("in_place", &c.in_place),
         ],
     ));
     let (key, colour) = if c.bit_exact {

@@ -1,12 +1,17 @@
 //! The frameworks lesson's exercises. Every answer comes from the cores:
 //! the caching allocator's rounding and segment rules and its free blocks
-//! (`dlsys_core::compile::allocator`), and max-live over a lifetime table
-//! (`dlsys_core::compile::plan`).
+//! (`dlsys_core::compile::allocator`), max-live over a lifetime table
+//! (`dlsys_core::compile::plan`), a chain's traffic fused and unfused
+//! (`dlsys_core::compile::chain`) and a captured step's guards
+//! (`dlsys_core::compile::capture`).
 
 use dlsys_core::compile::allocator::{
     CachingAllocator, Pool, pool_of, round_size, segment_size, should_split,
 };
+use dlsys_core::compile::capture::{CaptureError, capture};
+use dlsys_core::compile::chain::{Chain, ChainOp, Extra};
 use dlsys_core::compile::plan::{Buffer, max_live, plan};
+use dlsys_core::nn::{Activation, Mlp};
 use dlsys_core::kernels::{DeviceLimits, FusionKind, Kernel, Problem, plan as plan_kernel};
 use dlsys_core::exercise::{AnswerChecker, Mistake, Task};
 use dlsys_core::text::Lang;
@@ -29,6 +34,8 @@ crate::exercises! {
     reserved_after => reserved_after,
     fused_bytes => fused_bytes,
     out_of_memory_why => out_of_memory_why,
+    chain_bytes => chain_bytes,
+    which_guard => which_guard,
 }
 
 fn allocated_bytes(seed: u64, lang: Lang) -> Task {
@@ -283,6 +290,111 @@ fn largest_cached(seed: u64, lang: Lang) -> Task {
             ((tensor + tail) as f64 / MIB as f64, t(lang, "ex.largest_cached.merged")),
             (20.0, t(lang, "ex.largest_cached.segment")),
         ],
+    )
+}
+
+fn chain_bytes(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    // A bias add, then two to four unary ops (no extra inputs).
+    let unary = [ChainOp::Relu, ChainOp::Gelu, ChainOp::Tanh, ChainOp::Scale(0.5), ChainOp::Exp];
+    let count = rng.random_range(2..=4);
+    let mut ops = vec![ChainOp::Add(0)];
+    ops.extend((0..count).map(|_| unary[rng.random_range(0..unary.len())]));
+    let chain = Chain {
+        extras: vec![Extra::Row],
+        ops,
+    };
+    let rows = pick(&mut rng, &[64, 256, 1024]);
+    let cols = pick(&mut rng, &[1024, 2048, 4096]);
+    let n = rows * cols;
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let (unfused, fused) = (mb(chain.unfused_traffic(n).bytes()), mb(chain.fused_traffic(n).bytes()));
+    let answer = unfused - fused;
+    let names: Vec<&str> = chain.ops.iter().map(ChainOp::key).collect();
+    let ops = names.join(" → ");
+    // Forgetting the writes: only the reloads of the intermediates saved.
+    let reads_only = mb(4 * n as u64 * (chain.ops.len() as u64 - 1));
+    Task::numeric(
+        TEXT.fill(lang, "ex.chain_bytes.prompt", &[("ops", &ops), ("rows", &rows), ("cols", &cols)]),
+        answer,
+        vec![t(lang, "ex.chain_bytes.hint1")],
+        TEXT.fill(
+            lang,
+            "ex.chain_bytes.explain",
+            &[("unfused", &show(unfused)), ("fused", &show(fused)), ("answer", &show(answer))],
+        ),
+        vec![
+            (unfused, t(lang, "ex.chain_bytes.unfused")),
+            (fused, t(lang, "ex.chain_bytes.fused")),
+            (reads_only, t(lang, "ex.chain_bytes.reads")),
+        ],
+    )
+}
+
+/// What a call does to a captured graph: the keys of the options.
+const GUARD_OUTCOMES: [&str; 4] = ["replays", "data", "weight", "labels"];
+
+fn which_guard(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let (features, hidden, classes) = (pick(&mut rng, &[8, 12, 16]), 6, 3);
+    let batch = pick(&mut rng, &[8, 16, 32]);
+    let symbolic = rng.random_bool(0.5);
+    let mlp = Mlp::<f32>::new(&[features, hidden, classes], Activation::Relu, seed).ok();
+    // The call: another batch, a wider input by mistake, or a model with a
+    // wider hidden layer.
+    let change = rng.random_range(0..3);
+    let (rows, width, width_h) = match change {
+        0 => (batch * 2, features, hidden),
+        1 => (batch, features + 4, hidden),
+        _ => (batch, features, hidden + 2),
+    };
+    // The guards of a capture at `batch`, asked about the call's shapes.
+    let outcome = mlp
+        .and_then(|mlp| {
+            let x = vec![0.5; batch * features];
+            let y = vec![0; batch];
+            let step = mlp.step(&x, &y);
+            let ir = capture(&step.graph, step.loss, &step.params, step.data, symbolic).ok()?;
+            let shapes: Vec<Vec<usize>> = vec![
+                vec![features, width_h],
+                vec![width_h],
+                vec![width_h, classes],
+                vec![classes],
+                vec![rows, width],
+            ];
+            let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+            Some(match ir.check(&refs) {
+                Ok(()) => "replays",
+                Err(CaptureError::Guard { input, .. }) if input == "x" => "data",
+                Err(_) => "weight",
+            })
+        })
+        .unwrap_or("weight");
+    let how = t(lang, if symbolic { "ex.which_guard.symbolic" } else { "ex.which_guard.static" });
+    let what = TEXT.fill(
+        lang,
+        &format!("ex.which_guard.change{change}"),
+        &[("rows", &rows), ("width", &width), ("hidden", &width_h)],
+    );
+    let fill = |key: &str| TEXT.fill(lang, key, &[("batch", &batch), ("features", &features), ("hidden", &hidden)]);
+    let mut options: Vec<String> = vec![fill(&format!("ex.which_guard.{outcome}"))];
+    options.extend(
+        GUARD_OUTCOMES
+            .iter()
+            .filter(|o| **o != outcome)
+            .map(|o| fill(&format!("ex.which_guard.{o}"))),
+    );
+    choice_task(
+        seed,
+        TEXT.fill(
+            lang,
+            "ex.which_guard.prompt",
+            &[("batch", &batch), ("features", &features), ("hidden", &hidden), ("how", &how), ("what", &what)],
+        ),
+        options,
+        vec![t(lang, "ex.which_guard.hint1")],
+        fill(&format!("ex.which_guard.why_{outcome}")),
+        &t(lang, "ex.which_guard.wrong"),
     )
 }
 
