@@ -181,15 +181,6 @@ pub struct Ir {
 }
 
 impl Ir {
-    /// The batch the step was captured at (the label count).
-    pub fn batch(&self) -> usize {
-        self.roles
-            .iter()
-            .position(|r| *r == Role::Data)
-            .and_then(|slot| self.guards.shapes[slot].first().copied())
-            .unwrap_or(0)
-    }
-
     /// Checks inputs of `shapes` against the guards: the first that fails.
     pub fn check(&self, shapes: &[&[usize]]) -> Result<(), CaptureError> {
         if shapes.len() != self.guards.shapes.len() {

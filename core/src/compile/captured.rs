@@ -12,7 +12,7 @@ use super::cache::{CacheEvent, Compiled};
 use super::capture::{CaptureError, capture, slots};
 use super::fuse::{Fusion, fuse};
 use super::overhead::{self, Overhead, batch};
-use super::replay::{Replayed, execute, layout};
+use super::replay::{Replayed, layout, run};
 use crate::memory::MemoryError;
 use crate::memory::mlp::MlpSettings;
 use crate::nn::{Activation, Mlp, MlpStep};
@@ -116,7 +116,10 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
     let plan = layout(&ir, &refs);
     let params = model.params();
     let inputs = slots(&params, &x, refs[refs.len() - 1]);
-    let bit_exact = same(&execute(&ir, &inputs, &y)?, &step);
+    let bit_exact = same(
+        &run(&ir, &plan, &inputs, &y, &mut Vec::new(), false)?,
+        &step,
+    );
     drop(step);
     let fusion = fuse(&ir, &plan.shapes);
     let kernels = ir

@@ -126,16 +126,20 @@ fn planned(ir: &Ir, shapes: &[&[usize]], reuse: Reuse) -> Layout {
             }
         }
     }
+    // One buffer per owner, living until its last member's last reader.
     let mut buffers: Vec<Buffer> = Vec::new();
+    let mut buffer_of = vec![0; shapes.len()];
     for i in 0..shapes.len() {
         if owner[i] == i {
+            buffer_of[i] = buffers.len();
             buffers.push(Buffer {
                 id: i as u64,
                 bytes: 4 * numel(i) as u64,
                 first: i as u32,
                 end: end[i],
             });
-        } else if let Some(b) = buffers.iter_mut().find(|b| b.id == owner[i] as u64) {
+        } else {
+            let b = &mut buffers[buffer_of[owner[i]]];
             b.end = b.end.max(end[i]);
         }
     }
