@@ -13,6 +13,7 @@ pub mod ladder;
 pub mod plumbing;
 pub mod report;
 pub mod run;
+pub mod selection;
 pub mod source;
 pub mod summary;
 mod unroll;

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use dlsys_core::compile::cache::CacheEvent;
 use dlsys_core::compile::captured::{Captured, captured};
+use dlsys_core::compile::dispatch::Mode;
 use dlsys_core::compile::step::{
     Fragmented, Growing, StepMemory, StepModel, StepSettings, fragmented, growing, step_memory,
 };
@@ -51,6 +52,11 @@ pub struct CompileArgs {
     /// generated for the longest group.
     #[arg(long)]
     fuse: bool,
+    /// Also dispatch the captured step's matmuls through the op registry:
+    /// every candidate timed per shape and the fastest cached (bench), or
+    /// picked by a rule (heuristic); the dispatch chain; the crossover.
+    #[arg(long, value_parser = choice(&Mode::ALL, |m| m.key()))]
+    select: Option<Mode>,
     #[arg(long)]
     pub json: bool,
 }
@@ -63,6 +69,7 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
         ("--precision", a.precision.is_some()),
         ("--capture", a.capture),
         ("--fuse", a.fuse),
+        ("--select", a.select.is_some()),
     ];
     if a.model != StepModel::Mlp
         && let Some((flag, _)) = mlp_flags.iter().find(|(_, given)| *given)
@@ -85,12 +92,16 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
         device_mib: a.device_mib,
     };
     let memory = step_memory(&settings).map_err(|e| say(&e))?;
-    let captured = if a.capture || a.fuse {
+    let captured = if a.capture || a.fuse || a.select.is_some() {
         let runs = if a.capture { a.runs.min(MAX_RUNS) } else { 0 };
         Some(captured(&settings.mlp, runs).map_err(|e| say(&e))?)
     } else {
         None
     };
+    let dispatch = a
+        .select
+        .zip(captured.as_ref())
+        .map(|(mode, c)| super::compile_select::dispatch(&c.calls, mode));
     emit(
         &CompileReport {
             settings,
@@ -98,6 +109,7 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
             fragmented: fragmented(),
             growing: growing(),
             captured,
+            dispatch,
             show: (a.capture, a.fuse),
         },
         a.json,
@@ -112,6 +124,8 @@ struct CompileReport {
     growing: Growing,
     #[serde(skip_serializing_if = "Option::is_none")]
     captured: Option<Captured>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dispatch: Option<super::compile_select::Dispatch>,
     /// Which of the capture and fusion sections the text shows.
     #[serde(skip)]
     show: (bool, bool),
@@ -237,6 +251,9 @@ impl Report for CompileReport {
                 fusion_text(c, out)?;
             }
         }
+        if let Some(d) = &self.dispatch {
+            super::compile_select::text(d, out)?;
+        }
         Ok(())
     }
 }
@@ -286,7 +303,60 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
             ("in_place", &c.in_place),
         ],
     )?;
-    for e in &c.events {
+    events_text(&c.events, out)?;
+    line(
+        out,
+        "compile.captures",
+        &[
+            ("captures", &c.captures),
+            ("calls", &c.batches.len()),
+            ("exact", &c.calls_exact),
+        ],
+    )?;
+    let means: Vec<String> = c.branch_means.iter().map(|m| format!("{m:.3}")).collect();
+    line(
+        out,
+        "compile.branch",
+        &[
+            ("threshold", &dlsys_core::compile::captured::BRANCH_THRESHOLD),
+            ("means", &means.join(", ")),
+        ],
+    )?;
+    events_text(&c.branch_events, out)?;
+    line(
+        out,
+        "compile.branch_captures",
+        &[
+            ("captures", &c.branch_captures),
+            ("calls", &c.branch_means.len()),
+            ("exact", &c.branch_exact),
+        ],
+    )?;
+    for o in &c.overhead {
+        line(
+            out,
+            "compile.overhead",
+            &[
+                ("batch", &o.batch),
+                ("width", &o.width),
+                ("eager", &show_seconds(o.eager_seconds)),
+                ("eshare", &format!("{:.0}", 100.0 * o.eager_share)),
+                ("replay", &show_seconds(o.replay_seconds)),
+                ("rshare", &format!("{:.0}", 100.0 * o.replay_share)),
+                ("speedup", &format!("{:.2}", o.speedup())),
+                ("launches", &o.launches),
+                ("runs", &o.runs),
+                ("reps_e", &o.reps_eager),
+                ("reps_r", &o.reps_replay),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// The compile cache's log, a line a call.
+fn events_text(events: &[CacheEvent], out: &mut dyn Write) -> io::Result<()> {
+    for e in events {
         match e {
             CacheEvent::Captured {
                 batch,
@@ -331,34 +401,6 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
                 ],
             )?,
         }
-    }
-    line(
-        out,
-        "compile.captures",
-        &[
-            ("captures", &c.captures),
-            ("calls", &c.batches.len()),
-            ("exact", &c.calls_exact),
-        ],
-    )?;
-    for o in &c.overhead {
-        line(
-            out,
-            "compile.overhead",
-            &[
-                ("batch", &o.batch),
-                ("width", &o.width),
-                ("eager", &show_seconds(o.eager_seconds)),
-                ("eshare", &format!("{:.0}", 100.0 * o.eager_share)),
-                ("replay", &show_seconds(o.replay_seconds)),
-                ("rshare", &format!("{:.0}", 100.0 * o.replay_share)),
-                ("speedup", &format!("{:.2}", o.speedup())),
-                ("launches", &o.launches),
-                ("runs", &o.runs),
-                ("reps_e", &o.reps_eager),
-                ("reps_r", &o.reps_replay),
-            ],
-        )?;
     }
     Ok(())
 }

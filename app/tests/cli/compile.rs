@@ -4,7 +4,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::support::{dlsys_lab, fails_with_one_line, has_cjk, json};
+use crate::support::{dlsys_lab, fails_with_one_line, gpu_expected, has_cjk, json};
 
 #[test]
 fn a_traced_step_plans_between_its_bounds_and_the_allocator_holds_more() {
@@ -68,6 +68,8 @@ fn bad_compile_input_is_refused_in_one_line() {
         &["compile", "--model", "cnn", "--capture"],
         &["compile", "--model", "transformer", "--fuse"],
         &["compile", "--runs", "3"],
+        &["compile", "--model", "cnn", "--select", "bench"],
+        &["compile", "--select", "fastest"],
     ]);
 }
 
@@ -151,5 +153,99 @@ fn the_fusion_pass_joins_bias_and_activation_and_prints_its_kernel() {
     assert!(
         !text.contains("captured the fp32 step"),
         "the capture section only with --capture"
+    );
+}
+
+#[test]
+fn bench_selection_times_each_shape_once_and_a_second_step_hits_the_cache() {
+    let gpu = gpu_expected();
+    let v = json(&[
+        "compile", "--mlp", "12,8,8,4", "--batch", "5", "--select", "bench", "--json",
+    ]);
+    let s = &v["dispatch"]["selected"];
+    // Three layers: a forward product each, a weight gradient each, an
+    // input gradient for all but the first.
+    let calls = s["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 8, "{s}");
+    assert_eq!(s["second_hits"], 8, "{s}");
+    assert_eq!(s["gpu"], gpu, "{s}");
+    let entries = s["entries"].as_array().unwrap();
+    assert_eq!(
+        s["misses"].as_u64().unwrap() as usize,
+        entries.len(),
+        "each shape chosen once: {s}"
+    );
+    for entry in entries {
+        let (call, sel) = (&entry[0], &entry[1]);
+        let untransposed = call["a_t"] == false && call["b_t"] == false;
+        for pair in sel["timings"].as_array().unwrap() {
+            let on_gpu = pair[0].get("Gpu").is_some();
+            let t = &pair[1];
+            if on_gpu && !untransposed {
+                assert_eq!(t, "Refused", "{entry}");
+            } else if !on_gpu {
+                assert!(t["Seconds"].as_f64().unwrap() > 0.0, "{entry}");
+            }
+        }
+        // The winner is the fastest candidate timed.
+        let fastest = sel["timings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p[1]["Seconds"].as_f64().map(|s| (&p[0], s)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap();
+        assert_eq!(&sel["winner"], fastest.0, "{entry}");
+    }
+    if gpu {
+        assert_eq!(s["sweep"].as_array().unwrap().len(), 6, "{s}");
+        assert!(
+            s["sweep"].as_array().unwrap().iter().all(|r| r["gpu"].is_array()),
+            "a GPU rung ran at every swept size: {s}"
+        );
+    }
+    let chain = &s["chain"];
+    for layer in ["front_end", "lookup", "choice", "kernel"] {
+        assert!(chain[layer].as_f64().unwrap() > 0.0, "{chain}");
+    }
+}
+
+#[test]
+fn the_heuristic_times_nothing_and_says_its_rule() {
+    let v = json(&[
+        "compile", "--mlp", "12,8,8,4", "--batch", "5", "--select", "heuristic", "--json",
+    ]);
+    let s = &v["dispatch"]["selected"];
+    for entry in s["entries"].as_array().unwrap() {
+        // Tiny products: the rule keeps them on the CPU, untimed.
+        assert_eq!(entry[1]["winner"], serde_json::json!({"Cpu": "Sgemm"}), "{entry}");
+        assert!(
+            entry[1]["timings"].as_array().unwrap().iter().all(|p| p[1] == "NotTimed"),
+            "{entry}"
+        );
+    }
+    let out = dlsys_lab(&["compile", "--mlp", "12,8,8,4", "--batch", "5", "--select", "heuristic"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("the rule:"), "{text}");
+}
+
+#[test]
+fn a_data_dependent_branch_is_guarded_and_captured_once_per_path() {
+    let v = json(&[
+        "compile", "--mlp", "12,8,8,4", "--batch", "5", "--capture", "--runs", "0", "--json",
+    ]);
+    let c = &v["captured"];
+    assert_eq!(c["branch_captures"], 2, "{c}");
+    assert_eq!(c["branch_exact"], 5, "{c}");
+    let failed: Vec<&serde_json::Value> = c["branch_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.get("GuardFailed"))
+        .collect();
+    assert_eq!(failed.len(), 2, "{c}");
+    assert!(
+        failed.iter().all(|f| f["error"].as_str().unwrap().contains("mean")),
+        "{c}"
     );
 }

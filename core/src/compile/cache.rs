@@ -3,12 +3,15 @@
 //! more and is captured again (a recompilation). The first recapture for a
 //! new batch size marks the batch symbolic (torch.compile's automatic
 //! dynamic shapes; a batch of 1 stays specialised, as there), so later
-//! sizes reuse it. Each graph's arena is planned
-//! once per batch size and reused.
+//! sizes reuse it. A model with a data-dependent branch (the batch's mean
+//! against a threshold) is captured on the path it took, guarded by that
+//! outcome: a batch that goes the other way fails the guard and is
+//! captured as a second graph. Each graph's arena is planned once per
+//! batch size and reused.
 
 use serde::Serialize;
 
-use super::capture::{CaptureError, Ir, capture, slots};
+use super::capture::{Branch, CaptureError, Ir, capture, slots};
 use super::replay::{Layout, Replayed, layout, run};
 use crate::nn::Mlp;
 
@@ -46,6 +49,9 @@ struct Entry {
 /// An MLP's training step behind a compile cache.
 pub struct Compiled {
     mlp: Mlp<f32>,
+    /// A data-dependent branch in the model: ReLU when the batch's mean is
+    /// above this threshold, tanh otherwise (none: the MLP's own activation).
+    branch: Option<f32>,
     entries: Vec<Entry>,
     /// Every call's events, in order.
     pub log: Vec<CacheEvent>,
@@ -56,9 +62,31 @@ impl Compiled {
     pub fn new(mlp: Mlp<f32>) -> Self {
         Self {
             mlp,
+            branch: None,
             entries: Vec::new(),
             log: Vec::new(),
             arena: Vec::new(),
+        }
+    }
+
+    /// `mlp` with a data-dependent branch: its activation is ReLU when the
+    /// batch's mean is above `threshold` and tanh otherwise, as model code
+    /// `if x.mean() > t` would choose. A capture records the path taken,
+    /// and guards it.
+    pub fn branching(mlp: Mlp<f32>, threshold: f32) -> Self {
+        Self {
+            branch: Some(threshold),
+            ..Self::new(mlp)
+        }
+    }
+
+    /// The activation the model's branch takes on `x` (the MLP's own
+    /// without a branch).
+    pub fn activation_for(&self, x: &[f32]) -> crate::nn::Activation {
+        match self.branch {
+            Some(t) if Branch::of(x, t).1.above => crate::nn::Activation::Relu,
+            Some(_) => crate::nn::Activation::Tanh,
+            None => self.mlp.activation,
         }
     }
 
@@ -86,9 +114,11 @@ impl Compiled {
         let data_shape = [batch, x.len() / batch];
         let inputs = slots(&params, x, &data_shape);
         let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
-        let mut hit = None;
+        let (mut hit, mut shape_failed) = (None, false);
         for (i, e) in self.entries.iter().enumerate() {
-            match e.ir.check(&shapes) {
+            let checked = e.ir.check(&shapes);
+            shape_failed |= checked.is_err();
+            match checked.and_then(|()| e.ir.check_branch(x)) {
                 Ok(()) => {
                     hit = Some(i);
                     break;
@@ -108,10 +138,18 @@ impl Compiled {
             None => {
                 // A second batch size makes the batch symbolic — except 1,
                 // which torch.compile specialises too: a row of one is
-                // also the shape of a bias.
-                let symbolic = !self.entries.is_empty() && batch > 1;
-                let step = self.mlp.step(x, y);
-                let ir = capture(&step.graph, step.loss, &step.params, step.data, symbolic)?;
+                // also the shape of a bias. (A branch taken the other way
+                // changes no shape.)
+                let symbolic = shape_failed && batch > 1;
+                // The model code runs eagerly: its branch is decided on
+                // this batch, and the path taken is recorded and guarded.
+                // (A copy: the replay below reads the parameters from the
+                // original; a capture happens once per graph.)
+                let mut eager = self.mlp.clone();
+                eager.activation = self.activation_for(x);
+                let step = eager.step(x, y);
+                let mut ir = capture(&step.graph, step.loss, &step.params, step.data, symbolic)?;
+                ir.guards.branch = self.branch.map(|t| Branch::of(x, t).1);
                 self.entries.push(Entry {
                     ir,
                     layouts: Vec::new(),

@@ -38,6 +38,11 @@ crate::catalog_error! {
         Overlap = "compile.overlap",
         /// The overhead measurement's sizes out of range.
         Size { rows: u64, width: u64, max: u64 } = "compile.size",
+        /// A branch guard failed: the batch's mean is above the threshold,
+        /// the graph was captured on the path taken below it…
+        BranchAbove { mean: String, threshold: String } = "compile.branch_above",
+        /// …or below it, the graph captured on the path above.
+        BranchBelow { mean: String, threshold: String } = "compile.branch_below",
     }
 }
 
@@ -157,7 +162,7 @@ pub enum Role {
 }
 
 /// What a replay is checked against before it runs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Guards {
     /// Every input's shape when captured, in slot order.
     pub shapes: Vec<Vec<usize>>,
@@ -165,6 +170,26 @@ pub struct Guards {
     /// may be any size: a symbolic dimension, as torch.compile's dynamic
     /// shapes.
     pub symbolic_batch: bool,
+    /// The outcome of a data-dependent branch the step took, when its
+    /// model has one.
+    pub branch: Option<Branch>,
+}
+
+/// A data-dependent branch, as captured: which side of `threshold` the
+/// batch's mean was on. A replay is valid only for batches on that side.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Branch {
+    pub threshold: f32,
+    pub above: bool,
+}
+
+impl Branch {
+    /// Which way `x` goes: its mean (in f64) above the threshold or not.
+    pub fn of(x: &[f32], threshold: f32) -> (f64, Self) {
+        let mean = x.iter().map(|v| f64::from(*v)).sum::<f64>() / x.len().max(1) as f64;
+        let above = mean > f64::from(threshold);
+        (mean, Self { threshold, above })
+    }
 }
 
 /// A captured training step.
@@ -215,6 +240,23 @@ impl Ir {
             }
         }
         Ok(())
+    }
+
+    /// Checks the batch `x` against the branch guard (none: passes).
+    pub fn check_branch(&self, x: &[f32]) -> Result<(), CaptureError> {
+        let Some(want) = self.guards.branch else {
+            return Ok(());
+        };
+        let (mean, got) = Branch::of(x, want.threshold);
+        if got.above == want.above {
+            return Ok(());
+        }
+        let (mean, threshold) = (format!("{mean:.3}"), format!("{}", want.threshold));
+        Err(if got.above {
+            CaptureError::BranchAbove { mean, threshold }
+        } else {
+            CaptureError::BranchBelow { mean, threshold }
+        })
     }
 
     /// Every node's shape, from the inputs' (already checked against the
@@ -457,6 +499,7 @@ pub fn capture(
         guards: Guards {
             shapes,
             symbolic_batch,
+            branch: None,
         },
         loss: loss_node,
         grads,

@@ -2,7 +2,8 @@
 //! MLP's step captured (its kernels, forward and backward, with shapes),
 //! its arena against max-live and no reuse, the fusion pass's groups and
 //! decisions, the compile cache fed a few batches (capture, reuse, guard
-//! failure and a symbolic recapture, reuse), and the overhead of eager vs replayed steps at a tiny and a
+//! failure and a symbolic recapture, reuse), the same model with a
+//! data-dependent branch behind its own cache, and the overhead of eager vs replayed steps at a tiny and a
 //! large size. The step is the plain fp32 one, whatever the MLP's
 //! precision setting.
 
@@ -48,13 +49,26 @@ pub struct Captured {
     pub in_place: usize,
     /// The fusion pass on the captured step.
     pub fusion: Fusion,
+    /// The step's matmuls, in the order it runs them (what dispatch selects for).
+    pub calls: Vec<super::dispatch::Call>,
     /// The batches fed to the compile cache, and what it did.
     pub batches: Vec<usize>,
     pub events: Vec<CacheEvent>,
     pub captures: usize,
+    /// The same model with a data-dependent branch (ReLU when the batch's
+    /// mean is above [`BRANCH_THRESHOLD`], tanh otherwise) behind its own
+    /// cache: each batch's mean, what the cache did, the graphs captured,
+    /// and how many calls equal their eager step bit for bit.
+    pub branch_means: Vec<f64>,
+    pub branch_events: Vec<CacheEvent>,
+    pub branch_captures: usize,
+    pub branch_exact: usize,
     /// The overhead at [`overhead::CASES`] (empty when not timed).
     pub overhead: Vec<Overhead>,
 }
+
+/// The branching model's threshold on the batch's mean.
+pub const BRANCH_THRESHOLD: f32 = 0.5;
 
 /// Why the capture view cannot be made.
 #[derive(Clone, Debug, PartialEq)]
@@ -122,6 +136,7 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
     );
     drop(step);
     let fusion = fuse(&ir, &plan.shapes);
+    let calls = super::dispatch::calls(&ir, &plan.shapes);
     let kernels = ir
         .nodes
         .iter()
@@ -144,6 +159,20 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
         let replayed = cache.step(&x, &y)?;
         calls_exact += usize::from(same(&replayed, &model.step(&x, &y)));
     }
+    // The branching model: batches whose means fall above, above, below,
+    // above and below the threshold.
+    let mut branching = Compiled::branching(model.clone(), BRANCH_THRESHOLD);
+    let (mut branch_means, mut branch_exact) = (Vec::new(), 0);
+    for (i, above) in [true, true, false, true, false].into_iter().enumerate() {
+        let (mut x, y) = batch(rows, features, classes, 10 + i as u64);
+        let shift = if above { 0.5 } else { 0.0 };
+        x.iter_mut().for_each(|v| *v = shift + 0.5 * *v);
+        branch_means.push(super::capture::Branch::of(&x, BRANCH_THRESHOLD).0);
+        let replayed = branching.step(&x, &y)?;
+        let mut eager = model.clone();
+        eager.activation = branching.activation_for(&x);
+        branch_exact += usize::from(same(&replayed, &eager.step(&x, &y)));
+    }
     let overhead = if runs == 0 {
         Vec::new()
     } else {
@@ -159,6 +188,7 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
         bit_exact,
         calls_exact,
         fusion,
+        calls,
         kernels,
         arena: 4 * plan.arena as u64,
         max_live: 4 * plan.max_live as u64,
@@ -167,6 +197,10 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
         batches,
         captures: cache.captures(),
         events: cache.log,
+        branch_means,
+        branch_captures: branching.captures(),
+        branch_events: branching.log,
+        branch_exact,
         overhead,
     })
 }

@@ -2,7 +2,8 @@
 //! "Frameworks & compilers" lesson. So far: a training step captured into
 //! a static graph ([`capture`]), replayed alone into a planned arena
 //! ([`replay`]) behind guards and recaptures ([`cache`]), with its
-//! overhead measured against the eager step ([`overhead`]); memory
+//! overhead measured against the eager step ([`overhead`]); a matmul's
+//! dispatch through an op registry and algorithm selection ([`dispatch`]); memory
 //! planning ahead of time over a step's buffers ([`plan`]) and a model of
 //! PyTorch's CUDA caching allocator ([`allocator`], [`expandable`]), both
 //! on the engine's allocation trace of a training step ([`step`]).
@@ -12,17 +13,21 @@ pub mod cache;
 pub mod capture;
 pub mod captured;
 pub mod chain;
+pub mod dispatch;
 pub mod expandable;
 pub mod fuse;
 pub mod overhead;
 pub mod plan;
 pub mod replay;
+pub mod selected;
 pub mod step;
 
 #[cfg(test)]
 mod tests_allocator;
 #[cfg(test)]
 mod tests_capture;
+#[cfg(test)]
+mod tests_dispatch;
 #[cfg(test)]
 mod tests_fuse;
 #[cfg(test)]

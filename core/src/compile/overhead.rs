@@ -165,7 +165,8 @@ pub fn measure(rows: usize, width: usize, runs: usize) -> Result<Overhead, Captu
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (0 for none).
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }

@@ -322,3 +322,47 @@ fn the_capture_view_replays_bit_for_bit_and_recaptures_once() {
     };
     assert!(super::captured::captured(&bad, 0).is_err());
 }
+
+#[test]
+fn a_branch_taken_the_other_way_fails_its_guard_and_is_captured_once_more() {
+    let sizes = [16, 12, 4];
+    let mlp = Mlp::<f32>::new(&sizes, Activation::Relu, 9).unwrap();
+    let mut compiled = Compiled::branching(mlp.clone(), 0.5);
+    let sides = [true, true, false, true, false];
+    for (i, above) in sides.into_iter().enumerate() {
+        let (mut x, y) = batch(8, 16, 4, i as u64);
+        // Means near 0.75 or 0.25.
+        x.iter_mut().for_each(|v| *v = if above { 0.5 } else { 0.0 } + 0.5 * *v);
+        let got = compiled.step(&x, &y).unwrap();
+        // The eager model takes the branch on this batch.
+        let mut eager_mlp = mlp.clone();
+        eager_mlp.activation = if above { Activation::Relu } else { Activation::Tanh };
+        assert_eq!(compiled.activation_for(&x), eager_mlp.activation);
+        let (loss, grads) = eager(&eager_mlp, &x, &y);
+        assert_eq!(got.loss.to_bits(), loss.to_bits(), "call {i}");
+        for (g, want) in got.grads.iter().zip(&grads) {
+            assert_eq!(bits(g), bits(want), "call {i}");
+        }
+    }
+    // Two graphs, both static (no shape changed); each records its path.
+    assert_eq!(captures(&compiled), [(8, false), (8, false)]);
+    let graphs: Vec<_> = compiled.graphs().collect();
+    assert!(graphs[0].nodes.contains(&Kernel::Relu(graphs[0].nodes.iter().position(|k| matches!(k, Kernel::Add { .. })).unwrap())));
+    assert!(graphs[1].nodes.iter().any(|k| matches!(k, Kernel::Tanh(_))));
+    assert!(!graphs[1].nodes.iter().any(|k| matches!(k, Kernel::Relu(_))));
+    assert_eq!(graphs[0].guards.branch.map(|b| b.above), Some(true));
+    assert_eq!(graphs[1].guards.branch.map(|b| b.above), Some(false));
+    // The third call failed graph 0's branch guard; the fifth too, then
+    // reused graph 1.
+    let failed: Vec<_> = compiled
+        .log
+        .iter()
+        .filter_map(|e| match e {
+            CacheEvent::GuardFailed { capture, error, .. } => Some((*capture, error.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(failed.iter().all(|(c, e)| *c == 0 && matches!(e, CaptureError::BranchBelow { .. })));
+    assert!(matches!(compiled.log.last(), Some(CacheEvent::Reused { capture: 1, .. })));
+}

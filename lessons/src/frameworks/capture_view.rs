@@ -179,38 +179,42 @@ fn kernels(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
         });
 }
 
+/// One line of the compile cache's log.
+fn event_text(e: &CacheEvent, lang: Lang) -> String {
+    match e {
+        CacheEvent::Captured {
+            batch,
+            capture,
+            symbolic,
+        } => TEXT.fill(
+            lang,
+            if *symbolic {
+                "event.captured_symbolic"
+            } else {
+                "event.captured"
+            },
+            &[("batch", batch), ("graph", &(capture + 1))],
+        ),
+        CacheEvent::Reused { batch, capture } => {
+            TEXT.fill(lang, "event.reused", &[("batch", batch), ("graph", &(capture + 1))])
+        }
+        CacheEvent::GuardFailed {
+            batch,
+            capture,
+            error,
+        } => TEXT.fill(
+            lang,
+            "event.guard",
+            &[("batch", batch), ("graph", &(capture + 1)), ("error", &error.message(lang))],
+        ),
+    }
+}
+
 fn events(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
     ui.add_space(6.0);
     ui.strong(t(lang, "capture.cache"));
     for e in &c.events {
-        let text = match e {
-            CacheEvent::Captured {
-                batch,
-                capture,
-                symbolic,
-            } => TEXT.fill(
-                lang,
-                if *symbolic {
-                    "event.captured_symbolic"
-                } else {
-                    "event.captured"
-                },
-                &[("batch", batch), ("graph", &(capture + 1))],
-            ),
-            CacheEvent::Reused { batch, capture } => {
-                TEXT.fill(lang, "event.reused", &[("batch", batch), ("graph", &(capture + 1))])
-            }
-            CacheEvent::GuardFailed {
-                batch,
-                capture,
-                error,
-            } => TEXT.fill(
-                lang,
-                "event.guard",
-                &[("batch", batch), ("graph", &(capture + 1)), ("error", &error.message(lang))],
-            ),
-        };
-        ui.label(format!("• {text}"));
+        ui.label(format!("• {}", event_text(e, lang)));
     }
     ui.label(TEXT.fill(
         lang,
@@ -219,6 +223,27 @@ fn events(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
             ("captures", &c.captures),
             ("calls", &c.batches.len()),
             ("exact", &c.calls_exact),
+        ],
+    ));
+    ui.add_space(6.0);
+    ui.strong(t(lang, "capture.branch"));
+    ui.label(TEXT.fill(
+        lang,
+        "capture.branch_explain",
+        &[("threshold", &dlsys_core::compile::captured::BRANCH_THRESHOLD)],
+    ));
+    let means: Vec<String> = c.branch_means.iter().map(|m| format!("{m:.3}")).collect();
+    ui.label(TEXT.fill(lang, "capture.branch_means", &[("means", &means.join(", "))]));
+    for e in &c.branch_events {
+        ui.label(format!("• {}", event_text(e, lang)));
+    }
+    ui.label(TEXT.fill(
+        lang,
+        "capture.branch_captures",
+        &[
+            ("captures", &c.branch_captures),
+            ("calls", &c.branch_means.len()),
+            ("exact", &c.branch_exact),
         ],
     ));
 }

@@ -2,14 +2,16 @@
 //! the caching allocator's rounding and segment rules and its free blocks
 //! (`dlsys_core::compile::allocator`), max-live over a lifetime table
 //! (`dlsys_core::compile::plan`), a chain's traffic fused and unfused
-//! (`dlsys_core::compile::chain`) and a captured step's guards
-//! (`dlsys_core::compile::capture`).
+//! (`dlsys_core::compile::chain`), a captured step's guards
+//! (`dlsys_core::compile::capture`) and its matmuls through the selection
+//! cache (`dlsys_core::compile::dispatch`).
 
 use dlsys_core::compile::allocator::{
     CachingAllocator, Pool, pool_of, round_size, segment_size, should_split,
 };
 use dlsys_core::compile::capture::{CaptureError, capture};
 use dlsys_core::compile::chain::{Chain, ChainOp, Extra};
+use dlsys_core::compile::dispatch::{Mode, Registry, Selector, calls};
 use dlsys_core::compile::plan::{Buffer, max_live, plan};
 use dlsys_core::nn::{Activation, Mlp};
 use dlsys_core::kernels::{DeviceLimits, FusionKind, Kernel, Problem, plan as plan_kernel};
@@ -36,6 +38,7 @@ crate::exercises! {
     out_of_memory_why => out_of_memory_why,
     chain_bytes => chain_bytes,
     which_guard => which_guard,
+    bench_timings => bench_timings,
 }
 
 fn allocated_bytes(seed: u64, lang: Lang) -> Task {
@@ -395,6 +398,64 @@ fn which_guard(seed: u64, lang: Lang) -> Task {
         vec![t(lang, "ex.which_guard.hint1")],
         fill(&format!("ex.which_guard.why_{outcome}")),
         &t(lang, "ex.which_guard.wrong"),
+    )
+}
+
+fn bench_timings(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    // Hidden layers as wide as the input half the time: repeated shapes.
+    let features = pick(&mut rng, &[32, 64, 128]);
+    let hidden = if rng.random_bool(0.5) { features } else { pick(&mut rng, &[48, 96]) };
+    let (batch, classes) = (pick(&mut rng, &[16, 32, 64]), 10);
+    let sizes = [features, hidden, hidden, classes];
+    let step_calls = Mlp::<f32>::new(&sizes, Activation::Relu, seed)
+        .ok()
+        .and_then(|mlp| {
+            let x = vec![0.5; batch * features];
+            let step = mlp.step(&x, &vec![0; batch]);
+            let ir = capture(&step.graph, step.loss, &step.params, step.data, false).ok()?;
+            let shapes = ir.guards.shapes.clone();
+            let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+            Some(calls(&ir, &ir.shapes(&refs)))
+        })
+        .unwrap_or_default();
+    // Two steps through the selection cache, counting the timings.
+    let candidates = Registry::new(&[]).matmul();
+    let (mut selector, mut timed) = (Selector::default(), 0);
+    for _ in 0..2 {
+        for call in &step_calls {
+            selector.select(Mode::Bench, &candidates, *call, |_, _| {
+                timed += 1;
+                Some(1.0)
+            });
+        }
+    }
+    let list: Vec<String> = step_calls
+        .iter()
+        .map(|c| format!("{c} {}", c.layout()))
+        .collect();
+    let (n, k) = (step_calls.len() as f64, candidates.len() as f64);
+    let distinct = selector.misses as f64;
+    let sizes = sizes.map(|s| s.to_string()).join("-");
+    Task::numeric(
+        TEXT.fill(
+            lang,
+            "ex.bench_timings.prompt",
+            &[("sizes", &sizes), ("batch", &batch), ("calls", &list.join(", ")), ("k", &k)],
+        ),
+        timed as f64,
+        vec![t(lang, "ex.bench_timings.hint1")],
+        TEXT.fill(
+            lang,
+            "ex.bench_timings.explain",
+            &[("distinct", &distinct), ("k", &k), ("answer", &timed), ("n", &n)],
+        ),
+        vec![
+            (n * k, t(lang, "ex.bench_timings.every_call")),
+            (2.0 * n * k, t(lang, "ex.bench_timings.every_step")),
+            (2.0 * distinct * k, t(lang, "ex.bench_timings.second_step")),
+            (distinct, t(lang, "ex.bench_timings.no_candidates")),
+        ],
     )
 }
 

@@ -1,6 +1,8 @@
 //! "Frameworks & compilers": how a framework turns a training step into
 //! kernels and memory. So far: the MLP's step captured into a static graph
 //! and replayed alone (guards, recaptures, overhead eager vs replayed);
+//! its matmuls dispatched through an op registry that times or picks a
+//! kernel per shape; its elementwise chains fused into generated WGSL;
 //! one step of the engine's models traced, its buffers planned ahead of
 //! time into one arena (the lifetime picture), and the same trace run
 //! through a model of PyTorch's caching allocator (allocated against
@@ -8,6 +10,7 @@
 
 mod allocator_view;
 mod capture_view;
+mod dispatch_view;
 mod exercises;
 mod fusion_view;
 mod plan_view;
@@ -26,6 +29,9 @@ pub struct Frameworks {
     settings: StepSettings,
     traced: traced::Traced,
     capture: capture_view::Capture,
+    dispatch: dispatch_view::Dispatch,
+    /// The self-test is running (it dispatches once the capture is done).
+    self_testing: bool,
 }
 
 impl Lesson for Frameworks {
@@ -38,6 +44,9 @@ impl Lesson for Frameworks {
         ui.add_space(8.0);
         let (s, traced, capture) = (&mut self.settings, &mut self.traced, &mut self.capture);
         crate::kit::section(ui, &TEXT, lang, "capture", |ui| capture.ui(ui, &s.mlp, lang));
+        let calls = capture.result().map(|c| c.calls.as_slice());
+        let dispatch = &mut self.dispatch;
+        crate::kit::section(ui, &TEXT, lang, "dispatch", |ui| dispatch.ui(ui, calls, env));
         crate::kit::section(ui, &TEXT, lang, "fusion", |ui| fusion_view::ui(ui, capture, lang));
         crate::kit::section(ui, &TEXT, lang, "plan", |ui| {
             traced.controls(ui, s, lang);
@@ -46,13 +55,22 @@ impl Lesson for Frameworks {
         crate::kit::section(ui, &TEXT, lang, "allocator", |ui| allocator_view::ui(ui, traced, s, lang));
     }
 
-    fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
+    fn logic(&mut self, ctx: &egui::Context, env: &Env<'_>) {
         self.traced.logic(ctx, &self.settings);
         self.capture.logic(ctx);
+        // The self-test dispatches the step it captured, once captured
+        // (on the web the capture is done when it starts).
+        if self.self_testing && !self.capture.is_running() {
+            self.self_testing = false;
+            if let Some(c) = self.capture.result() {
+                self.dispatch.self_test_start(&c.calls);
+            }
+        }
+        self.dispatch.logic(ctx, env);
     }
 
     fn is_busy(&self) -> bool {
-        self.traced.is_running() || self.capture.is_running()
+        self.traced.is_running() || self.capture.is_running() || self.dispatch.is_running()
     }
 
     crate::persist_field!(settings);
@@ -61,15 +79,23 @@ impl Lesson for Frameworks {
     /// and captured (not timed).
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
         let s = StepSettings::default();
+        self.self_testing = true;
         self.capture.start(&s.mlp, 0);
         self.traced.start((s.model, s.mlp));
         true
     }
 
     fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
-        match (self.capture.self_test_outcome()?, self.traced.self_test_outcome()?) {
-            (Ok(a), Ok(b)) => Some(Ok(format!("{a}; {b}"))),
-            (Err(e), _) | (_, Err(e)) => Some(Err(e)),
+        if self.self_testing {
+            return None;
+        }
+        match (
+            self.capture.self_test_outcome()?,
+            self.traced.self_test_outcome()?,
+            self.dispatch.self_test_outcome()?,
+        ) {
+            (Ok(a), Ok(b), Ok(c)) => Some(Ok(format!("{a}; {b}; {c}"))),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Some(Err(e)),
         }
     }
 }
