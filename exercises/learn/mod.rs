@@ -21,6 +21,8 @@ mod e07;
 mod e08;
 #[path = "09_dataloader_batches.rs"]
 mod e09;
+#[path = "10_plan_arena.rs"]
+mod e10;
 
 pub use e01::fp16_from_bits;
 pub use e02::round_to_bf16_rne;
@@ -31,3 +33,4 @@ pub use e06::sgd_momentum_step;
 pub use e07::adam_step;
 pub use e08::online_softmax;
 pub use e09::dataloader_batches;
+pub use e10::plan_arena;

@@ -157,6 +157,40 @@ pub fn dataloader_batches(
         .collect()
 }
 
+/// Greedy by size with best fit: largest first (ties: the earlier first
+/// use), each at the start of the smallest gap among the placed buffers
+/// live with it that holds it, else past the last of them.
+pub fn plan_arena(buffers: &[(u64, u32, u32)]) -> Vec<u64> {
+    let mut order: Vec<usize> = (0..buffers.len())
+        .filter(|i| buffers[*i].1 < buffers[*i].2)
+        .collect();
+    order.sort_by_key(|i| (std::cmp::Reverse(buffers[*i].0), buffers[*i].1, *i));
+    let mut offsets = vec![0; buffers.len()];
+    let mut placed: Vec<usize> = Vec::new();
+    for i in order {
+        let (bytes, first, end) = buffers[i];
+        let mut taken: Vec<(u64, u64)> = placed
+            .iter()
+            .filter(|j| buffers[**j].1 < end && first < buffers[**j].2)
+            .map(|j| (offsets[*j], offsets[*j] + buffers[*j].0))
+            .collect();
+        taken.sort_unstable();
+        let (mut cursor, mut best): (u64, Option<(u64, u64)>) = (0, None);
+        for (start, stop) in taken {
+            if start > cursor
+                && start - cursor >= bytes
+                && best.is_none_or(|(_, g)| start - cursor < g)
+            {
+                best = Some((cursor, start - cursor));
+            }
+            cursor = cursor.max(stop);
+        }
+        offsets[i] = best.map_or(cursor, |(at, _)| at);
+        placed.push(i);
+    }
+    offsets
+}
+
 /// Each checker against its reference.
 pub fn cases() -> Vec<Case> {
     fn case(exercise: &'static str, run: fn() -> Result<(), String>) -> Case {
@@ -189,5 +223,6 @@ pub fn cases() -> Vec<Case> {
         case("dataloader_batches", || {
             check::dataloader_batches(dataloader_batches)
         }),
+        case("plan_arena", || check::plan_arena(plan_arena)),
     ]
 }

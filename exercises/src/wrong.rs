@@ -170,6 +170,34 @@ pub fn batches_keep_last(
     reference::dataloader_batches(len, batch_size, false, below)
 }
 
+/// No reuse: every buffer at bytes of its own.
+pub fn plan_no_reuse(buffers: &[(u64, u32, u32)]) -> Vec<u64> {
+    let mut next = 0;
+    buffers
+        .iter()
+        .map(|b| {
+            let at = next;
+            next += b.0;
+            at
+        })
+        .collect()
+}
+
+/// Reuses by time, but reads the lifetimes as closed (`first..=end`) only
+/// when checking the buffer placed just before: a buffer live with an
+/// earlier one gets its bytes.
+pub fn plan_last_only(buffers: &[(u64, u32, u32)]) -> Vec<u64> {
+    let mut offsets = Vec::with_capacity(buffers.len());
+    for (i, b) in buffers.iter().enumerate() {
+        let at = match i.checked_sub(1).map(|j| (buffers[j], offsets[j])) {
+            Some((prev, off)) if prev.1 < b.2 && b.1 < prev.2 => off + prev.0,
+            _ => 0,
+        };
+        offsets.push(at);
+    }
+    offsets
+}
+
 /// Each checker against its known-wrong solutions.
 pub fn cases() -> Vec<Case> {
     fn case(
@@ -248,6 +276,15 @@ pub fn cases() -> Vec<Case> {
             "drop_last ignored",
             "short last batch is dropped",
             || check::dataloader_batches(batches_keep_last),
+        ),
+        case("plan_arena", "no reuse", "no reuse", || {
+            check::plan_arena(plan_no_reuse)
+        }),
+        case(
+            "plan_arena",
+            "only the last buffer checked",
+            "live together",
+            || check::plan_arena(plan_last_only),
         ),
     ]
 }

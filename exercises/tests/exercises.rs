@@ -92,3 +92,8 @@ fn dataloader_batches() {
         check::dataloader_batches(learn::dataloader_batches),
     );
 }
+
+#[test]
+fn plan_arena() {
+    verdict("plan_arena", check::plan_arena(learn::plan_arena));
+}

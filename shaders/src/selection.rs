@@ -5,8 +5,8 @@
 use dlsys_core::compile::dispatch::Call;
 use dlsys_core::kernels::{Data, Family, GemmKind, Kernel, Problem};
 
-use crate::ladder::Outcome;
 use crate::LadderSettings;
+use crate::ladder::Outcome;
 
 /// Trials per rung: selection times each candidate once, as cuDNN's
 /// benchmark mode does (the median of a few trials, against noise).
@@ -15,7 +15,8 @@ pub const TRIALS: u32 = 3;
 /// The ladder that races `kinds` on `call`'s shape (the copy kernel it
 /// always runs first kept small).
 pub fn ladder_for(call: &Call, kinds: &[GemmKind]) -> LadderSettings {
-    let mut settings = LadderSettings::families(&[Family::Gemm], Problem::new(64, 64), Data::Random, TRIALS);
+    let mut settings =
+        LadderSettings::families(&[Family::Gemm], Problem::new(64, 64), Data::Random, TRIALS);
     settings.gemm = kinds.to_vec();
     let size = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
     settings.gemm_shape = Problem::gemm(size(call.m), size(call.n), size(call.k));

@@ -318,7 +318,10 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
         out,
         "compile.branch",
         &[
-            ("threshold", &dlsys_core::compile::captured::BRANCH_THRESHOLD),
+            (
+                "threshold",
+                &dlsys_core::compile::captured::BRANCH_THRESHOLD,
+            ),
             ("means", &means.join(", ")),
         ],
     )?;

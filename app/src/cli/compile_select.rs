@@ -10,8 +10,8 @@ use dlsys_core::compile::selected::{Selected, selected};
 use dlsys_core::kernels::{GemmKind, Kernel};
 use dlsys_core::memory::show_seconds;
 use dlsys_core::names::Named as _;
-use dlsys_shaders::{Ladder, TimerKind};
 use dlsys_shaders::selection::{gemm_seconds, ladder_for};
+use dlsys_shaders::{Ladder, TimerKind};
 
 use super::output::line;
 
@@ -85,7 +85,11 @@ pub fn text(d: &Dispatch, out: &mut dyn Write) -> io::Result<()> {
             "compile.select.gpu",
             &[("mode", &mode), ("adapter", adapter), ("timer", timer)],
         )?,
-        Err(why) => line(out, "compile.select.no_gpu", &[("mode", &mode), ("why", why)])?,
+        Err(why) => line(
+            out,
+            "compile.select.no_gpu",
+            &[("mode", &mode), ("why", why)],
+        )?,
     }
     let timed = s.calls.iter().filter(|(_, hit)| !hit).count();
     line(
@@ -106,7 +110,11 @@ pub fn text(d: &Dispatch, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  {:<26} → {winner} {time}", shape(call))?;
         if s.mode == Mode::Bench {
             // The candidates that refuse the layout, said once.
-            let refused = selection.timings.iter().filter(|(_, t)| *t == Timing::Refused).count();
+            let refused = selection
+                .timings
+                .iter()
+                .filter(|(_, t)| *t == Timing::Refused)
+                .count();
             let mut all: Vec<String> = selection
                 .timings
                 .iter()
@@ -155,7 +163,12 @@ pub fn text(d: &Dispatch, out: &mut dyn Write) -> io::Result<()> {
                 || super::t("compile.select.failed").to_string(),
                 |(k, secs)| format!("{} (gpu/{})", show_seconds(secs), k.id()),
             );
-            writeln!(out, "  n = {:<4} cpu/sgemm {:<10} gpu {gpu}", r.n, show_seconds(r.cpu))?;
+            writeln!(
+                out,
+                "  n = {:<4} cpu/sgemm {:<10} gpu {gpu}",
+                r.n,
+                show_seconds(r.cpu)
+            )?;
         }
         match s.crossover {
             Some(n) => line(out, "compile.select.crossover", &[("n", &n)])?,

@@ -200,7 +200,11 @@ fn bench_selection_times_each_shape_once_and_a_second_step_hits_the_cache() {
     if gpu {
         assert_eq!(s["sweep"].as_array().unwrap().len(), 6, "{s}");
         assert!(
-            s["sweep"].as_array().unwrap().iter().all(|r| r["gpu"].is_array()),
+            s["sweep"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|r| r["gpu"].is_array()),
             "a GPU rung ran at every swept size: {s}"
         );
     }
@@ -213,18 +217,41 @@ fn bench_selection_times_each_shape_once_and_a_second_step_hits_the_cache() {
 #[test]
 fn the_heuristic_times_nothing_and_says_its_rule() {
     let v = json(&[
-        "compile", "--mlp", "12,8,8,4", "--batch", "5", "--select", "heuristic", "--json",
+        "compile",
+        "--mlp",
+        "12,8,8,4",
+        "--batch",
+        "5",
+        "--select",
+        "heuristic",
+        "--json",
     ]);
     let s = &v["dispatch"]["selected"];
     for entry in s["entries"].as_array().unwrap() {
         // Tiny products: the rule keeps them on the CPU, untimed.
-        assert_eq!(entry[1]["winner"], serde_json::json!({"Cpu": "Sgemm"}), "{entry}");
+        assert_eq!(
+            entry[1]["winner"],
+            serde_json::json!({"Cpu": "Sgemm"}),
+            "{entry}"
+        );
         assert!(
-            entry[1]["timings"].as_array().unwrap().iter().all(|p| p[1] == "NotTimed"),
+            entry[1]["timings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|p| p[1] == "NotTimed"),
             "{entry}"
         );
     }
-    let out = dlsys_lab(&["compile", "--mlp", "12,8,8,4", "--batch", "5", "--select", "heuristic"]);
+    let out = dlsys_lab(&[
+        "compile",
+        "--mlp",
+        "12,8,8,4",
+        "--batch",
+        "5",
+        "--select",
+        "heuristic",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("the rule:"), "{text}");
 }
@@ -232,7 +259,15 @@ fn the_heuristic_times_nothing_and_says_its_rule() {
 #[test]
 fn a_data_dependent_branch_is_guarded_and_captured_once_per_path() {
     let v = json(&[
-        "compile", "--mlp", "12,8,8,4", "--batch", "5", "--capture", "--runs", "0", "--json",
+        "compile",
+        "--mlp",
+        "12,8,8,4",
+        "--batch",
+        "5",
+        "--capture",
+        "--runs",
+        "0",
+        "--json",
     ]);
     let c = &v["captured"];
     assert_eq!(c["branch_captures"], 2, "{c}");
@@ -245,7 +280,9 @@ fn a_data_dependent_branch_is_guarded_and_captured_once_per_path() {
         .collect();
     assert_eq!(failed.len(), 2, "{c}");
     assert!(
-        failed.iter().all(|f| f["error"].as_str().unwrap().contains("mean")),
+        failed
+            .iter()
+            .all(|f| f["error"].as_str().unwrap().contains("mean")),
         "{c}"
     );
 }

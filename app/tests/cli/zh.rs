@@ -172,7 +172,15 @@ fn every_subcommand_in_chinese_leaves_no_english() {
             "1",
             "--fuse",
         ],
-        vec!["compile", "--mlp", "12,8,8,4", "--batch", "6", "--select", "heuristic"],
+        vec![
+            "compile",
+            "--mlp",
+            "12,8,8,4",
+            "--batch",
+            "6",
+            "--select",
+            "heuristic",
+        ],
         vec!["wgsl-exercise"],
         vec!["exercises", "--root", "/nonexistent"],
     ];
@@ -186,7 +194,9 @@ fn every_subcommand_in_chinese_leaves_no_english() {
                 "--n", "32", "--k", "32", "--trials", "1",
             ],
             vec!["wgsl-exercise", "row_max", &reference],
-            vec!["compile", "--mlp", "12,8,8,4", "--batch", "6", "--select", "bench"],
+            vec![
+                "compile", "--mlp", "12,8,8,4", "--batch", "6", "--select", "bench",
+            ],
         ]);
     }
     let mut leaks = Vec::new();

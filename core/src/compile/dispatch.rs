@@ -174,8 +174,10 @@ impl Call {
     /// Whether the candidate would take too long to time (the slow CPU
     /// loops past [`MAX_SLOW_FLOPS`]).
     pub fn too_slow_for(self, candidate: Candidate) -> bool {
-        matches!(candidate, Candidate::Cpu(CpuGemm::Naive | CpuGemm::Reordered))
-            && self.flops() > MAX_SLOW_FLOPS
+        matches!(
+            candidate,
+            Candidate::Cpu(CpuGemm::Naive | CpuGemm::Reordered)
+        ) && self.flops() > MAX_SLOW_FLOPS
     }
 
     /// The strides of `a` and `b`, row-major as stored.
@@ -256,7 +258,9 @@ pub fn time_block(rounds: usize, mut f: impl FnMut()) -> f64 {
     while reps < MAX_REPS && block(reps) < BLOCK {
         reps = (reps * 2).min(MAX_REPS);
     }
-    let times: Vec<f64> = (0..rounds.max(1)).map(|_| block(reps) / reps as f64).collect();
+    let times: Vec<f64> = (0..rounds.max(1))
+        .map(|_| block(reps) / reps as f64)
+        .collect();
     super::overhead::median(times)
 }
 
@@ -477,7 +481,11 @@ pub fn chain(
         std::hint::black_box(registry.lookup(std::hint::black_box(key)).len());
     });
     let choice = time_block(5, || {
-        std::hint::black_box(selector.cached(std::hint::black_box(call)).map(|s| s.winner));
+        std::hint::black_box(
+            selector
+                .cached(std::hint::black_box(call))
+                .map(|s| s.winner),
+        );
     });
     Some(Chain {
         front_end,

@@ -133,8 +133,10 @@ pub fn selected(
             }
         })
         .collect();
-    let rows: Vec<(usize, f64, Option<f64>)> =
-        sweep.iter().map(|r| (r.n, r.cpu, r.gpu.map(|g| g.1))).collect();
+    let rows: Vec<(usize, f64, Option<f64>)> = sweep
+        .iter()
+        .map(|r| (r.n, r.cpu, r.gpu.map(|g| g.1)))
+        .collect();
     Selected {
         mode,
         gpu: !kinds.is_empty(),

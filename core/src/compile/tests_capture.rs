@@ -332,11 +332,16 @@ fn a_branch_taken_the_other_way_fails_its_guard_and_is_captured_once_more() {
     for (i, above) in sides.into_iter().enumerate() {
         let (mut x, y) = batch(8, 16, 4, i as u64);
         // Means near 0.75 or 0.25.
-        x.iter_mut().for_each(|v| *v = if above { 0.5 } else { 0.0 } + 0.5 * *v);
+        x.iter_mut()
+            .for_each(|v| *v = if above { 0.5 } else { 0.0 } + 0.5 * *v);
         let got = compiled.step(&x, &y).unwrap();
         // The eager model takes the branch on this batch.
         let mut eager_mlp = mlp.clone();
-        eager_mlp.activation = if above { Activation::Relu } else { Activation::Tanh };
+        eager_mlp.activation = if above {
+            Activation::Relu
+        } else {
+            Activation::Tanh
+        };
         assert_eq!(compiled.activation_for(&x), eager_mlp.activation);
         let (loss, grads) = eager(&eager_mlp, &x, &y);
         assert_eq!(got.loss.to_bits(), loss.to_bits(), "call {i}");
@@ -347,7 +352,15 @@ fn a_branch_taken_the_other_way_fails_its_guard_and_is_captured_once_more() {
     // Two graphs, both static (no shape changed); each records its path.
     assert_eq!(captures(&compiled), [(8, false), (8, false)]);
     let graphs: Vec<_> = compiled.graphs().collect();
-    assert!(graphs[0].nodes.contains(&Kernel::Relu(graphs[0].nodes.iter().position(|k| matches!(k, Kernel::Add { .. })).unwrap())));
+    assert!(
+        graphs[0].nodes.contains(&Kernel::Relu(
+            graphs[0]
+                .nodes
+                .iter()
+                .position(|k| matches!(k, Kernel::Add { .. }))
+                .unwrap()
+        ))
+    );
     assert!(graphs[1].nodes.iter().any(|k| matches!(k, Kernel::Tanh(_))));
     assert!(!graphs[1].nodes.iter().any(|k| matches!(k, Kernel::Relu(_))));
     assert_eq!(graphs[0].guards.branch.map(|b| b.above), Some(true));
@@ -363,6 +376,13 @@ fn a_branch_taken_the_other_way_fails_its_guard_and_is_captured_once_more() {
         })
         .collect();
     assert_eq!(failed.len(), 2, "{failed:?}");
-    assert!(failed.iter().all(|(c, e)| *c == 0 && matches!(e, CaptureError::BranchBelow { .. })));
-    assert!(matches!(compiled.log.last(), Some(CacheEvent::Reused { capture: 1, .. })));
+    assert!(
+        failed
+            .iter()
+            .all(|(c, e)| *c == 0 && matches!(e, CaptureError::BranchBelow { .. }))
+    );
+    assert!(matches!(
+        compiled.log.last(),
+        Some(CacheEvent::Reused { capture: 1, .. })
+    ));
 }

@@ -41,7 +41,10 @@ fn the_registry_is_keyed_by_op_device_and_type() {
         dtype: "f64",
         ..OpKey::matmul(Device::Cpu)
     };
-    assert!(cpu_only.lookup(f64_key).is_empty(), "nothing registered for f64");
+    assert!(
+        cpu_only.lookup(f64_key).is_empty(),
+        "nothing registered for f64"
+    );
     let both = Registry::new(&GemmKind::ALL);
     assert_eq!(both.matmul().len(), 3 + GemmKind::ALL.len());
     assert_eq!(both.matmul()[0].device(), Device::Cpu);
@@ -68,7 +71,10 @@ fn bench_mode_times_each_candidate_once_per_call_and_caches_the_fastest() {
     let (s, hit) = selector.select(Mode::Bench, &candidates, nn, &mut time);
     assert!(!hit);
     assert_eq!(s.winner, Candidate::Gpu(GemmKind::Coalesced));
-    assert!(s.timings.contains(&(Candidate::Gpu(GemmKind::Naive), Timing::Failed)));
+    assert!(
+        s.timings
+            .contains(&(Candidate::Gpu(GemmKind::Naive), Timing::Failed))
+    );
     let (_, hit) = selector.select(Mode::Bench, &candidates, nn, &mut time);
     assert!(hit, "the second call of a shape is a cache hit");
     // Backward's transposed call: the GPU rungs refuse it, untimed.
@@ -77,7 +83,10 @@ fn bench_mode_times_each_candidate_once_per_call_and_caches_the_fastest() {
     assert!(!hit);
     assert_eq!(s.winner, Candidate::Cpu(CpuGemm::Sgemm));
     assert_eq!(
-        s.timings.iter().filter(|(_, t)| *t == Timing::Refused).count(),
+        s.timings
+            .iter()
+            .filter(|(_, t)| *t == Timing::Refused)
+            .count(),
         2
     );
     assert_eq!((selector.hits, selector.misses), (1, 2));
@@ -113,7 +122,10 @@ fn the_chain_times_its_layers_and_takes_the_kernel_from_the_selection() {
     let mut selector = Selector::default();
     let call = Call::new(8, 8, 8);
     let no_time = |_: Candidate, _: &Call| -> Option<f64> { None };
-    assert!(chain(&registry, &selector, &call, no_time).is_none(), "nothing selected yet");
+    assert!(
+        chain(&registry, &selector, &call, no_time).is_none(),
+        "nothing selected yet"
+    );
     selector.select(Mode::Bench, &registry.matmul(), call, |c, call| match c {
         Candidate::Cpu(k) => Some(time_cpu(k, call)),
         Candidate::Gpu(_) => None,
@@ -137,18 +149,30 @@ fn the_captured_steps_matmuls_are_its_forward_and_backward_products() {
     assert_eq!(c.calls.len(), 3 * layers - 1);
     let forward: Vec<&Call> = c.calls.iter().filter(|c| c.layout() == "NN").collect();
     assert_eq!(forward.len(), layers);
-    assert_eq!((forward[0].m, forward[0].k, forward[0].n), (c.batch, c.sizes[0], c.sizes[1]));
+    assert_eq!(
+        (forward[0].m, forward[0].k, forward[0].n),
+        (c.batch, c.sizes[0], c.sizes[1])
+    );
     assert!(c.calls.iter().any(|c| c.layout() == "TN"));
     assert!(c.calls.iter().any(|c| c.layout() == "NT"));
 }
 
 #[test]
 fn the_crossover_is_the_first_size_the_gpu_wins() {
-    let rows = [(16, 1.0, Some(5.0)), (32, 2.0, None), (64, 4.0, Some(3.0)), (128, 8.0, Some(1.0))];
+    let rows = [
+        (16, 1.0, Some(5.0)),
+        (32, 2.0, None),
+        (64, 4.0, Some(3.0)),
+        (128, 8.0, Some(1.0)),
+    ];
     assert_eq!(crossover(&rows), Some(64));
     assert_eq!(crossover(&rows[..2]), None);
     // A lone early win is not where the GPU starts winning.
-    let noisy = [(16, 1.0, Some(0.5)), (32, 2.0, Some(5.0)), (64, 4.0, Some(1.0))];
+    let noisy = [
+        (16, 1.0, Some(0.5)),
+        (32, 2.0, Some(5.0)),
+        (64, 4.0, Some(1.0)),
+    ];
     assert_eq!(crossover(&noisy), Some(64));
     assert_eq!(crossover(&[(16, 1.0, Some(2.0))]), None);
 }
@@ -164,7 +188,10 @@ fn the_textbook_loops_are_not_timed_on_huge_calls() {
         Some(1.0)
     });
     assert_eq!(timed, [Candidate::Cpu(CpuGemm::Sgemm)]);
-    assert_eq!(s.timings[0], (Candidate::Cpu(CpuGemm::Naive), Timing::TooSlow));
+    assert_eq!(
+        s.timings[0],
+        (Candidate::Cpu(CpuGemm::Naive), Timing::TooSlow)
+    );
     assert_eq!(huge.to_string(), "4096×4096·4096×4096");
 }
 
@@ -173,7 +200,10 @@ fn a_step_is_dispatched_once_per_shape_and_a_second_step_hits_every_call() {
     use super::selected::{gpu_calls, selected};
     let calls = [
         Call::new(4, 8, 16),
-        Call { a_t: true, ..Call::new(16, 8, 4) },
+        Call {
+            a_t: true,
+            ..Call::new(16, 8, 4)
+        },
         Call::new(4, 8, 16),
     ];
     // The GPU's tiled rung "wins" on the 512 sweep size only.
@@ -183,8 +213,16 @@ fn a_step_is_dispatched_once_per_shape_and_a_second_step_hits_every_call() {
         let tiled = if c.m == 512 { 1e-9 } else { 1.0 };
         vec![(GemmKind::Naive, None), (GemmKind::ALL[2], Some(tiled))]
     };
-    let s = selected(&calls, Mode::Bench, &[GemmKind::Naive, GemmKind::ALL[2]], gpu);
-    assert_eq!(s.calls.iter().map(|(_, hit)| *hit).collect::<Vec<_>>(), [false, false, true]);
+    let s = selected(
+        &calls,
+        Mode::Bench,
+        &[GemmKind::Naive, GemmKind::ALL[2]],
+        gpu,
+    );
+    assert_eq!(
+        s.calls.iter().map(|(_, hit)| *hit).collect::<Vec<_>>(),
+        [false, false, true]
+    );
     assert_eq!(s.second_hits, 3);
     assert_eq!((s.hits, s.misses), (4, 2));
     assert_eq!(s.entries.len(), 2);
@@ -200,6 +238,13 @@ fn a_step_is_dispatched_once_per_shape_and_a_second_step_hits_every_call() {
     // Without a GPU, nothing raced and the CPU wins everywhere.
     let cpu = selected(&calls, Mode::Heuristic, &[], |_| panic!("no GPU to race"));
     assert!(!cpu.gpu && cpu.crossover.is_none() && cpu.sweep.is_empty());
-    assert!(cpu.entries.iter().all(|(_, s)| s.winner == Candidate::Cpu(CpuGemm::Sgemm)));
-    assert!(cpu.chain.is_some(), "the heuristic's winner is timed for the chain");
+    assert!(
+        cpu.entries
+            .iter()
+            .all(|(_, s)| s.winner == Candidate::Cpu(CpuGemm::Sgemm))
+    );
+    assert!(
+        cpu.chain.is_some(),
+        "the heuristic's winner is timed for the chain"
+    );
 }

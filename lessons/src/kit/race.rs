@@ -44,7 +44,8 @@ impl Race {
     /// Whether this device runs `kernel` (a subgroup rung needs
     /// subgroups, say); nothing runs without a compute GPU.
     pub fn supports(&mut self, gpu: &GpuStatus, kernel: dlsys_core::kernels::Kernel) -> bool {
-        self.ensure_runner(gpu).is_some_and(|r| r.supports(kernel).is_ok())
+        self.ensure_runner(gpu)
+            .is_some_and(|r| r.supports(kernel).is_ok())
     }
 
     /// The most values one buffer holds on this device (the CPU path's cap
