@@ -20,6 +20,7 @@
 //! every CI run and your stubs never break the build.
 
 pub mod check;
+mod check_plan;
 pub mod reference;
 pub mod words;
 pub mod wrong;

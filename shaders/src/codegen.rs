@@ -107,6 +107,7 @@ pub fn wgsl(chain: &Chain, n: usize, cols: usize, instrumented: bool) -> String 
                 format!("{}v = {update};\n", count(0))
             }
             ChainOp::Scale(s) => format!("v = v * {};\n", literal(*s)),
+            ChainOp::Shift(c) => format!("v = v + {};\n", literal(*c)),
             ChainOp::Relu => "v = select(0.0, v, v > 0.0);\n".to_owned(),
             ChainOp::Gelu => "v = gelu(v);\n".to_owned(),
             ChainOp::Tanh => "v = tanh_nan(v);\n".to_owned(),

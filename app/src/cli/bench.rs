@@ -7,10 +7,12 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Subcommand;
+use dlsys_core::compile::chain::gelu_rung_chain;
 use dlsys_core::kernels::{
     AccessKind, Block, Data, Family, FusionKind, GemmKind, Kernel, Problem, ReduceKind, ReduceOp,
     SoftmaxKind, Tile,
 };
+use dlsys_shaders::codegen;
 use dlsys_shaders::ladder::{LadderSettings, MAX_ELEMENTS, MAX_TRIALS};
 use dlsys_shaders::report::Row;
 use dlsys_shaders::{Ladder, Outcome, Summary};
@@ -182,7 +184,48 @@ struct BenchReport {
     results: Vec<Row>,
     skipped: Vec<String>,
     summary: Summary,
+    /// The generator's kernel for `gelu-fused`'s chain, raced beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generated: Option<Generated>,
     failed: usize,
+}
+
+/// The generated kernel against the hand-written rung it stands for.
+#[derive(serde::Serialize)]
+struct Generated {
+    id: String,
+    ms: f64,
+    rung_ms: f64,
+    /// Generated time ÷ hand-written time.
+    ratio: f64,
+    /// Bytes by its traffic model and by the rung's (the GPU tests check
+    /// the generated kernel's instrumented count against the model).
+    bytes: u64,
+    rung_bytes: u64,
+    ok: bool,
+}
+
+impl Generated {
+    /// The generated GELU's row and the hand-written rung's, from a race.
+    fn of(outcomes: &[Outcome]) -> Option<Self> {
+        let rung = outcomes.iter().find_map(|o| match o {
+            Outcome::Ran(r) if r.kernel == Kernel::Fusion(FusionKind::GeluFused) => Some(r),
+            _ => None,
+        })?;
+        let row = outcomes.iter().find_map(|o| match o {
+            Outcome::Program(Ok(row)) if row.id.starts_with("generated/") => Some(row),
+            _ => None,
+        })?;
+        Some(Self {
+            id: row.id.clone(),
+            ms: row.median_ms,
+            rung_ms: rung.median_ms,
+            ratio: row.median_ms / rung.median_ms,
+            bytes: row.bytes,
+            rung_bytes: rung.bytes,
+            ok: row.check.ok,
+        })
+    }
 }
 
 pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
@@ -208,7 +251,18 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             .check(MAX_ELEMENTS)
             .map_or_else(|e| super::say(&e), |()| no_gpu)
     })?;
-    let ladder = Ladder::new(&settings, runner.max_elements()).map_err(|e| super::say(&e))?;
+    let mut ladder = Ladder::new(&settings, runner.max_elements()).map_err(|e| super::say(&e))?;
+    // The fusion family races the generator's kernel for gelu-fused's
+    // chain beside the hand-written rung, on the same input.
+    let mut skipped = Vec::new();
+    if settings.fusion.contains(&FusionKind::GeluFused) {
+        let rung = Kernel::Fusion(FusionKind::GeluFused);
+        let x = ladder.inputs().for_kernel(rung).to_vec();
+        match codegen::program(&gelu_rung_chain(), x, Vec::new(), args.cols as usize) {
+            Ok(p) => ladder = ladder.with_programs([p]),
+            Err(e) => skipped.push(format!("generated gelu: {e:?}")),
+        }
+    }
     if let Some(path) = &args.dump_input {
         // The GEMM's A, zeros up to a whole vec4, then B, when GEMMs run;
         // otherwise the softmax input.
@@ -228,19 +282,21 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     let timer = runner.timer().name(dlsys_core::text::Lang::En);
     let outcomes = ladder.run_blocking(&mut runner);
     let summary = Summary::of(&outcomes);
+    let generated = Generated::of(&outcomes);
     let mut results = Vec::new();
-    let mut skipped = Vec::new();
     for outcome in outcomes {
         match outcome {
             Outcome::Ran(row) => results.push(row),
             Outcome::Skipped { kernel, why } => skipped.push(format!("{}: {why}", kernel.id())),
-            Outcome::Cpu(_) | Outcome::Program(_) => {}
+            Outcome::Program(Err((id, why))) => skipped.push(format!("{id}: {why}")),
+            Outcome::Cpu(_) | Outcome::Program(Ok(_)) => {}
         }
     }
     let failed = results
         .iter()
         .filter(|r| !r.ok && !r.kernel.expected_to_overflow())
-        .count();
+        .count()
+        + usize::from(generated.as_ref().is_some_and(|g| !g.ok));
     let info = runner.gpu().info();
     let report = BenchReport {
         adapter: info.adapter,
@@ -261,6 +317,7 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         results,
         skipped,
         summary,
+        generated,
         failed,
     };
     emit(&report, args.json)
@@ -392,6 +449,21 @@ impl Report for BenchReport {
                     tf(key, &[("speedup", &two(time)), ("bytes", &two(bytes))])
                 )?;
             }
+        }
+        if let Some(g) = &self.generated {
+            let line = tf(
+                "bench.generated",
+                &[
+                    ("id", &g.id),
+                    ("ms", &format!("{:.3}", g.ms)),
+                    ("rung_ms", &format!("{:.3}", g.rung_ms)),
+                    ("ratio", &two(Some(g.ratio))),
+                    ("bytes", &g.bytes),
+                    ("rung_bytes", &g.rung_bytes),
+                    ("ok", &t(if g.ok { "bench.yes" } else { "bench.no" })),
+                ],
+            );
+            writeln!(out, "{line}")?;
         }
         if s.nhwc_vs_nchw.is_some() {
             writeln!(

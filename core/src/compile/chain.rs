@@ -29,6 +29,8 @@ pub enum ChainOp {
     Mul(usize),
     /// `v · s`.
     Scale(f32),
+    /// `v + c` (a constant bias).
+    Shift(f32),
     /// `v` where `v > 0`, else 0 (so NaN gives 0, as the engine's ReLU).
     Relu,
     /// GELU, tanh form, its tanh's argument clamped to ±20 ([`gelu`]).
@@ -51,6 +53,7 @@ impl ChainOp {
             Self::Add(_) => "add",
             Self::Mul(_) => "mul",
             Self::Scale(_) => "scale",
+            Self::Shift(_) => "shift",
             Self::Relu => "relu",
             Self::Gelu => "gelu",
             Self::Tanh => "tanh",
@@ -83,6 +86,7 @@ impl ChainOp {
             Self::Add(_) => v + e,
             Self::Mul(_) => v * e,
             Self::Scale(s) => v * s,
+            Self::Shift(c) => v + c,
             Self::Relu => pw::relu(v),
             Self::Gelu => gelu(f64::from(v)) as f32,
             Self::Tanh => f64::from(v).tanh() as f32,
@@ -101,6 +105,21 @@ impl ChainOp {
             Self::Sigmoid | Self::TanhGrad(_) | Self::SigmoidGrad(_) => 3.0,
             _ => 1.0,
         }
+    }
+}
+
+/// The chain the GEMM/fusion lesson's hand-written `gelu-fused` rung
+/// computes, `gelu(x·GELU_SCALE + GELU_BIAS)`: the generator's kernel for
+/// it is held to that rung's traffic and raced against it.
+pub fn gelu_rung_chain() -> Chain {
+    use crate::kernels::{GELU_BIAS, GELU_SCALE};
+    Chain {
+        extras: Vec::new(),
+        ops: vec![
+            ChainOp::Scale(GELU_SCALE),
+            ChainOp::Shift(GELU_BIAS),
+            ChainOp::Gelu,
+        ],
     }
 }
 

@@ -159,3 +159,39 @@ fn a_value_read_twice_by_one_kernel_is_written_not_fused() {
         .count();
     assert_eq!(f.launches_after, f.launches_before - fused);
 }
+
+/// The generator's version of the hand-written `gelu-fused` rung moves the
+/// same bytes the rung's traffic model says, and computes its values.
+#[test]
+fn the_gelu_rung_as_a_chain_moves_the_rungs_bytes_and_its_values() {
+    use crate::compile::chain::gelu_rung_chain;
+    use crate::kernels::{DeviceLimits, FusionKind, Kernel, Problem, fused_reference, plan};
+    let chain = gelu_rung_chain();
+    for (rows, cols) in [(1, 1), (7, 33), (256, 1024)] {
+        let problem = Problem::new(rows as u32, cols as u32);
+        let (_, rung) = plan(
+            Kernel::Fusion(FusionKind::GeluFused),
+            problem,
+            DeviceLimits::TYPICAL,
+        )
+        .unwrap();
+        assert_eq!(chain.fused_traffic(rows * cols), rung, "{rows}×{cols}");
+        let (_, unfused) = plan(
+            Kernel::Fusion(FusionKind::GeluUnfused),
+            problem,
+            DeviceLimits::TYPICAL,
+        )
+        .unwrap();
+        assert_eq!(
+            chain.unfused_traffic(rows * cols).bytes(),
+            unfused.bytes(),
+            "{rows}×{cols}"
+        );
+    }
+    let x: Vec<f32> = (0..2048).map(|i| (i as f32 - 1024.0) / 97.0).collect();
+    let got = chain.eval(&x, &[], 64).unwrap();
+    let want = fused_reference(FusionKind::GeluFused, &x, 32, 64);
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-6 + 1e-5 * w.abs(), "{g} vs {w}");
+    }
+}

@@ -44,7 +44,8 @@ fn random_chain(rng: &mut rand::rngs::StdRng) -> Chain {
         let op = match which {
             0 => ChainOp::Add(extra(&mut chain)),
             1 => ChainOp::Mul(extra(&mut chain)),
-            2 => ChainOp::Scale(scale),
+            2 if rng.random_bool(0.5) => ChainOp::Scale(scale),
+            2 => ChainOp::Shift(scale),
             3 => ChainOp::Relu,
             4 => ChainOp::Gelu,
             5 => ChainOp::Tanh,
@@ -100,7 +101,22 @@ fn random_chains_validate_run_and_match_the_cpu_on_hostile_inputs() {
         let cols = [1, 3, 64, 100][case % 4].min(n);
         let x = values(n, 0, &mut rng);
         let extras: Vec<Vec<f32>> = (0..chain.extras.len())
-            .map(|k| values(chain.extra_len(k, n, cols), 3 * k + 1, &mut rng))
+            .map(|k| {
+                let v = values(chain.extra_len(k, n, cols), 3 * k + 1, &mut rng);
+                // A backward op's extra input is its activation's output:
+                // tanh's in [−1, 1], the sigmoid's in [0, 1] (NaN stays
+                // NaN). Never ±inf, where WGSL leaves a product like
+                // inf · −inf to the implementation (lavapipe gives NaN).
+                let activation = chain.ops.iter().find_map(|o| match o {
+                    ChainOp::TanhGrad(j) if *j == k => Some(ChainOp::Tanh),
+                    ChainOp::SigmoidGrad(j) if *j == k => Some(ChainOp::Sigmoid),
+                    _ => None,
+                });
+                match activation {
+                    Some(a) => v.iter().map(|x| a.apply(*x, 0.0)).collect(),
+                    None => v,
+                }
+            })
             .collect();
         let p = program(&chain, x, extras, cols).unwrap_or_else(|e| panic!("{chain:?}: {e:?}"));
         let out = runner
@@ -209,5 +225,38 @@ fn the_groups_fused_in_a_captured_step_run_on_the_gpu_as_on_the_cpu() {
                 );
             }
         }
+    }
+}
+
+/// The generated kernel for the hand-written `gelu-fused` rung's chain
+/// loads and stores what the rung's traffic model says (the instrumented
+/// build counts it) and matches the rung's reference.
+#[test]
+fn the_generated_gelu_kernel_moves_the_hand_written_rungs_bytes() {
+    use dlsys_core::compile::chain::gelu_rung_chain;
+    use dlsys_core::kernels::{DeviceLimits, FusionKind, Kernel, Problem, fused_reference, plan};
+    let Some(mut runner) = crate::support::runner("fusion_gelu_rung") else {
+        return;
+    };
+    let (rows, cols) = (65, 100);
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 37) % 800) as f32 / 100.0 - 4.0)
+        .collect();
+    let p = program(&gelu_rung_chain(), x.clone(), Vec::new(), cols).unwrap();
+    let out = runner
+        .start_program(&p, 0, 1, true)
+        .and_then(dlsys_shaders::Job::wait)
+        .unwrap();
+    let (_, rung) = plan(
+        Kernel::Fusion(FusionKind::GeluFused),
+        Problem::new(rows as u32, cols as u32),
+        DeviceLimits::TYPICAL,
+    )
+    .unwrap();
+    assert_eq!(out.counted, Some((rung.bytes_read, rung.bytes_written)));
+    let want = fused_reference(FusionKind::GeluFused, &x, rows, cols);
+    for (w, got) in want.iter().zip(&out.words) {
+        let got = f32::from_bits(*got);
+        assert!((got - w).abs() <= 1e-6 + 1e-5 * w.abs(), "{got} vs {w}");
     }
 }
