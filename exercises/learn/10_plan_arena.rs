@@ -15,7 +15,7 @@
 /// than the plan of dlsys-lab's planner, greedy by size with best fit.
 ///
 /// Hint: greedy by size: take the buffers largest first (ties: the earlier
-/// `first`). For each, list the buffers already placed that are live at
+/// `first`, then the earlier index). For each, list the buffers already placed that are live at
 /// some point with it, sorted by offset; put it at the start of the
 /// smallest gap between them that holds it (best fit), else past the
 /// last of them.
@@ -29,7 +29,7 @@
 /// 检查方式：随机的生命周期表；同时存活的两个缓冲区不能重叠，arena（最大的
 /// 偏移 + 字节数）不能比 dlsys-lab 的规划器（按大小贪心、最佳适配）的结果更大。
 ///
-/// 提示：按大小贪心：从大到小处理缓冲区（一样大时 `first` 小的先）。对每个缓冲区，
+/// 提示：按大小贪心：从大到小处理缓冲区（一样大时 `first` 小的先，再一样时下标小的先）。对每个缓冲区，
 /// 列出已经放好的、和它在某个时间点同时存活的缓冲区，按偏移排序；把它放进其中能
 /// 容纳它的最小空隙的起点（最佳适配），没有这样的空隙就放在它们最后面。
 pub fn plan_arena(buffers: &[(u64, u32, u32)]) -> Vec<u64> {

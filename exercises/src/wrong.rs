@@ -183,9 +183,9 @@ pub fn plan_no_reuse(buffers: &[(u64, u32, u32)]) -> Vec<u64> {
         .collect()
 }
 
-/// Reuses by time, but reads the lifetimes as closed (`first..=end`) only
-/// when checking the buffer placed just before: a buffer live with an
-/// earlier one gets its bytes.
+/// Reuses by time, but checks only the buffer just before: each goes past
+/// the previous buffer when the two are live together, else at 0 — so a
+/// buffer live with an earlier one gets its bytes.
 pub fn plan_last_only(buffers: &[(u64, u32, u32)]) -> Vec<u64> {
     let mut offsets = Vec::with_capacity(buffers.len());
     for (i, b) in buffers.iter().enumerate() {

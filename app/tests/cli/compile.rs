@@ -129,9 +129,7 @@ fn a_captured_step_lists_its_kernels_and_the_cache_recaptures_once() {
 
 #[test]
 fn the_fusion_pass_joins_bias_and_activation_and_prints_its_kernel() {
-    let v = json(&[
-        "compile", "--mlp", "12,8,8,4", "--batch", "5", "--fuse", "--json",
-    ]);
+    let v = json(&tiny(&["--fuse", "--json"]));
     let f = &v["captured"]["fusion"];
     // Two hidden layers: each bias add joins its ReLU.
     assert_eq!(f["launches_before"], 21, "{f}");
@@ -156,12 +154,17 @@ fn the_fusion_pass_joins_bias_and_activation_and_prints_its_kernel() {
     );
 }
 
+/// `compile` on a tiny MLP (12-8-8-4, batch 5) with `rest`.
+fn tiny<'a>(rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["compile", "--mlp", "12,8,8,4", "--batch", "5"];
+    args.extend(rest);
+    args
+}
+
 #[test]
 fn bench_selection_times_each_shape_once_and_a_second_step_hits_the_cache() {
     let gpu = gpu_expected();
-    let v = json(&[
-        "compile", "--mlp", "12,8,8,4", "--batch", "5", "--select", "bench", "--json",
-    ]);
+    let v = json(&tiny(&["--select", "bench", "--json"]));
     let s = &v["dispatch"]["selected"];
     // Three layers: a forward product each, a weight gradient each, an
     // input gradient for all but the first.
@@ -216,16 +219,7 @@ fn bench_selection_times_each_shape_once_and_a_second_step_hits_the_cache() {
 
 #[test]
 fn the_heuristic_times_nothing_and_says_its_rule() {
-    let v = json(&[
-        "compile",
-        "--mlp",
-        "12,8,8,4",
-        "--batch",
-        "5",
-        "--select",
-        "heuristic",
-        "--json",
-    ]);
+    let v = json(&tiny(&["--select", "heuristic", "--json"]));
     let s = &v["dispatch"]["selected"];
     for entry in s["entries"].as_array().unwrap() {
         // Tiny products: the rule keeps them on the CPU, untimed.
@@ -243,32 +237,14 @@ fn the_heuristic_times_nothing_and_says_its_rule() {
             "{entry}"
         );
     }
-    let out = dlsys_lab(&[
-        "compile",
-        "--mlp",
-        "12,8,8,4",
-        "--batch",
-        "5",
-        "--select",
-        "heuristic",
-    ]);
+    let out = dlsys_lab(&tiny(&["--select", "heuristic"]));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("the rule:"), "{text}");
 }
 
 #[test]
 fn a_data_dependent_branch_is_guarded_and_captured_once_per_path() {
-    let v = json(&[
-        "compile",
-        "--mlp",
-        "12,8,8,4",
-        "--batch",
-        "5",
-        "--capture",
-        "--runs",
-        "0",
-        "--json",
-    ]);
+    let v = json(&tiny(&["--capture", "--runs", "0", "--json"]));
     let c = &v["captured"];
     assert_eq!(c["branch_captures"], 2, "{c}");
     assert_eq!(c["branch_exact"], 5, "{c}");

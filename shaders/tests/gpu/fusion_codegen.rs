@@ -255,6 +255,7 @@ fn the_generated_gelu_kernel_moves_the_hand_written_rungs_bytes() {
     .unwrap();
     assert_eq!(out.counted, Some((rung.bytes_read, rung.bytes_written)));
     let want = fused_reference(FusionKind::GeluFused, &x, rows, cols);
+    assert_eq!(out.words.len(), want.len());
     for (w, got) in want.iter().zip(&out.words) {
         let got = f32::from_bits(*got);
         assert!((got - w).abs() <= 1e-6 + 1e-5 * w.abs(), "{got} vs {w}");
