@@ -172,7 +172,7 @@ pub fn text(d: &Dispatch, out: &mut dyn Write) -> io::Result<()> {
         }
         match s.crossover {
             Some(n) => line(out, "compile.select.crossover", &[("n", &n)])?,
-            None if s.sweep.iter().all(|r| r.gpu.is_none()) => {
+            None if s.gpu_never_ran() => {
                 line(out, "compile.select.gpu_failed", &[])?;
             }
             None => line(out, "compile.select.no_crossover", &[])?,

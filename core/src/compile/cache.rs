@@ -83,8 +83,13 @@ impl Compiled {
     /// The activation the model's branch takes on `x` (the MLP's own
     /// without a branch).
     pub fn activation_for(&self, x: &[f32]) -> crate::nn::Activation {
-        match self.branch {
-            Some(t) if Branch::of(x, t).1.above => crate::nn::Activation::Relu,
+        self.activation_taken(self.branch.map(|t| Branch::of(x, t).1))
+    }
+
+    /// The activation of the path `taken` (the MLP's own without a branch).
+    fn activation_taken(&self, taken: Option<Branch>) -> crate::nn::Activation {
+        match taken {
+            Some(b) if b.above => crate::nn::Activation::Relu,
             Some(_) => crate::nn::Activation::Tanh,
             None => self.mlp.activation,
         }
@@ -114,11 +119,14 @@ impl Compiled {
         let data_shape = [batch, x.len() / batch];
         let inputs = slots(&params, x, &data_shape);
         let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+        // The branch's statistic, once for every graph's guard.
+        let mean = self.branch.map(|_| Branch::mean(x));
         let (mut hit, mut shape_failed) = (None, false);
         for (i, e) in self.entries.iter().enumerate() {
             let checked = e.ir.check(&shapes);
             shape_failed |= checked.is_err();
-            match checked.and_then(|()| e.ir.check_branch(x)) {
+            let branch = |()| mean.map_or(Ok(()), |m| e.ir.check_branch(m));
+            match checked.and_then(branch) {
                 Ok(()) => {
                     hit = Some(i);
                     break;
@@ -145,11 +153,12 @@ impl Compiled {
                 // this batch, and the path taken is recorded and guarded.
                 // (A copy: the replay below reads the parameters from the
                 // original; a capture happens once per graph.)
+                let taken = self.branch.zip(mean).map(|(t, m)| Branch::at(m, t));
                 let mut eager = self.mlp.clone();
-                eager.activation = self.activation_for(x);
+                eager.activation = self.activation_taken(taken);
                 let step = eager.step(x, y);
                 let mut ir = capture(&step.graph, step.loss, &step.params, step.data, symbolic)?;
-                ir.guards.branch = self.branch.map(|t| Branch::of(x, t).1);
+                ir.guards.branch = taken;
                 self.entries.push(Entry {
                     ir,
                     layouts: Vec::new(),

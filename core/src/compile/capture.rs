@@ -184,11 +184,23 @@ pub struct Branch {
 }
 
 impl Branch {
-    /// Which way `x` goes: its mean (in f64) above the threshold or not.
+    /// The statistic the branch tests: `x`'s mean, in f64.
+    pub fn mean(x: &[f32]) -> f64 {
+        x.iter().map(|v| f64::from(*v)).sum::<f64>() / x.len().max(1) as f64
+    }
+
+    /// Which way a batch of this `mean` goes.
+    pub fn at(mean: f64, threshold: f32) -> Self {
+        Self {
+            threshold,
+            above: mean > f64::from(threshold),
+        }
+    }
+
+    /// Which way `x` goes, with its mean.
     pub fn of(x: &[f32], threshold: f32) -> (f64, Self) {
-        let mean = x.iter().map(|v| f64::from(*v)).sum::<f64>() / x.len().max(1) as f64;
-        let above = mean > f64::from(threshold);
-        (mean, Self { threshold, above })
+        let mean = Self::mean(x);
+        (mean, Self::at(mean, threshold))
     }
 }
 
@@ -242,12 +254,13 @@ impl Ir {
         Ok(())
     }
 
-    /// Checks the batch `x` against the branch guard (none: passes).
-    pub fn check_branch(&self, x: &[f32]) -> Result<(), CaptureError> {
+    /// Checks a batch of this `mean` ([`Branch::mean`]) against the branch
+    /// guard (none: passes).
+    pub fn check_branch(&self, mean: f64) -> Result<(), CaptureError> {
         let Some(want) = self.guards.branch else {
             return Ok(());
         };
-        let (mean, got) = Branch::of(x, want.threshold);
+        let got = Branch::at(mean, want.threshold);
         if got.above == want.above {
             return Ok(());
         }

@@ -518,11 +518,22 @@ pub const CROSSOVER: [usize; 6] = [16, 32, 64, 128, 256, 512];
 #[cfg(target_arch = "wasm32")]
 pub const CROSSOVER: [usize; 5] = [16, 32, 64, 128, 256];
 
+/// Whether the GPU won a size: it ran, in less time than the CPU.
+pub fn gpu_wins(cpu: f64, gpu: Option<f64>) -> bool {
+    gpu.is_some_and(|g| g < cpu)
+}
+
+/// The smallest square n×n·n×n the heuristic sends to the GPU
+/// ([`GPU_MIN_FLOPS`] = 2n³).
+pub fn smallest_gpu_square() -> usize {
+    (GPU_MIN_FLOPS / 2.0).cbrt().ceil() as usize
+}
+
 /// Where the GPU starts winning, from a sweep's (size, cpu seconds, gpu
 /// seconds) rows in increasing size: the smallest size from which the GPU
 /// won at every size swept (a lone early win is noise, not a crossover).
 pub fn crossover(rows: &[(usize, f64, Option<f64>)]) -> Option<usize> {
-    let wins = |r: &(usize, f64, Option<f64>)| r.2.is_some_and(|g| g < r.1);
+    let wins = |r: &(usize, f64, Option<f64>)| gpu_wins(r.1, r.2);
     let from = rows.iter().rposition(|r| !wins(r)).map_or(0, |i| i + 1);
     rows.get(from).map(|r| r.0)
 }

@@ -27,8 +27,11 @@ pub type GpuTimes = Vec<(GemmKind, Option<f64>)>;
 /// The calls the GPU must race for [`selected`] in `mode`: in bench mode
 /// the step's distinct untransposed matmuls (the rungs refuse the others)
 /// and the sweep's square sizes; in heuristic mode the first call, when
-/// the rule sends it to the GPU.
+/// the rule sends it to the GPU. None without GPU rungs.
 pub fn gpu_calls(calls: &[Call], mode: Mode, kinds: &[GemmKind]) -> Vec<Call> {
+    if kinds.is_empty() {
+        return Vec::new();
+    }
     let candidates = Registry::new(kinds).matmul();
     // Heuristic mode times only the first call, for the dispatch chain's
     // kernel layer, when the rule sends it to the GPU.
@@ -57,6 +60,12 @@ pub struct SweepRow {
     pub gpu: Option<(GemmKind, f64)>,
 }
 
+impl SweepRow {
+    pub fn gpu_wins(&self) -> bool {
+        super::dispatch::gpu_wins(self.cpu, self.gpu.map(|g| g.1))
+    }
+}
+
 /// The step's matmuls dispatched.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Selected {
@@ -78,6 +87,13 @@ pub struct Selected {
     pub sweep: Vec<SweepRow>,
     /// The first swept size at which the GPU won.
     pub crossover: Option<usize>,
+}
+
+impl Selected {
+    /// Whether no GPU rung ran at any swept size (nothing to cross over).
+    pub fn gpu_never_ran(&self) -> bool {
+        self.sweep.iter().all(|r| r.gpu.is_none())
+    }
 }
 
 /// Dispatches `calls` in `mode` with the GPU rungs `kinds` (none: CPU

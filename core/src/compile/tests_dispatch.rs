@@ -106,6 +106,10 @@ fn the_heuristic_times_nothing_and_keeps_small_or_transposed_calls_on_the_cpu() 
     assert!(s.timings.iter().all(|(_, t)| *t == Timing::NotTimed));
     let big = Call::new(512, 512, 512);
     assert!(big.flops() >= GPU_MIN_FLOPS);
+    // The page's square for the rule: the first n at or past its flops.
+    let n = smallest_gpu_square();
+    assert!(Call::new(n, n, n).flops() >= GPU_MIN_FLOPS);
+    assert!(Call::new(n - 1, n - 1, n - 1).flops() < GPU_MIN_FLOPS);
     let (s, _) = selector.select(Mode::Heuristic, &candidates, big, never);
     assert_eq!(s.winner, Candidate::Gpu(GemmKind::ALL[5]));
     let big_t = Call { b_t: true, ..big };

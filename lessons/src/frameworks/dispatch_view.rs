@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use dlsys_core::compile::dispatch::{Call, Candidate, GPU_MIN_FLOPS, Mode, Selection, Timing};
+use dlsys_core::compile::dispatch::{
+    Call, Candidate, GPU_MIN_FLOPS, Mode, Selection, Timing, smallest_gpu_square,
+};
 use dlsys_core::kernels::Kernel;
 use dlsys_core::compile::selected::{GpuTimes, Selected, gpu_calls, selected};
 use dlsys_core::kernels::GemmKind;
@@ -85,11 +87,7 @@ impl Dispatch {
             }
             _ => (Vec::new(), None),
         };
-        let queue = if kinds.is_empty() {
-            Vec::new()
-        } else {
-            gpu_calls(calls, self.mode, &kinds)
-        };
+        let queue = gpu_calls(calls, self.mode, &kinds);
         self.lost = false;
         self.running = Some(Running {
             of: (calls.to_vec(), self.mode),
@@ -114,8 +112,8 @@ impl Dispatch {
         if let Some(call) = run.current.take() {
             run.raced.insert(call, gemm_seconds(&self.race.results));
         }
-        if let Some(call) = run.queue.first().copied() {
-            run.queue.remove(0);
+        if !run.queue.is_empty() {
+            let call = run.queue.remove(0);
             run.current = Some(call);
             self.race.start(&ladder_for(&call, &run.kinds), env);
             return;
@@ -245,12 +243,10 @@ fn summary(ui: &mut egui::Ui, s: &Selected, lang: Lang) {
         ],
     ));
     if s.mode == Mode::Heuristic {
-        // The smallest square at or past the rule's flops.
-        let n = (GPU_MIN_FLOPS / 2.0).cbrt().ceil();
         ui.label(TEXT.fill(
             lang,
             "dispatch.rule",
-            &[("flops", &format!("{GPU_MIN_FLOPS:.1e}")), ("n", &n)],
+            &[("flops", &format!("{GPU_MIN_FLOPS:.1e}")), ("n", &smallest_gpu_square())],
         ));
     }
 }
@@ -399,8 +395,7 @@ fn sweep(ui: &mut egui::Ui, s: &Selected, timer: Option<&(String, bool)>, lang: 
                 match row.gpu {
                     Some((kind, secs)) => {
                         ui.monospace(format!("{} (gpu/{})", show_seconds(secs), kind.id()));
-                        let gpu_wins = secs < row.cpu;
-                        ui.monospace(if gpu_wins { "GPU" } else { "CPU" });
+                        ui.monospace(if row.gpu_wins() { "GPU" } else { "CPU" });
                     }
                     None => {
                         ui.monospace(t(lang, "dispatch.failed"));
@@ -413,7 +408,7 @@ fn sweep(ui: &mut egui::Ui, s: &Selected, timer: Option<&(String, bool)>, lang: 
     let (name, stamps) = timer.cloned().unwrap_or_default();
     ui.label(match s.crossover {
         Some(n) => TEXT.fill(lang, "dispatch.crossover", &[("n", &n)]),
-        None if s.sweep.iter().all(|r| r.gpu.is_none()) => t(lang, "dispatch.gpu_failed").to_owned(),
+        None if s.gpu_never_ran() => t(lang, "dispatch.gpu_failed").to_owned(),
         None => t(lang, "dispatch.no_crossover").to_owned(),
     });
     // What the GPU's times include decides what the crossover means.
