@@ -40,7 +40,7 @@ pub struct CompileArgs {
     precision: Option<Precision>,
     #[arg(long, default_value_t = StepSettings::default().device_mib)]
     device_mib: u64,
-    /// Also capture the MLP's fp32 step: its kernels, the compile cache
+    /// Also capture the model's fp32 step (MLP or CNN): its kernels, the compile cache
     /// fed a few batches, and the overhead of eager vs replayed steps.
     #[arg(long)]
     capture: bool,
@@ -62,14 +62,12 @@ pub struct CompileArgs {
 }
 
 pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
-    // The MLP's own flags say nothing about the other models.
+    // The MLP's own flags say nothing about the other models (the capture
+    // takes the MLP and the CNN; the transformer is refused there).
     let mlp_flags = [
         ("--mlp", a.mlp.is_some()),
         ("--optimizer", a.optimizer.is_some()),
         ("--precision", a.precision.is_some()),
-        ("--capture", a.capture),
-        ("--fuse", a.fuse),
-        ("--select", a.select.is_some()),
     ];
     if a.model != StepModel::Mlp
         && let Some((flag, _)) = mlp_flags.iter().find(|(_, given)| *given)
@@ -94,7 +92,7 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
     let memory = step_memory(&settings).map_err(|e| say(&e))?;
     let captured = if a.capture || a.fuse || a.select.is_some() {
         let runs = if a.capture { a.runs.min(MAX_RUNS) } else { 0 };
-        Some(captured(&settings.mlp, runs).map_err(|e| say(&e))?)
+        Some(captured(settings.model, &settings.mlp, runs).map_err(|e| say(&e))?)
     } else {
         None
     };
@@ -262,11 +260,15 @@ impl Report for CompileReport {
 /// cache's decisions, the overhead.
 fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
     let sizes: Vec<String> = c.sizes.iter().map(usize::to_string).collect();
+    let model = match c.model {
+        StepModel::Mlp => super::tf("compile.capture_mlp", &[("sizes", &sizes.join("-"))]),
+        model => model.name(super::lang()),
+    };
     line(
         out,
         "compile.capture",
         &[
-            ("sizes", &sizes.join("-")),
+            ("model", &model),
             ("batch", &c.batch),
             ("inputs", &c.inputs()),
             ("forward", &c.forward()),
@@ -313,6 +315,10 @@ fn captured_text(c: &Captured, out: &mut dyn Write) -> io::Result<()> {
             ("exact", &c.calls_exact),
         ],
     )?;
+    if c.branch_means.is_empty() {
+        // The branch and the overhead are the MLP's.
+        return line(out, "compile.mlp_only", &[]);
+    }
     let means: Vec<String> = c.branch_means.iter().map(|m| format!("{m:.3}")).collect();
     line(
         out,

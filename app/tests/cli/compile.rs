@@ -65,12 +65,56 @@ fn bad_compile_input_is_refused_in_one_line() {
         &["compile", "--model", "cnn", "--mlp", "784,10"],
         &["compile", "--model", "cnn", "--batch", "1000"],
         &["compile", "--model", "rnn"],
-        &["compile", "--model", "cnn", "--capture"],
+        &["compile", "--model", "transformer", "--capture"],
         &["compile", "--model", "transformer", "--fuse"],
         &["compile", "--runs", "3"],
-        &["compile", "--model", "cnn", "--select", "bench"],
+        &["compile", "--model", "transformer", "--select", "bench"],
         &["compile", "--select", "fastest"],
     ]);
+}
+
+#[test]
+fn the_cnn_step_is_captured_and_replayed_bit_for_bit() {
+    let v = json(&[
+        "compile",
+        "--model",
+        "cnn",
+        "--batch",
+        "4",
+        "--capture",
+        "--fuse",
+        "--json",
+    ]);
+    let c = &v["captured"];
+    assert_eq!(c["model"], "Cnn", "{c}");
+    assert_eq!(c["bit_exact"], true);
+    assert_eq!(
+        (c["captures"].as_u64(), c["calls_exact"].as_u64()),
+        (Some(2), Some(4))
+    );
+    let keys: Vec<&str> = c["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
+    for key in [
+        "conv2d",
+        "bn_stats",
+        "maxpool",
+        "conv2d_grad_weight",
+        "maxpool_grad",
+    ] {
+        assert!(keys.contains(&key), "{key} in {keys:?}");
+    }
+    // The branch and the overhead are the MLP's; the text says so.
+    assert!(c["branch_events"].as_array().unwrap().is_empty());
+    let out = dlsys_lab(&["compile", "--model", "cnn", "--batch", "4", "--capture"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("the small CNN, batch 4") && text.contains("shown for the MLP"),
+        "{text}"
+    );
 }
 
 #[test]

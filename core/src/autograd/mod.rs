@@ -9,6 +9,7 @@ pub mod checks;
 pub mod conv;
 pub mod gradcheck;
 pub mod graph;
+pub mod layer_math;
 pub mod op;
 pub mod pointwise;
 pub mod stored;

@@ -13,7 +13,42 @@ use serde::Serialize;
 
 use super::capture::{Branch, CaptureError, Ir, capture, slots};
 use super::replay::{Layout, Replayed, layout, run};
-use crate::nn::Mlp;
+use crate::autograd::Tensor;
+use crate::nn::models::Cnn;
+use crate::nn::{Activation, Mlp, TapeStep};
+
+/// A model whose training step a cache captures.
+#[derive(Clone, Debug)]
+pub enum Model {
+    Mlp(Mlp<f32>),
+    Cnn(Box<Cnn>),
+}
+
+impl Model {
+    /// Its parameters, in its step's order.
+    pub fn params(&self) -> Vec<&Tensor<f32>> {
+        match self {
+            Self::Mlp(m) => m.params(),
+            Self::Cnn(c) => c.params().to_vec(),
+        }
+    }
+
+    /// Its training step on `x` (`y.len()` rows), eagerly, with `activation`
+    /// in place of the MLP's own (the CNN's is ReLU).
+    pub fn step(&self, x: &[f32], y: &[usize], activation: Option<Activation>) -> TapeStep<f32> {
+        match self {
+            Self::Mlp(m) => match activation {
+                Some(a) if a != m.activation => Mlp {
+                    activation: a,
+                    ..m.clone()
+                }
+                .step(x, y),
+                _ => m.step(x, y),
+            },
+            Self::Cnn(c) => c.step(x, y),
+        }
+    }
+}
 
 /// What one call did.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -46,9 +81,9 @@ struct Entry {
     layouts: Vec<(usize, Layout)>,
 }
 
-/// An MLP's training step behind a compile cache.
+/// A model's training step behind a compile cache.
 pub struct Compiled {
-    mlp: Mlp<f32>,
+    model: Model,
     /// A data-dependent branch in the model: ReLU when the batch's mean is
     /// above this threshold, tanh otherwise (none: the MLP's own activation).
     branch: Option<f32>,
@@ -60,8 +95,12 @@ pub struct Compiled {
 
 impl Compiled {
     pub fn new(mlp: Mlp<f32>) -> Self {
+        Self::of(Model::Mlp(mlp))
+    }
+
+    pub fn of(model: Model) -> Self {
         Self {
-            mlp,
+            model,
             branch: None,
             entries: Vec::new(),
             log: Vec::new(),
@@ -82,16 +121,17 @@ impl Compiled {
 
     /// The activation the model's branch takes on `x` (the MLP's own
     /// without a branch).
-    pub fn activation_for(&self, x: &[f32]) -> crate::nn::Activation {
+    pub fn activation_for(&self, x: &[f32]) -> Activation {
         self.activation_taken(self.branch.map(|t| Branch::of(x, t).1))
     }
 
     /// The activation of the path `taken` (the MLP's own without a branch).
-    fn activation_taken(&self, taken: Option<Branch>) -> crate::nn::Activation {
-        match taken {
-            Some(b) if b.above => crate::nn::Activation::Relu,
-            Some(_) => crate::nn::Activation::Tanh,
-            None => self.mlp.activation,
+    fn activation_taken(&self, taken: Option<Branch>) -> Activation {
+        match (taken, &self.model) {
+            (Some(b), _) if b.above => Activation::Relu,
+            (Some(_), _) => Activation::Tanh,
+            (None, Model::Mlp(m)) => m.activation,
+            (None, Model::Cnn(_)) => Activation::Relu,
         }
     }
 
@@ -115,7 +155,7 @@ impl Compiled {
                 rows: batch as u64,
             });
         }
-        let params = self.mlp.params();
+        let params = self.model.params();
         let data_shape = [batch, x.len() / batch];
         let inputs = slots(&params, x, &data_shape);
         let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
@@ -151,12 +191,12 @@ impl Compiled {
                 let symbolic = shape_failed && batch > 1;
                 // The model code runs eagerly: its branch is decided on
                 // this batch, and the path taken is recorded and guarded.
-                // (A copy: the replay below reads the parameters from the
-                // original; a capture happens once per graph.)
+                // (Another activation runs on a copy: the replay below
+                // reads the parameters from the original; a capture
+                // happens once per graph.)
                 let taken = self.branch.zip(mean).map(|(t, m)| Branch::at(m, t));
-                let mut eager = self.mlp.clone();
-                eager.activation = self.activation_taken(taken);
-                let step = eager.step(x, y);
+                let activation = taken.map(|t| self.activation_taken(Some(t)));
+                let step = self.model.step(x, y, activation);
                 let mut ir = capture(&step.graph, step.loss, &step.params, step.data, symbolic)?;
                 ir.guards.branch = taken;
                 self.entries.push(Entry {

@@ -8,14 +8,17 @@
 //! which is also how a capture with a symbolic batch ([`Guards`]) serves
 //! every batch size. [`super::replay`] runs it.
 //!
-//! The captured ops are those the MLP uses (matmul, bias add, ReLU, tanh,
-//! sigmoid, softmax cross-entropy); a step with any other op is refused
+//! The captured ops are those the MLP and the CNN use (matmul, bias add,
+//! ReLU, tanh, sigmoid, softmax cross-entropy; convolution, BatchNorm in
+//! training — as its statistics, x̂ and the affine map, as PyTorch's
+//! decompositions split it — and max pooling, whose backward finds each
+//! window's winner again from the input); a step with any other op is refused
 //! with the op's name (a "graph break", which torch.compile would answer
 //! by splitting the graph and running that op eagerly).
 
 use serde::Serialize;
 
-use crate::autograd::{Graph, Op, Var};
+use crate::autograd::{Conv2d, Graph, Op, Pool2d, Var};
 
 crate::catalog_error! {
     /// Why a step cannot be captured or a captured graph cannot run.
@@ -43,6 +46,8 @@ crate::catalog_error! {
         BranchAbove { mean: String, threshold: String } = "compile.branch_above",
         /// …or below it, the graph captured on the path above.
         BranchBelow { mean: String, threshold: String } = "compile.branch_below",
+        /// A model whose step has no captured kernels (the transformer).
+        Model = "compile.capture_model",
     }
 }
 
@@ -96,6 +101,73 @@ pub enum Kernel {
         a: usize,
         b: usize,
     },
+    /// A convolution of images `x` by filters `w` (im2col + GEMM).
+    Conv2d {
+        x: usize,
+        w: usize,
+        geometry: Conv2d,
+    },
+    /// The convolution's gradient `g` back onto its images, through `w`.
+    Conv2dGradInput {
+        g: usize,
+        w: usize,
+        geometry: Conv2d,
+    },
+    /// The convolution's gradient `g` onto its filters, from the images `x`.
+    Conv2dGradWeight {
+        g: usize,
+        x: usize,
+        geometry: Conv2d,
+    },
+    /// Each channel's batch mean and 1/σ (BatchNorm in training): `[2, C]`.
+    ChannelStats {
+        x: usize,
+        channels: usize,
+    },
+    /// x̂ = (x − mean)/σ per channel, from `stats`.
+    Normalize {
+        x: usize,
+        stats: usize,
+        channels: usize,
+    },
+    /// `γ_c·x̂ + β_c`.
+    ChannelAffine {
+        x: usize,
+        gamma: usize,
+        beta: usize,
+        channels: usize,
+    },
+    /// BatchNorm's input gradient from `g`, x̂, γ and the statistics.
+    NormalizeGrad {
+        g: usize,
+        xhat: usize,
+        gamma: usize,
+        stats: usize,
+        channels: usize,
+    },
+    /// Each channel's sum of `g` (β's gradient).
+    ChannelSum {
+        g: usize,
+        channels: usize,
+    },
+    /// Each channel's Σ g·x̂ (γ's gradient).
+    ChannelDot {
+        g: usize,
+        xhat: usize,
+        channels: usize,
+    },
+    /// The maximum of each window.
+    MaxPool {
+        x: usize,
+        geometry: Pool2d,
+    },
+    /// The gradient `g` to each window's largest input of `x` (found again
+    /// from `x`: the arena keeps no indices).
+    MaxPoolGrad {
+        g: usize,
+        x: usize,
+        geometry: Pool2d,
+    },
 }
 
 impl Kernel {
@@ -115,6 +187,23 @@ impl Kernel {
             | Self::Softmax(a)
             | Self::CrossEntropy(a)
             | Self::CrossEntropyGrad(a) => vec![a],
+            Self::Conv2d { x: a, w: b, .. }
+            | Self::Conv2dGradInput { g: a, w: b, .. }
+            | Self::Conv2dGradWeight { g: a, x: b, .. }
+            | Self::Normalize { x: a, stats: b, .. }
+            | Self::ChannelDot { g: a, xhat: b, .. }
+            | Self::MaxPoolGrad { g: a, x: b, .. } => vec![a, b],
+            Self::ChannelStats { x: a, .. }
+            | Self::ChannelSum { g: a, .. }
+            | Self::MaxPool { x: a, .. } => vec![a],
+            Self::ChannelAffine { x, gamma, beta, .. } => vec![x, gamma, beta],
+            Self::NormalizeGrad {
+                g,
+                xhat,
+                gamma,
+                stats,
+                ..
+            } => vec![g, xhat, gamma, stats],
         }
     }
 
@@ -135,6 +224,17 @@ impl Kernel {
             Self::CrossEntropy(_) => "cross_entropy",
             Self::CrossEntropyGrad(_) => "cross_entropy_grad",
             Self::Accumulate { .. } => "accumulate",
+            Self::Conv2d { .. } => "conv2d",
+            Self::Conv2dGradInput { .. } => "conv2d_grad_input",
+            Self::Conv2dGradWeight { .. } => "conv2d_grad_weight",
+            Self::ChannelStats { .. } => "bn_stats",
+            Self::Normalize { .. } => "bn_normalize",
+            Self::ChannelAffine { .. } => "bn_affine",
+            Self::NormalizeGrad { .. } => "bn_grad_input",
+            Self::ChannelSum { .. } => "channel_sum",
+            Self::ChannelDot { .. } => "channel_dot",
+            Self::MaxPool { .. } => "maxpool",
+            Self::MaxPoolGrad { .. } => "maxpool_grad",
         }
     }
 
@@ -148,6 +248,12 @@ impl Kernel {
                 | Self::SumRows(_)
                 | Self::CrossEntropyGrad(_)
                 | Self::Accumulate { .. }
+                | Self::Conv2dGradInput { .. }
+                | Self::Conv2dGradWeight { .. }
+                | Self::NormalizeGrad { .. }
+                | Self::ChannelSum { .. }
+                | Self::ChannelDot { .. }
+                | Self::MaxPoolGrad { .. }
         ) || matches!(self, Self::MatMul { a_t, b_t, .. } if *a_t || *b_t)
     }
 }
@@ -297,6 +403,24 @@ impl Ir {
                 | Kernel::SigmoidGrad { g: a, .. } => out[a].clone(),
                 Kernel::SumRows(a) => vec![rc(&out[a]).1],
                 Kernel::CrossEntropy(_) => vec![1],
+                Kernel::Conv2d { x, geometry, .. } => {
+                    vec![rc(&out[x]).0, geometry.output_len()]
+                }
+                Kernel::MaxPool { x, geometry } => vec![rc(&out[x]).0, geometry.output_len()],
+                Kernel::Conv2dGradInput { g, geometry, .. } => {
+                    vec![rc(&out[g]).0, geometry.input_len()]
+                }
+                Kernel::Conv2dGradWeight { geometry, .. } => {
+                    vec![geometry.out_channels, geometry.patch()]
+                }
+                Kernel::ChannelStats { channels, .. } => vec![2, channels],
+                Kernel::ChannelSum { channels, .. } | Kernel::ChannelDot { channels, .. } => {
+                    vec![channels]
+                }
+                Kernel::Normalize { x: a, .. }
+                | Kernel::ChannelAffine { x: a, .. }
+                | Kernel::NormalizeGrad { g: a, .. }
+                | Kernel::MaxPoolGrad { x: a, .. } => out[a].clone(),
             };
             out.push(shape);
         }
@@ -360,6 +484,8 @@ pub fn capture(
     shapes.push(g.shape(data).to_vec());
     at[data.0] = Some(push(&mut nodes, Kernel::Input { slot: params.len() }));
     let mut probs: Vec<Option<usize>> = vec![None; g.len()];
+    // A BatchNorm's statistics and x̂ nodes, for its backward.
+    let mut norms: Vec<Option<(usize, usize)>> = vec![None; g.len()];
     let node_of = |at: &[Option<usize>], v: Var| {
         at[v.0].ok_or_else(|| CaptureError::GraphBreak {
             op: "leaf".to_owned(),
@@ -400,6 +526,42 @@ pub fn capture(
                 probs[v.0] = Some(push(&mut nodes, Kernel::Softmax(z)));
                 Kernel::CrossEntropy(z)
             }
+            Op::Conv2d {
+                input,
+                weight,
+                bias: None,
+                geometry,
+            } => Kernel::Conv2d {
+                x: node_of(&at, *input)?,
+                w: node_of(&at, *weight)?,
+                geometry: *geometry,
+            },
+            Op::BatchNorm {
+                input,
+                gamma,
+                beta,
+                channels,
+                training: true,
+                ..
+            } => {
+                let (x, channels) = (node_of(&at, *input)?, *channels);
+                let stats = push(&mut nodes, Kernel::ChannelStats { x, channels });
+                let xhat = Kernel::Normalize { x, stats, channels };
+                let xhat = push(&mut nodes, xhat);
+                norms[v.0] = Some((stats, xhat));
+                Kernel::ChannelAffine {
+                    x: xhat,
+                    gamma: node_of(&at, *gamma)?,
+                    beta: node_of(&at, *beta)?,
+                    channels,
+                }
+            }
+            Op::MaxPool {
+                input, geometry, ..
+            } => Kernel::MaxPool {
+                x: node_of(&at, *input)?,
+                geometry: *geometry,
+            },
             other => {
                 return Err(CaptureError::GraphBreak {
                     op: other.name().to_owned(),
@@ -444,7 +606,7 @@ pub fn capture(
             None if *v == loss => usize::MAX,
             None => continue,
         };
-        let input = |x: &Var| at[x.0].ok_or(CaptureError::NotPlain);
+        let node = |x: &Var| at[x.0].ok_or(CaptureError::NotPlain);
         match &g.node(*v).op {
             Op::Leaf { .. } => {}
             Op::SoftmaxCrossEntropy { logits, .. } => {
@@ -465,7 +627,7 @@ pub fn capture(
                 if needs[a.0] {
                     let k = Kernel::MatMul {
                         a: grad,
-                        b: input(b)?,
+                        b: node(b)?,
                         a_t: false,
                         b_t: true,
                     };
@@ -474,7 +636,7 @@ pub fn capture(
                 }
                 if needs[b.0] {
                     let k = Kernel::MatMul {
-                        a: input(a)?,
+                        a: node(a)?,
                         b: grad,
                         a_t: true,
                         b_t: false,
@@ -494,6 +656,85 @@ pub fn capture(
             Op::Sigmoid(a) => {
                 let k = push(&mut nodes, Kernel::SigmoidGrad { g: grad, y: own });
                 give(&mut nodes, &mut pending, *a, k);
+            }
+            Op::Conv2d {
+                input,
+                weight,
+                geometry,
+                ..
+            } => {
+                let geometry = *geometry;
+                if needs[input.0] {
+                    let w = node(weight)?;
+                    let k = push(
+                        &mut nodes,
+                        Kernel::Conv2dGradInput {
+                            g: grad,
+                            w,
+                            geometry,
+                        },
+                    );
+                    give(&mut nodes, &mut pending, *input, k);
+                }
+                if needs[weight.0] {
+                    let x = node(input)?;
+                    let k = push(
+                        &mut nodes,
+                        Kernel::Conv2dGradWeight {
+                            g: grad,
+                            x,
+                            geometry,
+                        },
+                    );
+                    give(&mut nodes, &mut pending, *weight, k);
+                }
+            }
+            Op::BatchNorm {
+                input,
+                gamma,
+                beta,
+                channels,
+                ..
+            } => {
+                let (stats, xhat) = norms[v.0].ok_or(CaptureError::NotPlain)?;
+                let channels = *channels;
+                if needs[input.0] {
+                    let k = Kernel::NormalizeGrad {
+                        g: grad,
+                        xhat,
+                        gamma: node(gamma)?,
+                        stats,
+                        channels,
+                    };
+                    let k = push(&mut nodes, k);
+                    give(&mut nodes, &mut pending, *input, k);
+                }
+                if needs[gamma.0] {
+                    let k = push(
+                        &mut nodes,
+                        Kernel::ChannelDot {
+                            g: grad,
+                            xhat,
+                            channels,
+                        },
+                    );
+                    give(&mut nodes, &mut pending, *gamma, k);
+                }
+                if needs[beta.0] {
+                    let k = push(&mut nodes, Kernel::ChannelSum { g: grad, channels });
+                    give(&mut nodes, &mut pending, *beta, k);
+                }
+            }
+            Op::MaxPool {
+                input, geometry, ..
+            } => {
+                let k = Kernel::MaxPoolGrad {
+                    g: grad,
+                    x: node(input)?,
+                    geometry: *geometry,
+                };
+                let k = push(&mut nodes, k);
+                give(&mut nodes, &mut pending, *input, k);
             }
             other => {
                 return Err(CaptureError::GraphBreak {
@@ -528,7 +769,7 @@ pub fn rows_cols(shape: &[usize]) -> (usize, usize) {
     }
 }
 
-/// The inputs of a captured MLP step in slot order: the parameters, then
+/// The inputs of a captured step in slot order: the parameters, then
 /// the data `x` of `shape`.
 pub fn slots<'a>(
     params: &'a [&'a crate::autograd::Tensor<f32>],

@@ -9,14 +9,16 @@
 
 use serde::Serialize;
 
-use super::cache::{CacheEvent, Compiled};
+use super::cache::{CacheEvent, Compiled, Model};
 use super::capture::{CaptureError, capture, slots};
 use super::fuse::{Fusion, fuse};
 use super::overhead::{self, Overhead, batch};
 use super::replay::{Replayed, layout, run};
+use super::step::{MODEL_SEED, StepModel};
 use crate::memory::MemoryError;
 use crate::memory::mlp::MlpSettings;
-use crate::nn::{Activation, Mlp, MlpStep};
+use crate::nn::models::Cnn;
+use crate::nn::{Activation, Mlp, TapeStep};
 
 /// One kernel of the captured step.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -30,6 +32,8 @@ pub struct KernelRow {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Captured {
+    pub model: StepModel,
+    /// The MLP's layer sizes (empty for the CNN).
     pub sizes: Vec<usize>,
     pub batch: usize,
     /// Every node: the inputs copied in, then the kernels.
@@ -114,21 +118,41 @@ impl From<CaptureError> for CapturedError {
     }
 }
 
-/// The capture view of `mlp`'s step; the overhead timed `runs` times each
-/// way (none when 0).
-pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedError> {
+/// The capture view of `model`'s step (the MLP of `mlp`, or the CNN at
+/// its batch); the overhead timed `runs` times each way (none when 0; the
+/// MLP's only, as the branching model).
+pub fn captured(
+    model: StepModel,
+    mlp: &MlpSettings,
+    runs: usize,
+) -> Result<Captured, CapturedError> {
     let shape = mlp.shape()?;
-    let (sizes, rows) = (shape.sizes.clone(), shape.batch);
-    let (features, classes) = (sizes[0], sizes[sizes.len() - 1]);
-    let model = Mlp::<f32>::new(&sizes, Activation::Relu, 1)
-        .map_err(|e| CapturedError::Memory(MemoryError::from(e)))?;
-    let (x, y) = batch(rows, features, classes, 0);
-    let step = model.step(&x, &y);
+    let rows = shape.batch;
+    let (sizes, cached, (x, y)) = match model {
+        StepModel::Mlp => {
+            let sizes = shape.sizes.clone();
+            let (features, classes) = (sizes[0], sizes[sizes.len() - 1]);
+            let m = Mlp::<f32>::new(&sizes, Activation::Relu, 1)
+                .map_err(|e| CapturedError::Memory(MemoryError::from(e)))?;
+            (sizes, Model::Mlp(m), batch(rows, features, classes, 0))
+        }
+        StepModel::Cnn => {
+            crate::memory::models::check(rows)?;
+            let images = crate::memory::models::cnn_batch(rows, 0);
+            (
+                Vec::new(),
+                Model::Cnn(Box::new(Cnn::new(MODEL_SEED))),
+                images,
+            )
+        }
+        StepModel::Transformer => return Err(CaptureError::Model.into()),
+    };
+    let step = cached.step(&x, &y, None);
     let ir = capture(&step.graph, step.loss, &step.params, step.data, false)?;
     let shapes = ir.guards.shapes.clone();
     let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
     let plan = layout(&ir, &refs);
-    let params = model.params();
+    let params = cached.params();
     let inputs = slots(&params, &x, refs[refs.len() - 1]);
     let bit_exact = same(
         &run(&ir, &plan, &inputs, &y, &mut Vec::new(), false)?,
@@ -152,36 +176,43 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
     // symbolic, unless it is 1), then twice the first.
     let other = if rows > 2 { rows / 2 } else { rows + 1 };
     let batches = vec![rows, rows, other, rows * 2];
-    let mut cache = Compiled::new(model.clone());
+    let mut cache = Compiled::of(cached.clone());
     let mut calls_exact = 0;
     for (i, b) in batches.iter().enumerate() {
-        let (x, y) = batch(*b, features, classes, i as u64 + 1);
+        let (x, y) = match &cached {
+            Model::Mlp(_) => batch(*b, sizes[0], sizes[sizes.len() - 1], i as u64 + 1),
+            Model::Cnn(_) => crate::memory::models::cnn_batch(*b, i as u64 + 1),
+        };
         let replayed = cache.step(&x, &y)?;
-        calls_exact += usize::from(same(&replayed, &model.step(&x, &y)));
+        calls_exact += usize::from(same(&replayed, &cached.step(&x, &y, None)));
     }
-    // The branching model: batches whose means fall above, above, below,
-    // above and below the threshold.
-    let mut branching = Compiled::branching(model.clone(), BRANCH_THRESHOLD);
     let (mut branch_means, mut branch_exact) = (Vec::new(), 0);
-    for (i, above) in [true, true, false, true, false].into_iter().enumerate() {
-        let (mut x, y) = batch(rows, features, classes, 10 + i as u64);
-        let shift = if above { 0.5 } else { 0.0 };
-        x.iter_mut().for_each(|v| *v = shift + 0.5 * *v);
-        branch_means.push(super::capture::Branch::of(&x, BRANCH_THRESHOLD).0);
-        let replayed = branching.step(&x, &y)?;
-        let mut eager = model.clone();
-        eager.activation = branching.activation_for(&x);
-        branch_exact += usize::from(same(&replayed, &eager.step(&x, &y)));
+    let (mut branch_captures, mut branch_events, mut overhead) = (0, Vec::new(), Vec::new());
+    if let Model::Mlp(m) = &cached {
+        // The branching model: batches whose means fall above, above,
+        // below, above and below the threshold.
+        let (features, classes) = (sizes[0], sizes[sizes.len() - 1]);
+        let mut branching = Compiled::branching(m.clone(), BRANCH_THRESHOLD);
+        for (i, above) in [true, true, false, true, false].into_iter().enumerate() {
+            let (mut x, y) = batch(rows, features, classes, 10 + i as u64);
+            let shift = if above { 0.5 } else { 0.0 };
+            x.iter_mut().for_each(|v| *v = shift + 0.5 * *v);
+            branch_means.push(super::capture::Branch::of(&x, BRANCH_THRESHOLD).0);
+            let replayed = branching.step(&x, &y)?;
+            let eager = cached.step(&x, &y, Some(branching.activation_for(&x)));
+            branch_exact += usize::from(same(&replayed, &eager));
+        }
+        branch_captures = branching.captures();
+        branch_events = branching.log;
+        if runs > 0 {
+            overhead = overhead::CASES
+                .iter()
+                .map(|(rows, width)| overhead::measure(*rows, *width, runs))
+                .collect::<Result<_, _>>()?;
+        }
     }
-    let overhead = if runs == 0 {
-        Vec::new()
-    } else {
-        overhead::CASES
-            .iter()
-            .map(|(rows, width)| overhead::measure(*rows, *width, runs))
-            .collect::<Result<_, _>>()?
-    };
     Ok(Captured {
+        model,
         sizes,
         batch: rows,
         launches: ir.launches(),
@@ -198,8 +229,8 @@ pub fn captured(mlp: &MlpSettings, runs: usize) -> Result<Captured, CapturedErro
         captures: cache.captures(),
         events: cache.log,
         branch_means,
-        branch_captures: branching.captures(),
-        branch_events: branching.log,
+        branch_captures,
+        branch_events,
         branch_exact,
         overhead,
     })
@@ -221,7 +252,7 @@ impl Captured {
 }
 
 /// Whether a replay gave `step`'s loss and every gradient, bit for bit.
-fn same(replayed: &Replayed, step: &MlpStep<f32>) -> bool {
+fn same(replayed: &Replayed, step: &TapeStep<f32>) -> bool {
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     replayed.loss.to_bits() == step.graph.value(step.loss).data[0].to_bits()
         && step.params.len() == replayed.grads.len()

@@ -29,7 +29,8 @@ pub enum Verdict {
     /// generator emits elementwise chains only.
     TrailingReduction,
     /// An op the generator has no form for (softmax cross-entropy's
-    /// gradient reads the labels).
+    /// gradient reads the labels, BatchNorm's maps read per-channel
+    /// operands, max pooling's gradient scatters to a window's winner).
     NotGenerated,
     /// The producer feeds the consumer's second operand: a chain follows
     /// one running value.
@@ -118,10 +119,30 @@ enum Class {
 fn class(k: &Kernel) -> Class {
     match k {
         Kernel::Input { .. } => Class::Input,
-        Kernel::MatMul { .. } => Class::Gemm,
-        Kernel::SumRows(_) | Kernel::Softmax(_) | Kernel::CrossEntropy(_) => Class::Reduction,
-        Kernel::CrossEntropyGrad(_) => Class::Other,
-        _ => Class::Elementwise,
+        Kernel::MatMul { .. }
+        | Kernel::Conv2d { .. }
+        | Kernel::Conv2dGradInput { .. }
+        | Kernel::Conv2dGradWeight { .. } => Class::Gemm,
+        Kernel::SumRows(_)
+        | Kernel::Softmax(_)
+        | Kernel::CrossEntropy(_)
+        | Kernel::ChannelStats { .. }
+        | Kernel::ChannelSum { .. }
+        | Kernel::ChannelDot { .. }
+        | Kernel::MaxPool { .. } => Class::Reduction,
+        Kernel::CrossEntropyGrad(_)
+        | Kernel::Normalize { .. }
+        | Kernel::ChannelAffine { .. }
+        | Kernel::NormalizeGrad { .. }
+        | Kernel::MaxPoolGrad { .. } => Class::Other,
+        Kernel::Add { .. }
+        | Kernel::Accumulate { .. }
+        | Kernel::Relu(_)
+        | Kernel::Tanh(_)
+        | Kernel::Sigmoid(_)
+        | Kernel::ReluGrad { .. }
+        | Kernel::TanhGrad { .. }
+        | Kernel::SigmoidGrad { .. } => Class::Elementwise,
     }
 }
 

@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::capture::{CaptureError, Ir, Kernel, rows_cols};
 use super::plan::{Buffer, plan};
 use crate::autograd::Real as _;
+use crate::autograd::layer_math as lm;
 use crate::autograd::pointwise as pw;
 
 /// Where every node's values go for one set of input shapes.
@@ -297,6 +298,58 @@ pub fn run(
             Kernel::CrossEntropyGrad(p) => {
                 let scale = 1.0 / f32::from_f64(labels.len() as f64);
                 pw::cross_entropy_grad_into(read(p)?, cols(p), labels, scale, out);
+            }
+            Kernel::Conv2d { x, w, geometry } => {
+                lm::conv2d_into(&geometry, read(x)?, read(w)?, None, out);
+            }
+            Kernel::Conv2dGradInput { g, w, geometry } => {
+                lm::conv2d_grad_input_into(&geometry, read(g)?, read(w)?, out);
+            }
+            Kernel::Conv2dGradWeight { g, x, geometry } => {
+                lm::conv2d_grad_weight_into(&geometry, read(g)?, read(x)?, out);
+            }
+            Kernel::ChannelStats { x, channels } => {
+                let (mean, var) = lm::channel_moments(read(x)?, channels, cols(x) / channels);
+                out[..channels].copy_from_slice(&mean);
+                out[channels..].copy_from_slice(&lm::inverse_std(&var));
+            }
+            Kernel::Normalize { x, stats, channels } => {
+                let s = read(stats)?;
+                let (mean, inv_std) = s.split_at(channels);
+                lm::normalise_into(read(x)?, (channels, cols(x) / channels), mean, inv_std, out);
+            }
+            Kernel::ChannelAffine {
+                x,
+                gamma,
+                beta,
+                channels,
+            } => {
+                let layout = (channels, cols(x) / channels);
+                lm::channel_affine_into(read(x)?, layout, read(gamma)?, read(beta)?, out);
+            }
+            Kernel::NormalizeGrad {
+                g,
+                xhat,
+                gamma,
+                stats,
+                channels,
+            } => {
+                let inv_std = &read(stats)?[channels..];
+                let layout = (channels, cols(g) / channels);
+                let (g, xhat, gamma) = (read(g)?, read(xhat)?, read(gamma)?);
+                lm::batch_norm_grad_input_into(g, xhat, layout, gamma, inv_std, (true, true), out);
+            }
+            Kernel::ChannelSum { g, channels } => {
+                lm::channel_sums_into(read(g)?, (channels, cols(g) / channels), out);
+            }
+            Kernel::ChannelDot { g, xhat, channels } => {
+                let layout = (channels, cols(g) / channels);
+                lm::channel_dots_into(read(g)?, read(xhat)?, layout, out);
+            }
+            Kernel::MaxPool { x, geometry } => lm::max_pool_into(&geometry, read(x)?, out, None),
+            Kernel::MaxPoolGrad { g, x, geometry } => {
+                let winners = lm::window_winners(&geometry, read(x)?);
+                lm::max_pool_grad_into(read(g)?, winners, out);
             }
         }
         if let Some(start) = start {

@@ -68,7 +68,7 @@ impl Default for StepSettings {
 }
 
 /// The seed of the CNN's and the transformer's data and weights.
-const MODEL_SEED: u64 = 1;
+pub const MODEL_SEED: u64 = 1;
 
 /// The largest device the allocator models, MiB (1 TiB).
 pub const MAX_DEVICE_MIB: u64 = 1 << 20;

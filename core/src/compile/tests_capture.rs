@@ -307,7 +307,7 @@ fn the_capture_view_replays_bit_for_bit_and_recaptures_once() {
         batch: 9,
         ..MlpSettings::default()
     };
-    let c = super::captured::captured(&mlp, 0).unwrap();
+    let c = super::captured::captured(super::step::StepModel::Mlp, &mlp, 0).unwrap();
     assert!(c.bit_exact && c.calls_exact == c.batches.len());
     assert_eq!(
         (c.captures, c.batches.as_slice()),
@@ -320,7 +320,39 @@ fn the_capture_view_replays_bit_for_bit_and_recaptures_once() {
         sizes: "20".to_owned(),
         ..mlp
     };
-    assert!(super::captured::captured(&bad, 0).is_err());
+    assert!(super::captured::captured(super::step::StepModel::Mlp, &bad, 0).is_err());
+}
+
+#[test]
+fn the_cnn_capture_view_goes_through_the_same_cache() {
+    use super::step::StepModel;
+    use crate::memory::mlp::MlpSettings;
+    let settings = MlpSettings {
+        batch: 4,
+        ..MlpSettings::default()
+    };
+    let c = super::captured::captured(StepModel::Cnn, &settings, 3).unwrap();
+    assert_eq!(c.model, StepModel::Cnn);
+    assert!(c.bit_exact && c.calls_exact == c.batches.len());
+    assert_eq!(
+        (c.captures, c.batches.as_slice()),
+        (2, [4, 4, 2, 8].as_slice())
+    );
+    // The branch and the overhead are the MLP's.
+    assert!(c.branch_events.is_empty() && c.overhead.is_empty());
+    assert!(c.kernels.iter().any(|k| k.key == "conv2d_grad_weight"));
+    assert!(c.max_live <= c.arena && c.arena <= c.no_reuse);
+    // BatchNorm's affine map reads per-channel operands: the generator has
+    // no form for it, so the ReLU after it is not fused into it.
+    let key = |i: usize| c.kernels[i].key;
+    assert!(c.fusion.edges.iter().any(|e| {
+        e.verdict == super::fuse::Verdict::NotGenerated
+            && (key(e.from), key(e.to)) == ("bn_affine", "relu")
+    }));
+    assert!(matches!(
+        super::captured::captured(StepModel::Transformer, &settings, 0),
+        Err(super::captured::CapturedError::Capture(CaptureError::Model))
+    ));
 }
 
 #[test]
@@ -385,4 +417,56 @@ fn a_branch_taken_the_other_way_fails_its_guard_and_is_captured_once_more() {
         compiled.log.last(),
         Some(CacheEvent::Reused { capture: 1, .. })
     ));
+}
+
+#[test]
+fn the_cnn_step_replays_bit_for_bit_and_its_guard_refuses_another_batch() {
+    use crate::nn::models::Cnn;
+    let model = Cnn::new(4);
+    let params = model.params();
+    for symbolic in [false, true] {
+        let (x, y) = crate::memory::models::cnn_batch(3, 7);
+        let step = model.step(&x, &y);
+        let ir = capture(&step.graph, step.loss, &step.params, step.data, symbolic).unwrap();
+        // Every layer is in the graph: two convolutions and their two
+        // gradients each but the first's input gradient (the data takes
+        // none), BatchNorm as statistics, x̂ and the affine map, pooling.
+        let count = |key: &str| ir.nodes.iter().filter(|k| k.key() == key).count();
+        assert_eq!(count("conv2d"), 2);
+        assert_eq!(count("conv2d_grad_weight"), 2);
+        assert_eq!(count("conv2d_grad_input"), 1);
+        assert_eq!(count("bn_stats"), 2);
+        assert_eq!(count("maxpool_grad"), 2);
+        assert_eq!(count("channel_sum"), 2);
+        for (rows, seed) in [(3, 7), (5, 8)] {
+            let (x, y) = crate::memory::models::cnn_batch(rows, seed);
+            let shape = [rows, 784];
+            let inputs = super::capture::slots(&params, &x, &shape);
+            let got = execute(&ir, &inputs, &y);
+            if rows != 3 && !symbolic {
+                // A static capture refuses another batch, naming the guard.
+                assert!(
+                    matches!(&got, Err(CaptureError::Guard { input, .. }) if input == "x"),
+                    "{got:?}"
+                );
+                continue;
+            }
+            let got = got.unwrap();
+            let want = model.step(&x, &y);
+            assert_eq!(
+                got.loss.to_bits(),
+                want.graph.value(want.loss).data[0].to_bits(),
+                "loss at batch {rows}"
+            );
+            for (i, (g, p)) in got.grads.iter().zip(&want.params).enumerate() {
+                let w = want.graph.grad(*p).expect("a gradient");
+                assert_eq!(bits(g), bits(&w.data), "gradient {i} at batch {rows}");
+            }
+            // The planner's bounds hold on this graph too.
+            let refs: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+            let plan = layout(&ir, &refs);
+            assert!(plan.max_live <= plan.arena && plan.arena <= plan.no_reuse);
+            assert!(plan.arena < plan.no_reuse);
+        }
+    }
 }

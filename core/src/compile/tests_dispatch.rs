@@ -146,7 +146,8 @@ fn the_chain_times_its_layers_and_takes_the_kernel_from_the_selection() {
 fn the_captured_steps_matmuls_are_its_forward_and_backward_products() {
     use crate::memory::mlp::MlpSettings;
     let mlp = MlpSettings::default();
-    let c = super::captured::captured(&mlp, 0).expect("the default step captures");
+    let c = super::captured::captured(super::step::StepModel::Mlp, &mlp, 0)
+        .expect("the default step captures");
     let layers = c.sizes.len() - 1;
     // Forward x·W per layer; backward dW = xᵀ·g per layer, dX = g·Wᵀ for
     // every layer but the first.

@@ -14,7 +14,8 @@ use crate::nn::models::cnn::{self, CONV1, Cnn};
 /// node of backward).
 pub const MAX_METERED_BATCH: usize = 256;
 
-fn check(batch: usize) -> Result<(), MemoryError> {
+/// Refuses a batch past what is metered here (or none).
+pub fn check(batch: usize) -> Result<(), MemoryError> {
     if batch == 0 || batch > MAX_METERED_BATCH {
         return Err(MemoryError::MeteredBatch {
             batch: batch as u64,
@@ -24,14 +25,20 @@ fn check(batch: usize) -> Result<(), MemoryError> {
     Ok(())
 }
 
+/// `batch` seeded images (pixels uniform in [0, 1)) and labels for the CNN.
+pub fn cnn_batch(batch: usize, seed: u64) -> (Vec<f32>, Vec<usize>) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let x = (0..batch * CONV1.input_len())
+        .map(|_| rng.random::<f32>())
+        .collect();
+    let y = (0..batch).map(|_| rng.random_range(0..10)).collect();
+    (x, y)
+}
+
 /// One metered training step of the CNN on `batch` seeded images.
 pub fn measure_cnn_step(batch: usize, seed: u64) -> Result<Measured, MemoryError> {
     check(batch)?;
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let x: Vec<f32> = (0..batch * CONV1.input_len())
-        .map(|_| rng.random::<f32>())
-        .collect();
-    let y: Vec<usize> = (0..batch).map(|_| rng.random_range(0..10)).collect();
+    let (x, y) = cnn_batch(batch, seed);
     let mut model = Cnn::new(seed);
     let mut optimizer = cnn::optimizer(1e-3);
     model.train_step(&mut optimizer, &x, &y);

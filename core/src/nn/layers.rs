@@ -93,11 +93,11 @@ pub(crate) fn layer<T: Real>(
 }
 
 /// A training step's graph after backward, with its loss, parameter and
-/// data nodes.
-pub struct MlpStep<T: Real> {
+/// data nodes (the MLP's, and the CNN's: [`super::models::Cnn::step`]).
+pub struct TapeStep<T: Real> {
     pub graph: Graph<T>,
     pub loss: Var,
-    /// Weight, bias per layer.
+    /// The parameters, in the model's order (the MLP's: weight, bias per layer).
     pub params: Vec<Var>,
     pub data: Var,
 }
@@ -152,7 +152,7 @@ impl<T: Real> Mlp<T> {
     /// The mean cross-entropy loss and the flat gradient (every parameter
     /// in [`Self::params`] order) on a batch: `x` holds `y.len()` rows.
     pub fn gradient(&self, x: &[f32], y: &[usize]) -> (f64, Vec<T>) {
-        let MlpStep {
+        let TapeStep {
             graph: g,
             loss,
             params,
@@ -170,7 +170,7 @@ impl<T: Real> Mlp<T> {
 
     /// One training step recorded and run, forward and backward, on a
     /// batch: `x` holds `y.len()` rows.
-    pub fn step(&self, x: &[f32], y: &[usize]) -> MlpStep<T> {
+    pub fn step(&self, x: &[f32], y: &[usize]) -> TapeStep<T> {
         let features = x.len() / y.len().max(1);
         let mut g = Graph::new();
         let data = g.input(Tensor::new(
@@ -180,7 +180,7 @@ impl<T: Real> Mlp<T> {
         let (logits, params) = self.forward(&mut g, data);
         let loss = g.softmax_cross_entropy(logits, y);
         g.backward(loss);
-        MlpStep {
+        TapeStep {
             graph: g,
             loss,
             params,

@@ -24,7 +24,7 @@ pub mod trainer;
 pub use config::TrainConfig;
 pub use data::{DataLoader, Dataset, Packed, Synthetic};
 pub use error::{DataError, Divergence, TrainError};
-pub use layers::{Activation, Linear, Mlp, MlpStep};
+pub use layers::{Activation, Linear, Mlp, TapeStep};
 pub use optimizers::{Optimizer, OptimizerKind};
 pub use precision::{LayerGradients, MixedEpoch, MixedReport};
 pub use trainer::{EpochStats, Status, Trainer, evaluate};

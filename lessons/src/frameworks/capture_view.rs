@@ -1,11 +1,14 @@
-//! Capture: the MLP's step recorded into a static graph and replayed
-//! alone — its kernels listed, the replay checked bit for bit against the
-//! eager step, the compile cache fed four batches (a guard fails, the
-//! batch turns symbolic), and the overhead of eager vs replayed steps at a
+//! Capture: the MLP's or the CNN's step recorded into a static graph and
+//! replayed alone — its kernels listed, the replay checked bit for bit
+//! against the eager step, the compile cache fed four batches (a guard
+//! fails, the batch turns symbolic); for the MLP also a data-dependent
+//! branch and the overhead of eager vs replayed steps at a
 //! tiny and a large size, timed in the background on the learner's button.
 
 use dlsys_core::compile::cache::CacheEvent;
 use dlsys_core::compile::captured::{Captured, CapturedError, captured};
+use dlsys_core::compile::step::StepModel;
+use dlsys_core::names::Named as _;
 use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::mlp::MlpSettings;
 use dlsys_core::memory::{show_bytes, show_seconds};
@@ -23,21 +26,28 @@ const RUNS: usize = 5;
 #[cfg(target_arch = "wasm32")]
 const RUNS: usize = 1;
 
-type Done = (MlpSettings, usize, Result<Captured, CapturedError>);
+/// The settings captured with (the model, the MLP's), the runs, the result.
+type Done = ((StepModel, MlpSettings), usize, Result<Captured, CapturedError>);
+
+/// The models whose steps can be captured.
+const MODELS: [StepModel; 2] = [StepModel::Mlp, StepModel::Cnn];
 
 #[derive(Default)]
 pub struct Capture {
+    /// The model the learner chose to capture.
+    model: StepModel,
     job: Background<Done>,
     done: Option<Done>,
 }
 
 impl Capture {
-    /// Captures `mlp`'s step, timing the overhead `runs` times (none at 0).
-    pub fn start(&mut self, mlp: &MlpSettings, runs: usize) {
-        let mlp = mlp.clone();
+    /// Captures `model`'s step (the MLP of `mlp`; the batch for either),
+    /// timing the MLP's overhead `runs` times (none at 0).
+    pub fn start(&mut self, model: StepModel, mlp: &MlpSettings, runs: usize) {
+        let key = (model, mlp.clone());
         self.job.start(move || {
-            let result = captured(&mlp, runs);
-            (mlp, runs, result)
+            let result = captured(key.0, &key.1, runs);
+            (key, runs, result)
         });
     }
 
@@ -59,14 +69,20 @@ impl Capture {
     pub fn ui(&mut self, ui: &mut egui::Ui, mlp: &MlpSettings, lang: Lang) {
         ui.label(t(lang, "capture.explain"));
         ui.horizontal_wrapped(|ui| {
+            ui.label(t(lang, "capture.model"));
+            for m in MODELS {
+                ui.radio_value(&mut self.model, m, m.name(lang));
+            }
+        });
+        ui.horizontal_wrapped(|ui| {
             if self.is_running() {
                 ui.spinner();
                 ui.label(t(lang, "capture.running"));
             } else if ui.button(t(lang, "capture.run")).clicked() {
-                self.start(mlp, RUNS);
+                self.start(self.model, mlp, RUNS);
             }
         });
-        let Some((for_mlp, _, result)) = &self.done else {
+        let Some((for_settings, _, result)) = &self.done else {
             return;
         };
         let c = match result {
@@ -76,7 +92,7 @@ impl Capture {
                 return;
             }
         };
-        if for_mlp != mlp {
+        if *for_settings != (self.model, mlp.clone()) {
             ui.weak(t(lang, "capture.stale"));
         }
         summary(ui, c, lang);
@@ -111,11 +127,15 @@ impl Capture {
 
 fn summary(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
     let sizes: Vec<String> = c.sizes.iter().map(usize::to_string).collect();
+    let model = match c.model {
+        StepModel::Mlp => TEXT.fill(lang, "capture.mlp", &[("sizes", &sizes.join("-"))]),
+        _ => t(lang, "capture.cnn").to_owned(),
+    };
     ui.label(TEXT.fill(
         lang,
         "capture.summary",
         &[
-            ("sizes", &sizes.join("-")),
+            ("model", &model),
             ("batch", &c.batch),
             ("inputs", &c.inputs()),
             ("forward", &c.forward()),
@@ -225,6 +245,12 @@ fn events(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
             ("exact", &c.calls_exact),
         ],
     ));
+    if c.branch_means.is_empty() {
+        // The branch and the overhead are the MLP's.
+        ui.add_space(6.0);
+        ui.weak(t(lang, "capture.mlp_only"));
+        return;
+    }
     ui.add_space(6.0);
     ui.strong(t(lang, "capture.branch"));
     ui.label(TEXT.fill(

@@ -1,6 +1,7 @@
 //! "Frameworks & compilers": how a framework turns a training step into
-//! kernels and memory. So far: the MLP's step captured into a static graph
-//! and replayed alone (guards, recaptures, overhead eager vs replayed);
+//! kernels and memory. So far: the MLP's or the CNN's step captured into a
+//! static graph and replayed alone (guards, recaptures; the MLP's branch
+//! guard and overhead eager vs replayed);
 //! its matmuls dispatched through an op registry that times or picks a
 //! kernel per shape; its elementwise chains fused into generated WGSL;
 //! one step of the engine's models traced, its buffers planned ahead of
@@ -16,7 +17,7 @@ mod fusion_view;
 mod plan_view;
 mod traced;
 
-use dlsys_core::compile::step::{MAX_DEVICE_MIB, StepSettings};
+use dlsys_core::compile::step::{MAX_DEVICE_MIB, StepModel, StepSettings};
 
 use crate::{Env, Lesson};
 
@@ -80,7 +81,7 @@ impl Lesson for Frameworks {
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
         let s = StepSettings::default();
         self.self_testing = true;
-        self.capture.start(&s.mlp, 0);
+        self.capture.start(StepModel::Mlp, &s.mlp, 0);
         self.traced.start((s.model, s.mlp));
         true
     }

@@ -1,43 +1,15 @@
 //! The layers' local derivatives, written out: how a layer node's gradient
 //! reaches its inputs (the ops of `layers.rs`).
 
-use super::layers::channel_indices;
 use super::{Graph, PlantedBug};
 use crate::autograd::Var;
+use crate::autograd::layer_math::{self as lm, normalise_backward};
 use crate::autograd::op::Op;
-use crate::autograd::tensor::{Real, Tensor, matmul};
+use crate::autograd::tensor::{Real, Tensor};
 use crate::kernels::gelu_derivative;
 
 /// Where a contribution goes: `give(input, gradient)`.
 pub(super) type Give<'a, T> = dyn FnMut(Var, Tensor<T>) + 'a;
-
-/// The normalisation's backward for one group of values (a LayerNorm row, a
-/// BatchNorm channel): with ĝ = g·γ, dx = (1/σ)·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)).
-/// The two means are how the group's mean and variance depend on each of
-/// its inputs; `keep_mean` and `keep_variance` drop them (the planted bugs,
-/// and evaluation mode, where the statistics are constants).
-fn normalise_backward<T: Real>(
-    ghat: &[T],
-    xhat: &[T],
-    inv_std: T,
-    (keep_mean, keep_variance): (bool, bool),
-) -> Vec<T> {
-    let n = T::from_f64(ghat.len() as f64);
-    let mean_g = if keep_mean {
-        ghat.iter().fold(T::ZERO, |s, g| s + *g) / n
-    } else {
-        T::ZERO
-    };
-    let mean_gx = if keep_variance {
-        ghat.iter().zip(xhat).fold(T::ZERO, |s, (g, x)| s + *g * *x) / n
-    } else {
-        T::ZERO
-    };
-    ghat.iter()
-        .zip(xhat)
-        .map(|(g, x)| inv_std * (*g - mean_g - *x * mean_gx))
-        .collect()
-}
 
 impl<T: Real> Graph<T> {
     /// Applies a layer node's local derivative.
@@ -94,25 +66,16 @@ impl<T: Real> Graph<T> {
                 let gam = value(*gamma);
                 let constants =
                     !*training || self.planted_bug == Some(PlantedBug::BatchNormStatsAsConstants);
+                let layout = (channels, spatial);
                 let mut dx = vec![T::ZERO; g.numel()];
                 let mut dgamma = vec![T::ZERO; channels];
                 let mut dbeta = vec![T::ZERO; channels];
-                for c in 0..channels {
-                    let indices: Vec<usize> =
-                        channel_indices(g.rows_cols().0, channels, spatial, c).collect();
-                    let gc: Vec<T> = indices.iter().map(|i| g.data[*i]).collect();
-                    let xc: Vec<T> = indices.iter().map(|i| xhat.data[*i]).collect();
-                    dbeta[c] = gc.iter().fold(T::ZERO, |s, x| s + *x);
-                    dgamma[c] = gc.iter().zip(&xc).fold(T::ZERO, |s, (g, x)| s + *g * *x);
-                    let ghat: Vec<T> = gc.iter().map(|g| *g * gam.data[c]).collect();
-                    let keep = (!constants, !constants);
-                    for (i, d) in indices
-                        .iter()
-                        .zip(normalise_backward(&ghat, &xc, inv_std[c], keep))
-                    {
-                        dx[*i] = d;
-                    }
-                }
+                lm::channel_sums_into(&g.data, layout, &mut dbeta);
+                lm::channel_dots_into(&g.data, &xhat.data, layout, &mut dgamma);
+                let keep = (!constants, !constants);
+                lm::batch_norm_grad_input_into(
+                    &g.data, &xhat.data, layout, &gam.data, inv_std, keep, &mut dx,
+                );
                 give(*input, Tensor::new(dx, &g.shape));
                 give(*gamma, Tensor::new(dgamma, &value(*gamma).shape));
                 give(*beta, Tensor::new(dbeta, &value(*beta).shape));
@@ -126,22 +89,13 @@ impl<T: Real> Graph<T> {
                 // Per image, Y = W·cols: dW += G·colsᵀ, dcols = Wᵀ·G, and
                 // dcols goes back onto the image through col2im.
                 let (x, w) = (value(*input), value(*weight));
-                let (n, _) = x.rows_cols();
-                let (oh, ow) = geometry.output().unwrap_or((0, 0));
-                let plane = oh * ow;
                 let mut dx = vec![T::ZERO; x.numel()];
                 let mut dw = Tensor::zeros(&w.shape);
                 let mut db = vec![T::ZERO; geometry.out_channels];
-                for r in 0..n {
-                    let gr = Tensor::new(g.row(r).to_vec(), &[geometry.out_channels, plane]);
-                    let cols = Tensor::new(geometry.im2col(x.row(r)), &[geometry.patch(), plane]);
-                    dw.add_assign(&matmul(&gr, false, &cols, true));
-                    let dcols = matmul(&w, true, &gr, false);
-                    let len = geometry.input_len();
-                    geometry.col2im_add(&dcols.data, &mut dx[r * len..(r + 1) * len]);
-                    for (i, v) in gr.data.iter().enumerate() {
-                        db[i / plane] += *v;
-                    }
+                lm::conv2d_grad_weight_into(geometry, &g.data, &x.data, &mut dw.data);
+                lm::conv2d_grad_input_into(geometry, &g.data, &w.data, &mut dx);
+                if bias.is_some() {
+                    lm::conv2d_grad_bias_into(geometry, &g.data, &mut db);
                 }
                 give(*input, Tensor::new(dx, &x.shape));
                 give(*weight, dw);
@@ -165,9 +119,7 @@ impl<T: Real> Graph<T> {
                         }
                     }
                 } else {
-                    for (at, gv) in argmax.iter().zip(&g.data) {
-                        dx[*at] += *gv;
-                    }
+                    lm::max_pool_grad_into(&g.data, argmax.iter().copied(), &mut dx);
                 }
                 give(*input, Tensor::new(dx, &x.shape));
             }

@@ -9,15 +9,10 @@ use rand::{RngExt as _, SeedableRng as _};
 
 use super::Graph;
 use crate::autograd::conv::{Conv2d, Pool2d};
+use crate::autograd::layer_math::{self as lm, moments};
 use crate::autograd::op::{Op, Var};
-use crate::autograd::tensor::{Real, Tensor, matmul};
-use crate::kernels::{LAYERNORM_EPS, gelu};
-
-/// The ε added to a variance before its square root (LayerNorm's and
-/// BatchNorm's, as the GPU LayerNorm kernel's).
-pub(super) fn eps<T: Real>() -> T {
-    T::from_f64(f64::from(LAYERNORM_EPS))
-}
+use crate::autograd::tensor::{Real, Tensor};
+use crate::kernels::gelu;
 
 /// A dropout mask for `shape`: each element kept with probability 1 − p and
 /// then scaled by 1/(1 − p) (so the expected output is the input), seeded.
@@ -47,33 +42,11 @@ pub struct Attention {
     pub weights: Vec<Var>,
 }
 
-/// Mean and 1/√(var + ε) of `values`, and the biased variance.
-fn moments<T: Real>(values: impl Iterator<Item = T> + Clone, n: usize) -> (T, T, T) {
-    let count = T::from_f64(n as f64);
-    let mean = values.clone().fold(T::ZERO, |s, x| s + x) / count;
-    let var = values.fold(T::ZERO, |s, x| s + (x - mean) * (x - mean)) / count;
-    (mean, T::ONE / (var + eps()).sqrt(), var)
-}
-
 /// The mean and the biased variance a norm computes over `values` (what
 /// LayerNorm takes per row, BatchNorm per channel in training).
 pub fn mean_and_variance<T: Real>(values: &[T]) -> (T, T) {
     let (mean, _, var) = moments(values.iter().copied(), values.len());
     (mean, var)
-}
-
-/// Where channel `c`'s values are in `[rows, channels·S]`: each row's run
-/// `c·S .. (c + 1)·S` (BatchNorm's group, forward and backward).
-pub(super) fn channel_indices(
-    rows: usize,
-    channels: usize,
-    spatial: usize,
-    c: usize,
-) -> impl Iterator<Item = usize> + Clone {
-    (0..rows).flat_map(move |r| {
-        let start = (r * channels + c) * spatial;
-        start..start + spatial
-    })
 }
 
 impl<T: Real> Graph<T> {
@@ -141,22 +114,20 @@ impl<T: Real> Graph<T> {
         beta: Var,
         channels: usize,
     ) -> (Var, Vec<T>, Vec<T>) {
-        let x = self.value(input).into_owned();
+        let x = self.value(input);
         let (n, spatial) = Self::channel_layout(&x, channels, "batch_norm_train");
         let m = n * spatial;
-        let mut means = Vec::with_capacity(channels);
-        let mut biased = Vec::with_capacity(channels);
-        let mut unbiased = Vec::with_capacity(channels);
-        for c in 0..channels {
-            let (mean, _, var) = moments(Self::channel_values(&x, channels, spatial, c), m);
-            means.push(mean);
-            biased.push(var);
-            unbiased.push(if m > 1 {
-                var * T::from_f64(m as f64 / (m - 1) as f64)
-            } else {
-                var
-            });
-        }
+        let (means, biased) = lm::channel_moments(&x.data, channels, spatial);
+        let unbiased = biased
+            .iter()
+            .map(|var| {
+                if m > 1 {
+                    *var * T::from_f64(m as f64 / (m - 1) as f64)
+                } else {
+                    *var
+                }
+            })
+            .collect();
         let out = self.batch_norm_with(input, gamma, beta, channels, (&means, &biased), true);
         (out, means, unbiased)
     }
@@ -193,15 +164,12 @@ impl<T: Real> Graph<T> {
                 && var.len() == channels,
             "batch_norm: γ, β and the statistics need {channels} values"
         );
-        let inv_std: Vec<T> = var.iter().map(|v| T::ONE / (*v + eps()).sqrt()).collect();
+        let inv_std = lm::inverse_std(var);
         let mut xhat = x.clone();
         let mut y = x.clone();
-        for (i, v) in x.data.iter().enumerate() {
-            let c = (i % (channels * spatial)) / spatial;
-            let h = (*v - mean[c]) * inv_std[c];
-            xhat.data[i] = h;
-            y.data[i] = g.data[c] * h + b.data[c];
-        }
+        let layout = (channels, spatial);
+        lm::normalise_into(&x.data, layout, mean, &inv_std, &mut xhat.data);
+        lm::channel_affine_into(&xhat.data, layout, &g.data, &b.data, &mut y.data);
         self.push(
             y,
             Op::BatchNorm {
@@ -226,25 +194,16 @@ impl<T: Real> Graph<T> {
         (n, cols / channels)
     }
 
-    /// Every value of channel `c`.
-    pub(super) fn channel_values(
-        x: &Tensor<T>,
-        channels: usize,
-        spatial: usize,
-        c: usize,
-    ) -> impl Iterator<Item = T> + Clone + '_ {
-        channel_indices(x.rows_cols().0, channels, spatial, c).map(|i| x.data[i])
-    }
-
     /// A convolution of `[N, C·H·W]` by `[OC, C·KH·KW]` filters, plus a
     /// bias of `[OC]`: per image, im2col then one GEMM.
     pub fn conv2d(&mut self, input: Var, weight: Var, bias: Option<Var>, geometry: Conv2d) -> Var {
         let x = self.value(input).into_owned();
         let w = self.value(weight).into_owned();
         let (n, len) = x.rows_cols();
-        let (oh, ow) = geometry
-            .output()
-            .unwrap_or_else(|| panic!("conv2d: the kernel does not fit {geometry:?}"));
+        assert!(
+            geometry.output().is_some(),
+            "conv2d: the kernel does not fit {geometry:?}"
+        );
         assert_eq!(
             len,
             geometry.input_len(),
@@ -256,18 +215,9 @@ impl<T: Real> Graph<T> {
             "conv2d: weights are not OC × C·KH·KW"
         );
         let b = bias.map(|b| self.value(b).into_owned());
-        let plane = oh * ow;
-        let mut out = Vec::with_capacity(n * geometry.output_len());
-        for r in 0..n {
-            let cols = Tensor::new(geometry.im2col(x.row(r)), &[geometry.patch(), plane]);
-            let mut y = matmul(&w, false, &cols, false);
-            if let Some(b) = &b {
-                for (i, v) in y.data.iter_mut().enumerate() {
-                    *v += b.data[i / plane];
-                }
-            }
-            out.extend(y.data);
-        }
+        let mut out = vec![T::ZERO; n * geometry.output_len()];
+        let b = b.as_ref().map(|b| b.data.as_slice());
+        lm::conv2d_into(&geometry, &x.data, &w.data, b, &mut out);
         let value = Tensor::new(out, &[n, geometry.output_len()]);
         self.push(
             value,
@@ -294,25 +244,9 @@ impl<T: Real> Graph<T> {
     pub fn max_pool(&mut self, input: Var, geometry: Pool2d) -> Var {
         let (x, n) = self.pooled(input, geometry, "max_pool");
         let out_len = geometry.output_len();
-        let mut out = Vec::with_capacity(n * out_len);
+        let mut out = vec![T::ZERO; n * out_len];
         let mut argmax = Vec::with_capacity(n * out_len);
-        for r in 0..n {
-            let base = r * geometry.input_len();
-            for o in 0..out_len {
-                let best = geometry
-                    .window(o)
-                    .reduce(|a, b| {
-                        if x.data[base + b] > x.data[base + a] {
-                            b
-                        } else {
-                            a
-                        }
-                    })
-                    .unwrap_or(0);
-                out.push(x.data[base + best]);
-                argmax.push(base + best);
-            }
-        }
+        lm::max_pool_into(&geometry, &x.data, &mut out, Some(&mut argmax));
         let value = Tensor::new(out, &[n, out_len]);
         self.push(
             value,

@@ -163,7 +163,8 @@ impl Cnn {
         CONV1.parameters(false) + 2 * C1 + CONV2.parameters(false) + 2 * C2 + FLAT * 10 + 10
     }
 
-    fn params(&self) -> [&Tensor<f32>; 8] {
+    /// The parameters, in [`Self::step`]'s order.
+    pub fn params(&self) -> [&Tensor<f32>; 8] {
         [
             &self.conv1,
             &self.bn1.gamma,
@@ -261,6 +262,23 @@ impl Cnn {
         let z = g.matmul(h, leaves[6]);
         let logits = g.add(z, leaves[7]);
         (logits, leaves, stats)
+    }
+
+    /// A training step's graph on a batch (batch statistics in its
+    /// BatchNorms), after backward, with nothing updated: what a capture
+    /// records.
+    pub fn step(&self, x: &[f32], y: &[usize]) -> crate::nn::TapeStep<f32> {
+        let mut g = Graph::new();
+        let data = g.input(Tensor::new(x.to_vec(), &[y.len(), CONV1.input_len()]));
+        let (logits, params, _) = self.forward(&mut g, data, None, true);
+        let loss = g.softmax_cross_entropy(logits, y);
+        g.backward(loss);
+        crate::nn::TapeStep {
+            graph: g,
+            loss,
+            params,
+            data,
+        }
     }
 
     /// One step of training on a batch (`x`: rows of 784 pixels).
