@@ -7,6 +7,8 @@
 
 pub mod codegen;
 pub mod error;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod fused_step;
 pub mod gpu;
 pub mod kernel_track;
 pub mod ladder;

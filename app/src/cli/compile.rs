@@ -96,6 +96,9 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
     } else {
         None
     };
+    // The fused step on this machine's adapter, with --fuse.
+    let fused_gpu = (a.fuse && captured.is_some())
+        .then(|| super::compile_fused::fused(settings.model, &settings.mlp));
     let dispatch = a
         .select
         .zip(captured.as_ref())
@@ -107,6 +110,7 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
             fragmented: fragmented(),
             growing: growing(),
             captured,
+            fused_gpu,
             dispatch,
             show: (a.capture, a.fuse),
         },
@@ -122,6 +126,8 @@ struct CompileReport {
     growing: Growing,
     #[serde(skip_serializing_if = "Option::is_none")]
     captured: Option<Captured>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fused_gpu: Option<super::compile_fused::FusedGpu>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dispatch: Option<super::compile_select::Dispatch>,
     /// Which of the capture and fusion sections the text shows.
@@ -248,6 +254,9 @@ impl Report for CompileReport {
             if self.show.1 {
                 fusion_text(c, out)?;
             }
+        }
+        if let Some(f) = &self.fused_gpu {
+            super::compile_fused::text(f, out)?;
         }
         if let Some(d) = &self.dispatch {
             super::compile_select::text(d, out)?;

@@ -9,6 +9,7 @@ mod bench;
 mod check;
 mod choice;
 mod compile;
+mod compile_fused;
 mod compile_select;
 mod float;
 mod gpu_info;

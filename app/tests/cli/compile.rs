@@ -306,3 +306,23 @@ fn a_data_dependent_branch_is_guarded_and_captured_once_per_path() {
         "{c}"
     );
 }
+
+#[test]
+fn the_fused_step_runs_on_the_adapter_and_agrees_with_the_eager_step() {
+    let v = json(&[
+        "compile", "--model", "cnn", "--batch", "3", "--fuse", "--json",
+    ]);
+    let f = &v["fused_gpu"];
+    match f.get("Ok") {
+        Some(ok) => {
+            let a = &ok["agreement"];
+            assert_eq!(a["off"], 0, "{f}");
+            assert!(a["values"].as_u64().unwrap() > 1000, "{f}");
+            assert!(ok["groups"].as_u64().unwrap() > 0, "{f}");
+        }
+        None => {
+            let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+            assert!(!ci, "CI=true but the fused step did not run on a GPU: {f}");
+        }
+    }
+}

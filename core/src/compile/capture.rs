@@ -48,6 +48,8 @@ crate::catalog_error! {
         BranchBelow { mean: String, threshold: String } = "compile.branch_below",
         /// A model whose step has no captured kernels (the transformer).
         Model = "compile.capture_model",
+        /// A fused group's kernel could not run (the device's words).
+        GroupKernel { why: String } = "compile.group_kernel",
     }
 }
 

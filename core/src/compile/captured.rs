@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::cache::{CacheEvent, Compiled, Model};
-use super::capture::{CaptureError, capture, slots};
+use super::capture::{CaptureError, Ir, capture};
 use super::fuse::{Fusion, fuse};
 use super::overhead::{self, Overhead, batch};
 use super::replay::{Replayed, layout, run};
@@ -118,14 +118,34 @@ impl From<CaptureError> for CapturedError {
     }
 }
 
-/// The capture view of `model`'s step (the MLP of `mlp`, or the CNN at
-/// its batch); the overhead timed `runs` times each way (none when 0; the
-/// MLP's only, as the branching model).
-pub fn captured(
-    model: StepModel,
-    mlp: &MlpSettings,
-    runs: usize,
-) -> Result<Captured, CapturedError> {
+/// A model's training step captured, with what it was captured on and
+/// the eager step's loss and gradients (the tape's).
+pub struct StepCapture {
+    /// The MLP's layer sizes (empty for the CNN).
+    pub sizes: Vec<usize>,
+    pub model: Model,
+    pub x: Vec<f32>,
+    pub y: Vec<usize>,
+    pub ir: Ir,
+    pub eager: Replayed,
+}
+
+impl StepCapture {
+    /// The inputs in slot order: the parameters, then the data.
+    pub fn inputs(&self) -> Vec<(&[f32], &[usize])> {
+        let shapes = &self.ir.guards.shapes;
+        self.model
+            .params()
+            .into_iter()
+            .map(|p| (p.data.as_slice(), p.shape.as_slice()))
+            .chain([(self.x.as_slice(), shapes[shapes.len() - 1].as_slice())])
+            .collect()
+    }
+}
+
+/// Captures `model`'s step (the MLP of `mlp`, or the CNN at its batch) on
+/// seeded data.
+pub fn capture_step(model: StepModel, mlp: &MlpSettings) -> Result<StepCapture, CapturedError> {
     let shape = mlp.shape()?;
     let rows = shape.batch;
     let (sizes, cached, (x, y)) = match model {
@@ -139,28 +159,43 @@ pub fn captured(
         StepModel::Cnn => {
             crate::memory::models::check(rows)?;
             let images = crate::memory::models::cnn_batch(rows, 0);
-            (
-                Vec::new(),
-                Model::Cnn(Box::new(Cnn::new(MODEL_SEED))),
-                images,
-            )
+            let cnn = Model::Cnn(Box::new(Cnn::new(MODEL_SEED)));
+            (Vec::new(), cnn, images)
         }
         StepModel::Transformer => return Err(CaptureError::Model.into()),
     };
     let step = cached.step(&x, &y, None);
     let ir = capture(&step.graph, step.loss, &step.params, step.data, false)?;
-    let shapes = ir.guards.shapes.clone();
-    let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-    let plan = layout(&ir, &refs);
-    let params = cached.params();
-    let inputs = slots(&params, &x, refs[refs.len() - 1]);
+    Ok(StepCapture {
+        sizes,
+        eager: eager(&step),
+        model: cached,
+        x,
+        y,
+        ir,
+    })
+}
+
+/// The capture view of `model`'s step ([`capture_step`]); the overhead
+/// timed `runs` times each way (none when 0; the MLP's only, as the
+/// branching model).
+pub fn captured(
+    model: StepModel,
+    mlp: &MlpSettings,
+    runs: usize,
+) -> Result<Captured, CapturedError> {
+    let step = capture_step(model, mlp)?;
+    let (ir, rows) = (&step.ir, step.y.len());
+    let inputs = step.inputs();
+    let refs: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+    let plan = layout(ir, &refs);
     let bit_exact = same(
-        &run(&ir, &plan, &inputs, &y, &mut Vec::new(), false)?,
-        &step,
+        &run(ir, &plan, &inputs, &step.y, &mut Vec::new(), false)?,
+        &step.eager,
     );
-    drop(step);
-    let fusion = fuse(&ir, &plan.shapes);
-    let calls = super::dispatch::calls(&ir, &plan.shapes);
+    let fusion = fuse(ir, &plan.shapes);
+    let calls = super::dispatch::calls(ir, &plan.shapes);
+    let (cached, sizes) = (&step.model, &step.sizes);
     let kernels = ir
         .nodes
         .iter()
@@ -177,6 +212,7 @@ pub fn captured(
     let other = if rows > 2 { rows / 2 } else { rows + 1 };
     let batches = vec![rows, rows, other, rows * 2];
     let mut cache = Compiled::of(cached.clone());
+    let eager_on = |x: &[f32], y: &[usize], a| eager(&cached.step(x, y, a));
     let mut calls_exact = 0;
     for (i, b) in batches.iter().enumerate() {
         let (x, y) = match &cached {
@@ -184,11 +220,11 @@ pub fn captured(
             Model::Cnn(_) => crate::memory::models::cnn_batch(*b, i as u64 + 1),
         };
         let replayed = cache.step(&x, &y)?;
-        calls_exact += usize::from(same(&replayed, &cached.step(&x, &y, None)));
+        calls_exact += usize::from(same(&replayed, &eager_on(&x, &y, None)));
     }
     let (mut branch_means, mut branch_exact) = (Vec::new(), 0);
     let (mut branch_captures, mut branch_events, mut overhead) = (0, Vec::new(), Vec::new());
-    if let Model::Mlp(m) = &cached {
+    if let Model::Mlp(m) = cached {
         // The branching model: batches whose means fall above, above,
         // below, above and below the threshold.
         let (features, classes) = (sizes[0], sizes[sizes.len() - 1]);
@@ -199,7 +235,7 @@ pub fn captured(
             x.iter_mut().for_each(|v| *v = shift + 0.5 * *v);
             branch_means.push(super::capture::Branch::of(&x, BRANCH_THRESHOLD).0);
             let replayed = branching.step(&x, &y)?;
-            let eager = cached.step(&x, &y, Some(branching.activation_for(&x)));
+            let eager = eager_on(&x, &y, Some(branching.activation_for(&x)));
             branch_exact += usize::from(same(&replayed, &eager));
         }
         branch_captures = branching.captures();
@@ -213,7 +249,7 @@ pub fn captured(
     }
     Ok(Captured {
         model,
-        sizes,
+        sizes: sizes.clone(),
         batch: rows,
         launches: ir.launches(),
         bit_exact,
@@ -251,14 +287,35 @@ impl Captured {
     }
 }
 
-/// Whether a replay gave `step`'s loss and every gradient, bit for bit.
-fn same(replayed: &Replayed, step: &TapeStep<f32>) -> bool {
+/// The tape's loss and gradients after `step`'s backward, as a replay
+/// gives them.
+fn eager(step: &TapeStep<f32>) -> Replayed {
+    Replayed {
+        loss: step.graph.value(step.loss).data[0],
+        grads: step
+            .params
+            .iter()
+            .map(|p| {
+                step.graph
+                    .grad(*p)
+                    .map(|g| g.data.clone())
+                    .unwrap_or_default()
+            })
+            .collect(),
+        math_seconds: 0.0,
+        launches: 0,
+    }
+}
+
+/// Whether a replay gave the eager step's loss and every gradient, bit
+/// for bit.
+fn same(replayed: &Replayed, eager: &Replayed) -> bool {
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    replayed.loss.to_bits() == step.graph.value(step.loss).data[0].to_bits()
-        && step.params.len() == replayed.grads.len()
-        && step.params.iter().zip(&replayed.grads).all(|(p, got)| {
-            step.graph
-                .grad(*p)
-                .is_some_and(|want| bits(&want.data) == bits(got))
-        })
+    replayed.loss.to_bits() == eager.loss.to_bits()
+        && replayed.grads.len() == eager.grads.len()
+        && replayed
+            .grads
+            .iter()
+            .zip(&eager.grads)
+            .all(|(a, b)| bits(a) == bits(b))
 }

@@ -16,6 +16,7 @@ pub mod chain;
 pub mod dispatch;
 pub mod expandable;
 pub mod fuse;
+pub mod fused_run;
 pub mod overhead;
 pub mod plan;
 pub mod replay;

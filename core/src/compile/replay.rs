@@ -12,6 +12,7 @@
 use serde::Serialize;
 
 use super::capture::{CaptureError, Ir, Kernel, rows_cols};
+use super::fuse::{Fusion, Group};
 use super::plan::{Buffer, plan};
 use crate::autograd::Real as _;
 use crate::autograd::layer_math as lm;
@@ -196,6 +197,40 @@ pub fn run(
     arena: &mut Vec<f32>,
     timed: bool,
 ) -> Result<Replayed, CaptureError> {
+    run_hooked(ir, layout, inputs, labels, arena, timed, None)
+}
+
+/// Runs a fused group's generated kernel: the group, its input's values,
+/// its extra inputs' values, and its output to fill.
+pub type GroupKernel<'a> =
+    dyn FnMut(&Group, &[f32], &[&[f32]], &mut [f32]) -> Result<(), CaptureError> + 'a;
+
+/// [`run`], with each of `fused`'s groups run as one kernel by the hook
+/// at its last node (its other nodes skipped: their values never reach
+/// memory). The layout must keep a group's inputs until its last node
+/// ([`layout_keeping_all`] does).
+pub(super) fn run_hooked(
+    ir: &Ir,
+    layout: &Layout,
+    inputs: &[(&[f32], &[usize])],
+    labels: &[usize],
+    arena: &mut Vec<f32>,
+    timed: bool,
+    mut fused: Option<(&Fusion, &mut GroupKernel<'_>)>,
+) -> Result<Replayed, CaptureError> {
+    // Per node: the group it ends, or whether a group computes it on the way.
+    let mut ends: Vec<Option<usize>> = vec![None; ir.nodes.len()];
+    let mut inside = vec![false; ir.nodes.len()];
+    if let Some((f, _)) = &fused {
+        for (g, group) in f.groups.iter().enumerate() {
+            for n in &group.nodes {
+                inside[*n] = true;
+            }
+            if let Some(last) = group.nodes.last() {
+                ends[*last] = Some(g);
+            }
+        }
+    }
     let rows = ir
         .data_node()
         .and_then(|d| layout.shapes[d].first().copied())
@@ -248,6 +283,19 @@ pub fn run(
                 });
             }
             out.copy_from_slice(values);
+            continue;
+        }
+        if let (Some(g), Some((f, kernel))) = (ends[i], fused.as_mut()) {
+            let group = &f.groups[g];
+            let extras = group
+                .extras
+                .iter()
+                .map(|e| read(*e))
+                .collect::<Result<Vec<_>, _>>()?;
+            kernel(group, read(group.input)?, &extras, out)?;
+            continue;
+        }
+        if inside[i] {
             continue;
         }
         // The running operand, or None where the kernel runs in place.
@@ -360,7 +408,7 @@ pub fn run(
         loss: arena[layout.offsets[ir.loss]],
         grads: ir.grads.iter().map(|g| arena[range(*g)].to_vec()).collect(),
         math_seconds: math,
-        launches: ir.launches(),
+        launches: fused.map_or(ir.launches(), |(f, _)| f.launches_after),
     })
 }
 

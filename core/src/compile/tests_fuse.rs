@@ -195,3 +195,31 @@ fn the_gelu_rung_as_a_chain_moves_the_rungs_bytes_and_its_values() {
         assert!((g - w).abs() <= 1e-6 + 1e-5 * w.abs(), "{g} vs {w}");
     }
 }
+
+#[test]
+fn the_fused_step_runs_end_to_end_and_a_wrong_group_kernel_is_caught() {
+    use super::captured::capture_step;
+    use super::fused_run::{agreement, cpu_group, run_fused};
+    use super::step::StepModel;
+    use crate::memory::mlp::MlpSettings;
+    for (model, sizes) in [(StepModel::Mlp, "30,24,24,5"), (StepModel::Cnn, "784,10")] {
+        let mlp = MlpSettings {
+            sizes: sizes.to_owned(),
+            batch: 5,
+            ..MlpSettings::default()
+        };
+        let step = capture_step(model, &mlp).unwrap();
+        let inputs = step.inputs();
+        let (fusion, got) = run_fused(&step.ir, &inputs, &step.y, &mut cpu_group).unwrap();
+        let a = agreement(&got, &step.eager);
+        assert!(a.holds() && a.values > 100, "{model:?}: {a:?}");
+        assert_eq!(got.launches, fusion.launches_after);
+        // A group kernel that writes zeros is seen downstream.
+        let mut zeros = |_: &super::fuse::Group, _: &[f32], _: &[&[f32]], out: &mut [f32]| {
+            out.fill(0.0);
+            Ok(())
+        };
+        let (_, wrong) = run_fused(&step.ir, &inputs, &step.y, &mut zeros).unwrap();
+        assert!(!agreement(&wrong, &step.eager).holds(), "{model:?}");
+    }
+}

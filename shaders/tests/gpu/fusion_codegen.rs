@@ -261,3 +261,38 @@ fn the_generated_gelu_kernel_moves_the_hand_written_rungs_bytes() {
         assert!((got - w).abs() <= 1e-6 + 1e-5 * w.abs(), "{got} vs {w}");
     }
 }
+
+/// The fused step end to end: the MLP's and the CNN's captured steps run
+/// with every group as its generated kernel on the adapter (the rest on
+/// the CPU executor), loss and gradients within the stated tolerance of
+/// the eager step.
+#[test]
+fn the_fused_step_runs_on_the_gpu_and_agrees_with_the_eager_step() {
+    use dlsys_core::compile::captured::capture_step;
+    use dlsys_core::compile::step::StepModel;
+    use dlsys_core::memory::mlp::MlpSettings;
+    use dlsys_shaders::fused_step::fused_on_gpu;
+    let Some(mut runner) = crate::support::runner("fused_step") else {
+        return;
+    };
+    for (model, sizes, batch) in [
+        (StepModel::Mlp, "30,24,24,5", 33),
+        (StepModel::Cnn, "784,10", 3),
+    ] {
+        let mlp = MlpSettings {
+            sizes: sizes.to_owned(),
+            batch,
+            ..MlpSettings::default()
+        };
+        let step = capture_step(model, &mlp).unwrap();
+        let f = fused_on_gpu(&mut runner, &step).unwrap();
+        assert!(
+            f.groups > 0 && f.launches_after <= f.launches_before,
+            "{f:?}"
+        );
+        assert!(
+            f.agreement.holds() && f.agreement.values > 100,
+            "{model:?}: {f:?}"
+        );
+    }
+}
