@@ -4,7 +4,11 @@
 //! instrumented build (every global load and store counted on `counters`)
 //! come from the same text, and both are validated by naga before use.
 //! Sizes are baked in as constants; the grid is two-dimensional so that
-//! more than 65,535 workgroups' worth of elements fit, and nothing loops.
+//! more than 65,535 workgroups' worth of elements fit, and an elementwise
+//! kernel does not loop. A chain that starts by normalising rows
+//! (LayerNorm) becomes one workgroup per row instead, its row kept in
+//! workgroup memory ([`MAX_ROW`] values at most; each loop runs
+//! `cols / WG` ≤ 32 times).
 
 use dlsys_core::compile::chain::{Chain, ChainError, ChainOp, Extra};
 use dlsys_core::kernels::Family;
@@ -84,7 +88,37 @@ pub fn wgsl(chain: &Chain, n: usize, cols: usize, instrumented: bool) -> String 
             out + 1
         ));
     }
-    let mut body = format!("{}var v = x[i];\n", count(0));
+    let body = op_lines(chain, cols, &count);
+    let helpers: String = HELPERS
+        .iter()
+        .filter(|(key, _)| chain.ops.iter().any(|o| o.key() == *key))
+        .map(|(_, text)| format!("\n{text}"))
+        .collect();
+    if chain.by_rows() {
+        return by_rows(&decls, &helpers, &body, n, cols, &count);
+    }
+    format!(
+        "{decls}{helpers}
+@compute @workgroup_size({WG})
+fn fused(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {{
+    let i = (wid.y * nwg.x + wid.x) * {WG}u + lid;
+    if (i >= {n}u) {{ return; }}
+    {load}var v = x[i];
+{body}    {store}y[i] = v;
+}}
+",
+        load = count(0),
+        store = count(1),
+    )
+}
+
+/// The elementwise ops' lines (a row op is the row kernel's own).
+fn op_lines(chain: &Chain, cols: usize, count: &dyn Fn(usize) -> String) -> String {
+    let mut body = String::new();
     for op in &chain.ops {
         let line = match op {
             ChainOp::Add(k)
@@ -113,28 +147,82 @@ pub fn wgsl(chain: &Chain, n: usize, cols: usize, instrumented: bool) -> String 
             ChainOp::Tanh => "v = tanh_nan(v);\n".to_owned(),
             ChainOp::Sigmoid => "v = 1.0 / (1.0 + exp(-v));\n".to_owned(),
             ChainOp::Exp => "v = exp(v);\n".to_owned(),
+            ChainOp::Normalize => continue,
         };
         body.push_str("    ");
         body.push_str(&line);
     }
-    let helpers: String = HELPERS
-        .iter()
-        .filter(|(key, _)| chain.ops.iter().any(|o| o.key() == *key))
-        .map(|(_, text)| format!("\n{text}"))
-        .collect();
+    body
+}
+
+/// The kernel of a chain that starts by normalising rows: one workgroup
+/// per row (the grid wraps to y past 65,535 rows); the row loaded once
+/// into workgroup memory while its sum is taken, its mean and the mean of
+/// squared deviations from it (never E[x²] − E[x]²) reduced across the
+/// workgroup as the hand-written LayerNorm rung does, then each value
+/// normalised and the rest of the chain applied on its way out.
+fn by_rows(
+    decls: &str,
+    helpers: &str,
+    body: &str,
+    n: usize,
+    cols: usize,
+    count: &dyn Fn(usize) -> String,
+) -> String {
+    let rows = n / cols.max(1);
+    let half = WG / 2;
+    let eps = literal(dlsys_core::kernels::LAYERNORM_EPS);
+    let inner = body
+        .replace("\n    ", "\n        ")
+        .replacen("    ", "        ", 1);
     format!(
         "{decls}{helpers}
+var<workgroup> row: array<f32, {cols}>;
+var<workgroup> partial: array<f32, {WG}>;
+
+fn wg_sum(v: f32, lid: u32) -> f32 {{
+    partial[lid] = v;
+    workgroupBarrier();
+    for (var s = {half}u; s > 0u; s = s >> 1u) {{
+        if (lid < s) {{
+            partial[lid] = partial[lid] + partial[lid + s];
+        }}
+        workgroupBarrier();
+    }}
+    let total = partial[0];
+    workgroupBarrier();
+    return total;
+}}
+
 @compute @workgroup_size({WG})
 fn fused(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {{
-    let i = (wid.y * nwg.x + wid.x) * {WG}u + lid;
-    if (i >= {n}u) {{ return; }}
-    {body}    {store}y[i] = v;
+    let r = wid.y * nwg.x + wid.x;
+    if (r >= {rows}u) {{ return; }}
+    var s = 0.0;
+    for (var c = lid; c < {cols}u; c += {WG}u) {{
+        {load}let value = x[r * {cols}u + c];
+        row[c] = value;
+        s = s + value;
+    }}
+    let m = wg_sum(s, lid) / f32({cols}u);
+    var q = 0.0;
+    for (var c = lid; c < {cols}u; c += {WG}u) {{
+        let d = row[c] - m;
+        q = q + d * d;
+    }}
+    let inv = inverseSqrt(wg_sum(q, lid) / f32({cols}u) + {eps});
+    for (var c = lid; c < {cols}u; c += {WG}u) {{
+        let i = r * {cols}u + c;
+        var v = (row[c] - m) * inv;
+{inner}        {store}y[i] = v;
+    }}
 }}
 ",
+        load = count(0),
         store = count(1),
     )
 }
@@ -149,9 +237,15 @@ fn literal(x: f32) -> String {
     }
 }
 
-/// The grid for `n` elements.
-pub fn workgroups(n: usize) -> [u32; 3] {
-    let groups = (n as u64).div_ceil(u64::from(WG)).max(1);
+/// The grid for `chain` over `n` elements in rows of `cols`: a workgroup
+/// per `WG` elements, or per row for a chain that normalises rows.
+pub fn workgroups(chain: &Chain, n: usize, cols: usize) -> [u32; 3] {
+    let groups = if chain.by_rows() {
+        (n / cols.max(1)) as u64
+    } else {
+        (n as u64).div_ceil(u64::from(WG))
+    }
+    .max(1);
     let x = groups.min(u64::from(MAX_X));
     [x as u32, groups.div_ceil(x) as u32, 1]
 }
@@ -177,9 +271,18 @@ pub enum CodegenError {
         buffers: usize,
         max: usize,
     },
+    /// Rows longer than a row kernel keeps in workgroup memory.
+    RowTooLong {
+        cols: usize,
+        max: usize,
+    },
     /// naga refused the generated text (a generator bug).
     Invalid(Diagnostic),
 }
+
+/// The longest row a row kernel keeps in workgroup memory: 8 KiB of it,
+/// with the reduction's 256 B, inside WebGPU's 16 KiB.
+pub const MAX_ROW: usize = 2048;
 
 /// [`wgsl`], refused where it cannot run (no elements, too many, more
 /// buffers than a kernel binds) and validated by naga.
@@ -192,6 +295,14 @@ pub fn validated(
     chain.check().map_err(CodegenError::Chain)?;
     if n == 0 {
         return Err(CodegenError::Empty);
+    }
+    if chain.by_rows() {
+        if cols == 0 || !n.is_multiple_of(cols) {
+            return Err(CodegenError::Chain(ChainError::NotRows { n, cols }));
+        }
+        if cols > MAX_ROW {
+            return Err(CodegenError::RowTooLong { cols, max: MAX_ROW });
+        }
     }
     if n > MAX_ELEMENTS {
         return Err(CodegenError::TooLarge {
@@ -240,7 +351,7 @@ pub fn program(
         buffers,
         dispatches: vec![Dispatch {
             entry: "fused".to_owned(),
-            workgroups: workgroups(n),
+            workgroups: workgroups(chain, n, cols),
             params: [0; 8],
         }],
         output: "y".to_owned(),

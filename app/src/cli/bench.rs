@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use dlsys_core::compile::chain::gelu_rung_chain;
+use dlsys_core::compile::chain::{Chain, gelu_rung_chain, layernorm_rung_chain};
 use dlsys_core::kernels::{
     AccessKind, Block, Data, Family, FusionKind, GemmKind, Kernel, Problem, ReduceKind, ReduceOp,
     SoftmaxKind, Tile,
@@ -184,15 +184,24 @@ struct BenchReport {
     results: Vec<Row>,
     skipped: Vec<String>,
     summary: Summary,
-    /// The generator's kernel for `gelu-fused`'s chain, raced beside it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    generated: Option<Generated>,
+    /// The generator's kernels for `gelu-fused`'s and `layernorm-fused`'s
+    /// chains, each raced beside its rung.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    generated: Vec<Generated>,
     failed: usize,
 }
+
+/// The hand-written rungs the generator's kernels are raced against, with
+/// the chain each computes.
+const GENERATED: [(FusionKind, fn() -> Chain); 2] = [
+    (FusionKind::GeluFused, gelu_rung_chain),
+    (FusionKind::LayerNormFused, layernorm_rung_chain),
+];
 
 /// The generated kernel against the hand-written rung it stands for.
 #[derive(serde::Serialize)]
 struct Generated {
+    rung: &'static str,
     id: String,
     ms: f64,
     rung_ms: f64,
@@ -206,17 +215,22 @@ struct Generated {
 }
 
 impl Generated {
-    /// The generated GELU's row and the hand-written rung's, from a race.
-    fn of(outcomes: &[Outcome]) -> Option<Self> {
-        let rung = outcomes.iter().find_map(|o| match o {
-            Outcome::Ran(r) if r.kernel == Kernel::Fusion(FusionKind::GeluFused) => Some(r),
-            _ => None,
-        })?;
+    /// The generated kernel `id`'s row and the hand-written `rung`'s, from
+    /// a race.
+    fn of(outcomes: &[Outcome], rung: FusionKind, id: &str) -> Option<Self> {
+        let (kind, rung) = (
+            rung,
+            outcomes.iter().find_map(|o| match o {
+                Outcome::Ran(r) if r.kernel == Kernel::Fusion(rung) => Some(r),
+                _ => None,
+            })?,
+        );
         let row = outcomes.iter().find_map(|o| match o {
-            Outcome::Program(Ok(row)) if row.id.starts_with("generated/") => Some(row),
+            Outcome::Program(Ok(row)) if row.id == id => Some(row),
             _ => None,
         })?;
         Some(Self {
+            rung: kind.id(),
             id: row.id.clone(),
             ms: row.median_ms,
             rung_ms: rung.median_ms,
@@ -252,28 +266,40 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             .map_or_else(|e| super::say(&e), |()| no_gpu)
     })?;
     let mut ladder = Ladder::new(&settings, runner.max_elements()).map_err(|e| super::say(&e))?;
-    // The fusion family races the generator's kernel for gelu-fused's
-    // chain beside the hand-written rung, on the same input.
-    let (mut skipped, mut generator_failed) = (Vec::new(), 0);
+    // The fusion family races the generator's kernels for gelu-fused's and
+    // layernorm-fused's chains beside the hand-written rungs, on the same
+    // input.
+    let (mut skipped, mut generator_failed, mut raced) = (Vec::new(), 0, Vec::new());
     let elements = u64::from(args.rows) * u64::from(args.cols);
-    if settings.fusion.contains(&FusionKind::GeluFused) {
+    for (kind, chain) in GENERATED {
+        if !settings.fusion.contains(&kind) {
+            continue;
+        }
         // Sized before the input is copied: a generated kernel takes at
         // most `codegen::MAX_ELEMENTS`.
         if elements > codegen::MAX_ELEMENTS as u64 {
             skipped.push(format!(
-                "generated gelu: {elements} elements, past {}",
+                "generated {}: {elements} elements, past {}",
+                kind.id(),
                 codegen::MAX_ELEMENTS
             ));
-        } else {
-            let rung = Kernel::Fusion(FusionKind::GeluFused);
-            let x = ladder.inputs().for_kernel(rung).to_vec();
-            match codegen::program(&gelu_rung_chain(), x, Vec::new(), args.cols as usize) {
-                Ok(p) => ladder = ladder.with_programs([p]),
-                // Only a generator bug refuses this chain at this size.
-                Err(e) => {
-                    skipped.push(format!("generated gelu: {e:?}"));
-                    generator_failed += 1;
-                }
+            continue;
+        }
+        let rung = Kernel::Fusion(kind);
+        let x = ladder.inputs().for_kernel(rung).to_vec();
+        match codegen::program(&chain(), x, Vec::new(), args.cols as usize) {
+            Ok(p) => {
+                raced.push((kind, p.id.clone()));
+                ladder = ladder.with_programs([p]);
+            }
+            // A row longer than a row kernel keeps is refused, said so.
+            Err(e @ codegen::CodegenError::RowTooLong { .. }) => {
+                skipped.push(format!("generated {}: {e:?}", kind.id()));
+            }
+            // Only a generator bug refuses the chain otherwise.
+            Err(e) => {
+                skipped.push(format!("generated {}: {e:?}", kind.id()));
+                generator_failed += 1;
             }
         }
     }
@@ -296,7 +322,10 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     let timer = runner.timer().name(dlsys_core::text::Lang::En);
     let outcomes = ladder.run_blocking(&mut runner);
     let summary = Summary::of(&outcomes);
-    let generated = Generated::of(&outcomes);
+    let generated = raced
+        .iter()
+        .filter_map(|(kind, id)| Generated::of(&outcomes, *kind, id))
+        .collect();
     // A generated kernel that ran wrong fails the run, whether or not the
     // rung it stands for ran beside it.
     generator_failed += outcomes
@@ -470,10 +499,11 @@ impl Report for BenchReport {
                 )?;
             }
         }
-        if let Some(g) = &self.generated {
+        for g in &self.generated {
             let line = tf(
                 "bench.generated",
                 &[
+                    ("rung", &g.rung),
                     ("id", &g.id),
                     ("ms", &format!("{:.3}", g.ms)),
                     ("rung_ms", &format!("{:.3}", g.rung_ms)),

@@ -153,3 +153,29 @@ fn bench_families_report_flops_fusion_and_layouts() {
     let deep = dlsys_lab(&["bench", "kernels", "--family", "gemm", "--k", "0"]);
     assert!(!deep.status.success());
 }
+
+/// The fusion family races the generator's kernels for the GELU and the
+/// LayerNorm rungs' chains beside them: right, the same bytes by the
+/// traffic models.
+#[test]
+fn the_generated_kernels_race_the_hand_written_fusion_rungs() {
+    if !gpu_expected() {
+        return;
+    }
+    let out = dlsys_lab(&[
+        "bench", "kernels", "--family", "fusion", "--rows", "32", "--cols", "256", "--trials", "2",
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["failed"], 0, "{json}");
+    let generated = json["generated"].as_array().unwrap();
+    let rungs: Vec<&str> = generated
+        .iter()
+        .map(|g| g["rung"].as_str().unwrap())
+        .collect();
+    assert_eq!(rungs, ["gelu-fused", "layernorm-fused"], "{json}");
+    for g in generated {
+        assert_eq!(g["ok"], true, "{g}");
+        assert_eq!(g["bytes"], g["rung_bytes"], "{g}");
+    }
+}

@@ -1,7 +1,8 @@
 //! An elementwise chain, the unit a fusion pass turns into one generated
 //! kernel: `y = op_k(… op_1(x))`, each op reading only the running value
 //! and, for a binary op, the same element of another buffer (or, for a
-//! bias, the same column of one row). The chain is data: `shaders`
+//! bias, the same column of one row) — after, optionally, a first op that
+//! normalises each row (LayerNorm's reduction, leading the chain). The chain is data: `shaders`
 //! generates its WGSL; here are its meaning on the CPU ([`Chain::eval`],
 //! the reference a generated kernel is checked against) and its traffic,
 //! fused and as one kernel per op.
@@ -9,7 +10,7 @@
 use serde::Serialize;
 
 use crate::autograd::pointwise as pw;
-use crate::kernels::{Traffic, gelu};
+use crate::kernels::{LAYERNORM_EPS, Traffic, gelu};
 
 /// What an extra input of a chain holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -45,6 +46,11 @@ pub enum ChainOp {
     TanhGrad(usize),
     /// The sigmoid's backward: `v · e · (1 − e)`.
     SigmoidGrad(usize),
+    /// Each row to mean 0 and variance 1, `(v − mean)/√(var + ε)` (LayerNorm
+    /// without its affine map): a row op, so only first in a chain — the
+    /// generated kernel then runs one workgroup per row, the row kept in
+    /// workgroup memory.
+    Normalize,
 }
 
 impl ChainOp {
@@ -62,6 +68,7 @@ impl ChainOp {
             Self::ReluGrad(_) => "relu_grad",
             Self::TanhGrad(_) => "tanh_grad",
             Self::SigmoidGrad(_) => "sigmoid_grad",
+            Self::Normalize => "normalize",
         }
     }
 
@@ -80,7 +87,8 @@ impl ChainOp {
     /// Its value on `v` (and the extra input's value `e`), in f32 as a
     /// GPU computes it: GELU, tanh and exp through f64, rounded to f32 at
     /// the end; the sigmoid and the backward rules as the engine computes
-    /// them.
+    /// them. (The row op [`Self::Normalize`] is applied by [`Chain::eval`]
+    /// per row; here it passes `v` on.)
     pub fn apply(&self, v: f32, e: f32) -> f32 {
         match self {
             Self::Add(_) => v + e,
@@ -95,13 +103,16 @@ impl ChainOp {
             Self::ReluGrad(_) => pw::relu_grad(v, e),
             Self::TanhGrad(_) => pw::tanh_grad(v, e),
             Self::SigmoidGrad(_) => pw::sigmoid_grad(v, e),
+            Self::Normalize => v,
         }
     }
 
-    /// Arithmetic per element (GELU as the fusion rungs count it).
+    /// Arithmetic per element (GELU and the normalisation as the fusion
+    /// rungs count them).
     pub fn ops(&self) -> f64 {
         match self {
             Self::Gelu => 9.0,
+            Self::Normalize => 6.0,
             Self::Sigmoid | Self::TanhGrad(_) | Self::SigmoidGrad(_) => 3.0,
             _ => 1.0,
         }
@@ -123,6 +134,34 @@ pub fn gelu_rung_chain() -> Chain {
     }
 }
 
+/// The chain the hand-written `layernorm-fused` rung computes: each row
+/// normalised, no affine map.
+pub fn layernorm_rung_chain() -> Chain {
+    Chain {
+        extras: Vec::new(),
+        ops: vec![ChainOp::Normalize],
+    }
+}
+
+/// Each row of `x` (rows of `cols`) normalised with its mean and biased
+/// variance (plus [`LAYERNORM_EPS`]): the sums taken in f64, the
+/// statistics held in f32 where the kernel holds them (so a sum past
+/// f32's range is infinite there too: a row of ±1e30 has an infinite
+/// variance and normalises to 0), the rest in f64, rounded at the end —
+/// the reference a GPU's f32 reductions are held to.
+fn normalized_rows(x: &[f32], cols: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    for row in x.chunks_exact(cols.max(1)) {
+        let n = row.len() as f32;
+        let mean = row.iter().map(|v| f64::from(*v)).sum::<f64>() as f32 / n;
+        let deviation = |v: &f32| f64::from(*v) - f64::from(mean);
+        let var = row.iter().map(|v| deviation(v).powi(2)).sum::<f64>() as f32 / n;
+        let inv = 1.0 / (f64::from(var) + f64::from(LAYERNORM_EPS)).sqrt();
+        out.extend(row.iter().map(|v| (deviation(v) * inv) as f32));
+    }
+    out
+}
+
 /// A chain over `n` elements in rows of `cols`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Chain {
@@ -135,6 +174,10 @@ pub struct Chain {
 pub enum ChainError {
     /// An op reads an extra input the chain does not have.
     NoExtra { op: usize, extra: usize },
+    /// A row op ([`ChainOp::Normalize`]) after the first op.
+    RowOpNotFirst { op: usize },
+    /// A row op over values that are not whole rows.
+    NotRows { n: usize, cols: usize },
     /// An input's length is not what the chain needs.
     Length {
         input: usize,
@@ -150,8 +193,16 @@ impl Chain {
             if let Some(extra) = o.extra().filter(|k| *k >= self.extras.len()) {
                 return Err(ChainError::NoExtra { op, extra });
             }
+            if op > 0 && *o == ChainOp::Normalize {
+                return Err(ChainError::RowOpNotFirst { op });
+            }
         }
         Ok(())
+    }
+
+    /// Whether it starts with a row op (its kernel runs a workgroup per row).
+    pub fn by_rows(&self) -> bool {
+        self.ops.first() == Some(&ChainOp::Normalize)
     }
 
     /// How long extra input `k` is over `n` elements in rows of `cols`.
@@ -184,7 +235,16 @@ impl Chain {
                 got: 0,
             });
         }
-        Ok(x.iter()
+        let start = if self.by_rows() {
+            if !n.is_multiple_of(cols) {
+                return Err(ChainError::NotRows { n, cols });
+            }
+            normalized_rows(x, cols)
+        } else {
+            x.to_vec()
+        };
+        Ok(start
+            .iter()
             .enumerate()
             .map(|(i, v)| {
                 self.ops.iter().fold(*v, |v, op| {
@@ -212,13 +272,18 @@ impl Chain {
     }
 
     /// Bytes as one kernel per op: each reads the running value (and its
-    /// extra input) and writes a new one.
+    /// extra input) and writes a new one; the normalisation as the
+    /// `layernorm-passes` rung's three passes read the row (its few bytes
+    /// of statistics per row left out).
     pub fn unfused_traffic(&self, n: usize) -> Traffic {
         let n = n as u64;
         let reads: u64 = self
             .ops
             .iter()
-            .map(|o| 1 + u64::from(o.extra().is_some()))
+            .map(|o| match o {
+                ChainOp::Normalize => 3,
+                _ => 1 + u64::from(o.extra().is_some()),
+            })
             .sum();
         Traffic {
             bytes_read: 4 * n * reads,

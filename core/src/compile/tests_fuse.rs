@@ -223,3 +223,29 @@ fn the_fused_step_runs_end_to_end_and_a_wrong_group_kernel_is_caught() {
         assert!(!agreement(&wrong, &step.eager).holds(), "{model:?}");
     }
 }
+
+#[test]
+fn a_row_chain_normalises_each_row_and_is_refused_out_of_place() {
+    use super::chain::layernorm_rung_chain;
+    let chain = layernorm_rung_chain();
+    // Rows (1, 3) and (2, 2, 2, 2)… as two rows of 2: ±1 scaled by
+    // 1/√(1 + ε); a constant row gives 0.
+    let got = chain.eval(&[1.0, 3.0, 2.0, 2.0], &[], 2).unwrap();
+    let one = (1.0 / (1.0 + f64::from(crate::kernels::LAYERNORM_EPS)).sqrt()) as f32;
+    assert_eq!(got, vec![-one, one, 0.0, 0.0]);
+    // A row of ±1e30 overflows f32's sum of squares, as the kernel's: 0.
+    assert_eq!(chain.eval(&[1e30, -1e30], &[], 2).unwrap(), vec![0.0, 0.0]);
+    assert_eq!(
+        chain.eval(&[1.0, 2.0, 3.0], &[], 2),
+        Err(ChainError::NotRows { n: 3, cols: 2 })
+    );
+    let late = Chain {
+        extras: Vec::new(),
+        ops: vec![ChainOp::Relu, ChainOp::Normalize],
+    };
+    assert_eq!(late.check(), Err(ChainError::RowOpNotFirst { op: 1 }));
+    // Fused it reads the row once (kept in workgroup memory); as the
+    // passes rung, three times.
+    assert_eq!(chain.fused_traffic(10).bytes(), 4 * 10 * 2);
+    assert_eq!(chain.unfused_traffic(10).bytes(), 4 * 10 * 4);
+}

@@ -296,3 +296,114 @@ fn the_fused_step_runs_on_the_gpu_and_agrees_with_the_eager_step() {
         );
     }
 }
+
+/// Chains that start by normalising rows (LayerNorm, with and without its
+/// affine map, and with an activation after it): one workgroup per row,
+/// at one value per row, rows as long as a row kernel takes, and more
+/// rows than one dimension of the grid — every third row with a hostile
+/// value (NaN, ±inf, ±1e30: the row turns NaN or collapses, on both
+/// sides), some rows offset by 10 (the mean subtracted before squaring;
+/// a far larger offset is past what f32 sums hold to 1e-5, on any side).
+#[test]
+fn row_chains_normalise_on_the_gpu_as_on_the_cpu() {
+    use dlsys_shaders::codegen::MAX_ROW;
+    let Some(mut runner) = crate::support::runner("fusion_rows") else {
+        return;
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x1a7e);
+    let chains = [
+        Chain {
+            extras: Vec::new(),
+            ops: vec![ChainOp::Normalize],
+        },
+        Chain {
+            extras: vec![Extra::Row, Extra::Row],
+            ops: vec![ChainOp::Normalize, ChainOp::Mul(0), ChainOp::Add(1)],
+        },
+        Chain {
+            extras: vec![Extra::Row],
+            ops: vec![ChainOp::Normalize, ChainOp::Add(0), ChainOp::Gelu],
+        },
+    ];
+    let shapes = [
+        (1, 1),
+        (3, 2),
+        (65_537, 2),
+        (5, MAX_ROW - 1),
+        (4, MAX_ROW),
+        (7, 100),
+    ];
+    for (case, (rows, cols)) in shapes.into_iter().enumerate() {
+        let chain = &chains[case % chains.len()];
+        let mut x: Vec<f32> = (0..rows * cols)
+            .map(|i| rng.random_range(-4.0..4.0) + if (i / cols) % 4 == 1 { 10.0 } else { 0.0 })
+            .collect();
+        for r in (0..rows).step_by(3).skip(1) {
+            x[r * cols + r % cols] = HOSTILE[r % 5];
+        }
+        let extras = (0..chain.extras.len())
+            .map(|_| (0..cols).map(|_| rng.random_range(-2.0..2.0)).collect())
+            .collect();
+        let p = program(chain, x, extras, cols).unwrap_or_else(|e| panic!("{chain:?}: {e:?}"));
+        let out = runner
+            .start_program(&p, 0, 1, true)
+            .and_then(dlsys_shaders::Job::wait)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.id));
+        let checked = p.check(&out.words);
+        assert!(checked.ok, "{} at {rows}×{cols}: {checked:?}", p.id);
+        assert_eq!(
+            out.counted,
+            Some((p.traffic.bytes_read, p.traffic.bytes_written)),
+            "{}: instrumented count vs the traffic model",
+            p.id
+        );
+    }
+    // Past the row cache, or not whole rows: refused before any GPU work.
+    let norm = &chains[0];
+    assert!(matches!(
+        validated(norm, 2 * (MAX_ROW + 1), MAX_ROW + 1, false),
+        Err(CodegenError::RowTooLong { .. })
+    ));
+    assert!(validated(norm, 7, 3, false).is_err());
+    let late = Chain {
+        extras: Vec::new(),
+        ops: vec![ChainOp::Relu, ChainOp::Normalize],
+    };
+    assert!(validated(&late, 4, 2, false).is_err());
+}
+
+/// The generated kernel for the hand-written `layernorm-fused` rung's
+/// chain moves the rung's bytes (where the rung keeps the row in
+/// workgroup memory) and matches the rung's reference.
+#[test]
+fn the_generated_layernorm_moves_the_hand_written_rungs_bytes() {
+    use dlsys_core::compile::chain::layernorm_rung_chain;
+    use dlsys_core::kernels::{DeviceLimits, FusionKind, Kernel, Problem, fused_reference, plan};
+    let Some(mut runner) = crate::support::runner("fusion_layernorm_rung") else {
+        return;
+    };
+    let (rows, cols) = (33, 1000);
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 37) % 800) as f32 / 100.0 - 4.0 + (i / cols) as f32)
+        .collect();
+    let p = program(&layernorm_rung_chain(), x.clone(), Vec::new(), cols).unwrap();
+    let out = runner
+        .start_program(&p, 0, 1, true)
+        .and_then(dlsys_shaders::Job::wait)
+        .unwrap();
+    let (_, rung) = plan(
+        Kernel::Fusion(FusionKind::LayerNormFused),
+        Problem::new(rows as u32, cols as u32),
+        DeviceLimits::TYPICAL,
+    )
+    .unwrap();
+    assert_eq!(out.counted, Some((rung.bytes_read, rung.bytes_written)));
+    let want = fused_reference(FusionKind::LayerNormFused, &x, rows, cols);
+    for (w, got) in want.iter().zip(&out.words) {
+        let got = f32::from_bits(*got);
+        assert!(
+            (got - w).abs() <= 1e-6 + 1e-5 * w.abs().max(0.1),
+            "{got} vs {w}"
+        );
+    }
+}
