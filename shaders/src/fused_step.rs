@@ -3,16 +3,13 @@
 //! adapter, every other kernel (the GEMMs, the reductions, the losses) on
 //! the CPU executor, one after the other — and its loss and gradients
 //! held to the eager step's within `dlsys_core`'s stated tolerance.
-//! Native only: it blocks on each kernel (the CLI and the tests).
+//! Also each group's kernels timed fused and op by op on the ladder.
 
-use dlsys_core::compile::capture::CaptureError;
-use dlsys_core::compile::captured::StepCapture;
-use dlsys_core::compile::fuse::Group;
-use dlsys_core::compile::fused_run::{Agreement, agreement, run_fused};
+use dlsys_core::compile::fused_run::{Agreement, Timed};
 use serde::Serialize;
 
-use crate::codegen::program;
-use crate::{Job, KernelRunner};
+use crate::codegen::{CodegenError, program};
+use crate::{Outcome, Program};
 
 /// What the fused step gave on the GPU.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -28,11 +25,16 @@ pub struct FusedOnGpu {
     pub agreement: Agreement,
 }
 
-/// Runs `step` fused, its groups on `runner`'s adapter.
+/// Runs `step` fused, its groups on `runner`'s adapter (natively: it
+/// blocks on each kernel).
+#[cfg(not(target_arch = "wasm32"))]
 pub fn fused_on_gpu(
-    runner: &mut KernelRunner,
-    step: &StepCapture,
-) -> Result<FusedOnGpu, CaptureError> {
+    runner: &mut crate::KernelRunner,
+    step: &dlsys_core::compile::captured::StepCapture,
+) -> Result<FusedOnGpu, dlsys_core::compile::capture::CaptureError> {
+    use dlsys_core::compile::capture::CaptureError;
+    use dlsys_core::compile::fuse::Group;
+    use dlsys_core::compile::fused_run::{agreement, run_fused};
     let failed = |why: String| CaptureError::GroupKernel { why };
     let inputs = step.inputs();
     let mut kernel = |g: &Group, x: &[f32], extras: &[&[f32]], out: &mut [f32]| {
@@ -41,7 +43,7 @@ pub fn fused_on_gpu(
             program(&g.chain, x.to_vec(), extras, g.cols).map_err(|e| failed(format!("{e:?}")))?;
         let run = runner
             .start_program(&p, 0, 1, false)
-            .and_then(Job::wait)
+            .and_then(crate::Job::wait)
             .map_err(|e| failed(e.to_string()))?;
         if run.words.len() != out.len() {
             return Err(failed(format!(
@@ -65,4 +67,71 @@ pub fn fused_on_gpu(
         eager_loss: step.eager.loss,
         agreement: agreement(&run, &step.eager),
     })
+}
+
+/// One group's generated kernels timed on the ladder: its ops one kernel
+/// each, and fused.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ChainTiming {
+    pub group: usize,
+    pub ops: usize,
+    /// Medians, ms: the ops' kernels summed, and the fused kernel.
+    pub unfused_ms: f64,
+    pub fused_ms: f64,
+    /// Bytes by the traffic models, the same two ways.
+    pub unfused_bytes: u64,
+    pub fused_bytes: u64,
+    /// Whether every kernel's output matched the chain's CPU meaning.
+    pub right: bool,
+}
+
+/// The programs that time `timed` (each named by [`Timed::id`]).
+pub fn timing_programs(timed: &[Timed]) -> Result<Vec<Program>, CodegenError> {
+    timed
+        .iter()
+        .map(|t| {
+            let mut p = program(&t.chain, t.x.clone(), t.extras.clone(), t.cols)?;
+            p.id = t.id();
+            Ok(p)
+        })
+        .collect()
+}
+
+/// Each group's timing from a race of [`timing_programs`]; a group with a
+/// kernel that did not run is left out.
+pub fn chain_timings(timed: &[Timed], outcomes: &[Outcome]) -> Vec<ChainTiming> {
+    let row = |t: &Timed| {
+        let id = t.id();
+        outcomes.iter().find_map(|o| match o {
+            Outcome::Program(Ok(r)) if r.id == id => Some(r),
+            _ => None,
+        })
+    };
+    let groups = timed.iter().map(|t| t.group + 1).max().unwrap_or(0);
+    (0..groups)
+        .filter_map(|group| {
+            let of: Vec<&Timed> = timed.iter().filter(|t| t.group == group).collect();
+            let rows = of.iter().map(|t| row(t)).collect::<Option<Vec<_>>>()?;
+            let mut timing = ChainTiming {
+                group,
+                ops: of.len().saturating_sub(1),
+                unfused_ms: 0.0,
+                fused_ms: 0.0,
+                unfused_bytes: 0,
+                fused_bytes: 0,
+                right: true,
+            };
+            for (t, r) in of.iter().zip(rows) {
+                timing.right &= r.check.ok;
+                if t.op.is_some() {
+                    timing.unfused_ms += r.median_ms;
+                    timing.unfused_bytes += r.bytes;
+                } else {
+                    timing.fused_ms = r.median_ms;
+                    timing.fused_bytes = r.bytes;
+                }
+            }
+            Some(timing)
+        })
+        .collect()
 }

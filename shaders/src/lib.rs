@@ -7,7 +7,6 @@
 
 pub mod codegen;
 pub mod error;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod fused_step;
 pub mod gpu;
 pub mod kernel_track;

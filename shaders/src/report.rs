@@ -76,7 +76,11 @@ pub fn roofline_point(kernel: Kernel, problem: Problem, bytes: u64, ms: f64) -> 
 /// CPU path) its reference timed on the CPU.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Measured {
-    pub kernel: Kernel,
+    /// The hand-written kernel; `None` for a program (a generated kernel).
+    pub kernel: Option<Kernel>,
+    /// Its name on the plots, and its family (its colour).
+    pub id: String,
+    pub family: dlsys_core::kernels::Family,
     pub gb_per_s: f64,
     pub roofline: Option<(f64, f64)>,
     /// Timed on the CPU (no compute GPU): the plots say so.

@@ -315,10 +315,17 @@ fn the_fused_step_runs_on_the_adapter_and_agrees_with_the_eager_step() {
     let f = &v["fused_gpu"];
     match f.get("Ok") {
         Some(ok) => {
-            let a = &ok["agreement"];
+            let a = &ok["step"]["agreement"];
             assert_eq!(a["off"], 0, "{f}");
             assert!(a["values"].as_u64().unwrap() > 1000, "{f}");
-            assert!(ok["groups"].as_u64().unwrap() > 0, "{f}");
+            assert!(ok["step"]["groups"].as_u64().unwrap() > 0, "{f}");
+            // Every group's kernels timed, right, fused and op by op.
+            let chains = ok["chains"].as_array().unwrap();
+            assert_eq!(chains.len() as u64, ok["step"]["groups"].as_u64().unwrap());
+            for c in chains {
+                assert_eq!(c["right"], true, "{c}");
+                assert!(c["fused_ms"].as_f64().unwrap() > 0.0, "{c}");
+            }
         }
         None => {
             let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");

@@ -69,6 +69,10 @@ pub struct Captured {
     pub branch_exact: usize,
     /// The overhead at [`overhead::CASES`] (empty when not timed).
     pub overhead: Vec<Overhead>,
+    /// Each fused group's generated kernels, fused and op by op, on the
+    /// step's own values: what the page times on the GPU.
+    #[serde(skip)]
+    pub timed: Vec<super::fused_run::Timed>,
 }
 
 /// The branching model's threshold on the batch's mean.
@@ -194,6 +198,7 @@ pub fn captured(
         &step.eager,
     );
     let fusion = fuse(ir, &plan.shapes);
+    let timed = super::fused_run::timed_kernels(ir, &inputs, &step.y)?;
     let calls = super::dispatch::calls(ir, &plan.shapes);
     let (cached, sizes) = (&step.model, &step.sizes);
     let kernels = ir
@@ -269,6 +274,7 @@ pub fn captured(
         branch_events,
         branch_exact,
         overhead,
+        timed,
     })
 }
 

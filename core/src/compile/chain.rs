@@ -72,6 +72,19 @@ impl ChainOp {
         }
     }
 
+    /// The same op reading extra input `k` instead (an op without one as
+    /// it is).
+    pub fn reading(self, k: usize) -> Self {
+        match self {
+            Self::Add(_) => Self::Add(k),
+            Self::Mul(_) => Self::Mul(k),
+            Self::ReluGrad(_) => Self::ReluGrad(k),
+            Self::TanhGrad(_) => Self::TanhGrad(k),
+            Self::SigmoidGrad(_) => Self::SigmoidGrad(k),
+            other => other,
+        }
+    }
+
     /// The extra input it reads, if any.
     pub fn extra(&self) -> Option<usize> {
         match self {
@@ -198,6 +211,16 @@ impl Chain {
             }
         }
         Ok(())
+    }
+
+    /// Op `at` alone, as its own kernel (reading its own extra input, if
+    /// any, as its only one).
+    pub fn single(&self, at: usize) -> Chain {
+        let op = self.ops[at];
+        Chain {
+            extras: op.extra().map(|e| vec![self.extras[e]]).unwrap_or_default(),
+            ops: vec![op.reading(0)],
+        }
     }
 
     /// Whether it starts with a row op (its kernel runs a workgroup per row).

@@ -161,17 +161,6 @@ fn as_op(k: &Kernel) -> Option<(usize, Option<usize>, ChainOp)> {
     })
 }
 
-/// The op reading extra input `k`.
-fn with_extra(op: ChainOp, k: usize) -> ChainOp {
-    match op {
-        ChainOp::Add(_) => ChainOp::Add(k),
-        ChainOp::ReluGrad(_) => ChainOp::ReluGrad(k),
-        ChainOp::TanhGrad(_) => ChainOp::TanhGrad(k),
-        ChainOp::SigmoidGrad(_) => ChainOp::SigmoidGrad(k),
-        other => other,
-    }
-}
-
 /// Runs the pass on `ir` with every node's shape.
 pub fn fuse(ir: &Ir, shapes: &[Vec<usize>]) -> Fusion {
     let numel = |i: usize| shapes[i].iter().product::<usize>();
@@ -251,7 +240,7 @@ pub fn fuse(ir: &Ir, shapes: &[Vec<usize>]) -> Fusion {
                 };
                 group.extras.push(e);
                 group.chain.extras.push(kind);
-                with_extra(op, group.chain.extras.len() - 1)
+                op.reading(group.chain.extras.len() - 1)
             }
             None => op,
         };
@@ -272,15 +261,7 @@ pub fn fuse(ir: &Ir, shapes: &[Vec<usize>]) -> Fusion {
                     continue;
                 };
                 let at = group.nodes.iter().position(|n| *n == i).unwrap_or(0);
-                let op = group.chain.ops[at];
-                let one = Chain {
-                    extras: op
-                        .extra()
-                        .map(|e| vec![group.chain.extras[e]])
-                        .unwrap_or_default(),
-                    ops: vec![with_extra(op, 0)],
-                };
-                before += one.fused_traffic(group.n).bytes();
+                before += group.chain.single(at).fused_traffic(group.n).bytes();
             }
             _ => {
                 before += other_bytes(i, k);

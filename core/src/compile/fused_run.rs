@@ -9,8 +9,9 @@
 use serde::Serialize;
 
 use super::capture::{CaptureError, Ir};
+use super::chain::Chain;
 use super::fuse::{Fusion, Group, fuse};
-use super::replay::{GroupKernel, Replayed, layout_keeping_all, run_hooked};
+use super::replay::{GroupKernel, Replayed, layout_keeping_all, run, run_hooked, value};
 
 /// A value `got` agrees with the eager `want` when
 /// |got − want| ≤ [`ABS`] + [`REL`]·|want| (NaN with NaN, an infinity with
@@ -106,4 +107,74 @@ pub fn cpu_group(
             })?;
     out.copy_from_slice(&values);
     Ok(())
+}
+
+/// A generated kernel to time on the step's own values: a group's chain
+/// fused, or one of its ops alone (what the step launches unfused).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timed {
+    pub group: usize,
+    /// The op it runs alone; `None`: the whole group, fused.
+    pub op: Option<usize>,
+    pub chain: Chain,
+    pub x: Vec<f32>,
+    pub extras: Vec<Vec<f32>>,
+    pub cols: usize,
+}
+
+impl Timed {
+    /// Its name on a plot: the group, then the fused ops (`g2/add+relu`)
+    /// or the op's place and key (`g2/1:add`).
+    pub fn id(&self) -> String {
+        let keys: Vec<&str> = self.chain.ops.iter().map(|o| o.key()).collect();
+        match self.op {
+            None => format!("g{}/{}", self.group + 1, keys.join("+")),
+            Some(k) => format!("g{}/{}:{}", self.group + 1, k + 1, keys.join("+")),
+        }
+    }
+}
+
+/// Every group of the fusion pass as its fused kernel and as its ops one
+/// by one, each on the values the eager step gave its inputs (a replay
+/// that keeps every buffer).
+pub fn timed_kernels(
+    ir: &Ir,
+    inputs: &[(&[f32], &[usize])],
+    labels: &[usize],
+) -> Result<Vec<Timed>, CaptureError> {
+    let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+    ir.check(&shapes)?;
+    let layout = layout_keeping_all(ir, &shapes);
+    let mut arena = Vec::new();
+    run(ir, &layout, inputs, labels, &mut arena, false)?;
+    let of = |node: usize| value(&layout, &arena, node).to_vec();
+    let fusion = fuse(ir, &layout.shapes);
+    let mut out = Vec::new();
+    for (group, g) in fusion.groups.iter().enumerate() {
+        out.push(Timed {
+            group,
+            op: None,
+            chain: g.chain.clone(),
+            x: of(g.input),
+            extras: g.extras.iter().map(|e| of(*e)).collect(),
+            cols: g.cols,
+        });
+        // Op k reads the value op k − 1 wrote (the group's input first)
+        // and its own extra input.
+        for (k, op) in g.chain.ops.iter().enumerate() {
+            let running = if k == 0 { g.input } else { g.nodes[k - 1] };
+            out.push(Timed {
+                group,
+                op: Some(k),
+                chain: g.chain.single(k),
+                x: of(running),
+                extras: op
+                    .extra()
+                    .map(|e| vec![of(g.extras[e])])
+                    .unwrap_or_default(),
+                cols: g.cols,
+            });
+        }
+    }
+    Ok(out)
 }

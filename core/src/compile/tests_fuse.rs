@@ -249,3 +249,39 @@ fn a_row_chain_normalises_each_row_and_is_refused_out_of_place() {
     assert_eq!(chain.fused_traffic(10).bytes(), 4 * 10 * 2);
     assert_eq!(chain.unfused_traffic(10).bytes(), 4 * 10 * 4);
 }
+
+#[test]
+fn each_group_is_timed_fused_and_op_by_op_on_the_steps_own_values() {
+    use super::captured::capture_step;
+    use super::fused_run::timed_kernels;
+    use super::step::StepModel;
+    use crate::memory::mlp::MlpSettings;
+    let mlp = MlpSettings {
+        sizes: "30,24,24,5".to_owned(),
+        batch: 7,
+        ..MlpSettings::default()
+    };
+    let step = capture_step(StepModel::Mlp, &mlp).unwrap();
+    let timed = timed_kernels(&step.ir, &step.inputs(), &step.y).unwrap();
+    let eval = |t: &super::fused_run::Timed| {
+        let extras: Vec<&[f32]> = t.extras.iter().map(Vec::as_slice).collect();
+        t.chain.eval(&t.x, &extras, t.cols).unwrap()
+    };
+    let groups = timed.iter().map(|t| t.group).max().unwrap() + 1;
+    let mut longest = 0;
+    for g in 0..groups {
+        let of: Vec<_> = timed.iter().filter(|t| t.group == g).collect();
+        let (fused, ops) = (of[0], &of[1..]);
+        assert_eq!(fused.op, None);
+        assert_eq!(ops.len(), fused.chain.ops.len());
+        longest = longest.max(ops.len());
+        // Each op's output is the next op's input; the last one's is the
+        // fused kernel's, bit for bit.
+        for pair in ops.windows(2) {
+            assert_eq!(eval(pair[0]), pair[1].x, "group {g}");
+        }
+        assert_eq!(eval(ops[ops.len() - 1]), eval(fused), "group {g}");
+        assert_eq!(ops[0].x, fused.x);
+    }
+    assert!(longest >= 2, "a chain of two ops in the MLP's step");
+}

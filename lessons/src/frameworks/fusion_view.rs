@@ -5,13 +5,15 @@
 
 use dlsys_core::memory::show_bytes;
 use dlsys_core::names::Named as _;
-use dlsys_core::text::Lang;
 use dlsys_shaders::codegen::validated;
 
 use super::capture_view::Capture;
+use super::fusion_time::ChainRace;
 use super::{TEXT, t};
+use crate::Env;
 
-pub fn ui(ui: &mut egui::Ui, capture: &Capture, lang: Lang) {
+pub fn ui(ui: &mut egui::Ui, capture: &Capture, time: &mut ChainRace, env: &Env<'_>) {
+    let lang = env.lang;
     ui.label(t(lang, "fusion.explain"));
     let Some(c) = capture.result() else {
         ui.weak(t(lang, "fusion.first"));
@@ -63,4 +65,5 @@ pub fn ui(ui: &mut egui::Ui, capture: &Capture, lang: Lang) {
             }
         }
     }
+    time.ui(ui, c, env);
 }

@@ -13,6 +13,7 @@ mod allocator_view;
 mod capture_view;
 mod dispatch_view;
 mod exercises;
+mod fusion_time;
 mod fusion_view;
 mod plan_view;
 mod traced;
@@ -31,6 +32,7 @@ pub struct Frameworks {
     traced: traced::Traced,
     capture: capture_view::Capture,
     dispatch: dispatch_view::Dispatch,
+    time: fusion_time::ChainRace,
     /// The self-test is running (it dispatches once the capture is done).
     self_testing: bool,
 }
@@ -48,7 +50,8 @@ impl Lesson for Frameworks {
         let calls = capture.result().map(|c| c.calls.as_slice());
         let dispatch = &mut self.dispatch;
         crate::kit::section(ui, &TEXT, lang, "dispatch", |ui| dispatch.ui(ui, calls, env));
-        crate::kit::section(ui, &TEXT, lang, "fusion", |ui| fusion_view::ui(ui, capture, lang));
+        let time = &mut self.time;
+        crate::kit::section(ui, &TEXT, lang, "fusion", |ui| fusion_view::ui(ui, capture, time, env));
         crate::kit::section(ui, &TEXT, lang, "plan", |ui| {
             traced.controls(ui, s, lang);
             plan_view::ui(ui, traced, s, lang);
@@ -65,19 +68,25 @@ impl Lesson for Frameworks {
             self.self_testing = false;
             if let Some(c) = self.capture.result() {
                 self.dispatch.self_test_start(&c.calls);
+                self.time.start(c, env);
             }
         }
         self.dispatch.logic(ctx, env);
+        self.time.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.traced.is_running() || self.capture.is_running() || self.dispatch.is_running()
+        self.traced.is_running()
+            || self.capture.is_running()
+            || self.dispatch.is_running()
+            || self.time.is_busy()
     }
 
     crate::persist_field!(settings);
 
     /// One step traced at the default settings, as the page first does,
-    /// and captured (not timed).
+    /// and captured (not timed); once captured, its matmuls dispatched and
+    /// its chains timed on the GPU (the CPU path, said so, without one).
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
         let s = StepSettings::default();
         self.self_testing = true;
@@ -94,9 +103,10 @@ impl Lesson for Frameworks {
             self.capture.self_test_outcome()?,
             self.traced.self_test_outcome()?,
             self.dispatch.self_test_outcome()?,
+            self.time.self_test_outcome()?,
         ) {
-            (Ok(a), Ok(b), Ok(c)) => Some(Ok(format!("{a}; {b}; {c}"))),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Some(Err(e)),
+            (Ok(a), Ok(b), Ok(c), Ok(d)) => Some(Ok(format!("{a}; {b}; {c}; {d}"))),
+            (Err(e), ..) | (_, Err(e), ..) | (_, _, Err(e), _) | (.., Err(e)) => Some(Err(e)),
         }
     }
 }

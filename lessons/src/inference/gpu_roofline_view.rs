@@ -124,8 +124,8 @@ impl GpuRace {
     /// GFLOP/s.
     fn roofs(&self) -> Option<Roofline> {
         let measured: Vec<_> = self.decode.results.iter().filter_map(|o| o.measured()).collect();
-        let bandwidth = measured.iter().find(|m| m.kernel == Kernel::Copy)?.gb_per_s;
-        let peak = measured.iter().find(|m| m.kernel == Kernel::Fma)?.roofline?.1;
+        let bandwidth = measured.iter().find(|m| m.kernel == Some(Kernel::Copy))?.gb_per_s;
+        let peak = measured.iter().find(|m| m.kernel == Some(Kernel::Fma))?.roofline?.1;
         (bandwidth > 0.0 && peak > 0.0).then_some(Roofline { peak, bandwidth })
     }
 
@@ -135,7 +135,7 @@ impl GpuRace {
             .iter()
             .filter_map(|o| o.measured())
             .filter_map(|m| match (m.kernel, m.roofline) {
-                (Kernel::Gemm(g), Some((ai, gflops))) => Some((g, [ai, gflops])),
+                (Some(Kernel::Gemm(g)), Some((ai, gflops))) => Some((g, [ai, gflops])),
                 _ => None,
             })
             .collect()

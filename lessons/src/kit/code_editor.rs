@@ -224,11 +224,13 @@ pub fn show(
             ui.fonts_mut(|f| f.layout_job(job)).size().x + 16.0
         };
         let salt = format!("{id_salt}_sideways");
+        // An editor gets room to write; read-only code its own lines.
+        let rows = if code.is_mutable() { 24 } else { lines };
         super::theme::sideways(ui, &salt, |ui| {
             let response = egui::TextEdit::multiline(code)
                 .id_salt(id_salt)
                 .code_editor()
-                .desired_rows(24)
+                .desired_rows(rows)
                 .desired_width(widest.max(ui.available_width()))
                 .layouter(&mut layouter)
                 .show(ui)

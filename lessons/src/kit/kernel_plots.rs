@@ -23,7 +23,7 @@ fn text() -> &'static Catalog {
 /// (kernel id, arithmetic intensity, Gop/s) for each run that has a roofline point.
 pub fn roofline_points(ran: &[Measured]) -> Vec<(String, f64, f64)> {
     ran.iter()
-        .filter_map(|r| r.roofline.map(|(ai, gops)| (r.kernel.id(), ai, gops)))
+        .filter_map(|r| r.roofline.map(|(ai, gops)| (r.id.clone(), ai, gops)))
         .collect()
 }
 
@@ -33,11 +33,11 @@ pub fn family_color(family: Family, visuals: &egui::Visuals) -> Color32 {
     figure::nth(visuals, i)
 }
 
-/// The legend entries of the families present among `kernels`.
-fn family_keys(kernels: &[Kernel], visuals: &egui::Visuals, lang: Lang) -> Vec<Key> {
+/// The legend entries of the families present among `families`.
+fn family_keys(families: &[Family], visuals: &egui::Visuals, lang: Lang) -> Vec<Key> {
     Family::ALL
         .into_iter()
-        .filter(|f| kernels.iter().any(|k| k.family() == *f))
+        .filter(|f| families.contains(f))
         .map(|f| {
             Key::fill(
                 text().get(lang, &format!("kplot.family.{}", f.id())),
@@ -56,14 +56,16 @@ pub fn show(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
     cpu_note(ui, lang, ran);
     let copy = ran
         .iter()
-        .find(|r| r.kernel == Kernel::Copy)
+        .find(|r| r.kernel == Some(Kernel::Copy))
         .map(|r| r.gb_per_s);
     let items: Vec<BarItem> = ran
         .iter()
-        .map(|r| BarItem {
-            kernel: r.kernel,
-            value: r.gb_per_s,
-            label: show_sig(r.gb_per_s, 3),
+        .filter_map(|r| {
+            Some(BarItem {
+                kernel: r.kernel?,
+                value: r.gb_per_s,
+                label: show_sig(r.gb_per_s, 3),
+            })
         })
         .collect();
     let rule = copy.map(|c| (text().get(lang, "kplot.copy_line").to_owned(), c));
@@ -173,7 +175,7 @@ pub fn bars(
                 );
             }
         });
-    let all: Vec<Kernel> = items.iter().map(|b| b.kernel).collect();
+    let all: Vec<Family> = items.iter().map(|b| b.kernel.family()).collect();
     let mut keys = family_keys(&all, &visuals, lang);
     if let Some((name, _)) = rule {
         keys.push(Key::rule(name, rule_color));
@@ -188,18 +190,18 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
     let visuals = &ui.visuals().clone();
     let copy = ran
         .iter()
-        .find(|r| r.kernel == Kernel::Copy)
+        .find(|r| r.kernel == Some(Kernel::Copy))
         .map(|r| r.gb_per_s);
     let roof = ran
         .iter()
-        .find(|r| r.kernel == Kernel::Fma)
+        .find(|r| r.kernel == Some(Kernel::Fma))
         .and_then(|r| r.roofline.map(|(_, gops)| gops));
     let t = |key: &str| text().get(lang, key).to_owned();
     ui.label(t("kplot.roofline"));
     // The FMA chains define the compute roof; they are not a point of their own.
     let plotted: Vec<&Measured> = ran
         .iter()
-        .filter(|r| r.kernel != Kernel::Fma)
+        .filter(|r| r.kernel != Some(Kernel::Fma))
         .filter(|r| {
             r.roofline.is_some_and(|(ai, gops)| {
                 ai > 0.0 && gops > 0.0 && ai.is_finite() && gops.is_finite()
@@ -229,23 +231,58 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
     if !lo_x.is_finite() || !lo_y.is_finite() {
         (lo_x, hi_x, lo_y, hi_y) = (-1.0, 1.0, -1.0, 1.0);
     }
-    // A label moves right, a label's width at a time, until it overlaps no
-    // label already placed (a width of about 0.16 decades holds " 12").
+    // A label takes the first spot beside its point that overlaps no label
+    // already placed — at the point, a row above or below, a width to the
+    // right (a width of about 0.16 decades holds " 12") — and only then
+    // moves further right, a width at a time.
     const WIDTH: f64 = 0.16;
     const HEIGHT: f64 = 0.12;
+    const NEAR: [(f64, f64); 9] = [
+        (0.0, 0.0),
+        (0.0, 1.0),
+        (0.0, -1.0),
+        (1.0, 0.0),
+        (1.0, 1.0),
+        (1.0, -1.0),
+        (0.0, 2.0),
+        (0.0, -2.0),
+        (2.0, 0.0),
+    ];
+    // Points that sit on one another share a label ("3,5").
+    let mut clusters: Vec<(f64, f64, Vec<usize>)> = Vec::new();
+    for (number, _, x, y) in &points {
+        match clusters
+            .iter_mut()
+            .find(|(cx, cy, _)| (cx - x).abs() < WIDTH / 2.0 && (cy - y).abs() < HEIGHT / 2.0)
+        {
+            Some((_, _, numbers)) => numbers.push(*number),
+            None => clusters.push((*x, *y, vec![*number])),
+        }
+    }
     let mut placed: Vec<(f64, f64)> = Vec::new();
-    let labels: Vec<(f64, f64, String)> = points
+    let labels: Vec<(f64, f64, String)> = clusters
         .iter()
-        .map(|(number, _, x, y)| {
-            let mut at = *x;
-            while placed
+        .map(|(x, y, numbers)| {
+            let names: Vec<String> = numbers.iter().map(usize::to_string).collect();
+            let width = WIDTH * (0.5 + 0.5 * names.len() as f64);
+            let free = |(at, ay): (f64, f64)| {
+                !placed
+                    .iter()
+                    .any(|(px, py)| (px - at).abs() < width && (py - ay).abs() < HEIGHT)
+            };
+            let spot = NEAR
                 .iter()
-                .any(|(px, py)| (px - at).abs() < WIDTH && (py - y).abs() < HEIGHT)
-            {
-                at += WIDTH;
-            }
-            placed.push((at, *y));
-            (at, *y, format!(" {number}"))
+                .map(|(dx, dy)| (x + dx * WIDTH, y + dy * HEIGHT))
+                .find(|s| free(*s))
+                .unwrap_or_else(|| {
+                    let mut at = x + 3.0 * WIDTH;
+                    while !free((at, *y)) {
+                        at += WIDTH;
+                    }
+                    (at, *y)
+                });
+            placed.push(spot);
+            (spot.0, spot.1, format!(" {}", names.join(",")))
         })
         .collect();
     let hi_x = labels.iter().map(|l| l.0).fold(hi_x, f64::max);
@@ -295,9 +332,9 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
             }
             for (_, r, x, y) in &points {
                 plot.points(
-                    Points::new(r.kernel.id(), PlotPoints::from(vec![[*x, *y]]))
+                    Points::new(r.id.clone(), PlotPoints::from(vec![[*x, *y]]))
                         .radius(4.0)
-                        .color(family_color(r.kernel.family(), visuals)),
+                        .color(family_color(r.family, visuals)),
                 );
             }
             for (x, y, label) in labels {
@@ -308,8 +345,8 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
                 );
             }
         });
-    let kernels: Vec<Kernel> = plotted.iter().map(|r| r.kernel).collect();
-    let mut keys = family_keys(&kernels, visuals, lang);
+    let families: Vec<Family> = plotted.iter().map(|r| r.family).collect();
+    let mut keys = family_keys(&families, visuals, lang);
     if copy.is_some() {
         keys.push(Key::rule(memory_name, visuals.weak_text_color()));
     }
@@ -325,7 +362,7 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
         for (number, r, _, _) in &points {
             // One piece each, so a row wraps between entries, never inside one.
             ui.add(
-                egui::Label::new(egui::RichText::new(format!("{number} {}", r.kernel.id())).weak())
+                egui::Label::new(egui::RichText::new(format!("{number} {}", r.id)).weak())
                     .wrap_mode(egui::TextWrapMode::Extend),
             );
         }

@@ -58,6 +58,18 @@ impl Race {
     /// Starts `settings`' ladder on the GPU, or times it on the CPU at once
     /// when there is no compute GPU; a refused size becomes `error`.
     pub fn start(&mut self, settings: &LadderSettings, env: &Env<'_>) {
+        self.start_with(settings, Vec::new(), env);
+    }
+
+    /// [`Self::start`], with `programs` (generated kernels) raced after the
+    /// ladder's own kernels — on a GPU only: the CPU path times built-in
+    /// kernels alone.
+    pub fn start_with(
+        &mut self,
+        settings: &LadderSettings,
+        programs: Vec<dlsys_shaders::Program>,
+        env: &Env<'_>,
+    ) {
         self.results.clear();
         self.error = None;
         let max_elements = self.max_elements(env.gpu);
@@ -72,7 +84,7 @@ impl Race {
             self.results = ladder.run_on_cpu();
             return;
         }
-        self.ladder = Some(ladder);
+        self.ladder = Some(ladder.with_programs(programs));
     }
 
     /// Advances the race (never waiting for the GPU, except on a CPU

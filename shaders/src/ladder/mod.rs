@@ -357,18 +357,30 @@ impl Outcome {
         use crate::report::{Measured, roofline_point};
         match self {
             Self::Ran(r) => Some(Measured {
-                kernel: r.kernel,
+                kernel: Some(r.kernel),
+                id: r.kernel.id(),
+                family: r.kernel.family(),
                 gb_per_s: r.gb_per_s,
                 roofline: r.roofline_point(),
                 on_cpu: false,
             }),
             Self::Cpu(c) => Some(Measured {
-                kernel: c.kernel,
+                kernel: Some(c.kernel),
+                id: c.kernel.id(),
+                family: c.kernel.family(),
                 gb_per_s: c.bytes as f64 / (c.ms * 1e6),
                 roofline: roofline_point(c.kernel, c.problem, c.bytes, c.ms),
                 on_cpu: true,
             }),
-            Self::Skipped { .. } | Self::Program(_) => None,
+            Self::Program(Ok(row)) => Some(Measured {
+                kernel: None,
+                id: row.id.clone(),
+                family: row.family,
+                gb_per_s: row.gb_per_s,
+                roofline: row.roofline_point(),
+                on_cpu: false,
+            }),
+            Self::Skipped { .. } | Self::Program(Err(_)) => None,
         }
     }
 
