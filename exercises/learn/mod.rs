@@ -23,6 +23,8 @@ mod e08;
 mod e09;
 #[path = "10_plan_arena.rs"]
 mod e10;
+#[path = "11_liveness.rs"]
+mod e11;
 
 pub use e01::fp16_from_bits;
 pub use e02::round_to_bf16_rne;
@@ -34,3 +36,4 @@ pub use e07::adam_step;
 pub use e08::online_softmax;
 pub use e09::dataloader_batches;
 pub use e10::plan_arena;
+pub use e11::liveness;

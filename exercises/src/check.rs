@@ -26,8 +26,9 @@ pub type OnlineSoftmax = fn(&[f32]) -> Vec<f32>;
 pub type DataloaderBatches =
     fn(usize, usize, bool, &mut dyn FnMut(usize) -> usize) -> Vec<Vec<usize>>;
 pub type PlanArena = fn(&[(u64, u32, u32)]) -> Vec<u64>;
+pub type Liveness = fn(&[Vec<usize>], &[usize]) -> Vec<(u32, u32)>;
 
-pub use crate::check_plan::plan_arena;
+pub use crate::check_plan::{liveness, plan_arena};
 
 /// Analytic gradients in f64 must agree to this relative error: the "good"
 /// band of a gradient check, with room for summation order.

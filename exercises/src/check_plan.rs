@@ -1,9 +1,11 @@
-//! The checker of exercise 10, `plan_arena`: a memory plan judged by the
-//! frameworks lesson's planner (`dlsys_core::compile::plan`).
+//! The checkers of exercises 10 and 11, `plan_arena` and `liveness`: a
+//! memory plan judged by the frameworks lesson's planner
+//! (`dlsys_core::compile::plan`), and buffers' lifetimes by its liveness
+//! analysis.
 
 use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
 
-use crate::check::{PlanArena, call};
+use crate::check::{Liveness, PlanArena, call};
 use crate::words::{say, sayf};
 
 /// On hand-made and seeded random lifetime tables: an offset per buffer,
@@ -107,6 +109,80 @@ pub fn plan_arena(f: PlanArena) -> Result<(), String> {
                 ],
             ));
         }
+    }
+    Ok(())
+}
+
+/// On hand-made and seeded random graphs: each node's `(first, end)` as the
+/// core's liveness analysis (`dlsys_core::compile::replay::liveness`) gives
+/// it, the first difference said with what it breaks.
+pub fn liveness(f: Liveness) -> Result<(), String> {
+    let mut graphs: Vec<(Vec<Vec<usize>>, Vec<usize>)> = vec![
+        (vec![], vec![]),
+        (vec![vec![]], vec![0]),
+        // x → relu → loss, and a node nobody reads.
+        (vec![vec![], vec![0], vec![1], vec![0]], vec![2]),
+        // A value read twice, the second read late.
+        (vec![vec![], vec![0], vec![1], vec![0, 2]], vec![3]),
+    ];
+    let mut rng = StdRng::seed_from_u64(11);
+    for _ in 0..300 {
+        let n = rng.random_range(1..=14usize);
+        let inputs: Vec<Vec<usize>> = (0..n)
+            .map(|i| {
+                let reads = if i == 0 { 0 } else { rng.random_range(0..=2) };
+                (0..reads).map(|_| rng.random_range(0..i)).collect()
+            })
+            .collect();
+        let outputs = (0..rng.random_range(1..=2))
+            .map(|_| rng.random_range(0..n))
+            .collect();
+        graphs.push((inputs, outputs));
+    }
+    for (inputs, outputs) in graphs {
+        let got = call(|| f(&inputs, &outputs))?;
+        let want = dlsys_core::compile::replay::liveness(&inputs, &outputs);
+        let shown = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| format!("{i}←{r:?}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let graph = format!("{shown}, results {outputs:?}");
+        if got.len() != want.len() {
+            return Err(sayf(
+                "c.live.len",
+                &[
+                    ("graph", &graph),
+                    ("got", &got.len()),
+                    ("want", &want.len()),
+                ],
+            ));
+        }
+        let Some(i) = (0..want.len()).find(|i| got[*i] != want[*i]) else {
+            continue;
+        };
+        let (g, w) = (got[i], want[i]);
+        let last_reader = (0..inputs.len()).rev().find(|r| inputs[*r].contains(&i));
+        let why = if outputs.contains(&i) && g.1 < w.1 {
+            say("c.live.result")
+        } else if last_reader.is_some_and(|r| g.1 as usize <= r) {
+            sayf("c.live.reader", &[("reader", &last_reader.unwrap_or(0))])
+        } else if g.1 > w.1 {
+            say("c.live.longer")
+        } else {
+            String::new()
+        };
+        return Err(sayf(
+            "c.live.wrong",
+            &[
+                ("graph", &graph),
+                ("node", &i),
+                ("got", &format!("{}..{}", g.0, g.1)),
+                ("want", &format!("{}..{}", w.0, w.1)),
+                ("why", &why),
+            ],
+        ));
     }
     Ok(())
 }

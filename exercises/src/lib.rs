@@ -1,6 +1,6 @@
 //! The Rust exercise track, in the style of rustlings.
 //!
-//! Your code goes in `exercises/learn/`: ten files, each a function with a
+//! Your code goes in `exercises/learn/`: eleven files, each a function with a
 //! `todo!()` in it and a doc comment stating the task and a hint. Fill one in,
 //! then run
 //!
@@ -12,7 +12,7 @@
 //! This crate holds the other side: the checkers ([`check`]), which judge an
 //! implementation with dlsys-lab's own cores (the autograd engine and its
 //! relative-error bands, the bit-exact float emulator, the optimizers, the
-//! CPU softmax reference, the memory planner); the reference solutions ([`reference`]); and for
+//! CPU softmax reference, the memory planner and its liveness analysis); the reference solutions ([`reference`]); and for
 //! every exercise a known-wrong solution ([`wrong`]) that makes a classic
 //! mistake, which its checker must reject with a message naming the mistake.
 //! `dlsys-lab check` runs both sides; `cargo test --workspace` checks the
@@ -71,7 +71,7 @@ impl Info {
 }
 
 /// The track, in the order to do it.
-pub const EXERCISES: [Info; 10] = [
+pub const EXERCISES: [Info; 11] = [
     Info {
         id: "fp16_from_bits",
         file: "exercises/learn/01_fp16_from_bits.rs",
@@ -111,6 +111,10 @@ pub const EXERCISES: [Info; 10] = [
     Info {
         id: "plan_arena",
         file: "exercises/learn/10_plan_arena.rs",
+    },
+    Info {
+        id: "liveness",
+        file: "exercises/learn/11_liveness.rs",
     },
 ];
 

@@ -191,6 +191,22 @@ pub fn plan_arena(buffers: &[(u64, u32, u32)]) -> Vec<u64> {
     offsets
 }
 
+/// Each node lives from its own point through its last reader's point; a
+/// result to the end.
+pub fn liveness(inputs: &[Vec<usize>], outputs: &[usize]) -> Vec<(u32, u32)> {
+    let n = inputs.len() as u32;
+    let mut spans: Vec<(u32, u32)> = (0..n).map(|i| (i, i + 1)).collect();
+    for (reader, reads) in inputs.iter().enumerate() {
+        for j in reads {
+            spans[*j].1 = spans[*j].1.max(reader as u32 + 1);
+        }
+    }
+    for out in outputs {
+        spans[*out].1 = n;
+    }
+    spans
+}
+
 /// Each checker against its reference.
 pub fn cases() -> Vec<Case> {
     fn case(exercise: &'static str, run: fn() -> Result<(), String>) -> Case {
@@ -224,5 +240,6 @@ pub fn cases() -> Vec<Case> {
             check::dataloader_batches(dataloader_batches)
         }),
         case("plan_arena", || check::plan_arena(plan_arena)),
+        case("liveness", || check::liveness(liveness)),
     ]
 }

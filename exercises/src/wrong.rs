@@ -198,6 +198,27 @@ pub fn plan_last_only(buffers: &[(u64, u32, u32)]) -> Vec<u64> {
     offsets
 }
 
+/// Frees a buffer at its last reader's point, before the reader has read it.
+pub fn liveness_before_the_reader(inputs: &[Vec<usize>], outputs: &[usize]) -> Vec<(u32, u32)> {
+    let n = inputs.len() as u32;
+    let mut spans: Vec<(u32, u32)> = (0..n).map(|i| (i, i + 1)).collect();
+    for (reader, reads) in inputs.iter().enumerate() {
+        for j in reads {
+            spans[*j].1 = spans[*j].1.max(reader as u32);
+        }
+    }
+    for out in outputs {
+        spans[*out].1 = n;
+    }
+    spans
+}
+
+/// Forgets the results: the loss and the gradients freed after their last
+/// reader, as any other buffer.
+pub fn liveness_results_freed(inputs: &[Vec<usize>], _outputs: &[usize]) -> Vec<(u32, u32)> {
+    crate::reference::liveness(inputs, &[])
+}
+
 /// Each checker against its known-wrong solutions.
 pub fn cases() -> Vec<Case> {
     fn case(
@@ -286,5 +307,14 @@ pub fn cases() -> Vec<Case> {
             "live together",
             || check::plan_arena(plan_last_only),
         ),
+        case(
+            "liveness",
+            "freed before its reader",
+            "while it runs",
+            || check::liveness(liveness_before_the_reader),
+        ),
+        case("liveness", "results freed", "a result of the step", || {
+            check::liveness(liveness_results_freed)
+        }),
     ]
 }

@@ -97,3 +97,8 @@ fn dataloader_batches() {
 fn plan_arena() {
     verdict("plan_arena", check::plan_arena(learn::plan_arena));
 }
+
+#[test]
+fn liveness() {
+    verdict("liveness", check::liveness(learn::liveness));
+}

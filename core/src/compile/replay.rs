@@ -97,32 +97,50 @@ pub fn value<'a>(layout: &Layout, arena: &'a [f32], i: usize) -> &'a [f32] {
     &arena[layout.offsets[i]..layout.offsets[i] + len]
 }
 
+/// Liveness analysis: node `i` (reading the nodes `inputs[i]`, written at
+/// point `i`) is live at the points `first..end` — from its own point
+/// through the point of its last reader (inclusive: the reader reads it
+/// while it runs), or to the end of the step for a result (`outputs`);
+/// a node nobody reads lives at its own point only.
+pub fn liveness(inputs: &[Vec<usize>], outputs: &[usize]) -> Vec<(u32, u32)> {
+    let n = inputs.len() as u32;
+    let mut end: Vec<u32> = (1..=n).collect();
+    for (i, reads) in inputs.iter().enumerate() {
+        for j in reads {
+            end[*j] = end[*j].max(i as u32 + 1);
+        }
+    }
+    for out in outputs {
+        end[*out] = n;
+    }
+    end.into_iter()
+        .enumerate()
+        .map(|(i, e)| (i as u32, e))
+        .collect()
+}
+
 fn planned(ir: &Ir, shapes: &[&[usize]], reuse: Reuse) -> Layout {
     let shapes = ir.shapes(shapes);
     let n = ir.nodes.len() as u32;
     let keep_all = reuse == Reuse::KeepAll;
-    let mut end: Vec<u32> = (1..=n).map(|e| if keep_all { n } else { e }).collect();
-    for (i, k) in ir.nodes.iter().enumerate() {
-        for input in k.inputs() {
-            end[input] = end[input].max(i as u32 + 1);
-        }
-    }
-    for out in ir.grads.iter().chain([&ir.loss]) {
-        end[*out] = n;
-    }
+    let inputs: Vec<Vec<usize>> = ir.nodes.iter().map(Kernel::inputs).collect();
+    let results: Vec<usize> = ir.grads.iter().copied().chain([ir.loss]).collect();
+    let end: Vec<u32> = liveness(&inputs, &results)
+        .into_iter()
+        .map(|(_, e)| if keep_all { n } else { e })
+        .collect();
     let numel = |i: usize| shapes[i].iter().product::<usize>();
     // In place: an elementwise kernel writes over its running operand when
     // that operand dies here, has its size, is read once by the kernel and
     // is not a result of the step; the planner sees one buffer for both.
-    let outputs: Vec<usize> = ir.grads.iter().copied().chain([ir.loss]).collect();
     let mut owner: Vec<usize> = (0..shapes.len()).collect();
     if reuse == Reuse::InPlace {
         for (i, k) in ir.nodes.iter().enumerate() {
             if let Some(j) = in_place_operand(k)
                 && end[j] == i as u32 + 1
                 && numel(j) == numel(i)
-                && k.inputs().iter().filter(|x| **x == j).count() == 1
-                && !outputs.contains(&j)
+                && inputs[i].iter().filter(|x| **x == j).count() == 1
+                && !results.contains(&j)
             {
                 owner[i] = owner[j];
             }
