@@ -7,8 +7,8 @@
 /// `i`, reads the nodes `inputs[i]` (all earlier) and writes one buffer.
 /// `outputs` are the step's results (the loss, the gradients), which must
 /// still be there when the step ends. Give each node's buffer the points it
-/// is live at as `(first, end)`, half-open (`first..end`), as short as it
-/// can be: the planner of exercise 10 takes exactly these.
+/// is live at as `(first, end)`, half-open (`first..end`), no longer and no
+/// shorter than it must: the planner of exercise 10 takes exactly these.
 ///
 /// The check: hand-made and seeded random graphs, against dlsys-lab's
 /// liveness analysis (the one its memory planner and its executor run).
@@ -22,7 +22,7 @@
 /// 捕获下来的一步是一串按顺序执行的节点：节点 `i` 在时间点 `i` 执行，读取节点
 /// `inputs[i]`（都在它之前），写出一个缓冲区。`outputs` 是这一步的结果（损失、
 /// 梯度），这一步结束时它们必须还在。给每个节点的缓冲区算出它存活的时间点
-/// `(first, end)`，左闭右开（`first..end`），越短越好：练习 10 的规划器吃的正是这些。
+/// `(first, end)`，左闭右开（`first..end`），不多不少：练习 10 的规划器要的正是这些输入。
 ///
 /// 检查方式：手写的和随机生成（固定种子）的图，和 dlsys-lab 自己的活跃性分析
 /// （它的内存规划器和执行器用的就是这个）比对。

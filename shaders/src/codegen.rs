@@ -16,8 +16,10 @@ use dlsys_core::kernels::Family;
 use crate::kernel_track::{Diagnostic, parse_and_validate};
 use crate::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program, Values};
 
-/// Invocations per workgroup.
+/// Invocations per workgroup (a power of two: the row kernel's tree sum
+/// halves it).
 pub const WG: u32 = 64;
+const _: () = assert!(WG.is_power_of_two());
 /// Workgroups along x before the grid wraps to y.
 const MAX_X: u32 = 65_535;
 
@@ -147,7 +149,7 @@ fn op_lines(chain: &Chain, cols: usize, count: &dyn Fn(usize) -> String) -> Stri
             ChainOp::Tanh => "v = tanh_nan(v);\n".to_owned(),
             ChainOp::Sigmoid => "v = 1.0 / (1.0 + exp(-v));\n".to_owned(),
             ChainOp::Exp => "v = exp(v);\n".to_owned(),
-            ChainOp::Normalize => continue,
+            ChainOp::NormalizeRows => continue,
         };
         body.push_str("    ");
         body.push_str(&line);

@@ -69,6 +69,45 @@ pub fn fused_on_gpu(
     })
 }
 
+/// Timed trials of each kernel when the chains are timed.
+pub const TRIALS: u32 = 5;
+
+/// `a / b`, or `None` where `b` is not positive (nothing timed).
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b > 0.0).then(|| a / b)
+}
+
+/// The chains' timings summed: kernels one op each and their time and
+/// bytes, fused kernels and theirs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ChainTotals {
+    pub launches: usize,
+    pub groups: usize,
+    pub unfused_ms: f64,
+    pub fused_ms: f64,
+    pub unfused_bytes: u64,
+    pub fused_bytes: u64,
+}
+
+impl ChainTotals {
+    pub fn of(chains: &[ChainTiming]) -> Self {
+        chains.iter().fold(
+            Self {
+                groups: chains.len(),
+                ..Self::default()
+            },
+            |t, c| Self {
+                launches: t.launches + c.ops,
+                unfused_ms: t.unfused_ms + c.unfused_ms,
+                fused_ms: t.fused_ms + c.fused_ms,
+                unfused_bytes: t.unfused_bytes + c.unfused_bytes,
+                fused_bytes: t.fused_bytes + c.fused_bytes,
+                ..t
+            },
+        )
+    }
+}
+
 /// One group's generated kernels timed on the ladder: its ops one kernel
 /// each, and fused.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -97,8 +97,10 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
         None
     };
     // The fused step on this machine's adapter, with --fuse.
-    let fused_gpu = (a.fuse && captured.is_some())
-        .then(|| super::compile_fused::fused(settings.model, &settings.mlp));
+    let fused_gpu = captured
+        .as_ref()
+        .filter(|_| a.fuse)
+        .map(|c| super::compile_fused::fused(settings.model, &settings.mlp, c));
     let dispatch = a
         .select
         .zip(captured.as_ref())

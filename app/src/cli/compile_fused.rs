@@ -6,21 +6,19 @@
 
 use std::io::{self, Write};
 
-use dlsys_core::compile::captured::capture_step;
-use dlsys_core::compile::fused_run::{ABS, REL, timed_kernels};
+use dlsys_core::compile::captured::{Captured, capture_step};
+use dlsys_core::compile::fused_run::{ABS, REL};
 use dlsys_core::compile::step::StepModel;
 use dlsys_core::kernels::{Data, Problem};
 use dlsys_core::memory::mlp::MlpSettings;
 use dlsys_core::names::Named as _;
 use dlsys_shaders::fused_step::{
-    ChainTiming, FusedOnGpu, chain_timings, fused_on_gpu, timing_programs,
+    ChainTiming, ChainTotals, FusedOnGpu, TRIALS, chain_timings, fused_on_gpu, ratio,
+    timing_programs,
 };
 use dlsys_shaders::{Ladder, LadderSettings};
 
 use super::output::line;
-
-/// Timed trials of each kernel.
-const TRIALS: u32 = 5;
 
 #[derive(serde::Serialize)]
 pub struct FusedReport {
@@ -33,13 +31,14 @@ pub struct FusedReport {
 /// The fused step on the adapter, or why it did not run.
 pub type FusedGpu = Result<FusedReport, String>;
 
-pub fn fused(model: StepModel, mlp: &MlpSettings) -> FusedGpu {
+/// The fused step of `model` on the adapter, and the chains `c` (its
+/// capture) found timed there.
+pub fn fused(model: StepModel, mlp: &MlpSettings, c: &Captured) -> FusedGpu {
     let mut runner = super::kernel::kernel_runner()?;
     let step = capture_step(model, mlp).map_err(|e| super::say(&e))?;
     let run = fused_on_gpu(&mut runner, &step).map_err(|e| super::say(&e))?;
-    let timed = timed_kernels(&step.ir, &step.inputs(), &step.y).map_err(|e| super::say(&e))?;
     // A generator bug is said as it is.
-    let programs = timing_programs(&timed).map_err(|e| format!("{e:?}"))?;
+    let programs = timing_programs(&c.timed).map_err(|e| format!("{e:?}"))?;
     // The ladder's copy kernel runs first, as always; the programs after.
     let settings = LadderSettings::families(&[], Problem::new(1, 1024), Data::Random, TRIALS);
     let ladder = Ladder::new(&settings, runner.max_elements())
@@ -48,7 +47,7 @@ pub fn fused(model: StepModel, mlp: &MlpSettings) -> FusedGpu {
     let outcomes = ladder.run_blocking(&mut runner);
     Ok(FusedReport {
         step: run,
-        chains: chain_timings(&timed, &outcomes),
+        chains: chain_timings(&c.timed, &outcomes),
         timer: runner.timer().name(super::lang()),
     })
 }
@@ -65,7 +64,7 @@ pub fn text(f: &FusedGpu, out: &mut dyn Write) -> io::Result<()> {
         &[
             ("adapter", &s.adapter),
             ("groups", &s.groups),
-            ("rest", &(s.launches_after - s.groups)),
+            ("rest", &s.launches_after.saturating_sub(s.groups)),
             ("loss", &s.loss),
             ("eager", &s.eager_loss),
         ],
@@ -101,7 +100,7 @@ pub fn text(f: &FusedGpu, out: &mut dyn Write) -> io::Result<()> {
                 ("ops", &c.ops),
                 ("unfused", &ms(c.unfused_ms)),
                 ("fused", &ms(c.fused_ms)),
-                ("ratio", &format!("{:.2}", c.unfused_ms / c.fused_ms)),
+                ("ratio", &two(ratio(c.unfused_ms, c.fused_ms))),
                 ("ubytes", &c.unfused_bytes),
                 ("fbytes", &c.fused_bytes),
                 (
@@ -111,21 +110,26 @@ pub fn text(f: &FusedGpu, out: &mut dyn Write) -> io::Result<()> {
             ],
         )?;
     }
-    let (unfused, fused): (f64, f64) = (
-        f.chains.iter().map(|c| c.unfused_ms).sum(),
-        f.chains.iter().map(|c| c.fused_ms).sum(),
-    );
-    let launches: usize = f.chains.iter().map(|c| c.ops).sum();
+    let s = ChainTotals::of(&f.chains);
+    if s.groups == 0 {
+        return Ok(());
+    }
     line(
         out,
         "compile.chains_time",
         &[
-            ("launches", &launches),
-            ("groups", &f.chains.len()),
-            ("unfused", &ms(unfused)),
-            ("fused", &ms(fused)),
-            ("ratio", &format!("{:.2}", unfused / fused)),
+            ("launches", &s.launches),
+            ("groups", &s.groups),
+            ("unfused", &ms(s.unfused_ms)),
+            ("fused", &ms(s.fused_ms)),
+            ("ratio", &two(ratio(s.unfused_ms, s.fused_ms))),
             ("timer", &f.timer),
+            ("trials", &TRIALS),
         ],
     )
+}
+
+/// A ratio to two places, or "–" where nothing was timed.
+fn two(r: Option<f64>) -> String {
+    r.map_or_else(|| "–".to_owned(), |r| format!("{r:.2}"))
 }

@@ -94,6 +94,11 @@ impl Conv2d {
         self.in_channels * self.height * self.width
     }
 
+    /// Output pixels per channel, OH·OW (0 when the kernel does not fit).
+    pub fn plane(&self) -> usize {
+        self.output().map_or(0, |(h, w)| h * w)
+    }
+
     /// Values in one output image (OC·OH·OW); 0 when the kernel does not fit.
     pub fn output_len(&self) -> usize {
         self.output().map_or(0, |(h, w)| self.out_channels * h * w)

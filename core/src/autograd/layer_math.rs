@@ -82,7 +82,7 @@ pub fn conv2d_into<T: Real>(
     out: &mut [T],
 ) {
     let (oc, patch) = (geometry.out_channels, geometry.patch());
-    let plane = geometry.output_len() / oc.max(1);
+    let plane = geometry.plane();
     let rows = x.chunks_exact(geometry.input_len().max(1));
     for (image, y) in rows.zip(out.chunks_exact_mut(geometry.output_len().max(1))) {
         let cols = geometry.im2col(image);
@@ -109,7 +109,7 @@ pub fn conv2d_into<T: Real>(
 /// order into `dw`.
 pub fn conv2d_grad_weight_into<T: Real>(geometry: &Conv2d, g: &[T], x: &[T], dw: &mut [T]) {
     let (oc, patch) = (geometry.out_channels, geometry.patch());
-    let plane = geometry.output_len() / oc.max(1);
+    let plane = geometry.plane();
     dw.fill(T::ZERO);
     let mut one = vec![T::ZERO; dw.len()];
     let images = x.chunks_exact(geometry.input_len().max(1));
@@ -136,7 +136,7 @@ pub fn conv2d_grad_weight_into<T: Real>(geometry: &Conv2d, g: &[T], x: &[T], dw:
 /// col2im.
 pub fn conv2d_grad_input_into<T: Real>(geometry: &Conv2d, g: &[T], w: &[T], dx: &mut [T]) {
     let (oc, patch) = (geometry.out_channels, geometry.patch());
-    let plane = geometry.output_len() / oc.max(1);
+    let plane = geometry.plane();
     dx.fill(T::ZERO);
     let mut dcols = vec![T::ZERO; patch * plane];
     let images = dx.chunks_exact_mut(geometry.input_len().max(1));
@@ -158,7 +158,7 @@ pub fn conv2d_grad_input_into<T: Real>(geometry: &Conv2d, g: &[T], w: &[T], dx: 
 
 /// The bias's gradient: every image's values summed per output channel.
 pub fn conv2d_grad_bias_into<T: Real>(geometry: &Conv2d, g: &[T], db: &mut [T]) {
-    let plane = geometry.output_len() / geometry.out_channels.max(1);
+    let plane = geometry.plane();
     db.fill(T::ZERO);
     for gr in g.chunks_exact(geometry.output_len().max(1)) {
         for (i, v) in gr.iter().enumerate() {

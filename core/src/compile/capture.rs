@@ -127,7 +127,7 @@ pub enum Kernel {
         channels: usize,
     },
     /// x̂ = (x − mean)/σ per channel, from `stats`.
-    Normalize {
+    ChannelNormalize {
         x: usize,
         stats: usize,
         channels: usize,
@@ -140,7 +140,7 @@ pub enum Kernel {
         channels: usize,
     },
     /// BatchNorm's input gradient from `g`, x̂, γ and the statistics.
-    NormalizeGrad {
+    ChannelNormalizeGrad {
         g: usize,
         xhat: usize,
         gamma: usize,
@@ -192,14 +192,14 @@ impl Kernel {
             Self::Conv2d { x: a, w: b, .. }
             | Self::Conv2dGradInput { g: a, w: b, .. }
             | Self::Conv2dGradWeight { g: a, x: b, .. }
-            | Self::Normalize { x: a, stats: b, .. }
+            | Self::ChannelNormalize { x: a, stats: b, .. }
             | Self::ChannelDot { g: a, xhat: b, .. }
             | Self::MaxPoolGrad { g: a, x: b, .. } => vec![a, b],
             Self::ChannelStats { x: a, .. }
             | Self::ChannelSum { g: a, .. }
             | Self::MaxPool { x: a, .. } => vec![a],
             Self::ChannelAffine { x, gamma, beta, .. } => vec![x, gamma, beta],
-            Self::NormalizeGrad {
+            Self::ChannelNormalizeGrad {
                 g,
                 xhat,
                 gamma,
@@ -230,9 +230,9 @@ impl Kernel {
             Self::Conv2dGradInput { .. } => "conv2d_grad_input",
             Self::Conv2dGradWeight { .. } => "conv2d_grad_weight",
             Self::ChannelStats { .. } => "bn_stats",
-            Self::Normalize { .. } => "bn_normalize",
+            Self::ChannelNormalize { .. } => "bn_normalize",
             Self::ChannelAffine { .. } => "bn_affine",
-            Self::NormalizeGrad { .. } => "bn_grad_input",
+            Self::ChannelNormalizeGrad { .. } => "bn_grad_input",
             Self::ChannelSum { .. } => "channel_sum",
             Self::ChannelDot { .. } => "channel_dot",
             Self::MaxPool { .. } => "maxpool",
@@ -252,7 +252,7 @@ impl Kernel {
                 | Self::Accumulate { .. }
                 | Self::Conv2dGradInput { .. }
                 | Self::Conv2dGradWeight { .. }
-                | Self::NormalizeGrad { .. }
+                | Self::ChannelNormalizeGrad { .. }
                 | Self::ChannelSum { .. }
                 | Self::ChannelDot { .. }
                 | Self::MaxPoolGrad { .. }
@@ -419,9 +419,9 @@ impl Ir {
                 Kernel::ChannelSum { channels, .. } | Kernel::ChannelDot { channels, .. } => {
                     vec![channels]
                 }
-                Kernel::Normalize { x: a, .. }
+                Kernel::ChannelNormalize { x: a, .. }
                 | Kernel::ChannelAffine { x: a, .. }
-                | Kernel::NormalizeGrad { g: a, .. }
+                | Kernel::ChannelNormalizeGrad { g: a, .. }
                 | Kernel::MaxPoolGrad { x: a, .. } => out[a].clone(),
             };
             out.push(shape);
@@ -548,7 +548,7 @@ pub fn capture(
             } => {
                 let (x, channels) = (node_of(&at, *input)?, *channels);
                 let stats = push(&mut nodes, Kernel::ChannelStats { x, channels });
-                let xhat = Kernel::Normalize { x, stats, channels };
+                let xhat = Kernel::ChannelNormalize { x, stats, channels };
                 let xhat = push(&mut nodes, xhat);
                 norms[v.0] = Some((stats, xhat));
                 Kernel::ChannelAffine {
@@ -564,6 +564,19 @@ pub fn capture(
                 x: node_of(&at, *input)?,
                 geometry: *geometry,
             },
+            // The forms the capture has no kernels for, named as such.
+            Op::Conv2d { bias: Some(_), .. } => {
+                return Err(CaptureError::GraphBreak {
+                    op: "conv2d+bias".to_owned(),
+                });
+            }
+            Op::BatchNorm {
+                training: false, ..
+            } => {
+                return Err(CaptureError::GraphBreak {
+                    op: "batchnorm(eval)".to_owned(),
+                });
+            }
             other => {
                 return Err(CaptureError::GraphBreak {
                     op: other.name().to_owned(),
@@ -701,7 +714,7 @@ pub fn capture(
                 let (stats, xhat) = norms[v.0].ok_or(CaptureError::NotPlain)?;
                 let channels = *channels;
                 if needs[input.0] {
-                    let k = Kernel::NormalizeGrad {
+                    let k = Kernel::ChannelNormalizeGrad {
                         g: grad,
                         xhat,
                         gamma: node(gamma)?,
@@ -729,7 +742,7 @@ pub fn capture(
             }
             Op::MaxPool {
                 input, geometry, ..
-            } => {
+            } if needs[input.0] => {
                 let k = Kernel::MaxPoolGrad {
                     g: grad,
                     x: node(input)?,
@@ -738,6 +751,7 @@ pub fn capture(
                 let k = push(&mut nodes, k);
                 give(&mut nodes, &mut pending, *input, k);
             }
+            Op::MaxPool { .. } => {}
             other => {
                 return Err(CaptureError::GraphBreak {
                     op: other.name().to_owned(),

@@ -150,24 +150,21 @@ impl StepCapture {
 /// Captures `model`'s step (the MLP of `mlp`, or the CNN at its batch) on
 /// seeded data.
 pub fn capture_step(model: StepModel, mlp: &MlpSettings) -> Result<StepCapture, CapturedError> {
-    let shape = mlp.shape()?;
-    let rows = shape.batch;
-    let (sizes, cached, (x, y)) = match model {
+    let (sizes, cached) = match model {
         StepModel::Mlp => {
-            let sizes = shape.sizes.clone();
-            let (features, classes) = (sizes[0], sizes[sizes.len() - 1]);
+            let sizes = mlp.shape()?.sizes;
             let m = Mlp::<f32>::new(&sizes, Activation::Relu, 1)
                 .map_err(|e| CapturedError::Memory(MemoryError::from(e)))?;
-            (sizes, Model::Mlp(m), batch(rows, features, classes, 0))
+            (sizes, Model::Mlp(m))
         }
+        // The CNN takes the batch alone (the MLP's sizes say nothing of it).
         StepModel::Cnn => {
-            crate::memory::models::check(rows)?;
-            let images = crate::memory::models::cnn_batch(rows, 0);
-            let cnn = Model::Cnn(Box::new(Cnn::new(MODEL_SEED)));
-            (Vec::new(), cnn, images)
+            crate::memory::models::check(mlp.batch)?;
+            (Vec::new(), Model::Cnn(Box::new(Cnn::new(MODEL_SEED))))
         }
         StepModel::Transformer => return Err(CaptureError::Model.into()),
     };
+    let (x, y) = data(&cached, &sizes, mlp.batch, 0);
     let step = cached.step(&x, &y, None);
     let ir = capture(&step.graph, step.loss, &step.params, step.data, false)?;
     Ok(StepCapture {
@@ -220,10 +217,7 @@ pub fn captured(
     let eager_on = |x: &[f32], y: &[usize], a| eager(&cached.step(x, y, a));
     let mut calls_exact = 0;
     for (i, b) in batches.iter().enumerate() {
-        let (x, y) = match &cached {
-            Model::Mlp(_) => batch(*b, sizes[0], sizes[sizes.len() - 1], i as u64 + 1),
-            Model::Cnn(_) => crate::memory::models::cnn_batch(*b, i as u64 + 1),
-        };
+        let (x, y) = data(cached, sizes, *b, i as u64 + 1);
         let replayed = cache.step(&x, &y)?;
         calls_exact += usize::from(same(&replayed, &eager_on(&x, &y, None)));
     }
@@ -291,6 +285,24 @@ impl Captured {
     pub fn forward(&self) -> usize {
         self.launches - self.backward()
     }
+}
+
+/// `rows` seeded examples for `model` (the MLP's of `sizes`).
+fn data(model: &Model, sizes: &[usize], rows: usize, seed: u64) -> (Vec<f32>, Vec<usize>) {
+    match model {
+        Model::Mlp(_) => batch(rows, sizes[0], sizes[sizes.len() - 1], seed),
+        Model::Cnn(_) => crate::memory::models::cnn_batch(rows, seed),
+    }
+}
+
+/// Whether a capture of `a` is one of `b`: the same model, and the MLP's
+/// settings for the MLP, the batch for the CNN.
+pub fn same_step(a: (StepModel, &MlpSettings), b: (StepModel, &MlpSettings)) -> bool {
+    a.0 == b.0
+        && match a.0 {
+            StepModel::Mlp => a.1 == b.1,
+            _ => a.1.batch == b.1.batch,
+        }
 }
 
 /// The tape's loss and gradients after `step`'s backward, as a replay

@@ -50,7 +50,7 @@ pub enum ChainOp {
     /// without its affine map): a row op, so only first in a chain — the
     /// generated kernel then runs one workgroup per row, the row kept in
     /// workgroup memory.
-    Normalize,
+    NormalizeRows,
 }
 
 impl ChainOp {
@@ -68,7 +68,7 @@ impl ChainOp {
             Self::ReluGrad(_) => "relu_grad",
             Self::TanhGrad(_) => "tanh_grad",
             Self::SigmoidGrad(_) => "sigmoid_grad",
-            Self::Normalize => "normalize",
+            Self::NormalizeRows => "normalize",
         }
     }
 
@@ -100,7 +100,7 @@ impl ChainOp {
     /// Its value on `v` (and the extra input's value `e`), in f32 as a
     /// GPU computes it: GELU, tanh and exp through f64, rounded to f32 at
     /// the end; the sigmoid and the backward rules as the engine computes
-    /// them. (The row op [`Self::Normalize`] is applied by [`Chain::eval`]
+    /// them. (The row op [`Self::NormalizeRows`] is applied by [`Chain::eval`]
     /// per row; here it passes `v` on.)
     pub fn apply(&self, v: f32, e: f32) -> f32 {
         match self {
@@ -116,7 +116,7 @@ impl ChainOp {
             Self::ReluGrad(_) => pw::relu_grad(v, e),
             Self::TanhGrad(_) => pw::tanh_grad(v, e),
             Self::SigmoidGrad(_) => pw::sigmoid_grad(v, e),
-            Self::Normalize => v,
+            Self::NormalizeRows => v,
         }
     }
 
@@ -125,7 +125,7 @@ impl ChainOp {
     pub fn ops(&self) -> f64 {
         match self {
             Self::Gelu => 9.0,
-            Self::Normalize => 6.0,
+            Self::NormalizeRows => 6.0,
             Self::Sigmoid | Self::TanhGrad(_) | Self::SigmoidGrad(_) => 3.0,
             _ => 1.0,
         }
@@ -152,7 +152,7 @@ pub fn gelu_rung_chain() -> Chain {
 pub fn layernorm_rung_chain() -> Chain {
     Chain {
         extras: Vec::new(),
-        ops: vec![ChainOp::Normalize],
+        ops: vec![ChainOp::NormalizeRows],
     }
 }
 
@@ -187,7 +187,7 @@ pub struct Chain {
 pub enum ChainError {
     /// An op reads an extra input the chain does not have.
     NoExtra { op: usize, extra: usize },
-    /// A row op ([`ChainOp::Normalize`]) after the first op.
+    /// A row op ([`ChainOp::NormalizeRows`]) after the first op.
     RowOpNotFirst { op: usize },
     /// A row op over values that are not whole rows.
     NotRows { n: usize, cols: usize },
@@ -206,7 +206,7 @@ impl Chain {
             if let Some(extra) = o.extra().filter(|k| *k >= self.extras.len()) {
                 return Err(ChainError::NoExtra { op, extra });
             }
-            if op > 0 && *o == ChainOp::Normalize {
+            if op > 0 && *o == ChainOp::NormalizeRows {
                 return Err(ChainError::RowOpNotFirst { op });
             }
         }
@@ -225,7 +225,7 @@ impl Chain {
 
     /// Whether it starts with a row op (its kernel runs a workgroup per row).
     pub fn by_rows(&self) -> bool {
-        self.ops.first() == Some(&ChainOp::Normalize)
+        self.ops.first() == Some(&ChainOp::NormalizeRows)
     }
 
     /// How long extra input `k` is over `n` elements in rows of `cols`.
@@ -304,7 +304,7 @@ impl Chain {
             .ops
             .iter()
             .map(|o| match o {
-                ChainOp::Normalize => 3,
+                ChainOp::NormalizeRows => 3,
                 _ => 1 + u64::from(o.extra().is_some()),
             })
             .sum();

@@ -131,9 +131,9 @@ fn class(k: &Kernel) -> Class {
         | Kernel::ChannelDot { .. }
         | Kernel::MaxPool { .. } => Class::Reduction,
         Kernel::CrossEntropyGrad(_)
-        | Kernel::Normalize { .. }
+        | Kernel::ChannelNormalize { .. }
         | Kernel::ChannelAffine { .. }
-        | Kernel::NormalizeGrad { .. }
+        | Kernel::ChannelNormalizeGrad { .. }
         | Kernel::MaxPoolGrad { .. } => Class::Other,
         Kernel::Add { .. }
         | Kernel::Accumulate { .. }

@@ -236,6 +236,11 @@ pub(super) fn run_hooked(
     timed: bool,
     mut fused: Option<(&Fusion, &mut GroupKernel<'_>)>,
 ) -> Result<Replayed, CaptureError> {
+    // A group reads its inputs at its last node, after their lifetimes as
+    // single kernels end: only a plan that reuses nothing keeps them.
+    if fused.is_some() && layout.arena != layout.no_reuse {
+        return Err(CaptureError::Overlap);
+    }
     // Per node: the group it ends, or whether a group computes it on the way.
     let mut ends: Vec<Option<usize>> = vec![None; ir.nodes.len()];
     let mut inside = vec![false; ir.nodes.len()];
@@ -379,7 +384,7 @@ pub(super) fn run_hooked(
                 out[..channels].copy_from_slice(&mean);
                 out[channels..].copy_from_slice(&lm::inverse_std(&var));
             }
-            Kernel::Normalize { x, stats, channels } => {
+            Kernel::ChannelNormalize { x, stats, channels } => {
                 let s = read(stats)?;
                 let (mean, inv_std) = s.split_at(channels);
                 lm::normalise_into(read(x)?, (channels, cols(x) / channels), mean, inv_std, out);
@@ -393,7 +398,7 @@ pub(super) fn run_hooked(
                 let layout = (channels, cols(x) / channels);
                 lm::channel_affine_into(read(x)?, layout, read(gamma)?, read(beta)?, out);
             }
-            Kernel::NormalizeGrad {
+            Kernel::ChannelNormalizeGrad {
                 g,
                 xhat,
                 gamma,

@@ -241,7 +241,7 @@ fn a_row_chain_normalises_each_row_and_is_refused_out_of_place() {
     );
     let late = Chain {
         extras: Vec::new(),
-        ops: vec![ChainOp::Relu, ChainOp::Normalize],
+        ops: vec![ChainOp::Relu, ChainOp::NormalizeRows],
     };
     assert_eq!(late.check(), Err(ChainError::RowOpNotFirst { op: 1 }));
     // Fused it reads the row once (kept in workgroup memory); as the
@@ -284,4 +284,38 @@ fn each_group_is_timed_fused_and_op_by_op_on_the_steps_own_values() {
         assert_eq!(ops[0].x, fused.x);
     }
     assert!(longest >= 2, "a chain of two ops in the MLP's step");
+}
+
+#[test]
+fn a_fused_run_refuses_a_plan_that_reuses_bytes() {
+    use super::captured::capture_step;
+    use super::fused_run::cpu_group;
+    use super::replay::{layout, run_hooked};
+    use super::step::StepModel;
+    use crate::memory::mlp::MlpSettings;
+    let mlp = MlpSettings {
+        sizes: "30,24,24,5".to_owned(),
+        batch: 5,
+        ..MlpSettings::default()
+    };
+    let step = capture_step(StepModel::Mlp, &mlp).unwrap();
+    let inputs = step.inputs();
+    let shapes: Vec<&[usize]> = inputs.iter().map(|(_, s)| *s).collect();
+    let plan = layout(&step.ir, &shapes);
+    assert!(plan.arena < plan.no_reuse);
+    let fusion = fuse(&step.ir, &plan.shapes);
+    let mut kernel = cpu_group;
+    let got = run_hooked(
+        &step.ir,
+        &plan,
+        &inputs,
+        &step.y,
+        &mut Vec::new(),
+        false,
+        Some((&fusion, &mut kernel)),
+    );
+    assert!(
+        matches!(got, Err(super::capture::CaptureError::Overlap)),
+        "{got:?}"
+    );
 }

@@ -6,7 +6,7 @@
 //! tiny and a large size, timed in the background on the learner's button.
 
 use dlsys_core::compile::cache::CacheEvent;
-use dlsys_core::compile::captured::{Captured, CapturedError, captured};
+use dlsys_core::compile::captured::{Captured, CapturedError, captured, same_step};
 use dlsys_core::compile::step::StepModel;
 use dlsys_core::names::Named as _;
 use dlsys_core::errors::Localized as _;
@@ -75,10 +75,15 @@ impl Capture {
             }
         });
         ui.horizontal_wrapped(|ui| {
+            // The overhead is timed on the MLP only.
+            let (run, running) = match self.model {
+                StepModel::Mlp => ("capture.run", "capture.running"),
+                _ => ("capture.run_cnn", "capture.running_cnn"),
+            };
             if self.is_running() {
                 ui.spinner();
-                ui.label(t(lang, "capture.running"));
-            } else if ui.button(t(lang, "capture.run")).clicked() {
+                ui.label(t(lang, running));
+            } else if ui.button(t(lang, run)).clicked() {
                 self.start(self.model, mlp, RUNS);
             }
         });
@@ -92,7 +97,7 @@ impl Capture {
                 return;
             }
         };
-        if *for_settings != (self.model, mlp.clone()) {
+        if !same_step((for_settings.0, &for_settings.1), (self.model, mlp)) {
             ui.weak(t(lang, "capture.stale"));
         }
         summary(ui, c, lang);

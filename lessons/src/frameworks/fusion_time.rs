@@ -9,8 +9,11 @@ use dlsys_core::compile::fused_run::Timed;
 use dlsys_core::float::show_sig;
 use dlsys_core::kernels::{Data, Problem};
 use dlsys_core::text::Lang;
-use dlsys_shaders::LadderSettings;
-use dlsys_shaders::fused_step::{ChainTiming, chain_timings, timing_programs};
+use dlsys_core::compile::step::StepModel;
+use dlsys_shaders::fused_step::{
+    ChainTiming, ChainTotals, TRIALS, chain_timings, ratio, timing_programs,
+};
+use dlsys_shaders::{LadderSettings, Outcome};
 
 use super::{TEXT, t};
 use crate::Env;
@@ -18,14 +21,15 @@ use crate::kit::race::Race;
 use crate::kit::table::{Look, pinned};
 use crate::kit::theme;
 
-/// Timed trials of each kernel.
-const TRIALS: u32 = 5;
-
 #[derive(Default)]
 pub struct ChainRace {
     race: Race,
-    /// The kernels of the last race (its results are theirs).
+    /// The kernels of the last race (its results are theirs), and the
+    /// capture they came from (model, MLP sizes, batch).
     timed: Vec<Timed>,
+    from: Option<(StepModel, Vec<usize>, usize)>,
+    /// The last race timed the fused kernels alone, once (the self-test).
+    quick: bool,
     /// A generator bug, said as it is.
     error: Option<String>,
 }
@@ -46,18 +50,27 @@ impl ChainRace {
             return Some(Err(crate::SelfTestFailure(e.clone())));
         }
         let verdict = self.race.self_test_outcome()?;
-        let chains = chain_timings(&self.timed, &self.race.results);
-        Some(verdict.map(|ok| format!("{ok}; {} chains timed", chains.len())))
+        let fused = (self.race.results.iter())
+            .filter(|o| matches!(o, Outcome::Program(Ok(r)) if r.check.ok))
+            .count();
+        Some(verdict.map(|ok| format!("{ok}; {fused} fused kernels right on the GPU")))
     }
 
-    pub fn start(&mut self, c: &Captured, env: &Env<'_>) {
+    /// Times every group's kernels, op by op and fused, beside the copy
+    /// and the FMA chain (the roofline's roofs); `quick` (the self-test):
+    /// the fused kernels alone, once each.
+    pub fn start(&mut self, c: &Captured, quick: bool, env: &Env<'_>) {
         self.error = None;
-        match timing_programs(&c.timed) {
+        let timed: Vec<Timed> = c.timed.iter().filter(|t| !quick || t.op.is_none()).cloned().collect();
+        match timing_programs(&timed) {
             Ok(programs) => {
-                // The copy and the FMA chain give the roofline its roofs.
-                let mut settings = LadderSettings::families(&[], Problem::new(1, 1 << 16), Data::Random, TRIALS);
-                settings.fma = true;
-                self.timed = c.timed.clone();
+                let trials = if quick { 1 } else { TRIALS };
+                let mut settings =
+                    LadderSettings::families(&[], Problem::new(1, 1 << 16), Data::Random, trials);
+                settings.fma = !quick;
+                self.timed = timed;
+                self.from = Some((c.model, c.sizes.clone(), c.batch));
+                self.quick = quick;
                 self.race.start_with(&settings, programs, env);
             }
             Err(e) => self.error = Some(format!("{e:?}")),
@@ -71,7 +84,7 @@ impl ChainRace {
         ui.label(t(lang, "time.explain"));
         crate::kit::race::device_ui(ui, env);
         if !self.race.progress_ui(ui, lang) && ui.button(t(lang, "time.run")).clicked() {
-            self.start(c, env);
+            self.start(c, false, env);
         }
         if let Some(e) = &self.error {
             ui.colored_label(theme::bad(ui.visuals()), e);
@@ -80,13 +93,14 @@ impl ChainRace {
         if self.race.is_busy() || self.race.results.is_empty() {
             return;
         }
-        if self.timed != c.timed {
+        if self.from != Some((c.model, c.sizes.clone(), c.batch)) {
             ui.weak(t(lang, "time.stale"));
         }
         let chains = chain_timings(&self.timed, &self.race.results);
         if chains.is_empty() {
-            // The CPU path times built-in kernels only.
-            ui.weak(t(lang, "time.none"));
+            // The self-test's quick race has no op-by-op times; the CPU
+            // path times built-in kernels only.
+            ui.weak(t(lang, if self.quick { "time.quick" } else { "time.none" }));
             return;
         }
         table(ui, &chains, lang);
@@ -123,10 +137,13 @@ fn table(ui: &mut egui::Ui, chains: &[ChainTiming], lang: Lang) {
                 ui.monospace(ms(c.unfused_ms));
                 ui.monospace(ms(c.fused_ms));
                 // A chain of one op is the same kernel either way.
-                if c.ops > 1 {
-                    ui.monospace(format!("{:.2}×", c.unfused_ms / c.fused_ms));
-                } else {
-                    ui.weak(t(lang, "time.same"));
+                match ratio(c.unfused_ms, c.fused_ms) {
+                    Some(r) if c.ops > 1 => {
+                        ui.monospace(format!("{r:.2}×"));
+                    }
+                    _ => {
+                        ui.weak(t(lang, "time.same"));
+                    }
                 }
                 let (key, colour) = if c.right {
                     ("time.right", theme::good(ui.visuals()))
@@ -140,23 +157,21 @@ fn table(ui: &mut egui::Ui, chains: &[ChainTiming], lang: Lang) {
 }
 
 fn summary(ui: &mut egui::Ui, chains: &[ChainTiming], lang: Lang) {
-    let sum = |f: fn(&ChainTiming) -> f64| chains.iter().map(f).sum::<f64>();
-    let (unfused, fused) = (sum(|c| c.unfused_ms), sum(|c| c.fused_ms));
-    let (ub, fb) = (
-        chains.iter().map(|c| c.unfused_bytes).sum::<u64>(),
-        chains.iter().map(|c| c.fused_bytes).sum::<u64>(),
-    );
+    let s = ChainTotals::of(chains);
+    let Some(r) = ratio(s.unfused_ms, s.fused_ms) else {
+        return;
+    };
     ui.label(TEXT.fill(
         lang,
         "time.summary",
         &[
-            ("launches", &chains.iter().map(|c| c.ops).sum::<usize>()),
-            ("groups", &chains.len()),
-            ("unfused", &show_sig(unfused, 3)),
-            ("fused", &show_sig(fused, 3)),
-            ("ratio", &format!("{:.2}", unfused / fused)),
-            ("ubytes", &dlsys_core::memory::show_bytes(ub)),
-            ("fbytes", &dlsys_core::memory::show_bytes(fb)),
+            ("launches", &s.launches),
+            ("groups", &s.groups),
+            ("unfused", &show_sig(s.unfused_ms, 3)),
+            ("fused", &show_sig(s.fused_ms, 3)),
+            ("ratio", &format!("{r:.2}")),
+            ("ubytes", &dlsys_core::memory::show_bytes(s.unfused_bytes)),
+            ("fbytes", &dlsys_core::memory::show_bytes(s.fused_bytes)),
         ],
     ));
 }

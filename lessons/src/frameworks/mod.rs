@@ -68,7 +68,7 @@ impl Lesson for Frameworks {
             self.self_testing = false;
             if let Some(c) = self.capture.result() {
                 self.dispatch.self_test_start(&c.calls);
-                self.time.start(c, env);
+                self.time.start(c, true, env);
             }
         }
         self.dispatch.logic(ctx, env);

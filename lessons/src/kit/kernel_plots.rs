@@ -259,16 +259,18 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
             None => clusters.push((*x, *y, vec![*number])),
         }
     }
-    let mut placed: Vec<(f64, f64)> = Vec::new();
+    // Each placed label's left end, height and width.
+    let mut placed: Vec<(f64, f64, f64)> = Vec::new();
     let labels: Vec<(f64, f64, String)> = clusters
         .iter()
         .map(|(x, y, numbers)| {
             let names: Vec<String> = numbers.iter().map(usize::to_string).collect();
             let width = WIDTH * (0.5 + 0.5 * names.len() as f64);
+            // Two labels overlap when their spans along x meet at one height.
             let free = |(at, ay): (f64, f64)| {
-                !placed
-                    .iter()
-                    .any(|(px, py)| (px - at).abs() < width && (py - ay).abs() < HEIGHT)
+                !placed.iter().any(|(px, py, pw)| {
+                    at < px + pw && *px < at + width && (py - ay).abs() < HEIGHT
+                })
             };
             let spot = NEAR
                 .iter()
@@ -281,7 +283,7 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
                     }
                     (at, *y)
                 });
-            placed.push(spot);
+            placed.push((spot.0, spot.1, width));
             (spot.0, spot.1, format!(" {}", names.join(",")))
         })
         .collect();

@@ -8,7 +8,7 @@
 //! of its replay.
 
 use dlsys_core::compile::capture::{capture, slots};
-use dlsys_core::compile::chain::{Chain, ChainOp, Extra};
+use dlsys_core::compile::chain::{Chain, ChainError, ChainOp, Extra};
 use dlsys_core::compile::fuse::fuse;
 use dlsys_core::compile::overhead::batch;
 use dlsys_core::compile::replay::{layout_keeping_all, run, value};
@@ -314,15 +314,15 @@ fn row_chains_normalise_on_the_gpu_as_on_the_cpu() {
     let chains = [
         Chain {
             extras: Vec::new(),
-            ops: vec![ChainOp::Normalize],
+            ops: vec![ChainOp::NormalizeRows],
         },
         Chain {
             extras: vec![Extra::Row, Extra::Row],
-            ops: vec![ChainOp::Normalize, ChainOp::Mul(0), ChainOp::Add(1)],
+            ops: vec![ChainOp::NormalizeRows, ChainOp::Mul(0), ChainOp::Add(1)],
         },
         Chain {
             extras: vec![Extra::Row],
-            ops: vec![ChainOp::Normalize, ChainOp::Add(0), ChainOp::Gelu],
+            ops: vec![ChainOp::NormalizeRows, ChainOp::Add(0), ChainOp::Gelu],
         },
     ];
     let shapes = [
@@ -364,10 +364,13 @@ fn row_chains_normalise_on_the_gpu_as_on_the_cpu() {
         validated(norm, 2 * (MAX_ROW + 1), MAX_ROW + 1, false),
         Err(CodegenError::RowTooLong { .. })
     ));
-    assert!(validated(norm, 7, 3, false).is_err());
+    assert!(matches!(
+        validated(norm, 7, 3, false),
+        Err(CodegenError::Chain(ChainError::NotRows { n: 7, cols: 3 }))
+    ));
     let late = Chain {
         extras: Vec::new(),
-        ops: vec![ChainOp::Relu, ChainOp::Normalize],
+        ops: vec![ChainOp::Relu, ChainOp::NormalizeRows],
     };
     assert!(validated(&late, 4, 2, false).is_err());
 }
