@@ -53,15 +53,19 @@ impl ChainRace {
         let fused = (self.race.results.iter())
             .filter(|o| matches!(o, Outcome::Program(Ok(r)) if r.check.ok))
             .count();
-        Some(verdict.map(|ok| format!("{ok}; {fused} fused kernels right on the GPU")))
+        Some(verdict.map(|ok| format!("{ok}; {fused} fused kernel right on the GPU")))
     }
 
     /// Times every group's kernels, op by op and fused, beside the copy
     /// and the FMA chain (the roofline's roofs); `quick` (the self-test):
-    /// the fused kernels alone, once each.
+    /// the longest group's fused kernel alone, once.
     pub fn start(&mut self, c: &Captured, quick: bool, env: &Env<'_>) {
         self.error = None;
-        let timed: Vec<Timed> = c.timed.iter().filter(|t| !quick || t.op.is_none()).cloned().collect();
+        let longest = c.fusion.longest().map(|(i, _)| i);
+        let timed: Vec<Timed> = (c.timed.iter())
+            .filter(|t| !quick || (t.op.is_none() && Some(t.group) == longest))
+            .cloned()
+            .collect();
         match timing_programs(&timed) {
             Ok(programs) => {
                 let trials = if quick { 1 } else { TRIALS };
