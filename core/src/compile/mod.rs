@@ -17,6 +17,7 @@ pub mod dispatch;
 pub mod expandable;
 pub mod fuse;
 pub mod fused_run;
+pub mod kernel;
 pub mod overhead;
 pub mod plan;
 pub mod replay;

@@ -5,7 +5,9 @@
 //! chain's CPU meaning within 1e-5 relative to max(|want|, 0.1); the
 //! instrumented build's byte counts equal the traffic model; and the
 //! groups the fusion pass finds in a captured MLP step, run on the values
-//! of its replay.
+//! of its replay; chains that normalise rows (LayerNorm); the generated
+//! kernels for the hand-written GELU and LayerNorm rungs' chains, byte for
+//! byte; and the fused step run end to end against the eager one.
 
 use dlsys_core::compile::capture::{capture, slots};
 use dlsys_core::compile::chain::{Chain, ChainError, ChainOp, Extra};
@@ -228,37 +230,50 @@ fn the_groups_fused_in_a_captured_step_run_on_the_gpu_as_on_the_cpu() {
     }
 }
 
-/// The generated kernel for the hand-written `gelu-fused` rung's chain
-/// loads and stores what the rung's traffic model says (the instrumented
-/// build counts it) and matches the rung's reference.
+/// The generated kernels for the hand-written `gelu-fused` and
+/// `layernorm-fused` rungs' chains load and store what the rungs' traffic
+/// models say (the instrumented builds count it; the LayerNorm rung where
+/// it keeps the row in workgroup memory) and match the rungs' references.
 #[test]
-fn the_generated_gelu_kernel_moves_the_hand_written_rungs_bytes() {
-    use dlsys_core::compile::chain::gelu_rung_chain;
+fn the_generated_kernels_move_the_hand_written_rungs_bytes() {
+    use dlsys_core::compile::chain::{gelu_rung_chain, layernorm_rung_chain};
     use dlsys_core::kernels::{DeviceLimits, FusionKind, Kernel, Problem, fused_reference, plan};
-    let Some(mut runner) = crate::support::runner("fusion_gelu_rung") else {
+    let Some(mut runner) = crate::support::runner("fusion_rungs") else {
         return;
     };
-    let (rows, cols) = (65, 100);
-    let x: Vec<f32> = (0..rows * cols)
-        .map(|i| ((i * 37) % 800) as f32 / 100.0 - 4.0)
-        .collect();
-    let p = program(&gelu_rung_chain(), x.clone(), Vec::new(), cols).unwrap();
-    let out = runner
-        .start_program(&p, 0, 1, true)
-        .and_then(dlsys_shaders::Job::wait)
+    let cases = [
+        (gelu_rung_chain(), FusionKind::GeluFused, 65, 100),
+        (layernorm_rung_chain(), FusionKind::LayerNormFused, 33, 1000),
+    ];
+    for (chain, kind, rows, cols) in cases {
+        // Rows offset from one another, so a normalisation has a mean to take out.
+        let x: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 37) % 800) as f32 / 100.0 - 4.0 + (i / cols) as f32)
+            .collect();
+        let p = program(&chain, x.clone(), Vec::new(), cols).unwrap();
+        let out = runner
+            .start_program(&p, 0, 1, true)
+            .and_then(dlsys_shaders::Job::wait)
+            .unwrap();
+        let (_, rung) = plan(
+            Kernel::Fusion(kind),
+            Problem::new(rows as u32, cols as u32),
+            DeviceLimits::TYPICAL,
+        )
         .unwrap();
-    let (_, rung) = plan(
-        Kernel::Fusion(FusionKind::GeluFused),
-        Problem::new(rows as u32, cols as u32),
-        DeviceLimits::TYPICAL,
-    )
-    .unwrap();
-    assert_eq!(out.counted, Some((rung.bytes_read, rung.bytes_written)));
-    let want = fused_reference(FusionKind::GeluFused, &x, rows, cols);
-    assert_eq!(out.words.len(), want.len());
-    for (w, got) in want.iter().zip(&out.words) {
-        let got = f32::from_bits(*got);
-        assert!((got - w).abs() <= 1e-6 + 1e-5 * w.abs(), "{got} vs {w}");
+        assert_eq!(
+            out.counted,
+            Some((rung.bytes_read, rung.bytes_written)),
+            "{}",
+            p.id
+        );
+        let want = fused_reference(kind, &x, rows, cols);
+        assert_eq!(out.words.len(), want.len());
+        for (w, got) in want.iter().zip(&out.words) {
+            let got = f32::from_bits(*got);
+            let tolerance = 1e-6 + 1e-5 * w.abs().max(0.1);
+            assert!((got - w).abs() <= tolerance, "{}: {got} vs {w}", p.id);
+        }
     }
 }
 
@@ -373,40 +388,4 @@ fn row_chains_normalise_on_the_gpu_as_on_the_cpu() {
         ops: vec![ChainOp::Relu, ChainOp::NormalizeRows],
     };
     assert!(validated(&late, 4, 2, false).is_err());
-}
-
-/// The generated kernel for the hand-written `layernorm-fused` rung's
-/// chain moves the rung's bytes (where the rung keeps the row in
-/// workgroup memory) and matches the rung's reference.
-#[test]
-fn the_generated_layernorm_moves_the_hand_written_rungs_bytes() {
-    use dlsys_core::compile::chain::layernorm_rung_chain;
-    use dlsys_core::kernels::{DeviceLimits, FusionKind, Kernel, Problem, fused_reference, plan};
-    let Some(mut runner) = crate::support::runner("fusion_layernorm_rung") else {
-        return;
-    };
-    let (rows, cols) = (33, 1000);
-    let x: Vec<f32> = (0..rows * cols)
-        .map(|i| ((i * 37) % 800) as f32 / 100.0 - 4.0 + (i / cols) as f32)
-        .collect();
-    let p = program(&layernorm_rung_chain(), x.clone(), Vec::new(), cols).unwrap();
-    let out = runner
-        .start_program(&p, 0, 1, true)
-        .and_then(dlsys_shaders::Job::wait)
-        .unwrap();
-    let (_, rung) = plan(
-        Kernel::Fusion(FusionKind::LayerNormFused),
-        Problem::new(rows as u32, cols as u32),
-        DeviceLimits::TYPICAL,
-    )
-    .unwrap();
-    assert_eq!(out.counted, Some((rung.bytes_read, rung.bytes_written)));
-    let want = fused_reference(FusionKind::LayerNormFused, &x, rows, cols);
-    for (w, got) in want.iter().zip(&out.words) {
-        let got = f32::from_bits(*got);
-        assert!(
-            (got - w).abs() <= 1e-6 + 1e-5 * w.abs().max(0.1),
-            "{got} vs {w}"
-        );
-    }
 }
