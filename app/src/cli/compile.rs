@@ -57,6 +57,14 @@ pub struct CompileArgs {
     /// picked by a rule (heuristic); the dispatch chain; the crossover.
     #[arg(long, value_parser = choice(&Mode::ALL, |m| m.key()))]
     select: Option<Mode>,
+    /// Of the memory sections, the plan (with --allocator, both; with
+    /// neither, both).
+    #[arg(long)]
+    plan: bool,
+    /// Of the memory sections, the caching allocator's: its peaks, out of
+    /// memory while memory is free, expandable segments.
+    #[arg(long)]
+    allocator: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -114,7 +122,13 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
             captured,
             fused_gpu,
             dispatch,
-            show: (a.capture, a.fuse),
+            show: Show {
+                capture: a.capture,
+                fuse: a.fuse,
+                // Neither memory flag: both memory sections.
+                plan: a.plan || !a.allocator,
+                allocator: a.allocator || !a.plan,
+            },
         },
         a.json,
     )
@@ -132,9 +146,17 @@ struct CompileReport {
     fused_gpu: Option<super::compile_fused::FusedGpu>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dispatch: Option<super::compile_select::Dispatch>,
-    /// Which of the capture and fusion sections the text shows.
+    /// Which sections the text shows (the JSON has them all).
     #[serde(skip)]
-    show: (bool, bool),
+    show: Show,
+}
+
+#[derive(Clone, Copy)]
+struct Show {
+    capture: bool,
+    fuse: bool,
+    plan: bool,
+    allocator: bool,
 }
 
 /// The most timed runs each way (the large case takes tens of milliseconds a step).
@@ -143,7 +165,7 @@ const MAX_RUNS: usize = 50;
 impl Report for CompileReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let (s, m) = (&self.settings, &self.memory);
-        let (p, stats) = (&m.plan, &m.allocator.stats);
+        let p = &m.plan;
         let over = |bytes: u64| format!("{:.2}", bytes as f64 / p.max_live.max(1) as f64);
         match s.model {
             StepModel::Mlp => line(
@@ -168,17 +190,48 @@ impl Report for CompileReport {
                 ],
             )?,
         }
-        line(
-            out,
-            "compile.plan",
-            &[
-                ("max_live", &show_bytes(p.max_live)),
-                ("arena", &show_bytes(p.arena)),
-                ("ratio", &over(p.arena)),
-                ("no_reuse", &show_bytes(p.no_reuse)),
-                ("nratio", &over(p.no_reuse)),
-            ],
-        )?;
+        if self.show.plan {
+            line(
+                out,
+                "compile.plan",
+                &[
+                    ("max_live", &show_bytes(p.max_live)),
+                    ("arena", &show_bytes(p.arena)),
+                    ("ratio", &over(p.arena)),
+                    ("no_reuse", &show_bytes(p.no_reuse)),
+                    ("nratio", &over(p.no_reuse)),
+                ],
+            )?;
+        }
+        if self.show.allocator {
+            self.allocator_text(out)?;
+        }
+        if let Some(c) = &self.captured {
+            if self.show.capture {
+                captured_text(c, out)?;
+            }
+            if self.show.fuse {
+                fusion_text(c, out)?;
+            }
+        }
+        if let Some(f) = &self.fused_gpu {
+            super::compile_fused::text(f, out)?;
+        }
+        if let Some(d) = &self.dispatch {
+            super::compile_select::text(d, out)?;
+        }
+        Ok(())
+    }
+}
+
+impl CompileReport {
+    /// The caching allocator's sections: its peaks on the step, out of
+    /// memory there, out of memory while memory is free, expandable
+    /// segments.
+    fn allocator_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let m = &self.memory;
+        let (p, stats) = (&m.plan, &m.allocator.stats);
+        let over = |bytes: u64| format!("{:.2}", bytes as f64 / p.max_live.max(1) as f64);
         line(
             out,
             "compile.allocator",
@@ -248,22 +301,7 @@ impl Report for CompileReport {
                 ),
                 ("reserved", &show_bytes(g.expandable_reserved)),
             ],
-        )?;
-        if let Some(c) = &self.captured {
-            if self.show.0 {
-                captured_text(c, out)?;
-            }
-            if self.show.1 {
-                fusion_text(c, out)?;
-            }
-        }
-        if let Some(f) = &self.fused_gpu {
-            super::compile_fused::text(f, out)?;
-        }
-        if let Some(d) = &self.dispatch {
-            super::compile_select::text(d, out)?;
-        }
-        Ok(())
+        )
     }
 }
 

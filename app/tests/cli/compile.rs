@@ -74,6 +74,28 @@ fn bad_compile_input_is_refused_in_one_line() {
 }
 
 #[test]
+fn plan_and_allocator_choose_the_memory_sections() {
+    let text = |args: &[&str]| {
+        let out = dlsys_lab(args);
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let plan = text(&["compile", "--plan"]);
+    assert_eq!(plan.lines().count(), 2, "{plan}");
+    assert!(
+        plan.contains("planned ahead") && !plan.contains("caching allocator"),
+        "{plan}"
+    );
+    let allocator = text(&["compile", "--allocator"]);
+    assert_eq!(allocator.lines().count(), 4, "{allocator}");
+    assert!(!allocator.contains("planned ahead"), "{allocator}");
+    assert_eq!(
+        text(&["compile", "--plan", "--allocator"]),
+        text(&["compile"])
+    );
+}
+
+#[test]
 fn the_cnn_step_is_captured_and_replayed_bit_for_bit() {
     let v = json(&[
         "compile",

@@ -91,9 +91,11 @@ fn every_subcommand_in_chinese_leaves_no_english() {
     // The kernel `compile --fuse` generates is code.
     let out = dlsys_lab(&["compile", "--mlp", "12,8,8,4", "--batch", "6", "--fuse"]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    // (Up to its last closing brace: the fused step's lines follow it.)
     data.extend(
         text.split_once("(validated by naga):")
-            .map(|(_, wgsl)| wgsl.to_owned()),
+            .map(|(_, rest)| rest.rfind("\n}\n").map_or(rest, |end| &rest[..end + 3]))
+            .map(str::to_owned),
     );
     let reference = std::env::temp_dir().join(format!("dlsys-zh-{}.wgsl", std::process::id()));
     let exercise = dlsys_shaders::kernel_track::exercise("row_max").unwrap();
