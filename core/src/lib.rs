@@ -18,6 +18,7 @@ pub mod memory;
 pub mod mixed;
 pub mod names;
 pub mod nn;
+pub mod parallel;
 pub mod pipeline;
 pub mod quant;
 pub mod text;
