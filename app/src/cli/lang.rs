@@ -122,6 +122,7 @@ fn help_values() -> &'static [(&'static str, String)] {
         values.extend(super::quiz::help_values());
         values.extend(super::quant::help_values());
         values.extend(super::infer::help_values());
+        values.extend(super::parallel::help_values());
         values
     });
     &VALUES

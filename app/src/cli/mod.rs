@@ -22,6 +22,7 @@ mod lang;
 mod lessons;
 mod memory;
 pub mod output;
+mod parallel;
 mod parse_error;
 mod pipeline;
 mod quant;
@@ -48,6 +49,7 @@ pub use kernel::KernelCommand;
 pub use lang::{identifiers, lang, t, tf};
 pub use lessons::LessonsArgs;
 pub use memory::MemoryArgs;
+pub use parallel::ParallelCommand;
 pub use pipeline::PipelineArgs;
 pub use quant::QuantArgs;
 pub use quiz::QuizArgs;
@@ -90,6 +92,10 @@ pub enum Command {
         #[command(subcommand)]
         what: InferCommand,
     },
+    Parallel {
+        #[command(subcommand)]
+        what: ParallelCommand,
+    },
     Quiz(QuizArgs),
     Bench {
         #[command(subcommand)]
@@ -125,6 +131,7 @@ impl Command {
             Self::Quant(args) => args.json,
             Self::Compile(args) => args.json,
             Self::Infer { what } => what.json(),
+            Self::Parallel { what } => what.json(),
             Self::Quiz(args) => args.json,
             Self::Bench {
                 what: BenchWhat::Kernels(args),
@@ -187,6 +194,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Quant(args) => quant::run(&args),
         Command::Compile(args) => compile::run(&args),
         Command::Infer { what } => infer::run(&what),
+        Command::Parallel { what } => parallel::run(&what),
         Command::Quiz(args) => quiz::run(&args),
         Command::Bench {
             what: BenchWhat::Kernels(args),

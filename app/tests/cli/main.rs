@@ -10,6 +10,7 @@ mod lang;
 mod limits;
 mod memory;
 mod models;
+mod parallel;
 mod pipeline;
 mod quant;
 mod quiz;

@@ -128,6 +128,14 @@ fn every_subcommand_in_chinese_leaves_no_english() {
         vec!["train", "--model", "transformer", "--steps", "20"],
         vec!["memory", "--mlp", "784,128,10"],
         vec![
+            "parallel",
+            "pp",
+            "--schedule",
+            "interleaved",
+            "--micro-batches",
+            "8",
+        ],
+        vec![
             "memory",
             "--mlp",
             "784,128,10",

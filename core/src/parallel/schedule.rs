@@ -54,6 +54,17 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The schedules by name (interleaved with 2 chunks; the CLI sets v).
+    pub const ALL: [Self; 3] = [Self::GPipe, Self::OneFOneB, Self::Interleaved { v: 2 }];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::GPipe => "gpipe",
+            Self::OneFOneB => "1f1b",
+            Self::Interleaved { .. } => "interleaved",
+        }
+    }
+
     /// Chunks per stage.
     pub fn chunks(self) -> usize {
         match self {
@@ -63,16 +74,26 @@ impl Kind {
     }
 }
 
-/// Why a pipeline cannot be scheduled or run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PipelineError {
-    /// No stages, micro-batches or chunks.
-    Empty,
-    /// Interleaving needs the micro-batches in whole groups of P.
-    NotGroups { micro: usize, stages: usize },
-    /// A schedule whose stages wait on one another forever.
-    Deadlock { stage: usize },
+crate::catalog_error! {
+    /// Why a pipeline cannot be scheduled or run.
+    pub enum PipelineError {
+        /// No stages, micro-batches or chunks.
+        Empty = "parallel.empty",
+        /// More than a schedule here takes.
+        TooLarge { stages: u64, micro: u64, chunks: u64 } = "parallel.too_large",
+        /// Interleaving needs the micro-batches in whole groups of P.
+        NotGroups { micro: u64, stages: u64 } = "parallel.not_groups",
+        /// A time that is negative or not a number (a pass must take some).
+        Times = "parallel.times",
+        /// A schedule whose stages wait on one another forever.
+        Deadlock { stage: u64 } = "parallel.deadlock",
+    }
 }
+
+/// The most stages, micro-batches and chunks per stage a schedule takes.
+pub const MAX_STAGES: usize = 64;
+pub const MAX_MICRO: usize = 1024;
+pub const MAX_CHUNKS: usize = 8;
 
 /// The schedule `kind` for `stages` stages and `micro` micro-batches: per
 /// stage, its operations in order.
@@ -209,7 +230,9 @@ pub fn run(schedule: &[Vec<Op>], chunks: usize, times: Times) -> Result<Timeline
             let stage = (0..stages)
                 .find(|s| next[*s] < schedule[*s].len())
                 .unwrap_or(0);
-            return Err(PipelineError::Deadlock { stage });
+            return Err(PipelineError::Deadlock {
+                stage: stage as u64,
+            });
         }
     }
     let makespan = free.iter().copied().fold(0.0, f64::max);
@@ -255,13 +278,91 @@ pub fn bubble_formula(kind: Kind, stages: usize, micro: usize) -> f64 {
     (p - 1.0) / (m + p - 1.0)
 }
 
-/// Checks interleaving's condition (M in whole groups of P).
+/// Checks the sizes (none empty, none past the limits) and interleaving's
+/// condition (M in whole groups of P).
 pub fn check(kind: Kind, stages: usize, micro: usize) -> Result<(), PipelineError> {
-    if stages == 0 || micro == 0 || kind.chunks() == 0 {
+    let chunks = kind.chunks();
+    if stages == 0 || micro == 0 || chunks == 0 {
         return Err(PipelineError::Empty);
     }
+    if stages > MAX_STAGES || micro > MAX_MICRO || chunks > MAX_CHUNKS {
+        return Err(PipelineError::TooLarge {
+            stages: MAX_STAGES as u64,
+            micro: MAX_MICRO as u64,
+            chunks: MAX_CHUNKS as u64,
+        });
+    }
     if matches!(kind, Kind::Interleaved { .. }) && !micro.is_multiple_of(stages) {
-        return Err(PipelineError::NotGroups { micro, stages });
+        return Err(PipelineError::NotGroups {
+            micro: micro as u64,
+            stages: stages as u64,
+        });
     }
     Ok(())
+}
+
+/// One stage of a timed schedule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StageRow {
+    /// Seconds running operations.
+    pub busy: f64,
+    pub bubble: f64,
+    /// Chunk-forwards whose activations it holds at most.
+    pub peak_in_flight: usize,
+}
+
+/// A schedule run: what the lesson's page and `dlsys-lab parallel pp`
+/// show.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PipelineRun {
+    pub kind: Kind,
+    pub stages: usize,
+    pub micro: usize,
+    /// Seconds per micro-batch and whole stage (a chunk's operation takes
+    /// 1/v of them), and per transfer.
+    pub times: Times,
+    pub timeline: Timeline,
+    pub rows: Vec<StageRow>,
+    /// The closed-form bubble (equal stages, free transfers).
+    pub formula: f64,
+}
+
+/// Schedules `kind` over `stages` and `micro` and times it; `times` per
+/// micro-batch and whole stage.
+pub fn pipeline(
+    kind: Kind,
+    stages: usize,
+    micro: usize,
+    times: Times,
+) -> Result<PipelineRun, PipelineError> {
+    let ok = |t: f64| t.is_finite() && t >= 0.0;
+    if !(ok(times.forward) && ok(times.backward) && ok(times.transfer))
+        || times.forward + times.backward <= 0.0
+    {
+        return Err(PipelineError::Times);
+    }
+    let plan = schedule(kind, stages, micro)?;
+    let v = kind.chunks() as f64;
+    let per_chunk = Times {
+        forward: times.forward / v,
+        backward: times.backward / v,
+        transfer: times.transfer,
+    };
+    let timeline = run(&plan, kind.chunks(), per_chunk)?;
+    let rows = (0..stages)
+        .map(|s| StageRow {
+            busy: timeline.stages[s].iter().map(|(_, a, b)| b - a).sum(),
+            bubble: timeline.bubble(s),
+            peak_in_flight: timeline.peak_in_flight(s),
+        })
+        .collect();
+    Ok(PipelineRun {
+        kind,
+        stages,
+        micro,
+        times,
+        timeline,
+        rows,
+        formula: bubble_formula(kind, stages, micro),
+    })
 }

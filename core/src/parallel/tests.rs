@@ -90,3 +90,22 @@ fn transfers_lengthen_the_step_and_bad_shapes_are_refused() {
         Err(PipelineError::Deadlock { .. })
     ));
 }
+
+#[test]
+fn a_run_reports_each_stage_and_refuses_bad_times() {
+    use super::schedule::pipeline;
+    let run = pipeline(Kind::GPipe, 3, 6, EQUAL).unwrap();
+    assert_eq!(run.rows.len(), 3);
+    assert!((run.rows[0].bubble - run.formula).abs() < 1e-12);
+    assert_eq!(run.rows[2].peak_in_flight, 6);
+    assert!((run.rows[1].busy - 6.0 * 3.0).abs() < 1e-12);
+    let nan = Times {
+        forward: f64::NAN,
+        ..EQUAL
+    };
+    assert_eq!(pipeline(Kind::GPipe, 3, 6, nan), Err(PipelineError::Times));
+    assert!(matches!(
+        pipeline(Kind::OneFOneB, 65, 6, EQUAL),
+        Err(PipelineError::TooLarge { .. })
+    ));
+}

@@ -1,0 +1,63 @@
+//! `dlsys-lab parallel pp`: a pipeline schedule timed, its bubble against
+//! the closed form, and bad shapes refused in one line.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use crate::support::{dlsys_lab, fails_with_one_line, json};
+
+#[test]
+fn each_schedule_meets_its_closed_form_bubble_with_free_transfers() {
+    for (schedule, extra, formula) in [
+        ("gpipe", vec![], 3.0 / 11.0),
+        ("1f1b", vec![], 3.0 / 11.0),
+        ("interleaved", vec!["--virtual", "2"], 3.0 / 19.0),
+    ] {
+        let mut args = vec!["parallel", "pp", "--schedule", schedule, "--json"];
+        args.extend(extra);
+        let v = json(&args);
+        let run = &v["run"];
+        assert!(
+            (run["formula"].as_f64().unwrap() - formula).abs() < 1e-12,
+            "{v}"
+        );
+        for row in run["rows"].as_array().unwrap() {
+            let bubble = row["bubble"].as_f64().unwrap();
+            assert!((bubble - formula).abs() < 1e-9, "{schedule}: {row}");
+        }
+    }
+    // 1F1B holds P − s micro-batches' activations, GPipe all M.
+    let peak = |schedule: &str| -> Vec<u64> {
+        json(&["parallel", "pp", "--schedule", schedule, "--json"])["run"]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["peak_in_flight"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(peak("1f1b"), [4, 3, 2, 1]);
+    assert_eq!(peak("gpipe"), [8, 8, 8, 8]);
+    // Text: a line for the run, one per stage, the closed form.
+    let out = dlsys_lab(&["parallel", "pp", "--transfer-ms", "0.5"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.lines().count() == 6, "{text}");
+}
+
+#[test]
+fn bad_pipelines_are_refused_in_one_line() {
+    fails_with_one_line(&[
+        &["parallel", "pp", "--stages", "0"],
+        &["parallel", "pp", "--stages", "65"],
+        &[
+            "parallel",
+            "pp",
+            "--schedule",
+            "interleaved",
+            "--micro-batches",
+            "6",
+        ],
+        &["parallel", "pp", "--virtual", "2"],
+        &["parallel", "pp", "--forward-ms", "-1"],
+        &["parallel", "pp", "--forward-ms", "0", "--backward-ms", "0"],
+        &["parallel", "pp", "--schedule", "zb"],
+    ]);
+}
