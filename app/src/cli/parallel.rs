@@ -1,5 +1,5 @@
 //! `dlsys-lab parallel`: model parallelism. So far `pp`: a pipeline
-//! schedule (GPipe, 1F1B, interleaved 1F1B) timed on the virtual timeline
+//! schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1) timed on the virtual timeline
 //! — each stage's busy time, bubble and activations in flight, against the
 //! closed-form bubble.
 
@@ -43,6 +43,9 @@ pub struct PpArgs {
     forward_ms: f64,
     #[arg(long, default_value_t = 2.0)]
     backward_ms: f64,
+    /// The backward's weight-gradient part (ZB-H1 runs it on its own).
+    #[arg(long, default_value_t = 1.0)]
+    weight_ms: f64,
     #[arg(long, default_value_t = 0.0)]
     transfer_ms: f64,
     #[arg(long)]
@@ -78,6 +81,7 @@ fn pp(a: &PpArgs) -> Result<ExitCode, CliError> {
     let times = Times {
         forward: a.forward_ms / 1e3,
         backward: a.backward_ms / 1e3,
+        weight: a.weight_ms / 1e3,
         transfer: a.transfer_ms / 1e3,
     };
     let run = pipeline(kind, a.stages, a.micro_batches, times).map_err(|e| say(&e))?;
@@ -93,13 +97,16 @@ impl Report for PpReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let r = &self.run;
         let v = r.kind.chunks();
+        let (head, formula) = match r.kind {
+            Kind::Interleaved { .. } => {
+                ("parallel.pp.interleaved", "parallel.pp.formula_interleaved")
+            }
+            Kind::ZeroBubble => ("parallel.pp.zb", "parallel.pp.formula_zb"),
+            Kind::GPipe | Kind::OneFOneB => ("parallel.pp", "parallel.pp.formula"),
+        };
         line(
             out,
-            if v > 1 {
-                "parallel.pp.interleaved"
-            } else {
-                "parallel.pp"
-            },
+            head,
             &[
                 ("schedule", &r.kind.key()),
                 ("stages", &r.stages),
@@ -107,6 +114,7 @@ impl Report for PpReport {
                 ("v", &v),
                 ("forward", &show_seconds(r.times.forward)),
                 ("backward", &show_seconds(r.times.backward)),
+                ("weight", &show_seconds(r.times.weight)),
                 ("transfer", &show_seconds(r.times.transfer)),
                 ("total", &show_seconds(r.timeline.makespan)),
             ],
@@ -126,11 +134,7 @@ impl Report for PpReport {
         let measured = r.rows.first().map_or(0.0, |row| row.bubble);
         line(
             out,
-            if v > 1 {
-                "parallel.pp.formula_interleaved"
-            } else {
-                "parallel.pp.formula"
-            },
+            formula,
             &[
                 ("measured", &format!("{:.1}", 100.0 * measured)),
                 ("formula", &format!("{:.1}", 100.0 * r.formula)),

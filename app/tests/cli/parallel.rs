@@ -11,6 +11,8 @@ fn each_schedule_meets_its_closed_form_bubble_with_free_transfers() {
         ("gpipe", vec![], 3.0 / 11.0),
         ("1f1b", vec![], 3.0 / 11.0),
         ("interleaved", vec!["--virtual", "2"], 3.0 / 19.0),
+        // T_F = T_B = T_W = 1 ms: idle 3 × 1 against a stage's 8 × 3 busy.
+        ("zb-h1", vec![], 1.0 / 9.0),
     ] {
         let mut args = vec!["parallel", "pp", "--schedule", schedule, "--json"];
         args.extend(extra);
@@ -36,6 +38,8 @@ fn each_schedule_meets_its_closed_form_bubble_with_free_transfers() {
     };
     assert_eq!(peak("1f1b"), [4, 3, 2, 1]);
     assert_eq!(peak("gpipe"), [8, 8, 8, 8]);
+    // ZB-H1: P − s until B, s more W's delayed.
+    assert_eq!(peak("zb-h1"), [4, 4, 4, 4]);
     // Text: a line for the run, one per stage, the closed form.
     let out = dlsys_lab(&["parallel", "pp", "--transfer-ms", "0.5"]);
     let text = String::from_utf8_lossy(&out.stdout);
@@ -58,6 +62,7 @@ fn bad_pipelines_are_refused_in_one_line() {
         &["parallel", "pp", "--virtual", "2"],
         &["parallel", "pp", "--forward-ms", "-1"],
         &["parallel", "pp", "--forward-ms", "0", "--backward-ms", "0"],
-        &["parallel", "pp", "--schedule", "zb"],
+        &["parallel", "pp", "--schedule", "zb-h2"],
+        &["parallel", "pp", "--schedule", "zb-h1", "--weight-ms", "3"],
     ]);
 }

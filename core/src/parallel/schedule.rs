@@ -20,9 +20,21 @@
 //!   `forward_backward_pipelining_with_interleaving` does; needs M
 //!   divisible by P.
 //!
+//! - **ZB-H1** (Qi et al., ICLR 2024): 1F1B with each backward split into
+//!   B (the input gradient, which the previous stage waits for) and W (the
+//!   weight gradient, which nobody waits for). Stage s runs 1F1B's order
+//!   with B in place of the backward and holds back s of its W's: the W of
+//!   micro-batch m runs after the B of micro-batch m + s, the last s at the
+//!   end, so the later stages (which have no warm-up to wait in) end
+//!   their B's sooner and the earlier ones fill their cool-down with W's.
+//!   A micro-batch's activations stay until its W: stage s holds 1F1B's
+//!   P − s and s delayed, P on every stage, 1F1B's peak.
+//!
 //! With equal stages and free transfers the bubble (idle ÷ total time on a
 //! stage) is (P − 1)/(M + P − 1) for GPipe and 1F1B, and
-//! (P − 1)/(v·M + P − 1) interleaved ([`bubble_formula`]).
+//! (P − 1)/(v·M + P − 1) interleaved ([`bubble_formula`]); ZB-H1's idle
+//! time is (P − 1)(T_F + T_B − T_W) against 1F1B's (P − 1)(T_F + T_B + T_W)
+//! while T_W ≤ T_F (past that the W's no longer fit the gaps).
 
 use serde::Serialize;
 
@@ -30,7 +42,10 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum Pass {
     Forward,
+    /// The whole backward, or in ZB-H1 its input-gradient part B.
     Backward,
+    /// ZB-H1's weight-gradient part W.
+    Weight,
 }
 
 /// One operation of a stage: a pass of one micro-batch through one of its
@@ -51,18 +66,31 @@ pub enum Kind {
     Interleaved {
         v: usize,
     },
+    /// 1F1B with the backward split into B and W, the W's delayed.
+    ZeroBubble,
 }
 
 impl Kind {
     /// The schedules by name (interleaved with 2 chunks; the CLI sets v).
-    pub const ALL: [Self; 3] = [Self::GPipe, Self::OneFOneB, Self::Interleaved { v: 2 }];
+    pub const ALL: [Self; 4] = [
+        Self::GPipe,
+        Self::OneFOneB,
+        Self::Interleaved { v: 2 },
+        Self::ZeroBubble,
+    ];
 
     pub fn key(self) -> &'static str {
         match self {
             Self::GPipe => "gpipe",
             Self::OneFOneB => "1f1b",
             Self::Interleaved { .. } => "interleaved",
+            Self::ZeroBubble => "zb-h1",
         }
+    }
+
+    /// Whether the backward runs as two operations, B and W.
+    pub fn splits_backward(self) -> bool {
+        self == Self::ZeroBubble
     }
 
     /// Chunks per stage.
@@ -83,7 +111,8 @@ crate::catalog_error! {
         TooLarge { stages: u64, micro: u64, chunks: u64 } = "parallel.too_large",
         /// Interleaving needs the micro-batches in whole groups of P.
         NotGroups { micro: u64, stages: u64 } = "parallel.not_groups",
-        /// A time that is negative or not a number (a pass must take some).
+        /// A time that is negative or not a number (a pass must take some),
+        /// or a weight-gradient part larger than the backward.
         Times = "parallel.times",
         /// A schedule whose stages wait on one another forever.
         Deadlock { stage: u64 } = "parallel.deadlock",
@@ -138,6 +167,23 @@ pub fn schedule(kind: Kind, stages: usize, micro: usize) -> Result<Vec<Vec<Op>>,
                     warmup,
                 )
             }
+            Kind::ZeroBubble => {
+                let warmup = (stages - 1 - s).min(micro);
+                let forwards: Vec<Op> = (0..micro).map(|m| op(Pass::Forward, m, 0)).collect();
+                let backwards: Vec<Op> = (0..micro).map(|m| op(Pass::Backward, m, 0)).collect();
+                let delay = s;
+                let mut out = Vec::with_capacity(3 * micro);
+                let mut weights = 0;
+                for o in interleave(&forwards, &backwards, warmup) {
+                    out.push(o);
+                    if o.pass == Pass::Backward && o.micro >= delay {
+                        out.push(op(Pass::Weight, weights, 0));
+                        weights += 1;
+                    }
+                }
+                out.extend((weights..micro).map(|m| op(Pass::Weight, m, 0)));
+                out
+            }
         })
         .collect())
 }
@@ -159,8 +205,36 @@ fn interleave(forwards: &[Op], backwards: &[Op], warmup: usize) -> Vec<Op> {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Times {
     pub forward: f64,
+    /// The whole backward (B + W).
     pub backward: f64,
+    /// Its weight-gradient part W (run on its own by ZB-H1 only).
+    pub weight: f64,
     pub transfer: f64,
+}
+
+impl Times {
+    /// How long `pass` takes in `kind`: a backward is B + W unless the
+    /// schedule splits it.
+    pub fn of(&self, kind: Kind, pass: Pass) -> f64 {
+        match pass {
+            Pass::Forward => self.forward,
+            Pass::Backward if kind.splits_backward() => self.backward - self.weight,
+            Pass::Backward => self.backward,
+            Pass::Weight => self.weight,
+        }
+    }
+
+    /// Every time finite and not negative, some work per micro-batch, and W
+    /// a part of the backward.
+    pub fn valid(&self) -> bool {
+        let ok = |t: f64| t.is_finite() && t >= 0.0;
+        ok(self.forward)
+            && ok(self.backward)
+            && ok(self.weight)
+            && ok(self.transfer)
+            && self.weight <= self.backward
+            && self.forward + self.backward > 0.0
+    }
 }
 
 /// A schedule timed: each stage's operations with their start and end.
@@ -171,8 +245,10 @@ pub struct Timeline {
     pub makespan: f64,
 }
 
-/// Times `schedule` (per stage, from [`schedule`]; `chunks` per stage).
-pub fn run(schedule: &[Vec<Op>], chunks: usize, times: Times) -> Result<Timeline, PipelineError> {
+/// Times `schedule` (per stage, from [`schedule`] for `kind`; `times` per
+/// chunk-operation).
+pub fn run(schedule: &[Vec<Op>], kind: Kind, times: Times) -> Result<Timeline, PipelineError> {
+    let chunks = kind.chunks();
     let stages = schedule.len();
     let positions = stages * chunks;
     let position = |s: usize, chunk: usize| chunk * stages + s;
@@ -192,6 +268,8 @@ pub fn run(schedule: &[Vec<Op>], chunks: usize, times: Times) -> Result<Timeline
                     Pass::Forward => p.checked_sub(1).map(|q| (Pass::Forward, q)),
                     Pass::Backward if p + 1 < positions => Some((Pass::Backward, p + 1)),
                     Pass::Backward => Some((Pass::Forward, p)),
+                    // W needs its own B (run earlier on this stage).
+                    Pass::Weight => Some((Pass::Backward, p)),
                 };
                 let ready = match input {
                     None => Some(0.0),
@@ -211,11 +289,7 @@ pub fn run(schedule: &[Vec<Op>], chunks: usize, times: Times) -> Result<Timeline
                     break;
                 };
                 let start = free[s].max(ready);
-                let end = start
-                    + match op.pass {
-                        Pass::Forward => times.forward,
-                        Pass::Backward => times.backward,
-                    };
+                let end = start + times.of(kind, op.pass);
                 ended.insert((op.pass, op.micro, p), end);
                 free[s] = end;
                 out[s].push((op, start, end));
@@ -254,28 +328,45 @@ impl Timeline {
     }
 
     /// The most chunk-forwards stage `s` holds activations for at once
-    /// (forwards run whose backward has not).
+    /// (forwards run whose backward has not; when the backward is split,
+    /// whose W has not).
     pub fn peak_in_flight(&self, s: usize) -> usize {
+        let split = self.stages[s]
+            .iter()
+            .any(|(op, _, _)| op.pass == Pass::Weight);
+        let release = if split { Pass::Weight } else { Pass::Backward };
         let mut held: usize = 0;
         let mut peak = 0;
         for (op, _, _) in &self.stages[s] {
-            match op.pass {
-                Pass::Forward => {
-                    held += 1;
-                    peak = peak.max(held);
-                }
-                Pass::Backward => held = held.saturating_sub(1),
+            if op.pass == Pass::Forward {
+                held += 1;
+                peak = peak.max(held);
+            } else if op.pass == release {
+                held = held.saturating_sub(1);
             }
         }
         peak
     }
 }
 
-/// The closed-form bubble for equal stages and free transfers.
-pub fn bubble_formula(kind: Kind, stages: usize, micro: usize) -> f64 {
+/// The closed-form bubble for equal stages and free transfers: idle time
+/// (P − 1)·T over a stage's busy time M·T plus it, where T is a micro-batch's
+/// forward and backward through a stage (1/v of them per chunk when
+/// interleaved) and ZB-H1 leaves only (P − 1)(T_F + T_B − T_W) idle.
+pub fn bubble_formula(kind: Kind, stages: usize, micro: usize, times: Times) -> f64 {
     let p = stages as f64;
-    let m = (micro * kind.chunks()) as f64;
-    (p - 1.0) / (m + p - 1.0)
+    let per_micro = times.forward + times.backward;
+    let busy = micro as f64 * per_micro;
+    let idle = (p - 1.0)
+        * match kind {
+            Kind::ZeroBubble => times.forward + times.backward - 2.0 * times.weight,
+            _ => per_micro / kind.chunks() as f64,
+        };
+    if busy + idle > 0.0 {
+        idle / (busy + idle)
+    } else {
+        0.0
+    }
 }
 
 /// Checks the sizes (none empty, none past the limits) and interleaving's
@@ -335,10 +426,7 @@ pub fn pipeline(
     micro: usize,
     times: Times,
 ) -> Result<PipelineRun, PipelineError> {
-    let ok = |t: f64| t.is_finite() && t >= 0.0;
-    if !(ok(times.forward) && ok(times.backward) && ok(times.transfer))
-        || times.forward + times.backward <= 0.0
-    {
+    if !times.valid() {
         return Err(PipelineError::Times);
     }
     let plan = schedule(kind, stages, micro)?;
@@ -346,9 +434,10 @@ pub fn pipeline(
     let per_chunk = Times {
         forward: times.forward / v,
         backward: times.backward / v,
+        weight: times.weight / v,
         transfer: times.transfer,
     };
-    let timeline = run(&plan, kind.chunks(), per_chunk)?;
+    let timeline = run(&plan, kind, per_chunk)?;
     let rows = (0..stages)
         .map(|s| StageRow {
             busy: timeline.stages[s].iter().map(|(_, a, b)| b - a).sum(),
@@ -363,6 +452,6 @@ pub fn pipeline(
         times,
         timeline,
         rows,
-        formula: bubble_formula(kind, stages, micro),
+        formula: bubble_formula(kind, stages, micro, times),
     })
 }
