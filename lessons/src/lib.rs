@@ -238,6 +238,7 @@ registry! {
     quantisation::Quantisation,
     memory_compute::MemoryCompute,
     data_parallel::DataParallel,
+    model_parallel::ModelParallel,
     pipeline::Pipeline,
     gpu_kernels::GpuKernels,
     gemm_fusion::GemmFusion,
@@ -456,6 +457,9 @@ mod tests {
         "check.Conv2d",
         "check.MaxPool",
         "check.Embedding",
+        "pp.schedule.gpipe",
+        "pp.schedule.1f1b",
+        "pp.schedule.zb-h1",
     ];
 
     /// The catalogs below the lessons that pages show too.

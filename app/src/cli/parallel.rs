@@ -1,14 +1,21 @@
 //! `dlsys-lab parallel`: model parallelism. So far `pp`: a pipeline
-//! schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1) timed on the virtual timeline
-//! — each stage's busy time, bubble and activations in flight, against the
-//! closed-form bubble.
+//! schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1) run on the virtual
+//! timeline — by default the engine's MLP trained one step on real data,
+//! its stages on threads, timed from counted FLOPs and the α-β link and its
+//! gradients held to the unsplit accumulation; with `--forward-ms` and the
+//! other times, the schedule alone — each stage's busy time, bubble and
+//! activations in flight, against the closed-form bubble.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
+use dlsys_core::collective::Link;
 use dlsys_core::memory::show_seconds;
 use dlsys_core::parallel::schedule::{
     Kind, MAX_CHUNKS, MAX_MICRO, MAX_STAGES, PipelineRun, Times, pipeline,
+};
+use dlsys_core::parallel::stages::{
+    MAX_LAYERS, MAX_ROWS, MAX_RUN_MICRO, MAX_WIDTH, PipeSettings, PipeTraining, train_pipeline,
 };
 
 use super::choice::choice;
@@ -39,15 +46,33 @@ pub struct PpArgs {
     /// Chunks per stage, interleaved only.
     #[arg(long = "virtual")]
     chunks: Option<usize>,
-    #[arg(long, default_value_t = 1.0)]
-    forward_ms: f64,
-    #[arg(long, default_value_t = 2.0)]
-    backward_ms: f64,
-    /// The backward's weight-gradient part (ZB-H1 runs it on its own).
-    #[arg(long, default_value_t = 1.0)]
-    weight_ms: f64,
-    #[arg(long, default_value_t = 0.0)]
-    transfer_ms: f64,
+    /// Times of the schedule alone (any of them: no model runs; the
+    /// others default to 1, 2, 1 and 0 ms).
+    #[arg(long)]
+    forward_ms: Option<f64>,
+    #[arg(long)]
+    backward_ms: Option<f64>,
+    #[arg(long)]
+    weight_ms: Option<f64>,
+    #[arg(long)]
+    transfer_ms: Option<f64>,
+    /// The model run on real data: its layers, width and rows per
+    /// micro-batch, each stage's rate and the link between stages.
+    #[arg(long, default_value_t = PipeSettings::default().layers)]
+    layers: usize,
+    #[arg(long, default_value_t = PipeSettings::default().width)]
+    width: usize,
+    #[arg(long, default_value_t = PipeSettings::default().rows)]
+    rows: usize,
+    #[arg(long, default_value_t = PipeSettings::default().gflops)]
+    gflops: f64,
+    #[arg(long, default_value_t = 5.0)]
+    alpha_us: f64,
+    #[arg(long, default_value_t = 25.0)]
+    gbps: f64,
+    /// Equal stages and free transfers: the closed form's assumptions.
+    #[arg(long)]
+    ideal: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -58,6 +83,10 @@ pub(super) fn help_values() -> Vec<(&'static str, String)> {
         ("pp_stages", MAX_STAGES.to_string()),
         ("pp_micro", MAX_MICRO.to_string()),
         ("pp_chunks", MAX_CHUNKS.to_string()),
+        ("pp_run_micro", MAX_RUN_MICRO.to_string()),
+        ("pp_rows", MAX_ROWS.to_string()),
+        ("pp_width", MAX_WIDTH.to_string()),
+        ("pp_layers", MAX_LAYERS.to_string()),
     ]
 }
 
@@ -78,19 +107,54 @@ fn pp(a: &PpArgs) -> Result<ExitCode, CliError> {
             )));
         }
     };
-    let times = Times {
-        forward: a.forward_ms / 1e3,
-        backward: a.backward_ms / 1e3,
-        weight: a.weight_ms / 1e3,
-        transfer: a.transfer_ms / 1e3,
+    let given = [a.forward_ms, a.backward_ms, a.weight_ms, a.transfer_ms];
+    if given.iter().any(Option::is_some) {
+        let ms = |x: Option<f64>, default: f64| x.unwrap_or(default) / 1e3;
+        let mut times = Times {
+            forward: ms(a.forward_ms, 1.0),
+            backward: ms(a.backward_ms, 2.0),
+            weight: ms(a.weight_ms, 1.0),
+            transfer: ms(a.transfer_ms, 0.0),
+        };
+        if a.ideal {
+            times.transfer = 0.0;
+        }
+        let run = pipeline(kind, a.stages, a.micro_batches, times).map_err(|e| say(&e))?;
+        return emit(
+            &PpReport {
+                run,
+                training: None,
+            },
+            a.json,
+        );
+    }
+    let settings = PipeSettings {
+        kind,
+        stages: a.stages,
+        micro: a.micro_batches,
+        rows: a.rows,
+        width: a.width,
+        layers: a.layers,
+        gflops: a.gflops,
+        link: Link::new(a.alpha_us, a.gbps).map_err(|e| say(&e))?,
+        ideal: a.ideal,
+        ..PipeSettings::default()
     };
-    let run = pipeline(kind, a.stages, a.micro_batches, times).map_err(|e| say(&e))?;
-    emit(&PpReport { run }, a.json)
+    let training = train_pipeline(&settings, true).map_err(|e| say(&e))?;
+    emit(
+        &PpReport {
+            run: training.run.clone(),
+            training: Some(training),
+        },
+        a.json,
+    )
 }
 
 #[derive(serde::Serialize)]
 struct PpReport {
     run: PipelineRun,
+    /// The model's step on real data, when one ran.
+    training: Option<PipeTraining>,
 }
 
 impl Report for PpReport {
@@ -119,15 +183,61 @@ impl Report for PpReport {
                 ("total", &show_seconds(r.timeline.makespan)),
             ],
         )?;
-        for (s, row) in r.rows.iter().enumerate() {
+        if let Some(t) = &self.training {
+            let s = &t.settings;
+            let sizes: Vec<String> = s.sizes().iter().map(ToString::to_string).collect();
             line(
                 out,
-                "parallel.pp.stage",
+                "parallel.pp.train",
+                &[
+                    ("layers", &s.layers),
+                    ("sizes", &sizes.join("-")),
+                    ("positions", &(s.stages * v)),
+                    ("rows", &s.rows),
+                    ("gflops", &s.gflops),
+                    (
+                        "threads",
+                        &super::t(if t.threads {
+                            "parallel.pp.threads"
+                        } else {
+                            "parallel.pp.in_turn"
+                        }),
+                    ),
+                ],
+            )?;
+            line(
+                out,
+                "parallel.pp.bits",
+                &[
+                    ("differing", &t.differing),
+                    ("count", &t.elements),
+                    ("max", &format!("{:e}", t.max_difference)),
+                    (
+                        "losses",
+                        &super::t(if t.losses == t.reference_losses {
+                            "parallel.pp.losses_equal"
+                        } else {
+                            "parallel.pp.losses_differ"
+                        }),
+                    ),
+                ],
+            )?;
+        }
+        for (s, row) in r.rows.iter().enumerate() {
+            let held = self.training.as_ref().map(|t| t.held[s]);
+            line(
+                out,
+                if held.is_some() {
+                    "parallel.pp.stage_held"
+                } else {
+                    "parallel.pp.stage"
+                },
                 &[
                     ("stage", &s),
                     ("busy", &show_seconds(row.busy)),
                     ("bubble", &format!("{:.1}", 100.0 * row.bubble)),
                     ("peak", &row.peak_in_flight),
+                    ("held", &held.unwrap_or(0)),
                 ],
             )?;
         }

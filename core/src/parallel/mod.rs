@@ -1,10 +1,16 @@
 //! Model parallelism's cores (the "Model parallelism" lesson, in progress).
-//! So far: pipeline schedules ([`schedule`]) — GPipe, 1F1B and
-//! interleaved 1F1B as explicit per-stage lists of operations — and their
+//! So far: pipeline schedules ([`schedule`]) — GPipe, 1F1B, interleaved
+//! 1F1B and ZB-H1 as explicit per-stage lists of operations — and their
 //! timeline on a virtual clock, with the bubble and the activations in
-//! flight measured and held to the closed forms.
+//! flight measured and held to the closed forms; and what tensor, sharded
+//! and expert parallelism send, with the pipeline's and the utilisation's
+//! closed forms ([`cost`]); and the pipeline run on real data, the MLP's
+//! layers cut into stages on threads, its gradients held to the unsplit
+//! accumulation bit for bit ([`stages`]).
 
+pub mod cost;
 pub mod schedule;
+pub mod stages;
 
 #[cfg(test)]
 mod tests;

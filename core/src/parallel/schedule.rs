@@ -34,9 +34,12 @@
 //! stage) is (P − 1)/(M + P − 1) for GPipe and 1F1B, and
 //! (P − 1)/(v·M + P − 1) interleaved ([`bubble_formula`]); ZB-H1's idle
 //! time is (P − 1)(T_F + T_B − T_W) against 1F1B's (P − 1)(T_F + T_B + T_W)
-//! while T_W ≤ T_F (past that the W's no longer fit the gaps).
+//! while T_W ≤ T_F, T_W ≤ T_B and M ≥ P (otherwise the W's do not fit the
+//! gaps).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::names::Named;
 
 /// What a stage runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -58,7 +61,7 @@ pub struct Op {
 }
 
 /// The schedules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
     GPipe,
     OneFOneB,
@@ -88,6 +91,14 @@ impl Kind {
         }
     }
 
+    /// The schedule with `v` chunks per stage where it takes them.
+    pub fn with_chunks(self, v: usize) -> Self {
+        match self {
+            Self::Interleaved { .. } => Self::Interleaved { v },
+            other => other,
+        }
+    }
+
     /// Whether the backward runs as two operations, B and W.
     pub fn splits_backward(self) -> bool {
         self == Self::ZeroBubble
@@ -98,6 +109,34 @@ impl Kind {
         match self {
             Self::Interleaved { v } => v,
             _ => 1,
+        }
+    }
+}
+
+impl Named for Kind {
+    fn name_key(&self) -> String {
+        format!("pp.schedule.{}", self.key())
+    }
+}
+
+impl Named for Pass {
+    fn name_key(&self) -> String {
+        format!("pp.pass.{self:?}")
+    }
+}
+
+impl Pass {
+    pub const ALL: [Self; 3] = [Self::Forward, Self::Backward, Self::Weight];
+
+    /// Its name in `kind`'s timeline: a split backward is the input
+    /// gradient B alone.
+    pub fn name_in(self, kind: Kind, lang: crate::text::Lang) -> String {
+        if self == Self::Backward && kind.splits_backward() {
+            crate::names::catalog()
+                .get(lang, "pp.pass.Backward.split")
+                .to_owned()
+        } else {
+            self.name(lang)
         }
     }
 }
@@ -116,6 +155,12 @@ crate::catalog_error! {
         Times = "parallel.times",
         /// A schedule whose stages wait on one another forever.
         Deadlock { stage: u64 } = "parallel.deadlock",
+        /// Fewer layers than positions to put them on.
+        Layers { layers: u64, positions: u64 } = "parallel.layers",
+        /// A model or a run on real data past what a run here takes.
+        Model { micro: u64, rows: u64, width: u64, layers: u64 } = "parallel.model",
+        /// A stage's thread stopped without its results.
+        WorkerFailed = "parallel.worker_failed",
     }
 }
 
@@ -245,11 +290,24 @@ pub struct Timeline {
     pub makespan: f64,
 }
 
-/// Times `schedule` (per stage, from [`schedule`] for `kind`; `times` per
-/// chunk-operation).
+/// Times `schedule` (per stage, from [`schedule`] for `kind`) with the same
+/// `times` per chunk-operation everywhere.
 pub fn run(schedule: &[Vec<Op>], kind: Kind, times: Times) -> Result<Timeline, PipelineError> {
+    run_positions(schedule, kind, &vec![times; schedule.len() * kind.chunks()])
+}
+
+/// [`run`] with each position's own times (one per position `chunk·P + s`
+/// of the pipeline; a transfer takes its sender's).
+pub fn run_positions(
+    schedule: &[Vec<Op>],
+    kind: Kind,
+    times: &[Times],
+) -> Result<Timeline, PipelineError> {
     let chunks = kind.chunks();
     let stages = schedule.len();
+    if times.len() != stages * chunks || !times.iter().all(Times::valid) {
+        return Err(PipelineError::Times);
+    }
     let positions = stages * chunks;
     let position = |s: usize, chunk: usize| chunk * stages + s;
     let stage_of = |p: usize| p % stages;
@@ -277,7 +335,7 @@ pub fn run(schedule: &[Vec<Op>], kind: Kind, times: Times) -> Result<Timeline, P
                         t + if stage_of(q) == s {
                             0.0
                         } else {
-                            times.transfer
+                            times[q].transfer
                         }
                     }),
                 };
@@ -289,7 +347,7 @@ pub fn run(schedule: &[Vec<Op>], kind: Kind, times: Times) -> Result<Timeline, P
                     break;
                 };
                 let start = free[s].max(ready);
-                let end = start + times.of(kind, op.pass);
+                let end = start + times[p].of(kind, op.pass);
                 ended.insert((op.pass, op.micro, p), end);
                 free[s] = end;
                 out[s].push((op, start, end));
@@ -429,7 +487,6 @@ pub fn pipeline(
     if !times.valid() {
         return Err(PipelineError::Times);
     }
-    let plan = schedule(kind, stages, micro)?;
     let v = kind.chunks() as f64;
     let per_chunk = Times {
         forward: times.forward / v,
@@ -437,7 +494,28 @@ pub fn pipeline(
         weight: times.weight / v,
         transfer: times.transfer,
     };
-    let timeline = run(&plan, kind, per_chunk)?;
+    check(kind, stages, micro)?;
+    pipeline_positions(
+        kind,
+        stages,
+        micro,
+        &vec![per_chunk; stages * kind.chunks()],
+        times,
+    )
+}
+
+/// [`pipeline`] with each position's own times (`chunk·P + s`, per
+/// chunk-operation); `summary` is what is reported per micro-batch and
+/// whole stage, and what the closed form is computed from.
+pub fn pipeline_positions(
+    kind: Kind,
+    stages: usize,
+    micro: usize,
+    per_position: &[Times],
+    summary: Times,
+) -> Result<PipelineRun, PipelineError> {
+    let plan = schedule(kind, stages, micro)?;
+    let timeline = run_positions(&plan, kind, per_position)?;
     let rows = (0..stages)
         .map(|s| StageRow {
             busy: timeline.stages[s].iter().map(|(_, a, b)| b - a).sum(),
@@ -449,9 +527,9 @@ pub fn pipeline(
         kind,
         stages,
         micro,
-        times,
+        times: summary,
         timeline,
         rows,
-        formula: bubble_formula(kind, stages, micro, times),
+        formula: bubble_formula(kind, stages, micro, summary),
     })
 }

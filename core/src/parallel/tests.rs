@@ -28,6 +28,7 @@ fn the_measured_bubble_is_the_closed_form_for_every_schedule() {
         (Kind::ZeroBubble, 4, 8),
         (Kind::ZeroBubble, 2, 3),
         (Kind::ZeroBubble, 6, 6),
+        (Kind::ZeroBubble, 4, 4),
         (Kind::ZeroBubble, 1, 4),
     ] {
         check(kind, stages, micro).unwrap();
@@ -63,19 +64,32 @@ fn zb_h1_leaves_a_third_of_1f1b_s_idle_time_at_its_activation_count() {
     }
     let peak = |r: &super::schedule::PipelineRun| r.rows.iter().map(|x| x.peak_in_flight).max();
     assert_eq!(peak(&zb), peak(&ofob));
-    // Other shares of W: the closed form holds while W ≤ T_F (a delayed W
-    // fits the gap a forward leaves); past it the form is only a floor.
-    for weight in [0.0, 0.5, 1.0, 1.5] {
-        let times = Times { weight, ..EQUAL };
-        let zb = pipeline(Kind::ZeroBubble, stages, micro, times).unwrap();
-        for row in &zb.rows {
-            if weight <= EQUAL.forward {
-                assert!((row.bubble - zb.formula).abs() < 1e-12, "W = {weight}");
-            } else {
-                assert!(row.bubble > zb.formula, "W = {weight}");
+    // Other shares: the closed form holds while T_W ≤ T_F and T_W ≤ T_B
+    // (a delayed W fits the gap a forward or a B leaves); past it the form
+    // is only a floor.
+    for f in [0.5, 1.0, 1.5] {
+        for b in [0.5, 0.9, 1.0, 1.5] {
+            for w in [0.0, 0.25, 0.5, 0.9, 1.0, 1.5] {
+                let times = Times {
+                    forward: f,
+                    backward: b + w,
+                    weight: w,
+                    transfer: 0.0,
+                };
+                let zb = pipeline(Kind::ZeroBubble, stages, micro, times).unwrap();
+                for row in &zb.rows {
+                    if w <= f.min(b) {
+                        assert!((row.bubble - zb.formula).abs() < 1e-12, "{f} {b} {w}");
+                    } else {
+                        assert!(row.bubble > zb.formula, "{f} {b} {w}");
+                    }
+                }
             }
         }
     }
+    // Fewer micro-batches than stages: too few W's to fill the gaps.
+    let few = pipeline(Kind::ZeroBubble, 4, 3, EQUAL).unwrap();
+    assert!(few.rows[0].bubble > few.formula + 1e-9);
     // W larger than the backward is refused.
     let wrong = Times {
         weight: 3.0,
@@ -160,4 +174,140 @@ fn a_run_reports_each_stage_and_refuses_bad_times() {
         pipeline(Kind::OneFOneB, 65, 6, EQUAL),
         Err(PipelineError::TooLarge { .. })
     ));
+}
+
+#[test]
+fn the_byte_formulas_are_what_the_ring_schedules_send() {
+    use super::cost::{
+        all_gather_bytes, all_reduce_bytes, reduce_scatter_bytes, sharded_traffic, tp_traffic,
+    };
+    use crate::collective::{Algorithm, Op, Schedule};
+    let counted =
+        |op, n, e| Schedule::new(Algorithm::Ring, op, n, e).unwrap().traffic(2)[0].sent_bytes;
+    // Sizes N divides and sizes it does not.
+    for (n, e) in [(2, 64), (4, 96), (4, 97), (3, 1000), (8, 61)] {
+        assert_eq!(
+            all_reduce_bytes(n, e as u64, 2),
+            counted(Op::AllReduce, n, e),
+            "{n} {e}"
+        );
+        assert_eq!(
+            all_gather_bytes(n, e as u64, 2),
+            counted(Op::AllGather, n, e),
+            "{n} {e}"
+        );
+        assert_eq!(
+            reduce_scatter_bytes(n, e as u64, 2),
+            counted(Op::ReduceScatter, n, e),
+            "{n} {e}"
+        );
+    }
+    // Megatron: 4 all-reduces of b·s·h per layer, 2(T − 1)/T of it each.
+    let tp = tp_traffic(4, 8 * 16, 64, 2);
+    assert_eq!(tp.per_all_reduce, 2 * 3 * (8 * 16 * 64 / 4) * 2);
+    assert_eq!(tp.per_layer, 4 * tp.per_all_reduce);
+    // ZeRO-3 sends 3Ψ(N − 1)/N, plain data parallelism 2Ψ(N − 1)/N.
+    let s = sharded_traffic(8, 8_000, 2);
+    assert_eq!(s.fsdp, 3 * 7_000 * 2);
+    assert_eq!(s.data_parallel, 2 * 7_000 * 2);
+    assert_eq!(all_reduce_bytes(1, 100, 2), 0);
+}
+
+#[test]
+fn micro_batches_for_a_bubble_and_mfu() {
+    use super::cost::{mfu, micro_batches_for};
+    // (P − 1)/(M + P − 1) ≤ 10 % with P = 4: M ≥ 27.
+    assert_eq!(micro_batches_for(Kind::OneFOneB, 4, 0.1, EQUAL), Some(27));
+    // Interleaved v = 2: (P − 1)/(2M + P − 1) ≤ 10 %: M ≥ 13.5, so 16 (groups of 4).
+    assert_eq!(
+        micro_batches_for(Kind::Interleaved { v: 2 }, 4, 0.1, EQUAL),
+        Some(16)
+    );
+    assert_eq!(micro_batches_for(Kind::GPipe, 64, 1e-6, EQUAL), None);
+    // 6 × 7e9 × 3e5 tokens/s over 64 × 1e15.
+    assert!((mfu(7e9, 3e5, 64.0, 1e15) - 6.0 * 7e9 * 3e5 / 64e15).abs() < 1e-15);
+}
+
+#[test]
+fn every_schedule_on_real_data_sums_the_unsplit_gradients_bit_for_bit() {
+    use super::stages::{PipeSettings, train_pipeline};
+    for (kind, stages, micro) in [
+        (Kind::GPipe, 4, 4),
+        (Kind::OneFOneB, 4, 8),
+        (Kind::Interleaved { v: 2 }, 2, 4),
+        (Kind::ZeroBubble, 4, 6),
+        (Kind::OneFOneB, 1, 3),
+    ] {
+        let s = PipeSettings {
+            kind,
+            stages,
+            micro,
+            rows: 8,
+            ..PipeSettings::default()
+        };
+        for threads in [true, false] {
+            let t = train_pipeline(&s, threads).unwrap();
+            assert_eq!(t.differing, 0, "{kind:?} threads {threads}");
+            assert!(t.gradients.iter().any(|g| *g != 0.0));
+            assert_eq!(t.gradients.len(), t.reference.len());
+            assert_eq!(t.losses, t.reference_losses, "{kind:?}");
+            // What the stages held as they ran is what the clock counts.
+            for (s, row) in t.run.rows.iter().enumerate() {
+                assert_eq!(t.held[s], row.peak_in_flight, "{kind:?} stage {s}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bit_for_bit_is_a_claim_about_order_summing_backwards_breaks_it() {
+    use super::stages::{PipeSettings, accumulate_unsplit, micro_batches};
+    use crate::nn::{Activation, Mlp};
+    let s = PipeSettings {
+        micro: 8,
+        ..PipeSettings::default()
+    };
+    let mlp = Mlp::<f32>::new(&s.sizes(), Activation::Relu, s.seed).unwrap();
+    let mut batches = micro_batches(&s);
+    let (_, forwards) = accumulate_unsplit(&mlp, &batches);
+    batches.reverse();
+    let (_, backwards) = accumulate_unsplit(&mlp, &batches);
+    let differ = forwards
+        .iter()
+        .zip(&backwards)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
+    assert!(differ > 0);
+}
+
+#[test]
+fn a_real_run_is_timed_from_its_flops_and_ideal_meets_the_closed_form() {
+    use super::stages::{PipeSettings, train_pipeline};
+    let s = PipeSettings::default();
+    let real = train_pipeline(&s, false).unwrap();
+    // Unequal stages (the first and last layers differ) and transfers:
+    // the bubble is larger than the closed form.
+    assert!(real.run.rows[0].bubble > real.run.formula);
+    let ideal = train_pipeline(
+        &PipeSettings {
+            ideal: true,
+            ..s.clone()
+        },
+        false,
+    )
+    .unwrap();
+    for row in &ideal.run.rows {
+        assert!((row.bubble - ideal.run.formula).abs() < 1e-9);
+    }
+    // The same bits either way: time does not touch the arithmetic.
+    assert_eq!(real.gradients, ideal.gradients);
+    // More stages than layers is refused.
+    let err = train_pipeline(&PipeSettings { stages: 9, ..s }, false).unwrap_err();
+    assert_eq!(
+        err,
+        PipelineError::Layers {
+            layers: 8,
+            positions: 9
+        }
+    );
 }

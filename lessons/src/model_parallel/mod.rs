@@ -1,0 +1,217 @@
+//! "Model parallelism": when the model does not fit one GPU. The pipeline
+//! schedules of `dlsys_core::parallel::schedule` (GPipe, 1F1B, interleaved,
+//! ZB-H1) timed per stage on the virtual clock, their bubble against the
+//! micro-batch count, and what tensor-parallel and sharded (ZeRO-3 / FSDP)
+//! training send per worker (`parallel::cost`).
+
+mod bubble_view;
+mod exercises;
+mod pipeline_view;
+mod traffic_view;
+
+use dlsys_core::names::Named as _;
+use dlsys_core::parallel::schedule::{Kind, MAX_CHUNKS, Times};
+use dlsys_core::text::Lang;
+use serde::{Deserialize, Serialize};
+
+use crate::{Env, Lesson};
+/// The lesson's views take their number fields from here.
+use crate::kit::number_field as number;
+
+pub use exercises::EXERCISES;
+
+crate::lesson_text!("model_parallel");
+
+/// The most stages and micro-batches the page draws (the core takes more;
+/// past these a timeline's bars are thinner than a pixel).
+pub const VIEW_STAGES: usize = 16;
+pub const VIEW_MICRO: usize = 64;
+
+/// Everything the learner set up; survives restarts (and is clamped to
+/// what the views take when read back).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub schedule: Kind,
+    pub stages: usize,
+    pub micro: usize,
+    /// Chunks per stage when interleaved.
+    pub chunks: usize,
+    /// Per micro-batch and whole stage, ms: forward, backward (B + W), its
+    /// W part, and a transfer between stages.
+    pub forward_ms: f64,
+    pub backward_ms: f64,
+    pub weight_ms: f64,
+    pub transfer_ms: f64,
+    /// Tensor parallelism: workers, tokens (b·s) and width.
+    pub tp_workers: usize,
+    pub tokens: u64,
+    pub hidden: u64,
+    /// Sharded data parallelism: workers and parameters (millions).
+    pub fsdp_workers: usize,
+    pub params_m: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            schedule: Kind::OneFOneB,
+            stages: 4,
+            micro: 8,
+            chunks: 2,
+            forward_ms: 1.0,
+            backward_ms: 2.0,
+            weight_ms: 1.0,
+            transfer_ms: 0.0,
+            tp_workers: 4,
+            tokens: 8 * 2048,
+            hidden: 4096,
+            fsdp_workers: 8,
+            params_m: 7000.0,
+        }
+    }
+}
+
+impl Settings {
+    /// The settings within the ranges the views take (a saved file may
+    /// hold anything).
+    fn clamped(&mut self) {
+        let d = Self::default();
+        let finite = |x: f64, lo: f64, hi: f64, fallback: f64| {
+            if x.is_finite() {
+                x.clamp(lo, hi)
+            } else {
+                fallback
+            }
+        };
+        self.stages = self.stages.clamp(1, VIEW_STAGES);
+        self.micro = self.micro.clamp(1, VIEW_MICRO);
+        self.chunks = self.chunks.clamp(1, MAX_CHUNKS);
+        self.schedule = self.schedule.with_chunks(self.chunks);
+        self.forward_ms = finite(self.forward_ms, 0.0, 1e4, d.forward_ms);
+        self.backward_ms = finite(self.backward_ms, 0.0, 1e4, d.backward_ms);
+        self.weight_ms = finite(self.weight_ms, 0.0, self.backward_ms, d.weight_ms)
+            .min(self.backward_ms);
+        self.transfer_ms = finite(self.transfer_ms, 0.0, 1e4, d.transfer_ms);
+        self.tp_workers = self.tp_workers.clamp(2, 16);
+        self.tokens = self.tokens.clamp(1, 1 << 24);
+        self.hidden = self.hidden.clamp(1, 1 << 16);
+        self.fsdp_workers = self.fsdp_workers.clamp(2, 1024);
+        self.params_m = finite(self.params_m, 1e-3, 1e7, d.params_m);
+    }
+
+    /// The per-micro-batch times in seconds.
+    fn times(&self) -> Times {
+        Times {
+            forward: self.forward_ms * 1e-3,
+            backward: self.backward_ms * 1e-3,
+            weight: self.weight_ms * 1e-3,
+            transfer: self.transfer_ms * 1e-3,
+        }
+    }
+}
+
+/// A section of the page: it draws from and into the settings.
+type View = fn(&mut egui::Ui, &mut Settings, Lang);
+
+#[derive(Default)]
+pub struct ModelParallel {
+    settings: Settings,
+}
+
+impl Lesson for ModelParallel {
+    crate::lesson_identity!(exercises: EXERCISES);
+
+    fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        self.settings.clamped();
+        crate::kit::header_ui(ui, &TEXT, lang);
+        ui.add_space(8.0);
+        let s = &mut self.settings;
+        let sections: [(&str, View); 3] = [
+            ("pipeline", pipeline_view::ui),
+            ("bubble", bubble_view::ui),
+            ("traffic", traffic_view::ui),
+        ];
+        for (id, body) in sections {
+            crate::kit::section(ui, &TEXT, lang, id, |ui| body(ui, s, lang));
+        }
+    }
+
+    crate::persist_field!(settings);
+}
+
+/// The schedule picker, each schedule described in its tooltip.
+fn schedule_combo(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    let label = ui.label(t(lang, "pipeline.schedule"));
+    let hint = |k: Kind| k.hint(lang).unwrap_or_default();
+    egui::ComboBox::from_id_salt("mp_schedule")
+        .selected_text(s.schedule.name(lang))
+        .show_ui(ui, |ui| {
+            for k in Kind::ALL {
+                let k = k.with_chunks(s.chunks);
+                ui.selectable_value(&mut s.schedule, k, k.name(lang))
+                    .on_hover_text(hint(k));
+            }
+        })
+        .response
+        .labelled_by(label.id)
+        .on_hover_text(hint(s.schedule));
+}
+
+/// A schedule's series colour, the same in every plot of the lesson.
+fn color(visuals: &egui::Visuals, k: Kind) -> egui::Color32 {
+    let index = Kind::ALL
+        .iter()
+        .position(|x| x.key() == k.key())
+        .unwrap_or(0);
+    crate::kit::theme::series(visuals, index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_and_garbage_is_clamped_or_an_error() {
+        let mut lesson = ModelParallel::default();
+        lesson.settings.schedule = Kind::Interleaved { v: 3 };
+        lesson.settings.chunks = 3;
+        lesson.settings.stages = 6;
+        let saved = lesson.save_state().unwrap_or_default();
+        let mut other = ModelParallel::default();
+        assert!(other.load_state(&saved).is_ok());
+        assert_eq!(other.settings, lesson.settings);
+        assert!(other.load_state("(stages: \"x\")").is_err());
+        let mut wild = Settings {
+            stages: 1000,
+            micro: 0,
+            chunks: 99,
+            forward_ms: f64::NAN,
+            weight_ms: 50.0,
+            tokens: 0,
+            ..Settings::default()
+        };
+        wild.clamped();
+        assert_eq!((wild.stages, wild.micro), (VIEW_STAGES, 1));
+        assert_eq!(wild.schedule.chunks(), 1);
+        assert_eq!(wild.forward_ms, Settings::default().forward_ms);
+        assert!(wild.weight_ms <= wild.backward_ms);
+        assert!(wild.times().valid());
+        assert_eq!(wild.tokens, 1);
+    }
+
+    #[test]
+    fn every_schedule_and_pass_has_a_name_and_a_hint_in_both_languages() {
+        use dlsys_core::parallel::schedule::Pass;
+        for lang in Lang::ALL {
+            for k in Kind::ALL {
+                assert!(!k.name(lang).starts_with("pp."), "{k:?}");
+                assert!(k.hint(lang).is_some(), "{k:?}");
+            }
+            for p in Pass::ALL {
+                assert!(!p.name(lang).starts_with("pp."), "{p:?}");
+            }
+        }
+    }
+}
