@@ -8,9 +8,12 @@ mod bubble_view;
 mod exercises;
 mod pipeline_view;
 mod traffic_view;
+mod train_view;
 
+use dlsys_core::collective::Link;
 use dlsys_core::names::Named as _;
 use dlsys_core::parallel::schedule::{Kind, MAX_CHUNKS, Times};
+use dlsys_core::parallel::stages::{MAX_LAYERS, MAX_ROWS, MAX_WIDTH, PipeSettings};
 use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +53,15 @@ pub struct Settings {
     /// Sharded data parallelism: workers and parameters (millions).
     pub fsdp_workers: usize,
     pub params_m: f64,
+    /// The run on real data: the MLP's layers, width and rows per
+    /// micro-batch, each stage's GFLOP/s, the link, equal stages.
+    pub layers: usize,
+    pub width: usize,
+    pub rows: usize,
+    pub gflops: f64,
+    pub alpha_us: f64,
+    pub gbps: f64,
+    pub ideal: bool,
 }
 
 impl Default for Settings {
@@ -68,6 +80,13 @@ impl Default for Settings {
             hidden: 4096,
             fsdp_workers: 8,
             params_m: 7000.0,
+            layers: PipeSettings::default().layers,
+            width: PipeSettings::default().width,
+            rows: PipeSettings::default().rows,
+            gflops: PipeSettings::default().gflops,
+            alpha_us: 5.0,
+            gbps: 25.0,
+            ideal: false,
         }
     }
 }
@@ -98,6 +117,31 @@ impl Settings {
         self.hidden = self.hidden.clamp(1, 1 << 16);
         self.fsdp_workers = self.fsdp_workers.clamp(2, 1024);
         self.params_m = finite(self.params_m, 1e-3, 1e7, d.params_m);
+        self.layers = self.layers.clamp(1, MAX_LAYERS);
+        self.width = self.width.clamp(1, MAX_WIDTH);
+        self.rows = self.rows.clamp(1, MAX_ROWS);
+        self.gflops = finite(self.gflops, 0.01, 1e6, d.gflops);
+        self.alpha_us = finite(self.alpha_us, 0.0, 1e6, d.alpha_us);
+        self.gbps = finite(self.gbps, 0.01, 1e4, d.gbps);
+    }
+
+    /// The run on real data the page's settings describe.
+    fn pipe(&self) -> PipeSettings {
+        PipeSettings {
+            kind: self.schedule,
+            stages: self.stages,
+            micro: self.micro,
+            rows: self.rows,
+            width: self.width,
+            layers: self.layers,
+            gflops: self.gflops,
+            link: Link::new(self.alpha_us, self.gbps).unwrap_or(Link {
+                alpha_s: 5e-6,
+                bytes_per_s: 25e9,
+            }),
+            ideal: self.ideal,
+            ..PipeSettings::default()
+        }
     }
 
     /// The per-micro-batch times in seconds.
@@ -117,6 +161,8 @@ type View = fn(&mut egui::Ui, &mut Settings, Lang);
 #[derive(Default)]
 pub struct ModelParallel {
     settings: Settings,
+    runs: train_view::Runs,
+    self_test: Option<crate::SelfTestResult>,
 }
 
 impl Lesson for ModelParallel {
@@ -128,17 +174,28 @@ impl Lesson for ModelParallel {
         crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
         let s = &mut self.settings;
-        let sections: [(&str, View); 3] = [
-            ("pipeline", pipeline_view::ui),
-            ("bubble", bubble_view::ui),
-            ("traffic", traffic_view::ui),
-        ];
+        crate::kit::section(ui, &TEXT, lang, "pipeline", |ui| pipeline_view::ui(ui, s, lang));
+        let runs = &mut self.runs;
+        crate::kit::section(ui, &TEXT, lang, "train", |ui| {
+            train_view::ui(ui, s, runs, lang);
+        });
+        let sections: [(&str, View); 2] = [("bubble", bubble_view::ui), ("traffic", traffic_view::ui)];
         for (id, body) in sections {
             crate::kit::section(ui, &TEXT, lang, id, |ui| body(ui, s, lang));
         }
     }
 
     crate::persist_field!(settings);
+
+    /// Trains the default step through the pipeline, as the page does.
+    fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
+        self.self_test = Some(train_view::self_test());
+        true
+    }
+
+    fn self_test_outcome(&self) -> Option<crate::SelfTestResult> {
+        self.self_test.clone()
+    }
 }
 
 /// The schedule picker, each schedule described in its tooltip.

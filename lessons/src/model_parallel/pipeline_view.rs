@@ -36,7 +36,15 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
         }
     };
     timeline(ui, &run, lang);
-    table(ui, &run, lang);
+    ui.label(t(
+        lang,
+        match run.kind {
+            Kind::ZeroBubble => "pipeline.formula_zb",
+            Kind::Interleaved { .. } => "pipeline.formula_interleaved",
+            Kind::GPipe | Kind::OneFOneB => "pipeline.formula",
+        },
+    ));
+    table(ui, &run, None, lang);
 }
 
 /// A pass's colour in the timeline.
@@ -45,7 +53,8 @@ fn pass_color(visuals: &egui::Visuals, pass: Pass) -> egui::Color32 {
     theme::series(visuals, index)
 }
 
-fn timeline(ui: &mut egui::Ui, run: &PipelineRun, lang: Lang) {
+/// The run's timeline, its legend and its summary.
+pub(super) fn timeline(ui: &mut egui::Ui, run: &PipelineRun, lang: Lang) {
     let visuals = ui.visuals().clone();
     let passes: Vec<Pass> = Pass::ALL
         .into_iter()
@@ -97,15 +106,15 @@ fn timeline(ui: &mut egui::Ui, run: &PipelineRun, lang: Lang) {
             ],
         ));
     }
-    ui.label(t(lang, match run.kind {
-        Kind::ZeroBubble => "pipeline.formula_zb",
-        Kind::Interleaved { .. } => "pipeline.formula_interleaved",
-        Kind::GPipe | Kind::OneFOneB => "pipeline.formula",
-    }));
 }
 
-fn table(ui: &mut egui::Ui, run: &PipelineRun, lang: Lang) {
-    let headers = ["col.stage", "col.busy", "col.bubble", "col.in_flight"];
+/// Per stage: busy, bubble, in flight by the clock, and, for a run on real
+/// data, what the running stage held.
+pub(super) fn table(ui: &mut egui::Ui, run: &PipelineRun, held: Option<&[usize]>, lang: Lang) {
+    let mut headers = vec!["col.stage", "col.busy", "col.bubble", "col.in_flight"];
+    if held.is_some() {
+        headers.push("col.held");
+    }
     crate::kit::table::pinned(
         ui,
         "mp_stage_table",
@@ -129,6 +138,9 @@ fn table(ui: &mut egui::Ui, run: &PipelineRun, lang: Lang) {
             ui.label(show_seconds(row.busy));
             ui.label(format!("{:.1} %", 100.0 * row.bubble));
             ui.label(row.peak_in_flight.to_string());
+            if let Some(held) = held {
+                ui.label(held[r - 1].to_string());
+            }
         },
     );
 }
