@@ -86,7 +86,7 @@ fn the_model_on_real_data_matches_unsplit_accumulation_and_ideal_meets_the_form(
                 assert!((bubble - formula).abs() < 1e-9, "{schedule}: {row}");
             }
         }
-        let held: Vec<_> = training["held"].as_array().unwrap().to_vec();
+        let held = training["held"].as_array().unwrap().clone();
         let peaks: Vec<_> = v["run"]["rows"]
             .as_array()
             .unwrap()
