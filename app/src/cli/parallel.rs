@@ -4,19 +4,23 @@
 //! its stages on threads, timed from counted FLOPs and the α-β link and its
 //! gradients held to the unsplit accumulation; with `--forward-ms` and the
 //! other times, the schedule alone — each stage's busy time, bubble and
-//! activations in flight, against the closed-form bubble.
+//! activations in flight, against the closed-form bubble. `tp`: one
+//! transformer layer split Megatron's way over T workers on threads,
+//! against the unsplit layer, its all-reduces' bytes counted.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use dlsys_core::collective::Link;
-use dlsys_core::memory::show_seconds;
+use dlsys_core::memory::{show_bytes, show_seconds};
+use dlsys_core::names::Named as _;
 use dlsys_core::parallel::schedule::{
     Kind, MAX_CHUNKS, MAX_MICRO, MAX_STAGES, PipelineRun, Times, pipeline,
 };
 use dlsys_core::parallel::stages::{
     MAX_LAYERS, MAX_ROWS, MAX_RUN_MICRO, MAX_WIDTH, PipeSettings, PipeTraining, train_pipeline,
 };
+use dlsys_core::parallel::tensor::{TpRun, TpSettings, run_tp};
 
 use super::choice::choice;
 use super::output::{Report, emit, line};
@@ -25,14 +29,30 @@ use super::{CliError, say};
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum ParallelCommand {
     Pp(PpArgs),
+    Tp(TpArgs),
 }
 
 impl ParallelCommand {
     pub fn json(&self) -> bool {
         match self {
             Self::Pp(a) => a.json,
+            Self::Tp(a) => a.json,
         }
     }
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct TpArgs {
+    #[arg(long, default_value_t = TpSettings::default().workers)]
+    workers: usize,
+    #[arg(long, default_value_t = TpSettings::default().tokens)]
+    tokens: usize,
+    #[arg(long, default_value_t = TpSettings::default().hidden)]
+    hidden: usize,
+    #[arg(long, default_value_t = TpSettings::default().heads)]
+    heads: usize,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Clone, Debug, clap::Args)]
@@ -93,6 +113,93 @@ pub(super) fn help_values() -> Vec<(&'static str, String)> {
 pub fn run(what: &ParallelCommand) -> Result<ExitCode, CliError> {
     match what {
         ParallelCommand::Pp(a) => pp(a),
+        ParallelCommand::Tp(a) => tp(a),
+    }
+}
+
+fn tp(a: &TpArgs) -> Result<ExitCode, CliError> {
+    let settings = TpSettings {
+        workers: a.workers,
+        tokens: a.tokens,
+        hidden: a.hidden,
+        heads: a.heads,
+        ..TpSettings::default()
+    };
+    let run = run_tp(&settings, true).map_err(|e| say(&e))?;
+    emit(&TpReport { run }, a.json)
+}
+
+#[derive(serde::Serialize)]
+struct TpReport {
+    run: TpRun,
+}
+
+impl Report for TpReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let r = &self.run;
+        let s = &r.settings;
+        line(
+            out,
+            "parallel.tp",
+            &[
+                ("workers", &s.workers),
+                ("hidden", &s.hidden),
+                ("heads", &s.heads),
+                ("tokens", &s.tokens),
+                ("ffn", &(4 * s.hidden)),
+            ],
+        )?;
+        let yes = |b: bool| super::t(if b { "parallel.yes" } else { "parallel.no" });
+        for sub in &r.sublayers {
+            let shapes: Vec<String> = sub
+                .shard_shapes
+                .iter()
+                .map(|shape| {
+                    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+                    format!("[{}]", dims.join(" × "))
+                })
+                .collect();
+            line(
+                out,
+                "parallel.tp.sublayer",
+                &[
+                    ("name", &sub.sublayer.name(super::lang())),
+                    ("shapes", &shapes.join(", ")),
+                    ("activations", &yes(sub.activations_bitwise)),
+                    ("weights", &yes(sub.weight_grads_bitwise)),
+                ],
+            )?;
+            line(
+                out,
+                "parallel.tp.sums",
+                &[
+                    ("out", &format!("{:.2e}", sub.output_max_difference)),
+                    ("out_ratio", &format!("{:.3}", sub.output_over_bound)),
+                    ("input", &format!("{:.2e}", sub.input_grad_max_difference)),
+                    ("in_ratio", &format!("{:.3}", sub.input_grad_over_bound)),
+                    ("f64", &yes(sub.both_within_f64_bound)),
+                ],
+            )?;
+            line(
+                out,
+                "parallel.tp.bytes",
+                &[
+                    ("forward", &show_bytes(sub.sent_forward[0])),
+                    ("backward", &show_bytes(sub.sent_backward[0])),
+                    ("formula", &show_bytes(sub.formula_bytes)),
+                    ("t", &s.workers),
+                    ("elements", &(s.tokens * s.hidden)),
+                ],
+            )?;
+        }
+        line(
+            out,
+            "parallel.tp.layer",
+            &[
+                ("count", &r.all_reduces),
+                ("bytes", &show_bytes(r.layer_bytes)),
+            ],
+        )
     }
 }
 

@@ -129,3 +129,33 @@ fn bad_pipelines_are_refused_in_one_line() {
         &["parallel", "pp", "--micro-batches", "65"],
     ]);
 }
+
+#[test]
+fn tensor_parallel_splits_a_layer_and_counts_its_all_reduces() {
+    for workers in ["2", "4", "8"] {
+        let v = json(&["parallel", "tp", "--workers", workers, "--json"]);
+        let run = &v["run"];
+        assert_eq!(run["all_reduces"], 4, "{v}");
+        let mut total = 0;
+        for sub in run["sublayers"].as_array().unwrap() {
+            assert_eq!(sub["activations_bitwise"], true, "{sub}");
+            assert_eq!(sub["weight_grads_bitwise"], true, "{sub}");
+            assert_eq!(sub["both_within_f64_bound"], true, "{sub}");
+            let formula = sub["formula_bytes"].as_u64().unwrap();
+            for sent in ["sent_forward", "sent_backward"] {
+                for bytes in sub[sent].as_array().unwrap() {
+                    assert_eq!(bytes.as_u64(), Some(formula), "{sub}");
+                }
+                total += formula;
+            }
+        }
+        assert_eq!(run["layer_bytes"].as_u64(), Some(total));
+    }
+    fails_with_one_line(&[
+        &["parallel", "tp", "--workers", "3"],
+        &["parallel", "tp", "--workers", "1"],
+        &["parallel", "tp", "--hidden", "60"],
+        &["parallel", "tp", "--tokens", "0"],
+        &["parallel", "tp", "--hidden", "4096"],
+    ]);
+}

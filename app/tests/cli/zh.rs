@@ -135,6 +135,8 @@ fn every_subcommand_in_chinese_leaves_no_english() {
             "--micro-batches",
             "8",
         ],
+        vec!["parallel", "pp", "--schedule", "zb-h1", "--forward-ms", "1"],
+        vec!["parallel", "tp", "--workers", "2"],
         vec![
             "memory",
             "--mlp",

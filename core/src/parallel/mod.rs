@@ -6,11 +6,14 @@
 //! and expert parallelism send, with the pipeline's and the utilisation's
 //! closed forms ([`cost`]); and the pipeline run on real data, the MLP's
 //! layers cut into stages on threads, its gradients held to the unsplit
-//! accumulation bit for bit ([`stages`]).
+//! accumulation bit for bit ([`stages`]); and Megatron's tensor
+//! parallelism on threads, each worker's shard against the unsplit layer
+//! ([`tensor`]).
 
 pub mod cost;
 pub mod schedule;
 pub mod stages;
+pub mod tensor;
 
 #[cfg(test)]
 mod tests;

@@ -311,3 +311,59 @@ fn a_real_run_is_timed_from_its_flops_and_ideal_meets_the_closed_form() {
         }
     );
 }
+
+#[test]
+fn tensor_parallel_shards_are_the_unsplit_slices_and_the_sums_differ_only_in_order() {
+    use super::tensor::{Sublayer, TensorError, TpSettings, run_tp};
+    for workers in [2, 4] {
+        for threads in [true, false] {
+            let s = TpSettings {
+                workers,
+                ..TpSettings::default()
+            };
+            let run = run_tp(&s, threads).unwrap();
+            assert_eq!(run.sublayers.len(), 2);
+            assert_eq!(run.all_reduces, 4);
+            for sub in &run.sublayers {
+                let what = format!("{:?} T={workers}", sub.sublayer);
+                assert!(sub.activations_bitwise, "{what}");
+                assert!(sub.weight_grads_bitwise, "{what}");
+                assert!(sub.both_within_f64_bound, "{what}");
+                assert!(sub.output_over_bound <= 1.0, "{what}");
+                assert!(sub.input_grad_over_bound <= 1.0, "{what}");
+                // Reassociation moves some bits (else the check says nothing).
+                assert!(sub.output_max_difference > 0.0 || sub.input_grad_max_difference > 0.0);
+                // Every worker sends 2(T − 1)/T of tokens × h f32 values.
+                for sent in sub.sent_forward.iter().chain(&sub.sent_backward) {
+                    assert_eq!(*sent, sub.formula_bytes, "{what}");
+                }
+                assert_eq!(
+                    sub.formula_bytes,
+                    2 * (workers as u64 - 1) * (16 * 64 / workers as u64) * 4
+                );
+            }
+            let mlp = &run.sublayers[1];
+            assert_eq!(mlp.sublayer, Sublayer::Mlp);
+            assert_eq!(
+                mlp.shard_shapes,
+                vec![
+                    vec![64, 256 / workers],
+                    vec![256 / workers],
+                    vec![256 / workers, 64]
+                ]
+            );
+            assert_eq!(run.layer_bytes, 4 * mlp.formula_bytes);
+        }
+    }
+    let bad = TpSettings {
+        workers: 3,
+        ..TpSettings::default()
+    };
+    assert_eq!(
+        run_tp(&bad, false).unwrap_err(),
+        TensorError::Heads {
+            heads: 8,
+            workers: 3
+        }
+    );
+}
