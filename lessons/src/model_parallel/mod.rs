@@ -7,6 +7,7 @@
 mod bubble_view;
 mod exercises;
 mod pipeline_view;
+mod tensor_view;
 mod traffic_view;
 mod train_view;
 
@@ -14,6 +15,7 @@ use dlsys_core::collective::Link;
 use dlsys_core::names::Named as _;
 use dlsys_core::parallel::schedule::{Kind, MAX_CHUNKS, Times};
 use dlsys_core::parallel::stages::{MAX_LAYERS, MAX_ROWS, MAX_WIDTH, PipeSettings};
+use dlsys_core::parallel::tensor::{MAX_HEADS, MAX_HIDDEN, MAX_TOKENS, TpSettings};
 use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
@@ -46,8 +48,12 @@ pub struct Settings {
     pub backward_ms: f64,
     pub weight_ms: f64,
     pub transfer_ms: f64,
-    /// Tensor parallelism: workers, tokens (b·s) and width.
+    /// Tensor parallelism: workers; the layer run for real (tokens, width,
+    /// heads); tokens (b·s) and width at a real model's size.
     pub tp_workers: usize,
+    pub tp_tokens: usize,
+    pub tp_hidden: usize,
+    pub tp_heads: usize,
     pub tokens: u64,
     pub hidden: u64,
     /// Sharded data parallelism: workers and parameters (millions).
@@ -76,6 +82,9 @@ impl Default for Settings {
             weight_ms: 1.0,
             transfer_ms: 0.0,
             tp_workers: 4,
+            tp_tokens: TpSettings::default().tokens,
+            tp_hidden: TpSettings::default().hidden,
+            tp_heads: TpSettings::default().heads,
             tokens: 8 * 2048,
             hidden: 4096,
             fsdp_workers: 8,
@@ -113,6 +122,9 @@ impl Settings {
             .min(self.backward_ms);
         self.transfer_ms = finite(self.transfer_ms, 0.0, 1e4, d.transfer_ms);
         self.tp_workers = self.tp_workers.clamp(2, 16);
+        self.tp_tokens = self.tp_tokens.clamp(1, MAX_TOKENS);
+        self.tp_hidden = self.tp_hidden.clamp(1, MAX_HIDDEN);
+        self.tp_heads = self.tp_heads.clamp(1, MAX_HEADS);
         self.tokens = self.tokens.clamp(1, 1 << 24);
         self.hidden = self.hidden.clamp(1, 1 << 16);
         self.fsdp_workers = self.fsdp_workers.clamp(2, 1024);
@@ -155,13 +167,11 @@ impl Settings {
     }
 }
 
-/// A section of the page: it draws from and into the settings.
-type View = fn(&mut egui::Ui, &mut Settings, Lang);
-
 #[derive(Default)]
 pub struct ModelParallel {
     settings: Settings,
     runs: train_view::Runs,
+    tensor_runs: tensor_view::Runs,
     self_test: Option<crate::SelfTestResult>,
 }
 
@@ -179,10 +189,12 @@ impl Lesson for ModelParallel {
         crate::kit::section(ui, &TEXT, lang, "train", |ui| {
             train_view::ui(ui, s, runs, lang);
         });
-        let sections: [(&str, View); 2] = [("bubble", bubble_view::ui), ("traffic", traffic_view::ui)];
-        for (id, body) in sections {
-            crate::kit::section(ui, &TEXT, lang, id, |ui| body(ui, s, lang));
-        }
+        crate::kit::section(ui, &TEXT, lang, "bubble", |ui| bubble_view::ui(ui, s, lang));
+        let tensor_runs = &mut self.tensor_runs;
+        crate::kit::section(ui, &TEXT, lang, "tensor", |ui| {
+            tensor_view::ui(ui, s, tensor_runs, lang);
+        });
+        crate::kit::section(ui, &TEXT, lang, "traffic", |ui| traffic_view::ui(ui, s, lang));
     }
 
     crate::persist_field!(settings);

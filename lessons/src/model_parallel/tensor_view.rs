@@ -1,0 +1,125 @@
+//! Tensor parallelism run for real: one transformer layer split over T
+//! workers on threads (`parallel::tensor`), each shard against the unsplit
+//! layer and each all-reduce's bytes counted; then what the same four
+//! all-reduces send at a real model's size (`parallel::cost`).
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::memory::show_bytes;
+use dlsys_core::names::Named as _;
+use dlsys_core::parallel::cost::{TP_ALL_REDUCES_PER_LAYER, tp_traffic};
+use dlsys_core::parallel::tensor::{MAX_HEADS, MAX_HIDDEN, MAX_TOKENS, TensorError, TpRun, TpSettings, run_tp};
+use dlsys_core::text::Lang;
+
+use super::{Settings, TEXT, number, t};
+use crate::kit::memo::Memo;
+use crate::kit::theme;
+
+/// Activations in bf16 at scale.
+const ELEMENT_BYTES: u64 = 2;
+
+/// A run, kept until its settings change.
+pub type Runs = Memo<TpSettings, Result<TpRun, TensorError>>;
+
+pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
+    ui.label(t(lang, "traffic.tp_explain"));
+    ui.horizontal_wrapped(|ui| {
+        number(ui, t(lang, "traffic.tp_workers"), &mut s.tp_workers, 2..=16, 0.05);
+        number(ui, t(lang, "tensor.tokens"), &mut s.tp_tokens, 1..=MAX_TOKENS, 0.2);
+        number(ui, t(lang, "tensor.hidden"), &mut s.tp_hidden, 1..=MAX_HIDDEN, 0.5);
+        number(ui, t(lang, "tensor.heads"), &mut s.tp_heads, 1..=MAX_HEADS, 0.05);
+    });
+    let settings = TpSettings {
+        workers: s.tp_workers,
+        tokens: s.tp_tokens,
+        hidden: s.tp_hidden,
+        heads: s.tp_heads,
+        ..TpSettings::default()
+    };
+    match runs.get(&settings, |k| run_tp(k, super::train_view::THREADS)) {
+        Err(e) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+        }
+        Ok(run) => show(ui, run, lang),
+    }
+    ui.add_space(6.0);
+    scale(ui, s, lang);
+}
+
+fn show(ui: &mut egui::Ui, run: &TpRun, lang: Lang) {
+    let t_workers = run.settings.workers;
+    for sub in &run.sublayers {
+        let shapes: Vec<String> = sub
+            .shard_shapes
+            .iter()
+            .map(|shape| {
+                let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+                dims.join(" × ")
+            })
+            .collect();
+        let same = sub.activations_bitwise && sub.weight_grads_bitwise && sub.both_within_f64_bound;
+        let color = if same { theme::good(ui.visuals()) } else { theme::bad(ui.visuals()) };
+        ui.label(TEXT.fill(
+            lang,
+            "tensor.shards",
+            &[("name", &sub.sublayer.name(lang)), ("t", &t_workers), ("shapes", &shapes.join(", "))],
+        ));
+        ui.colored_label(
+            color,
+            TEXT.fill(
+                lang,
+                if same { "tensor.same" } else { "tensor.differ" },
+                &[
+                    ("out", &format!("{:.1e}", sub.output_max_difference)),
+                    ("out_ratio", &format!("{:.3}", sub.output_over_bound)),
+                    ("input", &format!("{:.1e}", sub.input_grad_max_difference)),
+                    ("in_ratio", &format!("{:.3}", sub.input_grad_over_bound)),
+                ],
+            ),
+        );
+        let counted = sub.sent_forward.iter().chain(&sub.sent_backward).all(|b| *b == sub.formula_bytes);
+        ui.label(TEXT.fill(
+            lang,
+            if counted { "tensor.bytes" } else { "tensor.bytes_off" },
+            &[("sent", &show_bytes(sub.sent_forward[0])), ("formula", &show_bytes(sub.formula_bytes))],
+        ));
+    }
+    ui.label(TEXT.fill(
+        lang,
+        "tensor.layer",
+        &[("count", &run.all_reduces), ("bytes", &show_bytes(run.layer_bytes))],
+    ));
+}
+
+/// The same four all-reduces at a real model's size, from the formula the
+/// run above counted.
+fn scale(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    ui.label(t(lang, "tensor.scale"));
+    ui.horizontal_wrapped(|ui| {
+        number(ui, t(lang, "traffic.tokens"), &mut s.tokens, 1..=1 << 24, 16.0);
+        number(ui, t(lang, "traffic.hidden"), &mut s.hidden, 1..=1 << 16, 8.0);
+    });
+    let (tp, h) = (s.tp_workers as u64, s.hidden);
+    let traffic = tp_traffic(s.tp_workers, s.tokens, h, ELEMENT_BYTES);
+    ui.label(TEXT.fill(
+        lang,
+        "traffic.shards",
+        &[
+            ("t", &tp),
+            ("h", &h),
+            ("ffn", &(4 * h)),
+            ("shard", &(4 * h).div_ceil(tp)),
+        ],
+    ));
+    ui.label(TEXT.fill(
+        lang,
+        "traffic.tp_line",
+        &[
+            ("t", &tp),
+            ("tokens", &s.tokens),
+            ("h", &h),
+            ("one", &show_bytes(traffic.per_all_reduce)),
+            ("count", &TP_ALL_REDUCES_PER_LAYER),
+            ("layer", &show_bytes(traffic.per_layer)),
+        ],
+    ));
+}
