@@ -6,7 +6,9 @@
 //! other times, the schedule alone — each stage's busy time, bubble and
 //! activations in flight, against the closed-form bubble. `tp`: one
 //! transformer layer split Megatron's way over T workers on threads,
-//! against the unsplit layer, its all-reduces' bytes counted.
+//! against the unsplit layer, its all-reduces' bytes counted. `fsdp`: the
+//! MLP trained ZeRO-3 / FSDP style on threads, against data parallelism,
+//! its bytes counted and each worker's peak memory against the calculator.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -17,6 +19,7 @@ use dlsys_core::names::Named as _;
 use dlsys_core::parallel::schedule::{
     Kind, MAX_CHUNKS, MAX_MICRO, MAX_STAGES, PipelineRun, Times, pipeline,
 };
+use dlsys_core::parallel::sharded::{self, FsdpRun, FsdpSettings, train_fsdp};
 use dlsys_core::parallel::stages::{
     MAX_LAYERS, MAX_ROWS, MAX_RUN_MICRO, MAX_WIDTH, PipeSettings, PipeTraining, train_pipeline,
 };
@@ -30,6 +33,7 @@ use super::{CliError, say};
 pub enum ParallelCommand {
     Pp(PpArgs),
     Tp(TpArgs),
+    Fsdp(FsdpArgs),
 }
 
 impl ParallelCommand {
@@ -37,6 +41,7 @@ impl ParallelCommand {
         match self {
             Self::Pp(a) => a.json,
             Self::Tp(a) => a.json,
+            Self::Fsdp(a) => a.json,
         }
     }
 }
@@ -51,6 +56,30 @@ pub struct TpArgs {
     hidden: usize,
     #[arg(long, default_value_t = TpSettings::default().heads)]
     heads: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct FsdpArgs {
+    #[arg(long, default_value_t = FsdpSettings::default().workers)]
+    workers: usize,
+    #[arg(long)]
+    prefetch: bool,
+    #[arg(long, default_value_t = FsdpSettings::default().layers)]
+    layers: usize,
+    #[arg(long, default_value_t = FsdpSettings::default().width)]
+    width: usize,
+    #[arg(long, default_value_t = FsdpSettings::default().rows)]
+    rows: usize,
+    #[arg(long, default_value_t = FsdpSettings::default().steps)]
+    steps: usize,
+    #[arg(long, default_value_t = FsdpSettings::default().gflops)]
+    gflops: f64,
+    #[arg(long, default_value_t = 5.0)]
+    alpha_us: f64,
+    #[arg(long, default_value_t = 25.0)]
+    gbps: f64,
     #[arg(long)]
     pub json: bool,
 }
@@ -107,6 +136,10 @@ pub(super) fn help_values() -> Vec<(&'static str, String)> {
         ("pp_rows", MAX_ROWS.to_string()),
         ("pp_width", MAX_WIDTH.to_string()),
         ("pp_layers", MAX_LAYERS.to_string()),
+        ("fsdp_rows", sharded::MAX_ROWS.to_string()),
+        ("fsdp_width", sharded::MAX_WIDTH.to_string()),
+        ("fsdp_layers", sharded::MAX_LAYERS.to_string()),
+        ("fsdp_steps", sharded::MAX_STEPS.to_string()),
     ]
 }
 
@@ -114,6 +147,143 @@ pub fn run(what: &ParallelCommand) -> Result<ExitCode, CliError> {
     match what {
         ParallelCommand::Pp(a) => pp(a),
         ParallelCommand::Tp(a) => tp(a),
+        ParallelCommand::Fsdp(a) => fsdp(a),
+    }
+}
+
+fn fsdp(a: &FsdpArgs) -> Result<ExitCode, CliError> {
+    let settings = FsdpSettings {
+        workers: a.workers,
+        prefetch: a.prefetch,
+        layers: a.layers,
+        width: a.width,
+        rows: a.rows,
+        steps: a.steps,
+        gflops: a.gflops,
+        link: Link::new(a.alpha_us, a.gbps).map_err(|e| say(&e))?,
+        ..FsdpSettings::default()
+    };
+    let run = train_fsdp(&settings, true).map_err(|e| say(&e))?;
+    emit(&FsdpReport { run }, a.json)
+}
+
+#[derive(serde::Serialize)]
+struct FsdpReport {
+    run: FsdpRun,
+}
+
+impl Report for FsdpReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let r = &self.run;
+        let s = &r.settings;
+        let n = s.workers as u64;
+        let sizes: Vec<String> = s.sizes().iter().map(ToString::to_string).collect();
+        let psi = r.model_bytes();
+        line(
+            out,
+            "parallel.fsdp",
+            &[
+                ("workers", &s.workers),
+                ("layers", &s.layers),
+                ("sizes", &sizes.join("-")),
+                ("params", &r.parameters),
+                ("psi", &show_bytes(psi)),
+                ("rows", &s.rows),
+                ("steps", &s.steps),
+            ],
+        )?;
+        let losses: Vec<String> = r.losses.iter().map(|l| format!("{l:.4}")).collect();
+        line(
+            out,
+            "parallel.fsdp.bits",
+            &[
+                ("differing", &r.differing),
+                ("count", &r.parameters),
+                ("steps", &s.steps),
+                ("losses", &losses.join(", ")),
+                (
+                    "same",
+                    &super::t(if r.losses == r.dp_losses {
+                        "parallel.fsdp.losses_equal"
+                    } else {
+                        "parallel.fsdp.losses_differ"
+                    }),
+                ),
+            ],
+        )?;
+        let spread = |sent: &[u64]| {
+            let total: u64 = sent.iter().sum();
+            let low = sent.iter().min().copied().unwrap_or(0);
+            let high = sent.iter().max().copied().unwrap_or(0);
+            (total, show_bytes(low), show_bytes(high))
+        };
+        let (total, low, high) = spread(&r.sent);
+        let (dp_total, dp_low, dp_high) = spread(&r.dp_sent);
+        line(
+            out,
+            "parallel.fsdp.bytes",
+            &[
+                ("total", &show_bytes(total)),
+                ("low", &low),
+                ("high", &high),
+                ("formula", &show_bytes(3 * (n - 1) * psi)),
+                ("dp_total", &show_bytes(dp_total)),
+                ("dp_low", &dp_low),
+                ("dp_high", &dp_high),
+                ("dp_formula", &show_bytes(2 * (n - 1) * psi)),
+            ],
+        )?;
+        // Workers with the same figures share a line.
+        let mut groups: Vec<((u64, u64), Vec<String>)> = Vec::new();
+        for (w, figures) in r.peak.iter().zip(&r.estimate).enumerate() {
+            let figures = (*figures.0, *figures.1);
+            match groups.iter_mut().find(|(f, _)| *f == figures) {
+                Some((_, workers)) => workers.push(w.to_string()),
+                None => groups.push((figures, vec![w.to_string()])),
+            }
+        }
+        for ((peak, estimate), workers) in groups {
+            let who = super::tf(
+                if workers.len() == 1 {
+                    "parallel.fsdp.worker"
+                } else {
+                    "parallel.fsdp.workers"
+                },
+                &[("list", &workers.join(", "))],
+            );
+            line(
+                out,
+                "parallel.fsdp.memory",
+                &[
+                    ("who", &who),
+                    ("peak", &show_bytes(peak)),
+                    ("estimate", &show_bytes(estimate)),
+                    ("whole", &show_bytes(3 * psi)),
+                ],
+            )?;
+        }
+        let (with, without) = if s.prefetch {
+            (r.step_s, r.other_step_s)
+        } else {
+            (r.other_step_s, r.step_s)
+        };
+        line(
+            out,
+            "parallel.fsdp.time",
+            &[
+                ("with", &show_seconds(with)),
+                ("without", &show_seconds(without)),
+                ("gflops", &s.gflops),
+                (
+                    "link",
+                    &format!(
+                        "α {} µs, β {} GB/s",
+                        s.link.alpha_s * 1e6,
+                        s.link.bytes_per_s / 1e9
+                    ),
+                ),
+            ],
+        )
     }
 }
 

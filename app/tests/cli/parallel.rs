@@ -1,4 +1,4 @@
-//! `dlsys-lab parallel pp`: a pipeline schedule timed, its bubble against
+//! `dlsys-lab parallel pp|tp|fsdp`: a pipeline schedule timed, its bubble against
 //! the closed form, and bad shapes refused in one line.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -157,5 +157,50 @@ fn tensor_parallel_splits_a_layer_and_counts_its_all_reduces() {
         &["parallel", "tp", "--hidden", "60"],
         &["parallel", "tp", "--tokens", "0"],
         &["parallel", "tp", "--hidden", "4096"],
+    ]);
+}
+
+#[test]
+fn fully_sharded_training_is_data_parallel_with_three_collectives() {
+    for (workers, prefetch) in [("4", true), ("3", false)] {
+        let mut args = vec!["parallel", "fsdp", "--workers", workers, "--steps", "2"];
+        if prefetch {
+            args.push("--prefetch");
+        }
+        args.push("--json");
+        let v = json(&args);
+        let run = &v["run"];
+        assert_eq!(run["differing"], 0, "{v}");
+        assert_eq!(run["losses"], run["dp_losses"], "{v}");
+        assert_eq!(run["peak"], run["estimate"], "{v}");
+        let n: u64 = workers.parse().unwrap();
+        let psi = 4 * run["parameters"].as_u64().unwrap();
+        let total = |key: &str| -> u64 {
+            run[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.as_u64().unwrap())
+                .sum()
+        };
+        assert_eq!(total("sent"), 3 * (n - 1) * psi, "{v}");
+        assert_eq!(total("dp_sent"), 2 * (n - 1) * psi, "{v}");
+        // The prefetched step is the shorter.
+        let (step, other) = (
+            run["step_s"].as_f64().unwrap(),
+            run["other_step_s"].as_f64().unwrap(),
+        );
+        assert_eq!(step < other, prefetch, "{v}");
+    }
+    let out = dlsys_lab(&["parallel", "fsdp"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("0 of 1972 weights differ"), "{text}");
+    fails_with_one_line(&[
+        &["parallel", "fsdp", "--workers", "1"],
+        &["parallel", "fsdp", "--workers", "17"],
+        &["parallel", "fsdp", "--layers", "0"],
+        &["parallel", "fsdp", "--steps", "21"],
+        &["parallel", "fsdp", "--gbps", "0"],
     ]);
 }

@@ -7,6 +7,8 @@
 //!   published configuration;
 //! - [`mlp`]: the same estimate for the engine's MLP, a pure function of
 //!   shapes, to hold against [`measure`];
+//! - [`sharded`]: what a worker of fully sharded training (ZeRO-3 / FSDP)
+//!   holds at its worst point, from the MLP's shapes;
 //! - [`measure`]: one real training step of the engine with every buffer it
 //!   holds counted by role, per phase.
 //!
@@ -17,6 +19,7 @@ pub mod measure;
 pub mod mlp;
 pub mod models;
 pub mod precision;
+pub mod sharded;
 pub mod show;
 pub mod trace;
 pub mod transformer;

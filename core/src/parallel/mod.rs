@@ -8,10 +8,13 @@
 //! layers cut into stages on threads, its gradients held to the unsplit
 //! accumulation bit for bit ([`stages`]); and Megatron's tensor
 //! parallelism on threads, each worker's shard against the unsplit layer
-//! ([`tensor`]).
+//! ([`tensor`]); and ZeRO-3 / FSDP on threads, every worker holding a
+//! shard of each layer, its training held to data parallelism's bit for
+//! bit and its peak memory to the calculator's ([`sharded`]).
 
 pub mod cost;
 pub mod schedule;
+pub mod sharded;
 pub mod stages;
 pub mod tensor;
 
