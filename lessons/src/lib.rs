@@ -460,6 +460,8 @@ mod tests {
         "pp.schedule.gpipe",
         "pp.schedule.1f1b",
         "pp.schedule.zb-h1",
+        "fsdp.activity.Gather",
+        "fsdp.activity.Scatter",
     ];
 
     /// The catalogs below the lessons that pages show too.

@@ -1,19 +1,22 @@
 //! "Model parallelism": when the model does not fit one GPU. The pipeline
 //! schedules of `dlsys_core::parallel::schedule` (GPipe, 1F1B, interleaved,
 //! ZB-H1) timed per stage on the virtual clock, their bubble against the
-//! micro-batch count, and what tensor-parallel and sharded (ZeRO-3 / FSDP)
-//! training send per worker (`parallel::cost`).
+//! micro-batch count; the schedule trained on real data (`parallel::stages`);
+//! tensor parallelism (`parallel::tensor`) and fully sharded training
+//! (`parallel::sharded`) run on threads, with what each sends at a real
+//! model's size (`parallel::cost`).
 
 mod bubble_view;
 mod exercises;
 mod pipeline_view;
 mod tensor_view;
-mod traffic_view;
+mod sharded_view;
 mod train_view;
 
 use dlsys_core::collective::Link;
 use dlsys_core::names::Named as _;
 use dlsys_core::parallel::schedule::{Kind, MAX_CHUNKS, Times};
+use dlsys_core::parallel::sharded::FsdpSettings;
 use dlsys_core::parallel::stages::{MAX_LAYERS, MAX_ROWS, MAX_WIDTH, PipeSettings};
 use dlsys_core::parallel::tensor::{MAX_HEADS, MAX_HIDDEN, MAX_TOKENS, TpSettings};
 use dlsys_core::text::Lang;
@@ -59,6 +62,10 @@ pub struct Settings {
     /// Sharded data parallelism: workers and parameters (millions).
     pub fsdp_workers: usize,
     pub params_m: f64,
+    /// The sharded run on threads: workers, prefetch, the link's GB/s.
+    pub fsdp_run_workers: usize,
+    pub prefetch: bool,
+    pub fsdp_gbps: f64,
     /// The run on real data: the MLP's layers, width and rows per
     /// micro-batch, each stage's GFLOP/s, the link, equal stages.
     pub layers: usize,
@@ -89,6 +96,9 @@ impl Default for Settings {
             hidden: 4096,
             fsdp_workers: 8,
             params_m: 7000.0,
+            fsdp_run_workers: FsdpSettings::default().workers,
+            prefetch: true,
+            fsdp_gbps: 25.0,
             layers: PipeSettings::default().layers,
             width: PipeSettings::default().width,
             rows: PipeSettings::default().rows,
@@ -129,6 +139,8 @@ impl Settings {
         self.hidden = self.hidden.clamp(1, 1 << 16);
         self.fsdp_workers = self.fsdp_workers.clamp(2, 1024);
         self.params_m = finite(self.params_m, 1e-3, 1e7, d.params_m);
+        self.fsdp_run_workers = self.fsdp_run_workers.clamp(2, sharded_view::VIEW_WORKERS);
+        self.fsdp_gbps = finite(self.fsdp_gbps, 0.01, 1e4, d.fsdp_gbps);
         self.layers = self.layers.clamp(1, MAX_LAYERS);
         self.width = self.width.clamp(1, MAX_WIDTH);
         self.rows = self.rows.clamp(1, MAX_ROWS);
@@ -172,6 +184,7 @@ pub struct ModelParallel {
     settings: Settings,
     runs: train_view::Runs,
     tensor_runs: tensor_view::Runs,
+    sharded_runs: sharded_view::Runs,
     self_test: Option<crate::SelfTestResult>,
 }
 
@@ -194,7 +207,10 @@ impl Lesson for ModelParallel {
         crate::kit::section(ui, &TEXT, lang, "tensor", |ui| {
             tensor_view::ui(ui, s, tensor_runs, lang);
         });
-        crate::kit::section(ui, &TEXT, lang, "traffic", |ui| traffic_view::ui(ui, s, lang));
+        let sharded_runs = &mut self.sharded_runs;
+        crate::kit::section(ui, &TEXT, lang, "traffic", |ui| {
+            sharded_view::ui(ui, s, sharded_runs, lang);
+        });
     }
 
     crate::persist_field!(settings);

@@ -15,7 +15,15 @@ pub enum Activity {
     Scatter,
 }
 
+impl crate::names::Named for Activity {
+    fn name_key(&self) -> String {
+        format!("fsdp.activity.{self:?}")
+    }
+}
+
 impl Activity {
+    pub const ALL: [Self; 4] = [Self::Gather, Self::Forward, Self::Backward, Self::Scatter];
+
     /// Whether it runs on the collectives' stream.
     pub fn communicates(self) -> bool {
         matches!(self, Self::Gather | Self::Scatter)
