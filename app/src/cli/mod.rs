@@ -23,6 +23,7 @@ mod lessons;
 mod memory;
 pub mod output;
 mod parallel;
+mod parallel_plan;
 mod parse_error;
 mod pipeline;
 mod quant;

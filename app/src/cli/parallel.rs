@@ -9,6 +9,7 @@
 //! against the unsplit layer, its all-reduces' bytes counted. `fsdp`: the
 //! MLP trained ZeRO-3 / FSDP style on threads, against data parallelism,
 //! its bytes counted and each worker's peak memory against the calculator.
+//! `plan`: the 3D planner, in `parallel_plan`.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -34,6 +35,7 @@ pub enum ParallelCommand {
     Pp(PpArgs),
     Tp(TpArgs),
     Fsdp(FsdpArgs),
+    Plan(super::parallel_plan::PlanArgs),
 }
 
 impl ParallelCommand {
@@ -42,6 +44,7 @@ impl ParallelCommand {
             Self::Pp(a) => a.json,
             Self::Tp(a) => a.json,
             Self::Fsdp(a) => a.json,
+            Self::Plan(a) => a.json,
         }
     }
 }
@@ -148,6 +151,7 @@ pub fn run(what: &ParallelCommand) -> Result<ExitCode, CliError> {
         ParallelCommand::Pp(a) => pp(a),
         ParallelCommand::Tp(a) => tp(a),
         ParallelCommand::Fsdp(a) => fsdp(a),
+        ParallelCommand::Plan(a) => super::parallel_plan::run(a),
     }
 }
 

@@ -204,3 +204,42 @@ fn fully_sharded_training_is_data_parallel_with_three_collectives() {
         &["parallel", "fsdp", "--gbps", "0"],
     ]);
 }
+
+#[test]
+fn the_planner_ranks_what_fits_and_says_why_the_rest_does_not() {
+    let v = json(&["parallel", "plan", "--json"]);
+    let plans = v["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 28, "{v}");
+    let fits = |p: &serde_json::Value| p["refusal"].is_null();
+    let speed = |p: &serde_json::Value| p["estimate"]["tokens_per_s"].as_f64().unwrap();
+    let fitting: Vec<_> = plans.iter().filter(|p| fits(p)).collect();
+    assert!(!fitting.is_empty());
+    assert!(fitting.windows(2).all(|w| speed(w[0]) >= speed(w[1])));
+    for p in &fitting {
+        let e = &p["estimate"];
+        let t = &e["time"];
+        let sum: f64 = ["compute", "bubble", "tp", "pp", "dp_exposed"]
+            .iter()
+            .map(|k| t[k].as_f64().unwrap())
+            .sum();
+        assert!((sum - t["step"].as_f64().unwrap()).abs() < 1e-9, "{p}");
+        assert!(e["mfu"].as_f64().unwrap() < e["hfu"].as_f64().unwrap());
+    }
+    // The text: the settings, a count, the top plans, every refusal.
+    let out = dlsys_lab(&["parallel", "plan", "--top", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(text.lines().count(), 2 + 2 + (28 - fitting.len()), "{text}");
+    assert!(
+        text.contains("80 layers do not divide among PP 32 stages"),
+        "{text}"
+    );
+    fails_with_one_line(&[
+        &["parallel", "plan", "--gpus", "0"],
+        &["parallel", "plan", "--cluster", "tpu"],
+        &["parallel", "plan", "--zero", "4"],
+        &["parallel", "plan", "--efficiency", "0"],
+        &["parallel", "plan", "--usable", "1.5"],
+        &["parallel", "plan", "--model", "gpt5"],
+    ]);
+}

@@ -138,6 +138,7 @@ fn every_subcommand_in_chinese_leaves_no_english() {
         vec!["parallel", "pp", "--schedule", "zb-h1", "--forward-ms", "1"],
         vec!["parallel", "tp", "--workers", "2"],
         vec!["parallel", "fsdp", "--workers", "2", "--steps", "1"],
+        vec!["parallel", "plan", "--gpus", "16", "--top", "1"],
         vec![
             "memory",
             "--mlp",

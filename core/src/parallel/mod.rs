@@ -10,9 +10,12 @@
 //! parallelism on threads, each worker's shard against the unsplit layer
 //! ([`tensor`]); and ZeRO-3 / FSDP on threads, every worker holding a
 //! shard of each layer, its training held to data parallelism's bit for
-//! bit and its peak memory to the calculator's ([`sharded`]).
+//! bit and its peak memory to the calculator's ([`sharded`]); and the 3D
+//! planner, every TP × PP × DP factorisation of a cluster costed term by
+//! term ([`plan`]).
 
 pub mod cost;
+pub mod plan;
 pub mod schedule;
 pub mod sharded;
 pub mod stages;
