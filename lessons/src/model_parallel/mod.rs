@@ -4,11 +4,12 @@
 //! micro-batch count; the schedule trained on real data (`parallel::stages`);
 //! tensor parallelism (`parallel::tensor`) and fully sharded training
 //! (`parallel::sharded`) run on threads, with what each sends at a real
-//! model's size (`parallel::cost`).
+//! model's size (`parallel::cost`); and the 3D planner (`parallel::plan`).
 
 mod bubble_view;
 mod exercises;
 mod pipeline_view;
+mod plan_view;
 mod tensor_view;
 mod sharded_view;
 mod train_view;
@@ -75,6 +76,8 @@ pub struct Settings {
     pub alpha_us: f64,
     pub gbps: f64,
     pub ideal: bool,
+    /// The 3D planner's choices.
+    pub plan: plan_view::Choices,
 }
 
 impl Default for Settings {
@@ -106,6 +109,7 @@ impl Default for Settings {
             alpha_us: 5.0,
             gbps: 25.0,
             ideal: false,
+            plan: plan_view::Choices::default(),
         }
     }
 }
@@ -147,6 +151,7 @@ impl Settings {
         self.gflops = finite(self.gflops, 0.01, 1e6, d.gflops);
         self.alpha_us = finite(self.alpha_us, 0.0, 1e6, d.alpha_us);
         self.gbps = finite(self.gbps, 0.01, 1e4, d.gbps);
+        self.plan.clamped();
     }
 
     /// The run on real data the page's settings describe.
@@ -185,6 +190,7 @@ pub struct ModelParallel {
     runs: train_view::Runs,
     tensor_runs: tensor_view::Runs,
     sharded_runs: sharded_view::Runs,
+    plans: plan_view::Runs,
     self_test: Option<crate::SelfTestResult>,
 }
 
@@ -210,6 +216,10 @@ impl Lesson for ModelParallel {
         let sharded_runs = &mut self.sharded_runs;
         crate::kit::section(ui, &TEXT, lang, "traffic", |ui| {
             sharded_view::ui(ui, s, sharded_runs, lang);
+        });
+        let plans = &mut self.plans;
+        crate::kit::section(ui, &TEXT, lang, "plan", |ui| {
+            plan_view::ui(ui, &mut s.plan, plans, lang);
         });
     }
 
