@@ -20,6 +20,7 @@ use dlsys_core::names::Named as _;
 use dlsys_core::parallel::schedule::{
     Kind, MAX_CHUNKS, MAX_MICRO, MAX_STAGES, PipelineRun, Times, pipeline,
 };
+use dlsys_core::parallel::sequence::{SpRun, run_sp};
 use dlsys_core::parallel::sharded::{self, FsdpRun, FsdpSettings, train_fsdp};
 use dlsys_core::parallel::stages::{
     MAX_LAYERS, MAX_ROWS, MAX_RUN_MICRO, MAX_WIDTH, PipeSettings, PipeTraining, train_pipeline,
@@ -59,6 +60,9 @@ pub struct TpArgs {
     hidden: usize,
     #[arg(long, default_value_t = TpSettings::default().heads)]
     heads: usize,
+    /// Also run the MLP block with sequence parallelism.
+    #[arg(long)]
+    sp: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -300,12 +304,19 @@ fn tp(a: &TpArgs) -> Result<ExitCode, CliError> {
         ..TpSettings::default()
     };
     let run = run_tp(&settings, true).map_err(|e| say(&e))?;
-    emit(&TpReport { run }, a.json)
+    let sequence = if a.sp {
+        Some(run_sp(&settings, true).map_err(|e| say(&e))?)
+    } else {
+        None
+    };
+    emit(&TpReport { run, sequence }, a.json)
 }
 
 #[derive(serde::Serialize)]
 struct TpReport {
     run: TpRun,
+    /// The MLP block under sequence parallelism, when asked.
+    sequence: Option<SpRun>,
 }
 
 impl Report for TpReport {
@@ -372,6 +383,31 @@ impl Report for TpReport {
             &[
                 ("count", &r.all_reduces),
                 ("bytes", &show_bytes(r.layer_bytes)),
+            ],
+        )?;
+        let Some(sp) = &self.sequence else {
+            return Ok(());
+        };
+        line(
+            out,
+            "parallel.sp",
+            &[
+                ("per", &(s.tokens / s.workers)),
+                ("tokens", &s.tokens),
+                ("output", &yes(sp.output_bitwise)),
+                ("input", &yes(sp.input_grad_bitwise)),
+                ("norm", &format!("{:.2e}", sp.norm_grad_max_difference)),
+            ],
+        )?;
+        line(
+            out,
+            "parallel.sp.bytes",
+            &[
+                ("sp", &show_bytes(sp.sp_sent[0])),
+                ("tp", &show_bytes(sp.tp_sent[0])),
+                ("norm", &show_bytes(sp.sp_norm_sent[0])),
+                ("sp_kept", &sp.sp_kept),
+                ("tp_kept", &sp.tp_kept),
             ],
         )
     }

@@ -243,3 +243,18 @@ fn the_planner_ranks_what_fits_and_says_why_the_rest_does_not() {
         &["parallel", "plan", "--model", "gpt5"],
     ]);
 }
+
+#[test]
+fn sequence_parallelism_sends_the_same_bytes_and_keeps_a_t_th() {
+    let v = json(&["parallel", "tp", "--sp", "--json"]);
+    let sp = &v["sequence"];
+    assert_eq!(sp["output_bitwise"], true, "{v}");
+    assert_eq!(sp["input_grad_bitwise"], true, "{v}");
+    assert_eq!(sp["sp_sent"], sp["tp_sent"], "{v}");
+    assert_eq!(
+        sp["tp_kept"].as_u64(),
+        sp["sp_kept"].as_u64().map(|k| 4 * k)
+    );
+    assert!(json(&["parallel", "tp", "--json"])["sequence"].is_null());
+    fails_with_one_line(&[&["parallel", "tp", "--sp", "--tokens", "15"]]);
+}

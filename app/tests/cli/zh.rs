@@ -136,7 +136,7 @@ fn every_subcommand_in_chinese_leaves_no_english() {
             "8",
         ],
         vec!["parallel", "pp", "--schedule", "zb-h1", "--forward-ms", "1"],
-        vec!["parallel", "tp", "--workers", "2"],
+        vec!["parallel", "tp", "--workers", "2", "--sp"],
         vec!["parallel", "fsdp", "--workers", "2", "--steps", "1"],
         vec!["parallel", "plan", "--gpus", "16", "--top", "1"],
         vec![

@@ -8,7 +8,8 @@
 //! layers cut into stages on threads, its gradients held to the unsplit
 //! accumulation bit for bit ([`stages`]); and Megatron's tensor
 //! parallelism on threads, each worker's shard against the unsplit layer
-//! ([`tensor`]); and ZeRO-3 / FSDP on threads, every worker holding a
+//! ([`tensor`]), with sequence parallelism's split of the norm's region
+//! ([`sequence`]); and ZeRO-3 / FSDP on threads, every worker holding a
 //! shard of each layer, its training held to data parallelism's bit for
 //! bit and its peak memory to the calculator's ([`sharded`]); and the 3D
 //! planner, every TP × PP × DP factorisation of a cluster costed term by
@@ -17,9 +18,11 @@
 pub mod cost;
 pub mod plan;
 pub mod schedule;
+pub mod sequence;
 pub mod sharded;
 pub mod stages;
 pub mod tensor;
+mod workers;
 
 #[cfg(test)]
 mod tests;

@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use super::cost::all_reduce_bytes;
 use crate::autograd::{Graph, Tensor, Var};
-use crate::collective::{Algorithm, Op, Schedule, run};
+use crate::collective::Op;
 
 /// The most a run here takes: tokens, width, heads.
 pub const MAX_TOKENS: usize = 256;
@@ -48,6 +48,8 @@ crate::catalog_error! {
         HeadWidth { hidden: u64, heads: u64 } = "parallel.tp_head_width",
         /// Sizes past what a run here takes, or workers outside 2..=16.
         Size { workers: u64, tokens: u64, hidden: u64, heads: u64 } = "parallel.tp_size",
+        /// Sequence parallelism: the tokens do not divide among the workers.
+        SpTokens { tokens: u64, workers: u64 } = "parallel.sp_tokens",
         /// A worker's thread or the all-reduce failed.
         WorkerFailed = "parallel.worker_failed",
     }
@@ -178,7 +180,7 @@ pub fn run_tp(settings: &TpSettings, threads: bool) -> Result<TpRun, TensorError
 }
 
 /// Seeded values uniform in [−scale, scale).
-fn uniform(rng: &mut rand::rngs::StdRng, shape: &[usize], scale: f32) -> Tensor<f32> {
+pub(super) fn uniform(rng: &mut rand::rngs::StdRng, shape: &[usize], scale: f32) -> Tensor<f32> {
     let n = shape.iter().product();
     Tensor::new(
         (0..n).map(|_| rng.random_range(-scale..scale)).collect(),
@@ -197,7 +199,7 @@ fn columns(t: &Tensor<f32>, cols: std::ops::Range<usize>) -> Tensor<f32> {
 }
 
 /// Rows `rows` of a `[m, n]` matrix.
-fn rows(t: &Tensor<f32>, rows: std::ops::Range<usize>) -> Tensor<f32> {
+pub(super) fn rows(t: &Tensor<f32>, rows: std::ops::Range<usize>) -> Tensor<f32> {
     let (_, n) = t.rows_cols();
     Tensor::new(
         t.data[rows.start * n..rows.end * n].to_vec(),
@@ -207,10 +209,10 @@ fn rows(t: &Tensor<f32>, rows: std::ops::Range<usize>) -> Tensor<f32> {
 
 /// A sublayer's weights: attention's W_q, W_k, W_v, W_o, or the MLP's W₁,
 /// b₁ (as [1, 4h]), W₂.
-struct Weights(Vec<Tensor<f32>>);
+pub(super) struct Weights(pub(super) Vec<Tensor<f32>>);
 
 impl Weights {
-    fn new(s: &TpSettings, sublayer: Sublayer, rng: &mut rand::rngs::StdRng) -> Self {
+    pub(super) fn new(s: &TpSettings, sublayer: Sublayer, rng: &mut rand::rngs::StdRng) -> Self {
         let h = s.hidden;
         let scale = 1.0 / (h as f32).sqrt();
         Self(match sublayer {
@@ -225,7 +227,7 @@ impl Weights {
 
     /// Worker `i`'s shards: column slices of the first weights, a row
     /// slice of the last.
-    fn shard(&self, sublayer: Sublayer, i: usize, workers: usize) -> Self {
+    pub(super) fn shard(&self, sublayer: Sublayer, i: usize, workers: usize) -> Self {
         let width = self.0[0].shape[1] / workers;
         let cols = i * width..(i + 1) * width;
         Self(match sublayer {
@@ -246,7 +248,7 @@ impl Weights {
 
 /// A sublayer recorded: its output, its column-parallel activations, its
 /// input and weight leaves.
-struct Recorded {
+pub(super) struct Recorded {
     graph: Graph<f32>,
     input: Var,
     weights: Vec<Var>,
@@ -256,7 +258,12 @@ struct Recorded {
 
 /// Records `sublayer` with `weights` over `x` ([tokens, h]); `heads` of
 /// them (the worker's share).
-fn record(sublayer: Sublayer, x: &Tensor<f32>, weights: &Weights, heads: usize) -> Recorded {
+pub(super) fn record(
+    sublayer: Sublayer,
+    x: &Tensor<f32>,
+    weights: &Weights,
+    heads: usize,
+) -> Recorded {
     let mut g = Graph::new();
     let input = g.param(x.clone());
     let w: Vec<Var> = weights.0.iter().map(|t| g.param(t.clone())).collect();
@@ -286,15 +293,15 @@ fn record(sublayer: Sublayer, x: &Tensor<f32>, weights: &Weights, heads: usize) 
 
 /// What a sublayer gives back: activations, output, input gradient,
 /// weight gradients.
-struct Grads {
-    activations: Tensor<f32>,
-    output: Tensor<f32>,
-    input: Tensor<f32>,
-    weights: Vec<Tensor<f32>>,
+pub(super) struct Grads {
+    pub(super) activations: Tensor<f32>,
+    pub(super) output: Tensor<f32>,
+    pub(super) input: Tensor<f32>,
+    pub(super) weights: Vec<Tensor<f32>>,
 }
 
 /// Forward, then backward from `dy`.
-fn forward_backward(mut r: Recorded, dy: &Tensor<f32>) -> Grads {
+pub(super) fn forward_backward(mut r: Recorded, dy: &Tensor<f32>) -> Grads {
     let activations = r.graph.value(r.activations).into_owned();
     let output = r.graph.value(r.output).into_owned();
     r.graph.backward_from(r.output, dy.clone(), &mut |_, _| {});
@@ -312,12 +319,9 @@ fn forward_backward(mut r: Recorded, dy: &Tensor<f32>) -> Grads {
 
 /// All-reduces the workers' buffers on the ring; each worker's bytes sent.
 fn all_reduce(buffers: &mut [Vec<f32>]) -> Result<Vec<u64>, TensorError> {
-    let n = buffers.len();
-    let elements = buffers.first().map_or(0, Vec::len);
-    let schedule = Schedule::new(Algorithm::Ring, Op::AllReduce, n, elements)
-        .map_err(|_| TensorError::WorkerFailed)?;
-    let outcome = run(&schedule, buffers).map_err(|_| TensorError::WorkerFailed)?;
-    Ok(outcome.traffic.iter().map(|t| t.sent_bytes).collect())
+    let mut sent = vec![0; buffers.len()];
+    super::workers::ring(Op::AllReduce, buffers, &mut sent).ok_or(TensorError::WorkerFailed)?;
+    Ok(sent)
 }
 
 fn run_sublayer(
@@ -342,20 +346,8 @@ fn run_sublayer(
     // so forward and backward run in one go; the all-reduces of the
     // partial outputs and of the partial input gradients follow.
     let work = |w: &Weights| forward_backward(record(sublayer, &x, w, heads), &dy);
-    let parts: Vec<Grads> = if threads {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = shards
-                .iter()
-                .map(|w| scope.spawn(move || work(w)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().map_err(|_| TensorError::WorkerFailed))
-                .collect::<Result<Vec<_>, _>>()
-        })?
-    } else {
-        shards.iter().map(work).collect()
-    };
+    let parts: Vec<Grads> =
+        super::workers::each(threads, t, |i| work(&shards[i])).ok_or(TensorError::WorkerFailed)?;
     let mut outputs: Vec<Vec<f32>> = parts.iter().map(|p| p.output.data.clone()).collect();
     let sent_forward = all_reduce(&mut outputs)?;
     let mut inputs: Vec<Vec<f32>> = parts.iter().map(|p| p.input.data.clone()).collect();
@@ -395,7 +387,7 @@ fn run_sublayer(
     })
 }
 
-fn same_bits(a: &Tensor<f32>, b: &Tensor<f32>) -> bool {
+pub(super) fn same_bits(a: &Tensor<f32>, b: &Tensor<f32>) -> bool {
     a.shape == b.shape
         && a.data
             .iter()

@@ -7,6 +7,7 @@ use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::show_bytes;
 use dlsys_core::names::Named as _;
 use dlsys_core::parallel::cost::{TP_ALL_REDUCES_PER_LAYER, tp_traffic};
+use dlsys_core::parallel::sequence::{SpRun, run_sp};
 use dlsys_core::parallel::tensor::{MAX_HEADS, MAX_HIDDEN, MAX_TOKENS, TensorError, TpRun, TpSettings, run_tp};
 use dlsys_core::text::Lang;
 
@@ -17,8 +18,21 @@ use crate::kit::theme;
 /// Activations in bf16 at scale.
 const ELEMENT_BYTES: u64 = 2;
 
-/// A run, kept until its settings change.
-pub type Runs = Memo<TpSettings, Result<TpRun, TensorError>>;
+/// A run, kept until its settings change; the MLP block under sequence
+/// parallelism beside it.
+pub type Runs = Memo<TpSettings, Result<(TpRun, Option<SpRun>), TensorError>>;
+
+/// Both runs; sequence parallelism only where the tokens divide.
+fn runs(s: &TpSettings) -> Result<(TpRun, Option<SpRun>), TensorError> {
+    let threads = super::train_view::THREADS;
+    let tp = run_tp(s, threads)?;
+    let sp = match run_sp(s, threads) {
+        Ok(sp) => Some(sp),
+        Err(TensorError::SpTokens { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    Ok((tp, sp))
+}
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     ui.label(t(lang, "traffic.tp_explain"));
@@ -35,11 +49,14 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
         heads: s.tp_heads,
         ..TpSettings::default()
     };
-    match runs.get(&settings, |k| run_tp(k, super::train_view::THREADS)) {
+    match runs.get(&settings, self::runs) {
         Err(e) => {
             ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
         }
-        Ok(run) => show(ui, run, lang),
+        Ok((run, sp)) => {
+            show(ui, run, lang);
+            sequence(ui, run, sp.as_ref(), lang);
+        }
     }
     ui.add_space(6.0);
     scale(ui, s, lang);
@@ -88,6 +105,30 @@ fn show(ui: &mut egui::Ui, run: &TpRun, lang: Lang) {
         "tensor.layer",
         &[("count", &run.all_reduces), ("bytes", &show_bytes(run.layer_bytes))],
     ));
+}
+
+/// The MLP block with the norm's region split along the sequence.
+fn sequence(ui: &mut egui::Ui, run: &TpRun, sp: Option<&SpRun>, lang: Lang) {
+    let s = &run.settings;
+    let Some(sp) = sp else {
+        ui.label(TEXT.fill(lang, "tensor.sp_tokens", &[("tokens", &s.tokens), ("t", &s.workers)]));
+        return;
+    };
+    let same = sp.output_bitwise && sp.input_grad_bitwise && sp.sp_sent == sp.tp_sent;
+    let text = TEXT.fill(
+        lang,
+        if same { "tensor.sp" } else { "tensor.sp_differ" },
+        &[
+            ("per", &(s.tokens / s.workers)),
+            ("tokens", &s.tokens),
+            ("sent", &show_bytes(sp.sp_sent[0])),
+            ("norm", &show_bytes(sp.sp_norm_sent[0])),
+            ("sp_kept", &sp.sp_kept),
+            ("tp_kept", &sp.tp_kept),
+            ("diff", &format!("{:.1e}", sp.norm_grad_max_difference)),
+        ],
+    );
+    ui.colored_label(if same { theme::good(ui.visuals()) } else { theme::bad(ui.visuals()) }, text);
 }
 
 /// The same four all-reduces at a real model's size, from the formula the

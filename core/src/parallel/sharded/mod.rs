@@ -38,7 +38,7 @@ use rand::{RngExt as _, SeedableRng as _};
 use serde::Serialize;
 
 use crate::autograd::{Graph, Tensor};
-use crate::collective::{Algorithm, Link, Op, Schedule, chunk_range, run};
+use crate::collective::{Link, Op, chunk_range};
 use crate::memory::measure::{Held, Phase};
 use crate::memory::precision::Component;
 use crate::memory::trace::{BufKey, Trace};
@@ -229,40 +229,18 @@ impl Worker {
     }
 }
 
-/// Runs `f` for every worker, on threads when `threads`.
+/// `f` for every worker (on threads when `threads`).
 fn each<T: Send>(
     threads: bool,
     workers: usize,
     f: impl Fn(usize) -> T + Sync,
 ) -> Result<Vec<T>, ShardError> {
-    if !threads {
-        return Ok((0..workers).map(&f).collect());
-    }
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
-                let f = &f;
-                scope.spawn(move || f(w))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().map_err(|_| ShardError::WorkerFailed))
-            .collect()
-    })
+    super::workers::each(threads, workers, f).ok_or(ShardError::WorkerFailed)
 }
 
-/// Runs a ring collective over `buffers`; each worker's bytes sent are
-/// added to `sent`.
+/// A ring collective over the workers' buffers, its bytes added to `sent`.
 fn collective(op: Op, buffers: &mut [Vec<f32>], sent: &mut [u64]) -> Result<(), ShardError> {
-    let elements = buffers.first().map_or(0, Vec::len);
-    let schedule = Schedule::new(Algorithm::Ring, op, buffers.len(), elements)
-        .map_err(|_| ShardError::WorkerFailed)?;
-    let outcome = run(&schedule, buffers).map_err(|_| ShardError::WorkerFailed)?;
-    for (s, t) in sent.iter_mut().zip(&outcome.traffic) {
-        *s += t.sent_bytes;
-    }
-    Ok(())
+    super::workers::ring(op, buffers, sent).ok_or(ShardError::WorkerFailed)
 }
 
 /// The seeded data: per step, per worker, `rows` examples uniform in
