@@ -441,6 +441,8 @@ mod tests {
     /// Keys whose Chinese is rightly the same as the English: the app's
     /// name, and the engine's op names (code).
     const CODE_ONLY: &[&str] = &[
+        "compression.fp16",
+        "compression.bf16",
         "app.title",
         "check.MatMul",
         "check.Relu",

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use dlsys_core::collective::Algorithm;
+use dlsys_core::collective::{Algorithm, Compression};
 use dlsys_core::mixed::MasterWeights;
 use dlsys_core::nn::scenarios::Scenario;
 use dlsys_core::nn::settings::RunSettings;
@@ -87,6 +87,8 @@ pub struct TrainArgs {
     asynchronous: bool,
     #[arg(long, value_parser = choice(&Algorithm::ALL, |a| a.id()))]
     allreduce: Option<Algorithm>,
+    #[arg(long, value_name = "HOW")]
+    compress: Option<String>,
     #[arg(long)]
     alpha_us: Option<f64>,
     #[arg(long)]
@@ -185,6 +187,7 @@ impl TrainArgs {
             ("--optimizer", self.optimizer != "momentum"),
             ("--workers", self.workers != 1),
             ("--allreduce", self.allreduce.is_some()),
+            ("--compress", self.compress.is_some()),
             ("--async", self.asynchronous),
         ]
         .into_iter()
@@ -269,6 +272,7 @@ pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
     }
     let dp_only = [
         ("--allreduce", args.allreduce.is_some()),
+        ("--compress", args.compress.is_some()),
         ("--async", args.asynchronous),
         ("--alpha-us", args.alpha_us.is_some()),
         ("--gbps", args.gbps.is_some()),
@@ -297,6 +301,14 @@ impl TrainArgs {
         if self.asynchronous && self.allreduce.is_some() {
             return Err(CliError::from(super::t("train.async_allreduce")));
         }
+        if self.asynchronous && self.compress.is_some() {
+            return Err(CliError::from(super::t("train.async_compress")));
+        }
+        let compression = match &self.compress {
+            None => Compression::None,
+            Some(text) => Compression::parse(text)
+                .ok_or_else(|| CliError::from(tf("train.compress_bad", &[("value", text)])))?,
+        };
         super::train_dp::run(&super::train_dp::DpFlags {
             dataset: self.mlp_dataset(),
             hidden: &self.hidden,
@@ -309,6 +321,7 @@ impl TrainArgs {
             workers: self.workers as usize,
             algorithm: self.allreduce.unwrap_or(Algorithm::Ring),
             asynchronous: self.asynchronous,
+            compression,
             alpha_us: self.alpha_us.unwrap_or(ALPHA_US),
             gbps: self.gbps.unwrap_or(GBPS),
             gflops: self.gflops.unwrap_or(GFLOPS),

@@ -5,7 +5,7 @@ use dlsys_core::names::Named as _;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use dlsys_core::collective::{Algorithm, DpSettings, DpTrainer, Link, train_async};
+use dlsys_core::collective::{Algorithm, Compression, DpSettings, DpTrainer, Link, train_async};
 use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::nn::settings::parse_hidden;
 use dlsys_core::nn::{Activation, OptimizerKind, data, evaluate};
@@ -26,6 +26,7 @@ pub struct DpFlags<'a> {
     pub workers: usize,
     pub algorithm: Algorithm,
     pub asynchronous: bool,
+    pub compression: Compression,
     pub alpha_us: f64,
     pub gbps: f64,
     pub gflops: f64,
@@ -88,6 +89,7 @@ pub fn run(f: &DpFlags<'_>) -> Result<ExitCode, CliError> {
         link,
         flops_per_s: f.gflops * 1e9,
         straggler: None,
+        compression: f.compression,
     };
     if f.asynchronous {
         return run_async(f, &settings, &whole.name, &train, &test);

@@ -205,3 +205,40 @@ fn train_async_reports_staleness_per_epoch() {
         &["train", "--workers", "4", "--async", "--allreduce", "ring"],
     ]);
 }
+
+#[test]
+fn compressed_gradients_send_fewer_bytes_and_still_train() {
+    let bytes = |compress: &str| -> (u64, f64) {
+        let lines = json_lines(&[
+            "train",
+            "--workers",
+            "4",
+            "--epochs",
+            "2",
+            "--dataset",
+            "moons",
+            "--hidden",
+            "16",
+            "--compress",
+            compress,
+            "--json",
+        ]);
+        assert_eq!(lines[2]["replicas_identical"], true, "{compress}");
+        (
+            lines[0]["comm_bytes"].as_u64().unwrap(),
+            lines[1]["train_loss"].as_f64().unwrap(),
+        )
+    };
+    let (full, _) = bytes("none");
+    let (half, loss) = bytes("bf16");
+    assert_eq!(2 * half, full);
+    assert!(loss.is_finite());
+    let (sparse, _) = bytes("topk:0.01");
+    assert!(sparse * 10 < full, "{sparse} of {full}");
+    fails_with_one_line(&[
+        &["train", "--compress", "fp16"],
+        &["train", "--workers", "4", "--compress", "topk:0"],
+        &["train", "--workers", "4", "--compress", "gzip"],
+        &["train", "--workers", "4", "--async", "--compress", "fp16"],
+    ]);
+}

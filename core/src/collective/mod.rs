@@ -32,6 +32,8 @@
 mod asynchronous;
 mod clock;
 mod compare;
+mod compress;
+mod compress_compare;
 mod cost;
 mod exec;
 mod overlap;
@@ -45,6 +47,8 @@ mod train_tests;
 pub use asynchronous::{AsyncRun, AsyncUpdate, train_async};
 pub use clock::{Link, Network, SlowLinks, Timeline, Transfer, simulate, simulate_on};
 pub use compare::{Row, compare, row};
+pub use compress::{Compression, Packed, compressed_sum};
+pub use compress_compare::{COMPARED, CompressionRow, compare_compressions};
 pub use cost::{Cost, comm_time, crossover_bytes, overlapped_step, speedup, sync_step};
 pub use exec::{
     Element, Outcome, Trace, Traffic, check_result, reference_sum, run, run_traced,

@@ -16,6 +16,7 @@ use rand::seq::SliceRandom as _;
 use serde::Serialize;
 
 use super::clock::{Link, simulate};
+use super::compress::{Compression, compressed_sum};
 use super::cost::sync_step;
 use super::exec::{Element, run};
 use super::schedule::Schedule;
@@ -53,6 +54,8 @@ pub struct DpSettings {
     /// Each worker's compute rate, FLOP/s.
     pub flops_per_s: f64,
     pub straggler: Option<Straggler>,
+    /// What the workers send in place of their f32 gradients.
+    pub compression: Compression,
 }
 
 /// One synchronous step on the virtual clock.
@@ -197,6 +200,26 @@ impl DpSettings {
     }
 }
 
+/// The collective's time on the virtual clock: the algorithm's all-reduce
+/// of `element_bytes` values, of 2-byte values for fp16 and bf16, or top-k's
+/// all-gather of k (index, value) pairs from every worker.
+fn comm_time(
+    settings: &DpSettings,
+    schedule: &Schedule,
+    element_bytes: u64,
+) -> Result<f64, CollectiveError> {
+    Ok(match settings.compression {
+        Compression::None => simulate(schedule, element_bytes, settings.link).end_s,
+        Compression::Fp16 | Compression::Bf16 => simulate(schedule, 2, settings.link).end_s,
+        Compression::TopK { fraction, .. } => {
+            let n = settings.workers;
+            let k = Compression::kept(fraction, schedule.elements);
+            let gather = Schedule::new(Algorithm::Ring, Op::AllGather, n, n * 2 * k)?;
+            simulate(&gather, 4, settings.link).end_s
+        }
+    })
+}
+
 /// A synchronous data-parallel run in progress, one step at a time (the
 /// lesson runs a few per frame; the CLI reports per epoch).
 pub struct DpTrainer<T> {
@@ -205,6 +228,8 @@ pub struct DpTrainer<T> {
     threads: bool,
     replicas: Vec<Mlp<T>>,
     optimizers: Vec<Optimizer<T>>,
+    /// Each worker's top-k residual (error feedback).
+    residuals: Vec<Vec<T>>,
     schedule: Schedule,
     comm_s: f64,
     compute_s: Vec<f64>,
@@ -238,7 +263,8 @@ impl<T: Real + Element> DpTrainer<T> {
             model.parameter_count(),
         )?;
         Ok(Self {
-            comm_s: simulate(&schedule, std::mem::size_of::<T>() as u64, settings.link).end_s,
+            comm_s: comm_time(settings, &schedule, std::mem::size_of::<T>() as u64)?,
+            residuals: vec![Vec::new(); n],
             compute_s: settings.compute_times(&sizes)?,
             replicas: vec![model; n],
             optimizers: (0..n)
@@ -289,10 +315,21 @@ impl<T: Real + Element> DpTrainer<T> {
         let results = gradients(&jobs, &self.data, self.threads)?;
         let loss = results.iter().map(|(l, _)| l).sum::<f64>() / n as f64;
         let mut buffers: Vec<Vec<T>> = results.into_iter().map(|(_, g)| g).collect();
-        if self.schedule.nodes > n {
-            buffers.push(vec![T::ZERO; self.schedule.elements]); // the server's
+        if self.settings.compression == Compression::None {
+            if self.schedule.nodes > n {
+                buffers.push(vec![T::ZERO; self.schedule.elements]); // the server's
+            }
+            self.bytes_per_step = run(&self.schedule, &mut buffers)?.total_sent();
+        } else {
+            let (sum, sent) = compressed_sum(
+                self.settings.compression,
+                self.settings.algorithm,
+                &buffers,
+                &mut self.residuals,
+            )?;
+            self.bytes_per_step = sent;
+            buffers = vec![sum; n];
         }
-        self.bytes_per_step = run(&self.schedule, &mut buffers)?.total_sent();
         let scale = T::from_f64(1.0 / n as f64);
         for ((model, optimizer), summed) in self
             .replicas

@@ -22,6 +22,7 @@ fn settings(workers: usize, algorithm: Algorithm) -> DpSettings {
         link: Link::new(5.0, 25.0).unwrap(),
         flops_per_s: 1e9,
         straggler: None,
+        compression: Compression::None,
     }
 }
 
@@ -264,6 +265,77 @@ fn asynchronous_waves_on_threads_give_the_bits_of_one_gradient_at_a_time() {
                 run.weights, weights,
                 "N={workers} {straggler:?} threads {threads}"
             );
+        }
+    }
+}
+
+#[test]
+fn compressed_gradients_keep_the_replicas_together_and_send_what_they_say() {
+    let data = spirals();
+    let base = settings(4, Algorithm::Ring);
+    let plain = train_sync::<f32>(&base, &data, false).unwrap();
+    let parameters: u64 = plain.weights.iter().map(|w| w.numel() as u64).sum();
+    for compression in [
+        Compression::Fp16,
+        Compression::Bf16,
+        Compression::TopK {
+            fraction: 0.1,
+            feedback: true,
+        },
+        Compression::TopK {
+            fraction: 0.1,
+            feedback: false,
+        },
+    ] {
+        let s = DpSettings {
+            compression,
+            ..base.clone()
+        };
+        let run = train_sync::<f32>(&s, &data, true).unwrap();
+        assert!(run.replicas_identical, "{compression:?}");
+        assert!(
+            run.steps.iter().all(|st| st.loss.is_finite()),
+            "{compression:?}"
+        );
+        assert_eq!(
+            train_sync::<f32>(&s, &data, false).unwrap().weights,
+            run.weights
+        );
+        let expected = match compression {
+            // The ring's 2(N − 1)/N of the gradient from each of 4, 2 bytes a value.
+            Compression::Fp16 | Compression::Bf16 => plain.bytes_per_step / 2,
+            // k pairs of 4-byte words from each worker to the 3 others.
+            _ => {
+                let k = Compression::kept(0.1, parameters as usize) as u64;
+                4 * 3 * 2 * k * 4
+            }
+        };
+        assert_eq!(run.bytes_per_step, expected, "{compression:?}");
+        assert_ne!(
+            run.weights, plain.weights,
+            "{compression:?} changed nothing"
+        );
+    }
+}
+
+#[test]
+fn every_compression_is_compared_on_the_same_steps() {
+    let data = spirals();
+    let (train, test) = data.split(0.2, 3);
+    let rows = compare_compressions(&settings(4, Algorithm::Ring), &train, &test, false).unwrap();
+    assert_eq!(rows.len(), COMPARED.len());
+    assert_eq!(rows[0].compression, Compression::None);
+    for row in &rows {
+        assert!(
+            row.replicas_identical && row.final_loss.is_finite(),
+            "{row:?}"
+        );
+        assert!((0.0..=1.0).contains(&row.test_accuracy));
+        assert!(row.bytes_per_step <= rows[0].bytes_per_step, "{row:?}");
+    }
+    for lang in crate::text::Lang::ALL {
+        for c in COMPARED {
+            assert!(!c.words().say(lang).starts_with("compression."), "{c:?}");
         }
     }
 }

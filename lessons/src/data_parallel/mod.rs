@@ -2,6 +2,7 @@
 //! run step by step on a small gradient, timed on the α-β model against
 //! their closed forms, and the speedup N workers get from them.
 
+mod compress_view;
 mod exercises;
 mod overlap_view;
 mod scaling_view;
@@ -126,6 +127,7 @@ type View = fn(&mut egui::Ui, &mut Settings, Lang);
 pub struct DataParallel {
     settings: Settings,
     training: train_view::Training,
+    comparison: compress_view::Comparison,
 }
 
 impl Lesson for DataParallel {
@@ -151,14 +153,19 @@ impl Lesson for DataParallel {
         crate::kit::section(ui, &TEXT, lang, "train", |ui| {
             train_view::ui(ui, s, training, lang);
         });
+        let comparison = &mut self.comparison;
+        crate::kit::section(ui, &TEXT, lang, "compress", |ui| {
+            compress_view::ui(ui, s, comparison, lang);
+        });
     }
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         self.training.logic(ctx);
+        self.comparison.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.training.is_running()
+        self.training.is_running() || self.comparison.is_running()
     }
 
     crate::persist_field!(settings);

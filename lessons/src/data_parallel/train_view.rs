@@ -5,7 +5,7 @@
 
 use dlsys_core::names::{Named as _, Node};
 use dlsys_core::collective::{
-    AsyncRun, CollectiveError, DpRun, DpSettings, Straggler, train_async, train_single, train_sync,
+    AsyncRun, CollectiveError, Compression, DpRun, DpSettings, Straggler, train_async, train_single, train_sync,
 };
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
@@ -87,7 +87,7 @@ fn largest_difference(trained: &Trained) -> f64 {
 }
 
 /// The run the settings describe.
-fn dp_settings(s: &Settings) -> DpSettings {
+pub(super) fn dp_settings(s: &Settings) -> DpSettings {
     DpSettings {
         hidden: vec![64, 64],
         activation: Activation::Tanh,
@@ -106,6 +106,7 @@ fn dp_settings(s: &Settings) -> DpSettings {
             worker: s.workers - 1,
             slowdown: s.slowdown,
         }),
+        compression: Compression::None,
     }
 }
 
