@@ -336,20 +336,12 @@ impl Report for TpReport {
         )?;
         let yes = |b: bool| super::t(if b { "parallel.yes" } else { "parallel.no" });
         for sub in &r.sublayers {
-            let shapes: Vec<String> = sub
-                .shard_shapes
-                .iter()
-                .map(|shape| {
-                    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
-                    format!("[{}]", dims.join(" × "))
-                })
-                .collect();
             line(
                 out,
                 "parallel.tp.sublayer",
                 &[
                     ("name", &sub.sublayer.name(super::lang())),
-                    ("shapes", &shapes.join(", ")),
+                    ("shapes", &sub.shapes_text()),
                     ("activations", &yes(sub.activations_bitwise)),
                     ("weights", &yes(sub.weight_grads_bitwise)),
                 ],

@@ -305,10 +305,11 @@ fn compressed_gradients_keep_the_replicas_together_and_send_what_they_say() {
             // The ring's 2(N − 1)/N of the gradient from each of 4, 2 bytes a value.
             Compression::Fp16 | Compression::Bf16 => plain.bytes_per_step / 2,
             // k pairs of 4-byte words from each worker to the 3 others.
-            _ => {
-                let k = Compression::kept(0.1, parameters as usize) as u64;
+            Compression::TopK { fraction, .. } => {
+                let k = Compression::kept(fraction, parameters as usize) as u64;
                 4 * 3 * 2 * k * 4
             }
+            Compression::None => plain.bytes_per_step,
         };
         assert_eq!(run.bytes_per_step, expected, "{compression:?}");
         assert_ne!(

@@ -65,6 +65,50 @@ pub fn tp_traffic(workers: usize, tokens: u64, hidden: u64, element_bytes: u64) 
     }
 }
 
+/// One tensor-parallel layer's step on one GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TpStep {
+    /// Its share of the layer's matrix multiplies, forward and backward:
+    /// 72·b·s·h²/T FLOPs (Narayanan et al. 2021: 24·b·s·h² forward, twice
+    /// that backward; the attention scores' 4·b·s²·h left out).
+    pub flops: f64,
+    pub compute_s: f64,
+    /// The 4 all-reduces on the ring, each 2(T − 1) steps of α plus its
+    /// bytes over the link.
+    pub comm_s: f64,
+    /// The share of the step spent communicating (nothing overlapped).
+    pub comm_share: f64,
+}
+
+/// [`TpStep`] for `tokens` (b·s) × `hidden` at `flops_per_s` per GPU, the
+/// activations `element_bytes` each, over `link`.
+pub fn tp_step(
+    workers: usize,
+    tokens: u64,
+    hidden: u64,
+    element_bytes: u64,
+    flops_per_s: f64,
+    link: crate::collective::Link,
+) -> TpStep {
+    let (b_s, h) = (tokens as f64, hidden as f64);
+    let flops = 72.0 * b_s * h * h / workers.max(1) as f64;
+    let compute_s = flops / flops_per_s;
+    let traffic = tp_traffic(workers, tokens, hidden, element_bytes);
+    let steps = 2.0 * workers.saturating_sub(1) as f64;
+    let one = steps * link.alpha_s + traffic.per_all_reduce as f64 / link.bytes_per_s;
+    let comm_s = if workers > 1 {
+        TP_ALL_REDUCES_PER_LAYER as f64 * one
+    } else {
+        0.0
+    };
+    TpStep {
+        flops,
+        compute_s,
+        comm_s,
+        comm_share: comm_s / (compute_s + comm_s),
+    }
+}
+
 /// Bytes per worker and step for Ψ parameters over N workers.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ShardedTraffic {

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::mpsc;
 
-use rand::{RngExt as _, SeedableRng as _};
+use rand::SeedableRng as _;
 use serde::Serialize;
 
 use super::schedule::{
@@ -138,15 +138,7 @@ impl PipeSettings {
 pub fn micro_batches(s: &PipeSettings) -> Vec<(Vec<f32>, Vec<usize>)> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(s.seed ^ 0x9199);
     (0..s.micro)
-        .map(|_| {
-            let x = (0..s.rows * s.inputs)
-                .map(|_| rng.random_range(-1.0f32..1.0))
-                .collect();
-            let y = (0..s.rows)
-                .map(|_| rng.random_range(0..s.classes))
-                .collect();
-            (x, y)
-        })
+        .map(|_| super::workers::random_batch(&mut rng, s.rows, s.inputs, s.classes))
         .collect()
 }
 

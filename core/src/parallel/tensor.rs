@@ -149,6 +149,21 @@ pub struct SublayerRun {
     pub formula_bytes: u64,
 }
 
+impl SublayerRun {
+    /// Each shard's shape, "64 × 16, 64 × 16, …".
+    pub fn shapes_text(&self) -> String {
+        let shapes: Vec<String> = self
+            .shard_shapes
+            .iter()
+            .map(|shape| {
+                let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+                dims.join(" × ")
+            })
+            .collect();
+        shapes.join(", ")
+    }
+}
+
 /// The layer: both sublayers.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TpRun {

@@ -367,3 +367,27 @@ fn tensor_parallel_shards_are_the_unsplit_slices_and_the_sums_differ_only_in_ord
         }
     );
 }
+
+#[test]
+fn a_tensor_parallel_layer_s_time_share_is_worked_by_hand() {
+    use super::cost::tp_step;
+    use crate::collective::Link;
+    // b·s = 16,384 tokens, h = 4,096, T = 8 on a 450 GB/s, 3 µs link at
+    // 400 TFLOP/s: 72 · 16,384 · 4,096² / 8 = 2.473901e12 FLOPs, 6.184753
+    // ms; each all-reduce sends 2 · 7/8 · 128 MiB = 234,881,024
+    // bytes and takes 14 × 3 µs + 234,881,024 / 450e9 s = 0.563958 ms, four
+    // of them 2.255833 ms: 26.7 % of the step.
+    let link = Link::new(3.0, 450.0).unwrap();
+    let step = tp_step(8, 16_384, 4_096, 2, 400e12, link);
+    assert_eq!(step.flops, 72.0 * 16_384.0 * 4_096.0 * 4_096.0 / 8.0);
+    assert!(
+        (step.compute_s - 6.184_752_906_24e-3).abs() < 1e-15,
+        "{step:?}"
+    );
+    assert!(
+        (step.comm_s - 4.0 * (42e-6 + 234_881_024.0 / 450e9)).abs() < 1e-15,
+        "{step:?}"
+    );
+    assert!((step.comm_share - 0.267_2).abs() < 1e-3, "{step:?}");
+    assert_eq!(tp_step(1, 16_384, 4_096, 2, 400e12, link).comm_share, 0.0);
+}

@@ -1,6 +1,9 @@
 //! What the model-parallel runs share: a function run for every worker
-//! (each on its own thread, or one after another), and a ring collective
-//! over the workers' real buffers with the bytes each one sent counted.
+//! (each on its own thread, or one after another), a ring collective over
+//! the workers' real buffers with the bytes each one sent counted, and
+//! their seeded data.
+
+use rand::RngExt as _;
 
 use crate::collective::{Algorithm, Op, Schedule, run};
 
@@ -36,4 +39,19 @@ pub(crate) fn ring(op: Op, buffers: &mut [Vec<f32>], sent: &mut [u64]) -> Option
         *s += t.sent_bytes;
     }
     Some(())
+}
+
+/// `rows` examples of `inputs` features uniform in [−1, 1), and their labels
+/// uniform over `classes`.
+pub(crate) fn random_batch(
+    rng: &mut rand::rngs::StdRng,
+    rows: usize,
+    inputs: usize,
+    classes: usize,
+) -> (Vec<f32>, Vec<usize>) {
+    let x = (0..rows * inputs)
+        .map(|_| rng.random_range(-1.0f32..1.0))
+        .collect();
+    let y = (0..rows).map(|_| rng.random_range(0..classes)).collect();
+    (x, y)
 }

@@ -60,6 +60,9 @@ pub struct Settings {
     pub tp_heads: usize,
     pub tokens: u64,
     pub hidden: u64,
+    /// A GPU's achieved TFLOP/s and the link's GB/s for the layer's time.
+    pub tp_tflops: f64,
+    pub tp_gbps: f64,
     /// Sharded data parallelism: workers and parameters (millions).
     pub fsdp_workers: usize,
     pub params_m: f64,
@@ -97,6 +100,8 @@ impl Default for Settings {
             tp_heads: TpSettings::default().heads,
             tokens: 8 * 2048,
             hidden: 4096,
+            tp_tflops: 400.0,
+            tp_gbps: 450.0,
             fsdp_workers: 8,
             params_m: 7000.0,
             fsdp_run_workers: FsdpSettings::default().workers,
@@ -141,6 +146,8 @@ impl Settings {
         self.tp_heads = self.tp_heads.clamp(1, MAX_HEADS);
         self.tokens = self.tokens.clamp(1, 1 << 24);
         self.hidden = self.hidden.clamp(1, 1 << 16);
+        self.tp_tflops = finite(self.tp_tflops, 0.01, 1e5, d.tp_tflops);
+        self.tp_gbps = finite(self.tp_gbps, 0.01, 1e5, d.tp_gbps);
         self.fsdp_workers = self.fsdp_workers.clamp(2, 1024);
         self.params_m = finite(self.params_m, 1e-3, 1e7, d.params_m);
         self.fsdp_run_workers = self.fsdp_run_workers.clamp(2, sharded_view::VIEW_WORKERS);

@@ -6,7 +6,10 @@
 use dlsys_core::errors::Localized as _;
 use dlsys_core::memory::show_bytes;
 use dlsys_core::names::Named as _;
-use dlsys_core::parallel::cost::{TP_ALL_REDUCES_PER_LAYER, tp_traffic};
+use dlsys_core::collective::Link;
+use dlsys_core::memory::show_seconds;
+use dlsys_core::parallel::cost::{TP_ALL_REDUCES_PER_LAYER, tp_step, tp_traffic};
+use dlsys_core::parallel::plan::layer_activation_bytes;
 use dlsys_core::parallel::sequence::{SpRun, run_sp};
 use dlsys_core::parallel::tensor::{MAX_HEADS, MAX_HIDDEN, MAX_TOKENS, TensorError, TpRun, TpSettings, run_tp};
 use dlsys_core::text::Lang;
@@ -60,25 +63,19 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     }
     ui.add_space(6.0);
     scale(ui, s, lang);
+    time_share(ui, s, lang);
+    activation_figure(ui, s, lang);
 }
 
 fn show(ui: &mut egui::Ui, run: &TpRun, lang: Lang) {
     let t_workers = run.settings.workers;
     for sub in &run.sublayers {
-        let shapes: Vec<String> = sub
-            .shard_shapes
-            .iter()
-            .map(|shape| {
-                let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
-                dims.join(" × ")
-            })
-            .collect();
         let same = sub.activations_bitwise && sub.weight_grads_bitwise && sub.both_within_f64_bound;
         let color = if same { theme::good(ui.visuals()) } else { theme::bad(ui.visuals()) };
         ui.label(TEXT.fill(
             lang,
             "tensor.shards",
-            &[("name", &sub.sublayer.name(lang)), ("t", &t_workers), ("shapes", &shapes.join(", "))],
+            &[("name", &sub.sublayer.name(lang)), ("t", &t_workers), ("shapes", &sub.shapes_text())],
         ));
         ui.colored_label(
             color,
@@ -163,4 +160,66 @@ fn scale(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             ("layer", &show_bytes(traffic.per_layer)),
         ],
     ));
+}
+
+/// The layer's time at that size: its compute on one GPU against its four
+/// all-reduces on the link (`parallel::cost::tp_step`).
+fn time_share(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    ui.horizontal_wrapped(|ui| {
+        number(ui, t(lang, "tensor.tflops"), &mut s.tp_tflops, 0.01..=1e5, 1.0);
+        number(ui, t(lang, "tensor.gbps"), &mut s.tp_gbps, 0.01..=1e5, 1.0);
+    });
+    let link = Link::new(3.0, s.tp_gbps).unwrap_or(Link { alpha_s: 3e-6, bytes_per_s: 450e9 });
+    let step = tp_step(s.tp_workers, s.tokens, s.hidden, ELEMENT_BYTES, s.tp_tflops * 1e12, link);
+    ui.label(TEXT.fill(
+        lang,
+        "tensor.time",
+        &[
+            ("flops", &format!("{:.3e}", step.flops)),
+            ("compute", &show_seconds(step.compute_s)),
+            ("comm", &show_seconds(step.comm_s)),
+            ("share", &format!("{:.1}", 100.0 * step.comm_share)),
+        ],
+    ));
+}
+
+/// Activations a layer keeps per GPU against T, with and without sequence
+/// parallelism (Korthikanti et al.'s counts, `parallel::plan`), at the
+/// tokens and width above, 2,048-token sequences and 128-wide heads.
+fn activation_figure(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
+    use crate::kit::figure::{Key, legend};
+    use crate::kit::theme::ReadableAxes as _;
+    use egui_plot::{Bar, BarChart, Plot};
+    const SEQ: u64 = 2048;
+    let micro = (s.tokens / SEQ).max(1);
+    let heads = (s.hidden / 128).max(1);
+    let visuals = ui.visuals().clone();
+    let (c_tp, c_sp) = (theme::series(&visuals, 0), theme::series(&visuals, 1));
+    let gib = |bytes: f64| bytes / f64::from(1u32 << 30);
+    let ts = [1u64, 2, 4, 8];
+    let bars = |sp: bool, offset: f64, color| -> Vec<Bar> {
+        ts.iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let bytes = layer_activation_bytes(SEQ, micro, s.hidden, heads, *t, sp, false);
+                Bar::new(i as f64 + offset, gib(bytes)).width(0.35).fill(color)
+            })
+            .collect()
+    };
+    let tp_name = t(lang, "tensor.fig_tp").to_owned();
+    let sp_name = t(lang, "tensor.fig_sp").to_owned();
+    ui.label(TEXT.fill(lang, "tensor.fig", &[("micro", &micro), ("seq", &SEQ), ("heads", &heads)]));
+    Plot::new("mp_sp_activations")
+        .height(170.0)
+        .x_axis_label(t(lang, "tensor.fig_x"))
+        .y_axis_label(t(lang, "tensor.fig_y"))
+        .readable_y()
+        .x_axis_formatter(move |mark, _| ts.get(mark.value.round() as usize).filter(|_| (mark.value - mark.value.round()).abs() < 1e-6).map(|t| format!("T = {t}")).unwrap_or_default())
+        .allow_scroll(false)
+        .allow_drag(false)
+        .show(ui, |plot| {
+            plot.bar_chart(BarChart::new(tp_name.clone(), bars(false, -0.2, c_tp)).color(c_tp));
+            plot.bar_chart(BarChart::new(sp_name.clone(), bars(true, 0.2, c_sp)).color(c_sp));
+        });
+    legend(ui, "mp_sp_activations", &[Key::fill(tp_name, c_tp), Key::fill(sp_name, c_sp)]);
 }

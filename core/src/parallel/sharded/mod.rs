@@ -34,7 +34,7 @@
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 
-use rand::{RngExt as _, SeedableRng as _};
+use rand::SeedableRng as _;
 use serde::Serialize;
 
 use crate::autograd::{Graph, Tensor};
@@ -251,12 +251,8 @@ fn batches(s: &FsdpSettings) -> Vec<Vec<(Tensor<f32>, Vec<usize>)>> {
         .map(|_| {
             (0..s.workers)
                 .map(|_| {
-                    let x = (0..s.rows * s.inputs)
-                        .map(|_| rng.random_range(-1.0f32..1.0))
-                        .collect();
-                    let y = (0..s.rows)
-                        .map(|_| rng.random_range(0..s.classes))
-                        .collect();
+                    let (x, y) =
+                        super::workers::random_batch(&mut rng, s.rows, s.inputs, s.classes);
                     (Tensor::new(x, &[s.rows, s.inputs]), y)
                 })
                 .collect()
@@ -455,16 +451,19 @@ fn gather(
 /// The layers gathered now: each worker's full copy.
 type Gathered = BTreeMap<usize, Vec<Vec<f32>>>;
 
-/// Gathers layer `l` (of `size` values) unless it is already.
+/// Gathers each of `layers` not gathered already (layer l of `size(l)`
+/// values).
 fn fetch(
     gathered: &mut Gathered,
     workers: &[Worker],
-    l: usize,
-    size: usize,
+    layers: impl IntoIterator<Item = usize>,
+    size: impl Fn(usize) -> usize,
     sent: &mut [u64],
 ) -> Result<(), ShardError> {
-    if let Entry::Vacant(entry) = gathered.entry(l) {
-        entry.insert(gather(workers, l, size, sent)?);
+    for l in layers {
+        if let Entry::Vacant(entry) = gathered.entry(l) {
+            entry.insert(gather(workers, l, size(l), sent)?);
+        }
     }
     Ok(())
 }
@@ -492,15 +491,15 @@ fn sharded_step(
     }
     let mut loss = vec![0.0f64; n];
     for l in 0..layers {
-        for fetched in std::iter::once(l).chain((s.prefetch && l + 1 < layers).then_some(l + 1)) {
-            fetch(
-                &mut gathered,
-                workers,
-                fetched,
-                s.params(sizes, fetched),
-                sent,
-            )?;
-        }
+        let next = (s.prefetch && l + 1 < layers).then_some(l + 1);
+        let size = |l: usize| s.params(sizes, l);
+        fetch(
+            &mut gathered,
+            workers,
+            std::iter::once(l).chain(next),
+            size,
+            sent,
+        )?;
         let full = &gathered[&l];
         let last = l + 1 == layers;
         let ran = each(threads, n, |w| {
@@ -526,15 +525,15 @@ fn sharded_step(
     let mut seeds: Vec<Option<Tensor<f32>>> = vec![None; n];
     for l in (0..layers).rev() {
         let size = s.params(sizes, l);
-        for fetched in std::iter::once(l).chain((s.prefetch && l > 0).then(|| l - 1)) {
-            fetch(
-                &mut gathered,
-                workers,
-                fetched,
-                s.params(sizes, fetched),
-                sent,
-            )?;
-        }
+        let below = (s.prefetch && l > 0).then(|| l - 1);
+        let size_of = |l: usize| s.params(sizes, l);
+        fetch(
+            &mut gathered,
+            workers,
+            std::iter::once(l).chain(below),
+            size_of,
+            sent,
+        )?;
         let full = &gathered[&l];
         let ran = each(threads, n, |w| {
             let kept = &workers[w].kept[l];
