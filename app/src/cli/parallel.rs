@@ -422,7 +422,8 @@ fn pp(a: &PpArgs) -> Result<ExitCode, CliError> {
         let mut times = Times {
             forward: ms(a.forward_ms, 1.0),
             backward: ms(a.backward_ms, 2.0),
-            weight: ms(a.weight_ms, 1.0),
+            // W is part of the backward: 1 ms unless the backward is shorter.
+            weight: ms(a.weight_ms, a.backward_ms.unwrap_or(2.0).clamp(0.0, 1.0)),
             transfer: ms(a.transfer_ms, 0.0),
         };
         if a.ideal {

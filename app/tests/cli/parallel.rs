@@ -258,3 +258,20 @@ fn sequence_parallelism_sends_the_same_bytes_and_keeps_a_t_th() {
     assert!(json(&["parallel", "tp", "--json"])["sequence"].is_null());
     fails_with_one_line(&[&["parallel", "tp", "--sp", "--tokens", "15"]]);
 }
+
+#[test]
+fn a_backward_shorter_than_a_millisecond_takes_w_with_it() {
+    // W defaults to 1 ms, or to the whole backward when that is shorter.
+    for schedule in ["1f1b", "zb-h1"] {
+        let v = json(&[
+            "parallel",
+            "pp",
+            "--schedule",
+            schedule,
+            "--backward-ms",
+            "0.5",
+            "--json",
+        ]);
+        assert_eq!(v["run"]["times"]["weight"].as_f64(), Some(0.5e-3), "{v}");
+    }
+}

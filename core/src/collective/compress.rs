@@ -100,15 +100,16 @@ impl<const BF16: bool> Element for Packed<BF16> {
     }
 }
 
-/// The workers' gradients summed through the compression: the sum every
-/// worker ends with (the same on all) and the bytes all workers sent.
+/// The workers' gradients summed through the compression: the sum each
+/// worker ends with (the same bits on all, or an error) and the bytes all
+/// workers sent.
 /// `residuals` holds each worker's top-k residual between steps.
 pub fn compressed_sum<T: Real>(
     compression: Compression,
     algorithm: Algorithm,
     gradients: &[Vec<T>],
     residuals: &mut [Vec<T>],
-) -> Result<(Vec<T>, u64), CollectiveError> {
+) -> Result<(Vec<Vec<T>>, u64), CollectiveError> {
     match compression {
         Compression::None | Compression::Fp16 | Compression::Bf16 => {
             // A plain sum is the trainer's own all-reduce.
@@ -130,7 +131,7 @@ fn ring_in<T: Real, E: Element>(
     algorithm: Algorithm,
     values: &[Vec<f64>],
     into: fn(f64) -> E,
-) -> Result<(Vec<T>, u64), CollectiveError> {
+) -> Result<(Vec<Vec<T>>, u64), CollectiveError> {
     let n = values.len();
     let elements = values.first().map_or(0, Vec::len);
     let schedule = Schedule::new(algorithm, Op::AllReduce, n, elements)?;
@@ -142,8 +143,24 @@ fn ring_in<T: Real, E: Element>(
         buffers.push(vec![E::default(); elements]);
     }
     let sent = run(&schedule, &mut buffers)?.total_sent();
-    let sum = buffers[0].iter().map(|v| T::from_f64(v.to_f64())).collect();
-    Ok((sum, sent))
+    let sums: Vec<Vec<T>> = buffers[..n]
+        .iter()
+        .map(|b| b.iter().map(|v| T::from_f64(v.to_f64())).collect())
+        .collect();
+    same_on_every_worker(sums, sent)
+}
+
+/// The workers' sums, when they hold the same bits.
+fn same_on_every_worker<T: Real>(
+    sums: Vec<Vec<T>>,
+    sent: u64,
+) -> Result<(Vec<Vec<T>>, u64), CollectiveError> {
+    let bits = |s: &[T]| s.iter().map(|v| v.to_f64().to_bits()).collect::<Vec<u64>>();
+    let first = sums.first().map(|s| bits(s)).unwrap_or_default();
+    if sums.iter().any(|s| bits(s) != first) {
+        return Err(CollectiveError::WorkerFailed);
+    }
+    Ok((sums, sent))
 }
 
 /// Top-k with (or without) error feedback; the pairs all-gathered on the
@@ -153,7 +170,7 @@ fn top_k<T: Real>(
     residuals: &mut [Vec<T>],
     fraction: f64,
     feedback: bool,
-) -> Result<(Vec<T>, u64), CollectiveError> {
+) -> Result<(Vec<Vec<T>>, u64), CollectiveError> {
     let n = gradients.len();
     let elements = gradients.first().map_or(0, Vec::len);
     let k = Compression::kept(fraction, elements);
@@ -205,10 +222,7 @@ fn top_k<T: Real>(
             sum
         })
         .collect();
-    if sums.iter().any(|s| s != &sums[0]) {
-        return Err(CollectiveError::WorkerFailed);
-    }
-    Ok((sums.into_iter().next().unwrap_or_default(), sent))
+    same_on_every_worker(sums, sent)
 }
 
 #[cfg(test)]
@@ -247,13 +261,15 @@ mod tests {
     #[test]
     fn half_formats_send_half_the_bytes_and_round_the_sum() {
         let g = grads();
-        let mut r = vec![Vec::new(); 3];
-        let (full, full_bytes) =
-            compressed_sum(Compression::None, Algorithm::Ring, &g, &mut r).unwrap();
-        let (fp16, fp16_bytes) =
-            compressed_sum(Compression::Fp16, Algorithm::Ring, &g, &mut r).unwrap();
-        let (bf16, bf16_bytes) =
-            compressed_sum(Compression::Bf16, Algorithm::Ring, &g, &mut r).unwrap();
+        let first = |c| {
+            let mut r = vec![Vec::new(); 3];
+            let (sums, bytes) = compressed_sum(c, Algorithm::Ring, &g, &mut r).unwrap();
+            assert_eq!(sums.len(), 3);
+            (sums[0].clone(), bytes)
+        };
+        let (full, full_bytes) = first(Compression::None);
+        let (fp16, fp16_bytes) = first(Compression::Fp16);
+        let (bf16, bf16_bytes) = first(Compression::Bf16);
         assert_eq!(fp16_bytes * 2, full_bytes);
         assert_eq!(bf16_bytes * 2, full_bytes);
         // 3 × 1e-6 survives in f32 and bf16; in fp16 1e-6 is a subnormal
@@ -278,14 +294,15 @@ mod tests {
         assert_eq!(bytes, 3 * 2 * (2 * 2 * 4));
         // Worker 0 sends −4 and 2, worker 1 8 and 3, worker 2 its first
         // two 0.5s (ties by index).
-        assert_eq!(sum, vec![0.5, -0.5, 0.0, 8.0, 2.0, 0.0]);
+        assert!(sum.iter().all(|s| s == &sum[0]));
+        assert_eq!(sum[0], vec![0.5, -0.5, 0.0, 8.0, 2.0, 0.0]);
         assert_eq!(residuals[0], vec![1.0, 0.0, 0.5, 0.0, 0.0, 1e-6]);
         // Next step the residual is added back first.
         let zero = vec![vec![0.0f32; 6]; 3];
         let (again, _) = compressed_sum(topk, Algorithm::Ring, &zero, &mut residuals).unwrap();
         // Worker 0 sends its residual's 1 (index 0) and 0.5 (index 2),
         // worker 1 its −2 and −1 (indices 4, 0), worker 2 0.5 at 2 and 3.
-        assert_eq!(again, vec![0.0, 0.0, 1.0, 0.5, -2.0, 0.0]);
+        assert_eq!(again[2], vec![0.0, 0.0, 1.0, 0.5, -2.0, 0.0]);
         // Without feedback nothing is kept.
         let mut none = vec![Vec::new(); 3];
         let nofb = Compression::TopK {

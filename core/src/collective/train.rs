@@ -321,14 +321,14 @@ impl<T: Real + Element> DpTrainer<T> {
             }
             self.bytes_per_step = run(&self.schedule, &mut buffers)?.total_sent();
         } else {
-            let (sum, sent) = compressed_sum(
+            let (sums, sent) = compressed_sum(
                 self.settings.compression,
                 self.settings.algorithm,
                 &buffers,
                 &mut self.residuals,
             )?;
             self.bytes_per_step = sent;
-            buffers = vec![sum; n];
+            buffers = sums;
         }
         let scale = T::from_f64(1.0 / n as f64);
         for ((model, optimizer), summed) in self

@@ -275,18 +275,7 @@ fn compressed_gradients_keep_the_replicas_together_and_send_what_they_say() {
     let base = settings(4, Algorithm::Ring);
     let plain = train_sync::<f32>(&base, &data, false).unwrap();
     let parameters: u64 = plain.weights.iter().map(|w| w.numel() as u64).sum();
-    for compression in [
-        Compression::Fp16,
-        Compression::Bf16,
-        Compression::TopK {
-            fraction: 0.1,
-            feedback: true,
-        },
-        Compression::TopK {
-            fraction: 0.1,
-            feedback: false,
-        },
-    ] {
+    for compression in COMPARED.into_iter().skip(1) {
         let s = DpSettings {
             compression,
             ..base.clone()

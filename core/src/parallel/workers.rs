@@ -24,7 +24,10 @@ pub(crate) fn each<T: Send>(
                 scope.spawn(move || f(w))
             })
             .collect();
-        handles.into_iter().map(|h| h.join().ok()).collect()
+        // Join every thread before looking at any result: one that failed
+        // leaves the others still to be joined.
+        let joined: Vec<Option<T>> = handles.into_iter().map(|h| h.join().ok()).collect();
+        joined.into_iter().collect()
     })
 }
 

@@ -112,7 +112,7 @@ pub fn ui(ui: &mut egui::Ui, c: &mut Choices, runs: &mut Runs, lang: Lang) {
             })
             .response
             .labelled_by(label.id);
-        number(ui, t(lang, "plan.gpus"), &mut c.gpus, 1..=4096, 1.0);
+        number(ui, t(lang, "plan.gpus"), &mut c.gpus, 1..=MAX_GPUS, 1.0);
         number(ui, t(lang, "plan.zero"), &mut c.zero, 0..=3, 0.05);
     });
     ui.horizontal_wrapped(|ui| {

@@ -190,8 +190,10 @@ fn activation_figure(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
     use crate::kit::figure::{Key, legend};
     use crate::kit::theme::ReadableAxes as _;
     use egui_plot::{Bar, BarChart, Plot};
-    const SEQ: u64 = 2048;
-    let micro = (s.tokens / SEQ).max(1);
+    // Sequences of 2,048 tokens (all the tokens, if fewer), heads of 128
+    // (one head if the width is narrower).
+    let seq = s.tokens.clamp(1, 2048);
+    let micro = s.tokens / seq;
     let heads = (s.hidden / 128).max(1);
     let visuals = ui.visuals().clone();
     let (c_tp, c_sp) = (theme::series(&visuals, 0), theme::series(&visuals, 1));
@@ -201,14 +203,14 @@ fn activation_figure(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
         ts.iter()
             .enumerate()
             .map(|(i, t)| {
-                let bytes = layer_activation_bytes(SEQ, micro, s.hidden, heads, *t, sp, false);
+                let bytes = layer_activation_bytes(seq, micro, s.hidden, heads, *t, sp, false);
                 Bar::new(i as f64 + offset, gib(bytes)).width(0.35).fill(color)
             })
             .collect()
     };
     let tp_name = t(lang, "tensor.fig_tp").to_owned();
     let sp_name = t(lang, "tensor.fig_sp").to_owned();
-    ui.label(TEXT.fill(lang, "tensor.fig", &[("micro", &micro), ("seq", &SEQ), ("heads", &heads)]));
+    ui.label(TEXT.fill(lang, "tensor.fig", &[("micro", &micro), ("seq", &seq), ("heads", &heads)]));
     Plot::new("mp_sp_activations")
         .height(170.0)
         .x_axis_label(t(lang, "tensor.fig_x"))

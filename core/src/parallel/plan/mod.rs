@@ -22,7 +22,9 @@
 //! recomputation; sequence parallelism's reduce-scatter + all-gather send
 //! the same bytes), not overlapped; each micro-batch's activation and
 //! gradient between stages; the data-parallel gradient all-reduce of each
-//! GPU's 2·N/(TP·PP) bytes over the NICs (3/2 of it under ZeRO-3),
+//! GPU's 2·N/(TP·PP) bytes over the NICs (3/2 of it under ZeRO-3, charged
+//! once a step as if each stage kept its gathered weights across its
+//! micro-batches; that buffer is not counted),
 //! overlapped with the backward or not. MFU is PaLM's: 6·N·tokens/s over
 //! the peak (recomputation not counted); HFU counts it.
 
@@ -44,7 +46,7 @@ crate::catalog_error! {
     pub enum PlanError {
         /// GPUs, batch, sequence or micro-batch out of range, or an
         /// efficiency or usable share outside (0, 1].
-        Settings { gpus: u64 } = "parallel.plan_settings",
+        Settings { gpus: u64, batch: u64, seq: u64 } = "parallel.plan_settings",
     }
 }
 
@@ -182,7 +184,11 @@ impl PlanSettings {
         if ok {
             Ok(())
         } else {
-            Err(PlanError::Settings { gpus: MAX_GPUS })
+            Err(PlanError::Settings {
+                gpus: MAX_GPUS,
+                batch: 1 << 24,
+                seq: 1 << 20,
+            })
         }
     }
 }
@@ -191,9 +197,11 @@ impl PlanSettings {
 pub fn plan(s: &PlanSettings) -> Result<PlanReport, PlanError> {
     s.validate()?;
     let model = s.preset.config();
-    let parameters = model
-        .parameters()
-        .map_err(|_| PlanError::Settings { gpus: MAX_GPUS })?;
+    let parameters = model.parameters().map_err(|_| PlanError::Settings {
+        gpus: MAX_GPUS,
+        batch: 1 << 24,
+        seq: 1 << 20,
+    })?;
     let divisors = |n: u64| (1..=n).filter(move |d| n.is_multiple_of(*d));
     let mut plans: Vec<Plan> = Vec::new();
     for tp in divisors(s.gpus) {
@@ -342,9 +350,14 @@ fn estimate(s: &PlanSettings, parameters: u64, tp: u64, pp: u64, dp: u64, m: u64
         gradients,
         optimizer,
         activations,
-        total: weights + gradients + optimizer + activations,
+        // Saturating: a sequence of 2²⁰ tokens in micro-batches of 2²⁴
+        // needs more than 2⁶⁴ bytes, and is refused for memory.
+        total: weights
+            .saturating_add(gradients)
+            .saturating_add(optimizer)
+            .saturating_add(activations),
     };
-    let tokens = (s.global_batch * s.seq) as f64;
+    let tokens = s.global_batch as f64 * s.seq as f64;
     let model_flops = 6.0 * n * tokens;
     let hardware_flops = if s.recompute { 8.0 } else { 6.0 } * n * tokens;
     let machine = s.gpus as f64 * c.peak_flops;

@@ -168,3 +168,18 @@ fn bad_settings_are_refused() {
             .any(|p| matches!(p.refusal, Some(Refusal::Batch { .. })))
     );
 }
+
+#[test]
+fn the_largest_settings_do_not_overflow_and_are_refused_for_memory() {
+    let s = PlanSettings {
+        gpus: 1,
+        global_batch: 1 << 24,
+        micro_batch: 1 << 24,
+        seq: 1 << 20,
+        ..PlanSettings::default()
+    };
+    let report = plan(&s).unwrap();
+    let p = &report.plans[0];
+    assert!(matches!(p.refusal, Some(Refusal::Memory { .. })), "{p:?}");
+    assert_eq!(p.estimate.unwrap().memory.total, u64::MAX);
+}
