@@ -9,6 +9,7 @@ pub mod codegen;
 pub mod error;
 pub mod fused_step;
 pub mod gpu;
+pub mod int8_gemm;
 pub mod kernel_track;
 pub mod ladder;
 pub mod plumbing;

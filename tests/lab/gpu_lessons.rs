@@ -95,6 +95,44 @@ fn the_gemm_lesson_races_the_chosen_sizes_and_draws_every_plot() {
 }
 
 #[test]
+fn the_int8_gemm_races_beside_the_f32_rungs_and_every_output_is_right() {
+    let storage = MemoryStorage::default();
+    let (mut harness, gpu) = app_harness("int8_race", &storage, Some("quantisation"));
+    harness.run();
+    // 37: not a multiple of 4 (the last packed word is padded).
+    harness
+        .get_by_role_and_label(Role::SpinButton, "M = N = K:")
+        .set_value_accesskit(37.0);
+    harness.run();
+    click_visible(&mut harness, "Race the int8 and f32 rungs");
+    run_while(&mut harness, 2, 300, "the int8 race", |h| {
+        h.state().lesson_busy("quantisation")
+    });
+    harness.run();
+    assert!(
+        harness
+            .query_by_label_contains("37 × 37 by K = 37")
+            .is_some()
+    );
+    for id in ["gemm/naive", "gemm/coalesced"] {
+        assert!(harness.query_by_label(id).is_some(), "{id} did not race");
+    }
+    if gpu {
+        for id in ["int8/dot4", "int8/extract"] {
+            assert!(harness.query_by_label(id).is_some(), "{id} did not race");
+        }
+        assert_eq!(harness.query_all_by_label("right").count(), 4);
+        assert!(harness.query_by_label("wrong").is_none());
+    } else {
+        assert!(
+            harness
+                .query_by_label_contains("int8 rungs run on a GPU only")
+                .is_some()
+        );
+    }
+}
+
+#[test]
 fn a_broken_kernel_shows_its_diagnostic_and_a_correct_one_passes() {
     use dlsys_shaders::kernel_track::exercise;
     let storage = MemoryStorage::default();

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use dlsys_core::kernels::{GemmKind, Kernel, Problem, ReduceKind, ReduceOp, SoftmaxKind};
+use dlsys_core::quant::gemm::{GemmShape, Int8Kernel};
 use dlsys_shaders::Gpu;
 
 use super::CliError;
@@ -60,7 +61,34 @@ pub enum KernelCommand {
             value_parser = choice(&GemmKind::EVERY, |k| k.id()),
         )]
         variant: GemmKind,
+        #[arg(long, default_value = Dtype::F32.id(), value_parser = choice(&Dtype::ALL, |d| d.id()))]
+        dtype: Dtype,
+        #[arg(
+            long,
+            default_value = Int8Kernel::Dot4.entry(),
+            value_parser = choice(&Int8Kernel::ALL, |k| k.entry()),
+        )]
+        int8_kernel: Int8Kernel,
     },
+}
+
+/// The element type of `kernel matmul`'s operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dtype {
+    F32,
+    /// Signed bytes in, the int32 accumulators out.
+    Int8,
+}
+
+impl Dtype {
+    pub const ALL: [Self; 2] = [Self::F32, Self::Int8];
+
+    pub const fn id(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::Int8 => "int8",
+        }
+    }
 }
 
 pub(super) fn kernel_runner() -> Result<dlsys_shaders::KernelRunner, String> {
@@ -73,18 +101,24 @@ pub(super) fn kernel_runner() -> Result<dlsys_shaders::KernelRunner, String> {
     Ok(dlsys_shaders::KernelRunner::new(gpu))
 }
 
-/// Reads stdin as little-endian f32, refusing more than `max_values`
-/// before holding more than that in memory.
-fn read_stdin_f32(max_values: u64) -> Result<Vec<f32>, String> {
+/// Reads stdin's bytes, refusing more than `max_values` of `width` bytes
+/// each before holding more than that in memory.
+fn read_stdin(max_values: u64, width: u64) -> Result<Vec<u8>, String> {
     use std::io::Read as _;
     let mut bytes = Vec::new();
     std::io::stdin()
-        .take(max_values.saturating_mul(4).saturating_add(4))
+        .take(max_values.saturating_mul(width).saturating_add(width))
         .read_to_end(&mut bytes)
         .map_err(|err| tf("io.stdin", &[("error", &err)]))?;
-    if bytes.len() as u64 > max_values.saturating_mul(4) {
+    if bytes.len() as u64 > max_values.saturating_mul(width) {
         return Err(tf("kernel.too_many", &[("max", &max_values)]));
     }
+    Ok(bytes)
+}
+
+/// Reads stdin as little-endian f32 (see [`read_stdin`]).
+fn read_stdin_f32(max_values: u64) -> Result<Vec<f32>, String> {
+    let bytes = read_stdin(max_values, 4)?;
     if bytes.len() % 4 != 0 {
         return Err(tf("kernel.partial", &[("bytes", &bytes.len())]));
     }
@@ -159,6 +193,17 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
     {
         return Err(CliError::from(t("kernel.matmul_empty")));
     }
+    if let KernelCommand::Matmul {
+        m,
+        n,
+        k,
+        dtype: Dtype::Int8,
+        int8_kernel,
+        ..
+    } = *which
+    {
+        return run_int8(m, n, k, int8_kernel);
+    }
     // The device first: its buffers bound how much of stdin is read.
     let mut runner = kernel_runner()?;
     let max_values = runner.max_elements();
@@ -190,7 +235,9 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
             let n = u32::try_from(input.len()).map_err(|_| t("kernel.too_many_rows"))?;
             (Kernel::Reduce(variant, op), Problem::new(1, n), input)
         }
-        KernelCommand::Matmul { m, n, k, variant } => {
+        KernelCommand::Matmul {
+            m, n, k, variant, ..
+        } => {
             let problem = Problem::gemm(m, n, k);
             // The true count, even where K·(M + N) passes u64.
             let a = u64::from(m) * u64::from(k);
@@ -249,6 +296,66 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
             out.output.first().copied().unwrap_or(f32::NAN)
         )?,
     }
+    stdout.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kernel matmul --dtype int8`: A (M × K) then B (K × N) as signed bytes
+/// on stdin, row-major; C's int32 accumulators to stdout, little-endian.
+/// The GPU's C is checked against the core's integer reference before it
+/// is written: a mismatch is an error, not output.
+fn run_int8(m: u32, n: u32, k: u32, kernel: Int8Kernel) -> Result<ExitCode, CliError> {
+    let shape = GemmShape::new(m, n, k).map_err(|e| super::say(&e))?;
+    let mut runner = kernel_runner()?;
+    // Packed four to a word, each operand takes a quarter of its values in
+    // words; the output M·N words must fit too.
+    let want = u128::from(m) * u128::from(k) + u128::from(k) * u128::from(n);
+    let max_values = runner.max_elements().saturating_mul(4);
+    let count = |key, count: &dyn std::fmt::Display, name| {
+        tf(
+            key,
+            &[
+                ("m", &m),
+                ("n", &n),
+                ("k", &k),
+                ("want", &want),
+                (name, count),
+            ],
+        )
+    };
+    if want > u128::from(max_values) || shape.outputs() > runner.max_elements() {
+        return Err(CliError::from(count(
+            "kernel.matmul_too_large",
+            &max_values,
+            "max",
+        )));
+    }
+    let bytes = read_stdin(max_values, 1)?;
+    if bytes.len() as u128 != want {
+        return Err(CliError::from(count(
+            "kernel.matmul_len",
+            &bytes.len(),
+            "count",
+        )));
+    }
+    let values: Vec<i8> = bytes.iter().map(|&b| b as i8).collect();
+    let (a, b) = values.split_at((u64::from(m) * u64::from(k)) as usize);
+    let program =
+        dlsys_shaders::int8_gemm::program(kernel, shape, a, b).map_err(|e| super::say(&e))?;
+    let out = runner
+        .start_program(&program, 0, 1, false)
+        .and_then(dlsys_shaders::Job::wait)
+        .map_err(|e| super::say(&e))?;
+    let checked = program.check(&out.words);
+    if !checked.ok {
+        return Err(CliError::from(tf(
+            "kernel.int8_wrong",
+            &[("id", &kernel.id()), ("count", &checked.mismatches)],
+        )));
+    }
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(bytemuck::cast_slice(&out.words))?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -179,3 +179,58 @@ fn the_generated_kernels_race_the_hand_written_fusion_rungs() {
         assert_eq!(g["bytes"], g["rung_bytes"], "{g}");
     }
 }
+
+#[test]
+fn int8_matmul_writes_the_int32_accumulators_and_refuses_what_overflows() {
+    if !gpu_expected() {
+        return;
+    }
+    // A = [1, 2, 3, −128, 5] (K = 5, not a multiple of 4); B's rows are
+    // [p, −p] for p = 1..5: C = [1 + 4 + 9 − 512 + 25, its negation].
+    let mut input: Vec<u8> = [1i8, 2, 3, -128, 5].iter().map(|&v| v as u8).collect();
+    for p in 1..=5i8 {
+        input.extend([p as u8, (-p) as u8]);
+    }
+    for kernel in ["dot4", "extract"] {
+        let args = [
+            "kernel",
+            "matmul",
+            "--m",
+            "1",
+            "--n",
+            "2",
+            "--k",
+            "5",
+            "--dtype",
+            "int8",
+            "--int8-kernel",
+            kernel,
+        ];
+        let out = with_stdin(&args, &input);
+        assert!(
+            out.status.success(),
+            "{kernel}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c: Vec<i32> = (out.stdout.chunks_exact(4))
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert_eq!(c, vec![-473, 473], "{kernel}");
+    }
+    let int8 = |m: &'static str, k: &'static str| {
+        [
+            "kernel", "matmul", "--m", m, "--n", "1", "--k", k, "--dtype", "int8",
+        ]
+    };
+    // One past the int32 bound, a short stdin and an empty side: one line each.
+    for (args, input, says) in [
+        (int8("1", "131072"), Vec::new(), "131071"),
+        (int8("1", "5"), vec![1u8; 9], "10"),
+        (int8("0", "5"), vec![1u8; 5], "--m"),
+    ] {
+        let out = with_stdin(&args, &input);
+        assert_one_line_error(&args, &out);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{err}");
+    }
+}

@@ -205,7 +205,10 @@ fn an_op_without_a_kernel_is_a_graph_break() {
 #[test]
 fn overhead_is_measured_on_both_paths() {
     let o = overhead::measure(2, 8, 3).unwrap();
-    assert!(o.eager_seconds > 0.0 && o.replay_seconds > 0.0 && o.math_seconds > 0.0);
+    // The math is what is left after the clock's own cost is taken off: on
+    // a loaded machine that may round to 0, never below.
+    assert!(o.eager_seconds > 0.0 && o.replay_seconds > 0.0);
+    assert!(o.math_seconds >= 0.0 && o.math_seconds.is_finite());
     assert!(o.reps_eager >= 1 && o.reps_replay >= 1 && o.runs == 3);
     // Three layers: 3·3 + 1 kernels forward (matmul, add, ReLU but the
     // last, softmax, loss), 4·3 − 1 backward.

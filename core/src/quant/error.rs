@@ -24,6 +24,14 @@ crate::catalog_error! {
         OutlierChannel { channel: usize, features: usize } = "quant.outlier_channel",
         Params { value: f64 } = "quant.params",
         Model { reason: TrainError } = "quant.model",
+        GemmEmpty { m: u32, n: u32, k: u32 } = "quant.gemm_empty",
+        /// A K whose int32 sum could overflow.
+        GemmK { k: u32, max: u32 } = "quant.gemm_k",
+        GemmOutputs { outputs: u64, max: u64 } = "quant.gemm_outputs",
+        /// A requantisation multiplier that is not positive and finite, or
+        /// outside what 31 bits and a shift of 1 to 62 hold.
+        Multiplier { value: f64 } = "quant.multiplier",
+        ZeroPoint { value: i32 } = "quant.zero_point",
     }
 }
 

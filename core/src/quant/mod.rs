@@ -1,17 +1,19 @@
 //! Integer quantisation: formats of 2–8 bits, symmetric and affine
 //! mappings, per-tensor / per-channel / per-group scales, nearest-even and
 //! stochastic rounding, min–max / percentile / MSE calibration
-//! ([`scheme`], [`calibrate`], [`tensor`]); post-training quantisation of
+//! ([`scheme`], [`calibrate`], [`tensor`]); the int8 GEMM with int32
+//! accumulation and fixed-point requantisation ([`gemm`]); post-training quantisation of
 //! the engine's MLP and the outlier demonstration ([`ptq`]); the bytes of
 //! quantised weights ([`bytes`]). The quantisation lesson draws these and
 //! `dlsys-lab quant` prints them.
 //!
 //! Not here (yet): fp8 delayed scaling and training, MX block formats,
-//! KL calibration, GPTQ/AWQ, QAT, SmoothQuant, integer GEMMs.
+//! KL calibration, GPTQ/AWQ, QAT, SmoothQuant.
 
 pub mod bytes;
 pub mod calibrate;
 mod error;
+pub mod gemm;
 pub mod ptq;
 pub mod scheme;
 pub mod tensor;

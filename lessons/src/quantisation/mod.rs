@@ -1,11 +1,13 @@
 //! "Quantisation": a trained weight tensor on the integer grid with a clip
 //! the learner drags (error and SQNR from the core), post-training
 //! quantisation of the engine's MLP measured cell by cell, the planted
-//! outlier channel, and the bytes of a quantised model. Every number comes
+//! outlier channel, the int8 GEMM raced on the GPU, and the bytes of a
+//! quantised model. Every number comes
 //! from `dlsys_core::quant`; `dlsys-lab quant` prints the same values.
 
 mod bytes_view;
 mod exercises;
+mod gemm_view;
 mod grid_view;
 mod runs;
 
@@ -42,6 +44,8 @@ pub struct Settings {
     pub calc_group: u64,
     pub scale_bytes: u32,
     pub zero_points: bool,
+    /// The int8 GEMM race's M = N = K.
+    pub gemm_size: u32,
 }
 
 impl Default for Settings {
@@ -59,6 +63,7 @@ impl Default for Settings {
             calc_group: 128,
             scale_bytes: 2,
             zero_points: false,
+            gemm_size: 256,
         }
     }
 }
@@ -81,6 +86,7 @@ impl Settings {
         self.calc_bits = self.calc_bits.clamp(2, 16);
         self.calc_group = self.calc_group.min(1 << 20);
         self.scale_bytes = self.scale_bytes.clamp(1, 4);
+        self.gemm_size = self.gemm_size.clamp(4, 1024);
     }
 }
 
@@ -91,6 +97,7 @@ const ROUNDINGS: [Rounding; 2] = [Rounding::NearestEven, Rounding::Stochastic];
 pub struct Quantisation {
     settings: Settings,
     runs: runs::Runs,
+    gemm: gemm_view::GemmRace,
 }
 
 impl Lesson for Quantisation {
@@ -105,15 +112,17 @@ impl Lesson for Quantisation {
         crate::kit::section(ui, &TEXT, lang, "grid", |ui| grid_view::ui(ui, s, runs, lang));
         crate::kit::section(ui, &TEXT, lang, "table", |ui| runs.table_ui(ui, s, lang));
         crate::kit::section(ui, &TEXT, lang, "outlier", |ui| runs.outlier_ui(ui, s, lang));
+        crate::kit::section(ui, &TEXT, lang, "int8_gemm", |ui| self.gemm.ui(ui, s, env));
         crate::kit::section(ui, &TEXT, lang, "bytes", |ui| bytes_view::ui(ui, s, lang));
     }
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         self.runs.logic(ctx);
+        self.gemm.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.runs.is_running()
+        self.runs.is_running() || self.gemm.is_busy()
     }
 
     crate::persist_field!(settings);

@@ -4,6 +4,7 @@
 
 mod compute_kernels;
 mod fusion_codegen;
+mod int8_gemm;
 mod kernel_exercises;
 mod kernels;
 mod loop_budget;

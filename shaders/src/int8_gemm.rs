@@ -1,0 +1,117 @@
+//! The int8 GEMM's two rungs (`wgsl/gemm_int8.wgsl`) as programs for the
+//! one Ladder: A and Bᵀ packed four int8 values to a word, C in i32 checked
+//! bit for bit against the core's integer reference, each with its
+//! instrumented build and the core's traffic model.
+
+use dlsys_core::kernels::Family;
+use dlsys_core::quant::QuantError;
+use dlsys_core::quant::gemm::{GemmShape, Int8Kernel, gemm_i32};
+
+use crate::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program, Values};
+
+const SOURCE: &str = include_str!("../wgsl/gemm_int8.wgsl");
+
+/// The WGSL: plain, or counting every load and store's bytes.
+pub fn source(instrumented: bool) -> String {
+    let (counters, load, store) = if instrumented {
+        (
+            "@group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>, 2>;",
+            "atomicAdd(&counters[0], 4u);",
+            "atomicAdd(&counters[1], 4u);",
+        )
+    } else {
+        ("", "", "")
+    };
+    SOURCE
+        .replace("{{COUNTERS}}", counters)
+        .replace("{{COUNT_LOAD}}", load)
+        .replace("{{COUNT_STORE}}", store)
+}
+
+/// `rows` rows of `k` values, each padded with zeros to whole words.
+fn padded(values: &[i8], rows: usize, k: usize) -> Vec<i8> {
+    let width = k.div_ceil(4) * 4;
+    let mut out = vec![0i8; rows * width];
+    for (r, row) in values.chunks(k).enumerate() {
+        out[r * width..r * width + k].copy_from_slice(row);
+    }
+    out
+}
+
+/// `kernel` on A (`m × k`) and B (`k × n`), both row-major: B is stored
+/// transposed, as a weight's [out, in] rows, so both operands are read
+/// along K. Refuses the shapes the core refuses.
+pub fn program(
+    kernel: Int8Kernel,
+    shape: GemmShape,
+    a: &[i8],
+    b: &[i8],
+) -> Result<Program, QuantError> {
+    let want = gemm_i32(shape, a, b)?;
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    let bt: Vec<i8> = (0..n * k).map(|i| b[(i % k) * n + i / k]).collect();
+    let traffic = kernel.traffic(shape);
+    // The counters are u32: the instrumented build runs where its counts fit.
+    let counted = (traffic.bytes_read <= u64::from(u32::MAX)).then(|| source(true));
+    Ok(Program {
+        id: kernel.id().to_owned(),
+        family: Family::Gemm,
+        source: source(false),
+        counted,
+        buffers: vec![
+            NamedBuffer::input("a", Values::Packed8(padded(a, m, k))),
+            NamedBuffer::input("bt", Values::Packed8(padded(&bt, n, k))),
+            NamedBuffer::zeroed("c", ElementType::I32, shape.outputs()),
+        ],
+        dispatches: vec![Dispatch {
+            entry: kernel.entry().to_owned(),
+            workgroups: shape.workgroups(),
+            params: [shape.m, shape.n, shape.words_per_row(), 0, 0, 0, 0, 0],
+        }],
+        output: "c".to_owned(),
+        expected: Expected::Exact(Values::I32(want)),
+        traffic,
+        ops: kernel.ops(shape),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn both_builds_validate_and_name_every_entry() {
+        for instrumented in [false, true] {
+            let checked = crate::source::check(&source(instrumented)).unwrap();
+            for kernel in Int8Kernel::ALL {
+                assert!(
+                    checked
+                        .bindings
+                        .iter()
+                        .any(|(entry, _)| *entry == kernel.entry()),
+                    "{}",
+                    kernel.entry()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rows_are_padded_to_whole_words_and_b_is_transposed() {
+        let shape = GemmShape::new(1, 2, 5).unwrap();
+        let a = [1, 2, 3, 4, 5];
+        let b = [1, -1, 2, -2, 3, -3, 4, -4, 5, -5];
+        let p = program(Int8Kernel::Dot4, shape, &a, &b).unwrap();
+        assert_eq!(
+            p.buffers[0].init,
+            crate::run::program::Init::Values(Values::Packed8(vec![1, 2, 3, 4, 5, 0, 0, 0]))
+        );
+        let bt = vec![1, 2, 3, 4, 5, 0, 0, 0, -1, -2, -3, -4, -5, 0, 0, 0];
+        assert_eq!(
+            p.buffers[1].init,
+            crate::run::program::Init::Values(Values::Packed8(bt))
+        );
+        assert_eq!(p.expected, Expected::Exact(Values::I32(vec![55, -55])));
+    }
+}
