@@ -12,6 +12,7 @@ use dlsys_core::kernels::{
     AccessKind, Block, Data, Family, FusionKind, GemmKind, Kernel, Problem, ReduceKind, ReduceOp,
     SoftmaxKind, Tile,
 };
+use dlsys_core::quant::gemm::{GemmShape, Int8Kernel, seeded_operands};
 use dlsys_shaders::codegen;
 use dlsys_shaders::ladder::{LadderSettings, MAX_ELEMENTS, MAX_TRIALS};
 use dlsys_shaders::report::Row;
@@ -198,10 +199,14 @@ const GENERATED: [(FusionKind, fn() -> Chain); 2] = [
     (FusionKind::LayerNormFused, layernorm_rung_chain),
 ];
 
-/// The generated kernel against the hand-written rung it stands for.
+/// A program raced beside a built-in rung: the generator's kernel against
+/// the hand-written rung it stands for, or an int8 GEMM rung against the
+/// f32 naive rung on the same shape.
 #[derive(serde::Serialize)]
 struct Generated {
-    rung: &'static str,
+    #[serde(skip)]
+    int8: bool,
+    rung: String,
     id: String,
     ms: f64,
     rung_ms: f64,
@@ -217,19 +222,17 @@ struct Generated {
 impl Generated {
     /// The generated kernel `id`'s row and the hand-written `rung`'s, from
     /// a race.
-    fn of(outcomes: &[Outcome], rung: FusionKind, id: &str) -> Option<Self> {
-        let (kind, rung) = (
-            rung,
-            outcomes.iter().find_map(|o| match o {
-                Outcome::Ran(r) if r.kernel == Kernel::Fusion(rung) => Some(r),
-                _ => None,
-            })?,
-        );
+    fn of(outcomes: &[Outcome], kind: Kernel, id: &str) -> Option<Self> {
+        let rung = outcomes.iter().find_map(|o| match o {
+            Outcome::Ran(r) if r.kernel == kind => Some(r),
+            _ => None,
+        })?;
         let row = outcomes.iter().find_map(|o| match o {
             Outcome::Program(Ok(row)) if row.id == id => Some(row),
             _ => None,
         })?;
         Some(Self {
+            int8: matches!(kind, Kernel::Gemm(_)),
             rung: kind.id(),
             id: row.id.clone(),
             ms: row.median_ms,
@@ -289,7 +292,7 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         let x = ladder.inputs().for_kernel(rung).to_vec();
         match codegen::program(&chain(), x, Vec::new(), args.cols as usize) {
             Ok(p) => {
-                raced.push((kind, p.id.clone()));
+                raced.push((Kernel::Fusion(kind), p.id.clone()));
                 ladder = ladder.with_programs([p]);
             }
             // A row longer than a row kernel keeps is refused, said so.
@@ -300,6 +303,25 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             Err(e) => {
                 skipped.push(format!("generated {}: {e:?}", kind.id()));
                 generator_failed += 1;
+            }
+        }
+    }
+    // The GEMM family races the two int8 rungs beside the f32 naive rung
+    // on the same M, N and K (int8 values of their own, seeded).
+    if settings.gemm.contains(&GemmKind::Naive) {
+        let (m, n, k) = args.gemm_mnk();
+        let shape = GemmShape::new(m, n, k);
+        for kernel in Int8Kernel::ALL {
+            let program = shape.clone().and_then(|shape| {
+                let (a, b) = seeded_operands(shape, dlsys_shaders::ladder::GEMM_SEED);
+                dlsys_shaders::int8_gemm::program(kernel, shape, &a, &b)
+            });
+            match program {
+                Ok(p) => {
+                    raced.push((Kernel::Gemm(GemmKind::Naive), p.id.clone()));
+                    ladder = ladder.with_programs([p]);
+                }
+                Err(e) => skipped.push(format!("{}: {}", kernel.id(), super::say(&e))),
             }
         }
     }
@@ -501,7 +523,11 @@ impl Report for BenchReport {
         }
         for g in &self.generated {
             let line = tf(
-                "bench.generated",
+                if g.int8 {
+                    "bench.int8"
+                } else {
+                    "bench.generated"
+                },
                 &[
                     ("rung", &g.rung),
                     ("id", &g.id),

@@ -133,6 +133,22 @@ fn bench_families_report_flops_fusion_and_layouts() {
     ] {
         assert!(s[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {s}");
     }
+    // The int8 rungs raced beside the f32 naive rung, bit-exact, moving a
+    // quarter of its bytes (K = 20 is five whole words).
+    for id in ["int8/dot4", "int8/extract"] {
+        let g = (json["generated"].as_array().unwrap().iter())
+            .find(|g| g["id"] == id)
+            .unwrap_or_else(|| panic!("{id} missing: {json}"));
+        assert_eq!(
+            (g["rung"].as_str(), g["ok"].as_bool()),
+            (Some("gemm/naive"), Some(true))
+        );
+        let (bytes, rung) = (
+            g["bytes"].as_u64().unwrap(),
+            g["rung_bytes"].as_u64().unwrap(),
+        );
+        assert_eq!(4 * (bytes - 4 * 33 * 40), rung - 4 * 33 * 40, "{g}");
+    }
     // Fusing three kernels moves a third of the bytes, whatever the timing.
     assert!(
         (s["gelu_bytes_ratio"].as_f64().unwrap() - 3.0).abs() < 1e-9,
@@ -146,6 +162,10 @@ fn bench_families_report_flops_fusion_and_layouts() {
     let stdout = String::from_utf8_lossy(&text.stdout);
     assert!(
         stdout.contains("GFLOP/s") && stdout.contains("compute roof"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("int8/dot4 (int8 in, int32 accumulators)"),
         "{stdout}"
     );
     let bad = dlsys_lab(&["bench", "kernels", "--family", "everything"]);
