@@ -8,3 +8,4 @@ mod gpu_lessons;
 mod keys;
 mod ladder;
 mod lang;
+mod quantisation;

@@ -11,6 +11,7 @@ use dlsys_core::names::Named as _;
 use dlsys_core::quant::ptq::{
     self, ActScales, Cell, GranularityKind, OutlierReport, OutlierSettings, PtqSettings,
 };
+use dlsys_core::quant::qat::{self, QatReport, QatSettings};
 use dlsys_core::quant::{
     Calibration, ErrorStats, IntFormat, Mapping, OneValue, QuantBytes, QuantError, QuantSettings,
     quantise_value,
@@ -55,6 +56,10 @@ pub struct QuantArgs {
     grid: bool,
     #[arg(long, default_value_t = 32)]
     group: usize,
+    #[arg(long, value_name = "EPOCHS")]
+    qat: Option<u64>,
+    #[arg(long, default_value_t = 0.01)]
+    qat_lr: f64,
     #[arg(long, default_value = "digits")]
     dataset: String,
     #[arg(long, default_value = "128")]
@@ -165,6 +170,27 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
         ),
         None => None,
     };
+    let qat = match args.qat {
+        Some(epochs) => {
+            let qat_settings = QatSettings {
+                bits: args.bits,
+                granularity: kind,
+                epochs,
+                lr: args.qat_lr,
+                ..QatSettings::default()
+            };
+            let report =
+                qat::fine_tune(&trained, &ptq_settings, &qat_settings, &mut |epoch, of| {
+                    eprintln!(
+                        "{}",
+                        tf("quant.qat.progress", &[("epoch", &epoch), ("of", &of)])
+                    );
+                    true
+                });
+            Some(report.map_err(|e| fail(&e))?)
+        }
+        None => None,
+    };
     let grid = if args.grid {
         Some(ptq::grid(&trained, args.group, &mut |_, _| {}).map_err(|e| fail(&e))?)
     } else {
@@ -184,6 +210,7 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
         fp32_bytes: bytes.params * 4,
         bytes,
         outlier,
+        qat,
         grid,
     };
     emit(&report, args.json)
@@ -256,6 +283,8 @@ struct ModelReport {
     bytes: QuantBytes,
     #[serde(skip_serializing_if = "Option::is_none")]
     outlier: Option<OutlierReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    qat: Option<QatReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     grid: Option<Vec<Cell>>,
 }
@@ -379,6 +408,35 @@ impl Report for ModelReport {
                             ("acts", &r.activations.name(lang())),
                             ("accuracy", &pct(r.accuracy)),
                             ("gemm", &gemm),
+                        ],
+                    )
+                )?;
+            }
+        }
+        if let Some(q) = &self.qat {
+            writeln!(
+                out,
+                "{}",
+                tf(
+                    "quant.qat.heading",
+                    &[
+                        ("epochs", &q.accuracy.len()),
+                        ("lr", &q.settings.lr),
+                        ("ptq", &pct(q.ptq_accuracy)),
+                    ],
+                )
+            )?;
+            for (i, (acc, loss)) in q.accuracy.iter().zip(&q.loss).enumerate() {
+                writeln!(
+                    out,
+                    "{}",
+                    tf(
+                        "quant.qat.row",
+                        &[
+                            ("epoch", &(i + 1)),
+                            ("loss", &format!("{loss:.4}")),
+                            ("accuracy", &pct(*acc)),
+                            ("delta", &format!("{:+.2}", 100.0 * (acc - q.fp32_accuracy))),
                         ],
                     )
                 )?;

@@ -132,3 +132,27 @@ fn bad_input_is_one_line_in_the_learners_language() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["error"].as_str().unwrap().contains("NaN"), "{v}");
 }
+
+#[test]
+fn quantisation_aware_training_reports_every_epoch_and_refuses_too_many() {
+    let v = json(&[
+        "quant", "--bits", "2", "--epochs", "3", "--qat", "2", "--json",
+    ]);
+    let q = &v["qat"];
+    assert_eq!(q["accuracy"].as_array().map(Vec::len), Some(2), "{q}");
+    assert_eq!(q["loss"].as_array().map(Vec::len), Some(2), "{q}");
+    // PTQ's figure is the plain cell's: the same model, the same settings.
+    assert_eq!(q["ptq_accuracy"], v["accuracy"]);
+    let text = dlsys_lab(&[
+        "--lang", "zh", "quant", "--bits", "2", "--epochs", "2", "--qat", "1",
+    ]);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("量化感知训练") && stdout.contains("第 1 轮"),
+        "{stdout}"
+    );
+    let args = ["quant", "--bits", "2", "--epochs", "1", "--qat", "101"];
+    let out = dlsys_lab(&args);
+    assert_one_line_error(&args, &out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("100"));
+}

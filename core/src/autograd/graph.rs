@@ -138,7 +138,7 @@ impl<T: Real> Graph<T> {
                     (Buffer::Saved, Buffer::InnerGrad)
                 }
                 // What the layers keep for backward besides their outputs.
-                Op::Dropout { mask, .. } => {
+                Op::Dropout { mask, .. } | Op::FakeQuantise { inside: mask, .. } => {
                     f(v, Buffer::Saved, mask.numel(), false);
                     (Buffer::Saved, Buffer::InnerGrad)
                 }

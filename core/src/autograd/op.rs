@@ -106,6 +106,16 @@ pub enum Op<T> {
         input: Var,
         mask: Tensor<T>,
     },
+    /// Fake quantisation (quantise, then dequantise) with the
+    /// straight-through estimator: the value is the caller's round trip of
+    /// the input; backward passes the gradient where `inside` is 1 (the
+    /// input within the clip range) and stops it where the input was
+    /// clipped (`inside` 0) — d(round(x/s)·s)/dx taken as 1, not the 0 it is
+    /// almost everywhere.
+    FakeQuantise {
+        input: Var,
+        inside: Tensor<T>,
+    },
     /// Each row to mean 0 and variance 1 (biased, + ε), then `γ ⊙ x̂ + β`;
     /// keeps x̂ and 1/σ per row.
     LayerNorm {
@@ -189,6 +199,7 @@ impl<T> Op<T> {
             Self::Mse(..) => "mse",
             Self::Gelu(_) => "gelu",
             Self::Dropout { .. } => "dropout",
+            Self::FakeQuantise { .. } => "fake_quantise",
             Self::LayerNorm { .. } => "layernorm",
             Self::BatchNorm { .. } => "batchnorm",
             Self::Conv2d { .. } => "conv2d",
@@ -224,6 +235,7 @@ impl<T> Op<T> {
             Self::SoftmaxCrossEntropy { logits, .. } => vec![*logits],
             Self::Gelu(a) | Self::Transpose(a) | Self::CausalMask(a) => vec![*a],
             Self::Dropout { input, .. }
+            | Self::FakeQuantise { input, .. }
             | Self::MaxPool { input, .. }
             | Self::AvgPool { input, .. }
             | Self::Columns { input, .. } => vec![*input],

@@ -32,6 +32,7 @@ crate::catalog_error! {
         /// outside what 31 bits and a shift of 1 to 62 hold.
         Multiplier { value: f64 } = "quant.multiplier",
         ZeroPoint { value: i32 } = "quant.zero_point",
+        Epochs { epochs: u64, max: u64 } = "quant.epochs",
     }
 }
 

@@ -2,19 +2,21 @@
 //! mappings, per-tensor / per-channel / per-group scales, nearest-even and
 //! stochastic rounding, min–max / percentile / MSE calibration
 //! ([`scheme`], [`calibrate`], [`tensor`]); the int8 GEMM with int32
-//! accumulation and fixed-point requantisation ([`gemm`]); post-training quantisation of
-//! the engine's MLP and the outlier demonstration ([`ptq`]); the bytes of
-//! quantised weights ([`bytes`]). The quantisation lesson draws these and
+//! accumulation and fixed-point requantisation ([`gemm`]); post-training
+//! quantisation of the engine's MLP and the outlier demonstration
+//! ([`ptq`]); quantisation-aware training with the straight-through
+//! estimator ([`qat`]); the bytes of quantised weights ([`bytes`]). The quantisation lesson draws these and
 //! `dlsys-lab quant` prints them.
 //!
 //! Not here (yet): fp8 delayed scaling and training, MX block formats,
-//! KL calibration, GPTQ/AWQ, QAT, SmoothQuant.
+//! KL calibration, GPTQ/AWQ, SmoothQuant.
 
 pub mod bytes;
 pub mod calibrate;
 mod error;
 pub mod gemm;
 pub mod ptq;
+pub mod qat;
 pub mod scheme;
 pub mod tensor;
 

@@ -1,7 +1,8 @@
 //! "Quantisation": a trained weight tensor on the integer grid with a clip
 //! the learner drags (error and SQNR from the core), post-training
 //! quantisation of the engine's MLP measured cell by cell, the planted
-//! outlier channel, the int8 GEMM raced on the GPU, and the bytes of a
+//! outlier channel, quantisation-aware training, the int8 GEMM raced on
+//! the GPU, and the bytes of a
 //! quantised model. Every number comes
 //! from `dlsys_core::quant`; `dlsys-lab quant` prints the same values.
 
@@ -9,6 +10,7 @@ mod bytes_view;
 mod exercises;
 mod gemm_view;
 mod grid_view;
+mod qat_view;
 mod runs;
 
 use dlsys_core::float::Rounding;
@@ -46,6 +48,9 @@ pub struct Settings {
     pub zero_points: bool,
     /// The int8 GEMM race's M = N = K.
     pub gemm_size: u32,
+    /// Quantisation-aware training: the weights' bits (per tensor) and epochs.
+    pub qat_bits: u32,
+    pub qat_epochs: u64,
 }
 
 impl Default for Settings {
@@ -64,6 +69,8 @@ impl Default for Settings {
             scale_bytes: 2,
             zero_points: false,
             gemm_size: 256,
+            qat_bits: 2,
+            qat_epochs: 5,
         }
     }
 }
@@ -87,6 +94,8 @@ impl Settings {
         self.calc_group = self.calc_group.min(1 << 20);
         self.scale_bytes = self.scale_bytes.clamp(1, 4);
         self.gemm_size = self.gemm_size.clamp(4, 1024);
+        self.qat_bits = self.qat_bits.clamp(dlsys_core::quant::MIN_BITS, dlsys_core::quant::MAX_BITS);
+        self.qat_epochs = self.qat_epochs.clamp(1, 20);
     }
 }
 
@@ -98,6 +107,7 @@ pub struct Quantisation {
     settings: Settings,
     runs: runs::Runs,
     gemm: gemm_view::GemmRace,
+    qat: qat_view::QatRun,
 }
 
 impl Lesson for Quantisation {
@@ -112,6 +122,9 @@ impl Lesson for Quantisation {
         crate::kit::section(ui, &TEXT, lang, "grid", |ui| grid_view::ui(ui, s, runs, lang));
         crate::kit::section(ui, &TEXT, lang, "table", |ui| runs.table_ui(ui, s, lang));
         crate::kit::section(ui, &TEXT, lang, "outlier", |ui| runs.outlier_ui(ui, s, lang));
+        let trained = runs.trained();
+        let qat = &mut self.qat;
+        crate::kit::section(ui, &TEXT, lang, "qat", |ui| qat.ui(ui, s, &trained, lang));
         crate::kit::section(ui, &TEXT, lang, "int8_gemm", |ui| self.gemm.ui(ui, s, env));
         crate::kit::section(ui, &TEXT, lang, "bytes", |ui| bytes_view::ui(ui, s, lang));
     }
@@ -119,10 +132,11 @@ impl Lesson for Quantisation {
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         self.runs.logic(ctx);
         self.gemm.logic(ctx);
+        self.qat.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.runs.is_running() || self.gemm.is_busy()
+        self.runs.is_running() || self.gemm.is_busy() || self.qat.is_running()
     }
 
     crate::persist_field!(settings);

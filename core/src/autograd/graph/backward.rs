@@ -153,6 +153,7 @@ impl<T: Real> Graph<T> {
             }
             Op::Gelu(_)
             | Op::Dropout { .. }
+            | Op::FakeQuantise { .. }
             | Op::LayerNorm { .. }
             | Op::BatchNorm { .. }
             | Op::Conv2d { .. }

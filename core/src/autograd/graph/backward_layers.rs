@@ -23,6 +23,11 @@ impl<T: Real> Graph<T> {
                 }),
             ),
             Op::Dropout { input, mask } => give(*input, g.zip_map(mask, |g, m| g * m)),
+            // The straight-through estimator, clipped: ∂L/∂x = ∂L/∂x̂ inside
+            // the clip range, 0 outside.
+            Op::FakeQuantise { input, inside } => {
+                give(*input, g.zip_map(inside, |g, m| g * m));
+            }
             Op::LayerNorm {
                 input,
                 gamma,

@@ -67,6 +67,20 @@ impl<T: Real> Graph<T> {
         self.push(value, Op::Dropout { input, mask })
     }
 
+    /// Fake quantisation with the straight-through estimator
+    /// ([`Op::FakeQuantise`]): `restored` is the input quantised and
+    /// dequantised by the caller (`quant::qat` does it with the core's
+    /// quantiser), `inside` is 1 where the input lay within its block's clip
+    /// range and 0 where it was clipped.
+    pub fn fake_quantise(&mut self, input: Var, restored: Tensor<T>, inside: Tensor<T>) -> Var {
+        let x = self.value(input);
+        assert!(
+            x.shape == restored.shape && x.shape == inside.shape,
+            "fake_quantise: the round trip and the mask must have the input's shape"
+        );
+        self.push(restored, Op::FakeQuantise { input, inside })
+    }
+
     /// LayerNorm over each row of `[rows, cols]`, with `γ`, `β` of `[cols]`.
     pub fn layer_norm(&mut self, input: Var, gamma: Var, beta: Var) -> Var {
         let x = self.value(input).into_owned();

@@ -1,0 +1,38 @@
+//! The quantisation page's training runs under egui_kittest: the
+//! quantisation-aware fine-tune runs in the background, reports each epoch
+//! and draws its curve against fp32.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use crate::common::{MemoryStorage, app_harness, click_visible, run_while};
+use egui::accesskit::Role;
+use egui_kittest::kittest::{NodeT as _, Queryable as _};
+
+#[test]
+fn quantisation_aware_training_runs_in_the_background_and_beats_ptq_at_two_bits() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("qat", &storage, Some("quantisation"));
+    harness.run();
+    harness
+        .get_by_role_and_label(Role::SpinButton, "Epochs:")
+        .set_value_accesskit(2.0);
+    harness.run();
+    click_visible(&mut harness, "Fine-tune with fake quantisation");
+    run_while(&mut harness, 1, 600, "the fine-tune", |h| {
+        h.state().lesson_busy("quantisation")
+    });
+    harness.run();
+    let node = harness
+        .query_by_label_contains("after 2 epochs of quantisation-aware training")
+        .expect("the result line");
+    let node = node.accesskit_node();
+    let line = node.label().or_else(|| node.value()).unwrap_or_default();
+    // "int2 per tensor: fp32 a %; post-training quantisation b %; … c %."
+    let numbers: Vec<f64> = line
+        .split('%')
+        .filter_map(|part| part.rsplit(' ').find_map(|w| w.parse().ok()))
+        .collect();
+    assert_eq!(numbers.len(), 3, "{line}");
+    assert!(numbers[2] > numbers[1] + 10.0, "{line}");
+    crate::common::plot_colours_are_distinct(&harness, &["quant_qat"]);
+}
