@@ -233,7 +233,11 @@ impl Generated {
         })?;
         Some(Self {
             int8: matches!(kind, Kernel::Gemm(_)),
-            rung: kind.id(),
+            // A fusion rung by its own name (`gelu-fused`), as before.
+            rung: match kind {
+                Kernel::Fusion(f) => f.id().to_owned(),
+                other => other.id(),
+            },
             id: row.id.clone(),
             ms: row.median_ms,
             rung_ms: rung.median_ms,
