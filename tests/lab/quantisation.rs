@@ -36,3 +36,38 @@ fn quantisation_aware_training_runs_in_the_background_and_beats_ptq_at_two_bits(
     assert!(numbers[2] > numbers[1] + 10.0, "{line}");
     crate::common::plot_colours_are_distinct(&harness, &["quant_qat"]);
 }
+
+#[test]
+fn fp8_training_draws_every_recipe_and_shows_the_stale_scale() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("fp8", &storage, Some("quantisation"));
+    harness.run();
+    // Two formats' stale scale, from the core, before any run.
+    assert_eq!(
+        harness
+            .query_all_by_label_contains("turns 12 into NaN or ±inf")
+            .count(),
+        2
+    );
+    harness
+        .get_by_role_and_label(Role::SpinButton, "Training epochs:")
+        .set_value_accesskit(1.0);
+    harness.run();
+    click_visible(&mut harness, "Train in fp32, bf16 and fp8");
+    run_while(&mut harness, 1, 600, "the fp8 runs", |h| {
+        h.state().lesson_busy("quantisation")
+    });
+    harness.run();
+    for recipe in [
+        "fp32:",
+        "bf16:",
+        "fp8-hybrid-current:",
+        "fp8-hybrid-delayed:16:",
+    ] {
+        assert!(
+            harness.query_by_label_contains(recipe).is_some(),
+            "{recipe}"
+        );
+    }
+    crate::common::plot_colours_are_distinct(&harness, &["quant_fp8"]);
+}

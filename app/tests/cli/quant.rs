@@ -156,3 +156,33 @@ fn quantisation_aware_training_reports_every_epoch_and_refuses_too_many() {
     assert_one_line_error(&args, &out);
     assert!(String::from_utf8_lossy(&out.stderr).contains("100"));
 }
+
+#[test]
+fn fp8_training_runs_every_recipe_and_shows_the_stale_scale() {
+    let v = json(&["quant", "--fp8-train", "--epochs", "1", "--json"]);
+    let recipes: Vec<&str> = (v["runs"].as_array().unwrap().iter())
+        .map(|r| r["recipe"].as_str().unwrap_or("hybrid"))
+        .collect();
+    assert_eq!(recipes.len(), 4, "{v}");
+    for run in v["runs"].as_array().unwrap() {
+        assert_eq!(run["loss"].as_array().map(Vec::len), Some(1), "{run}");
+    }
+    // A history amax of 1 against a tensor grown to 4: 12 of 16 values
+    // past the largest finite in both formats.
+    for s in v["stale"].as_array().unwrap() {
+        assert_eq!(
+            (
+                s["saturating"]["saturated"].as_u64(),
+                s["overflowing"]["overflowed"].as_u64()
+            ),
+            (Some(12), Some(12)),
+            "{s}"
+        );
+    }
+    let zh = dlsys_lab(&["--lang", "zh", "quant", "--fp8-train", "--epochs", "1"]);
+    let stdout = String::from_utf8_lossy(&zh.stdout);
+    assert!(
+        stdout.contains("饱和转换") && stdout.contains("fp8-hybrid-delayed:16"),
+        "{stdout}"
+    );
+}

@@ -5,15 +5,19 @@
 //! accumulation and fixed-point requantisation ([`gemm`]); post-training
 //! quantisation of the engine's MLP and the outlier demonstration
 //! ([`ptq`]); quantisation-aware training with the straight-through
-//! estimator ([`qat`]); the bytes of quantised weights ([`bytes`]). The quantisation lesson draws these and
+//! estimator ([`qat`]); fp8 with per-tensor current or delayed scaling
+//! ([`fp8`]) and the MLP trained under TE's HYBRID format against bf16
+//! ([`fp8_train`]); the bytes of quantised weights ([`bytes`]). The quantisation lesson draws these and
 //! `dlsys-lab quant` prints them.
 //!
-//! Not here (yet): fp8 delayed scaling and training, MX block formats,
+//! Not here (yet): MX block formats,
 //! KL calibration, GPTQ/AWQ, SmoothQuant.
 
 pub mod bytes;
 pub mod calibrate;
 mod error;
+pub mod fp8;
+pub mod fp8_train;
 pub mod gemm;
 pub mod ptq;
 pub mod qat;

@@ -1,13 +1,15 @@
 //! "Quantisation": a trained weight tensor on the integer grid with a clip
 //! the learner drags (error and SQNR from the core), post-training
 //! quantisation of the engine's MLP measured cell by cell, the planted
-//! outlier channel, quantisation-aware training, the int8 GEMM raced on
+//! outlier channel, quantisation-aware training, fp8 training with its
+//! scales, the int8 GEMM raced on
 //! the GPU, and the bytes of a
 //! quantised model. Every number comes
 //! from `dlsys_core::quant`; `dlsys-lab quant` prints the same values.
 
 mod bytes_view;
 mod exercises;
+mod fp8_view;
 mod gemm_view;
 mod grid_view;
 mod qat_view;
@@ -51,6 +53,8 @@ pub struct Settings {
     /// Quantisation-aware training: the weights' bits (per tensor) and epochs.
     pub qat_bits: u32,
     pub qat_epochs: u64,
+    /// The fp8 training comparison's epochs.
+    pub fp8_epochs: u64,
 }
 
 impl Default for Settings {
@@ -71,6 +75,7 @@ impl Default for Settings {
             gemm_size: 256,
             qat_bits: 2,
             qat_epochs: 5,
+            fp8_epochs: 10,
         }
     }
 }
@@ -96,6 +101,7 @@ impl Settings {
         self.gemm_size = self.gemm_size.clamp(4, 1024);
         self.qat_bits = self.qat_bits.clamp(dlsys_core::quant::MIN_BITS, dlsys_core::quant::MAX_BITS);
         self.qat_epochs = self.qat_epochs.clamp(1, 20);
+        self.fp8_epochs = self.fp8_epochs.clamp(1, 30);
     }
 }
 
@@ -108,6 +114,7 @@ pub struct Quantisation {
     runs: runs::Runs,
     gemm: gemm_view::GemmRace,
     qat: qat_view::QatRun,
+    fp8: fp8_view::Fp8Runs,
 }
 
 impl Lesson for Quantisation {
@@ -125,6 +132,8 @@ impl Lesson for Quantisation {
         let trained = runs.trained();
         let qat = &mut self.qat;
         crate::kit::section(ui, &TEXT, lang, "qat", |ui| qat.ui(ui, s, &trained, lang));
+        let fp8 = &mut self.fp8;
+        crate::kit::section(ui, &TEXT, lang, "fp8", |ui| fp8.ui(ui, s, lang));
         crate::kit::section(ui, &TEXT, lang, "int8_gemm", |ui| self.gemm.ui(ui, s, env));
         crate::kit::section(ui, &TEXT, lang, "bytes", |ui| bytes_view::ui(ui, s, lang));
     }
@@ -133,10 +142,11 @@ impl Lesson for Quantisation {
         self.runs.logic(ctx);
         self.gemm.logic(ctx);
         self.qat.logic(ctx);
+        self.fp8.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.runs.is_running() || self.gemm.is_busy() || self.qat.is_running()
+        self.runs.is_running() || self.gemm.is_busy() || self.qat.is_running() || self.fp8.is_running()
     }
 
     crate::persist_field!(settings);

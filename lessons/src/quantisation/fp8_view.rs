@@ -1,0 +1,160 @@
+//! fp8 training on the page: the MLP trained under fp32, bf16 and TE's
+//! HYBRID fp8 with current and delayed scaling (a background job, the
+//! loss curves side by side, what the casts did), and a stale delayed
+//! scale on one grown tensor, cast saturating and not.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::float::Format;
+use dlsys_core::quant::QuantError;
+use dlsys_core::quant::fp8::{Fp8Scaling, stale_scale};
+use dlsys_core::quant::fp8_train::{self, Fp8Run, Fp8TrainSettings, Recipe};
+use dlsys_core::text::Lang;
+
+use super::{Settings, TEXT, t};
+use crate::kit::background::Background;
+use crate::kit::theme::{self, ReadableAxes as _};
+
+const RECIPES: [Recipe; 4] = [
+    Recipe::Fp32,
+    Recipe::Bf16,
+    Recipe::Hybrid(Fp8Scaling::Current),
+    Recipe::Hybrid(Fp8Scaling::Delayed { history: 16 }),
+];
+
+#[derive(Default)]
+pub struct Fp8Runs {
+    job: Background<Result<Vec<Fp8Run>, QuantError>>,
+    done: Option<Result<Vec<Fp8Run>, QuantError>>,
+    /// Epochs finished, over all recipes.
+    epochs: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Fp8Runs {
+    pub fn logic(&mut self, ctx: &egui::Context) {
+        if let Some(done) = self.job.take(ctx) {
+            self.done = Some(done);
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.job.is_running()
+    }
+
+    fn start(&mut self, epochs: u64) {
+        self.epochs = Arc::new(AtomicU64::new(0));
+        self.stop = Arc::new(AtomicBool::new(false));
+        let (count, stop) = (self.epochs.clone(), self.stop.clone());
+        self.done = None;
+        self.job.start(move || {
+            RECIPES
+                .iter()
+                .map(|&recipe| {
+                    let settings = Fp8TrainSettings {
+                        recipe,
+                        epochs,
+                        ..Fp8TrainSettings::default()
+                    };
+                    fp8_train::train(&settings, &mut |_, _| {
+                        count.fetch_add(1, Ordering::Relaxed);
+                        !stop.load(Ordering::Relaxed)
+                    })
+                })
+                .collect()
+        });
+    }
+
+    pub fn ui(&mut self, ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+        ui.label(t(lang, "fp8.intro"));
+        stale_ui(ui, lang);
+        ui.horizontal_wrapped(|ui| {
+            crate::kit::number_field(ui, t(lang, "fp8.epochs"), &mut s.fp8_epochs, 1..=30, 0.1);
+            if self.job.is_running() {
+                if ui.button(t(lang, "fp8.stop")).clicked() {
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+                ui.spinner();
+                let done = self.epochs.load(Ordering::Relaxed);
+                let total = s.fp8_epochs * RECIPES.len() as u64;
+                ui.label(TEXT.fill(lang, "fp8.progress", &[("done", &done), ("total", &total)]));
+            } else if ui.button(t(lang, "fp8.run")).clicked() {
+                self.start(s.fp8_epochs);
+            }
+        });
+        match &self.done {
+            Some(Ok(runs)) => results(ui, runs, lang),
+            Some(Err(e)) => {
+                ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            }
+            None => {}
+        }
+    }
+}
+
+/// The delayed-scaling hazard, from the core on one grown tensor.
+fn stale_ui(ui: &mut egui::Ui, lang: Lang) {
+    let grown: Vec<f32> = (1..=16).map(|i| i as f32 / 4.0).collect();
+    for format in [Format::fp8_e4m3(), Format::fp8_e5m2()] {
+        let s = stale_scale(&grown, 1.0, &format, 0);
+        ui.label(TEXT.fill(
+            lang,
+            "fp8.stale",
+            &[
+                ("format", &s.format),
+                ("scale", &s.saturating.scale),
+                ("history", &s.history_amax),
+                ("amax", &s.saturating.amax),
+                ("count", &s.saturating.values),
+                ("saturated", &s.saturating.saturated),
+                ("overflowed", &s.overflowing.overflowed),
+            ],
+        ));
+    }
+}
+
+fn results(ui: &mut egui::Ui, runs: &[Fp8Run], lang: Lang) {
+    use egui_plot::{Line, Plot, PlotPoints};
+    let visuals = ui.visuals().clone();
+    let keys: Vec<(String, egui::Color32)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.recipe.id(), theme::series(&visuals, i)))
+        .collect();
+    // The curves lie within a percent of each other: drawn as each one's
+    // distance from fp32's, epoch by epoch, fp32 itself the zero line.
+    let fp32 = runs.iter().find(|r| r.recipe == Recipe::Fp32).map(|r| r.loss.clone()).unwrap_or_default();
+    Plot::new("quant_fp8")
+        .height(200.0)
+        .x_axis_label(t(lang, "fp8.axis_epoch"))
+        .readable_x()
+        .y_axis_label(t(lang, "fp8.axis_loss"))
+        .readable_y()
+        .allow_scroll(false)
+        .show(ui, |plot| {
+            for (r, (name, colour)) in runs.iter().zip(&keys) {
+                let points: PlotPoints<'static> = (r.loss.iter().zip(&fp32).enumerate())
+                    .map(|(i, (l, f))| [i as f64 + 1.0, 100.0 * (l / f - 1.0)])
+                    .collect::<Vec<_>>()
+                    .into();
+                plot.line(Line::new(name.clone(), points).color(*colour));
+            }
+        });
+    let legend: Vec<_> = keys.iter().map(|(n, c)| crate::kit::figure::Key::line(n.clone(), *c)).collect();
+    crate::kit::figure::legend(ui, "quant_fp8", &legend);
+    for r in runs {
+        ui.label(TEXT.fill(
+            lang,
+            "fp8.row",
+            &[
+                ("recipe", &r.recipe.id()),
+                ("loss", &format!("{:.4}", r.loss.last().copied().unwrap_or(f64::NAN))),
+                ("accuracy", &format!("{:.2} %", 100.0 * r.accuracy.last().copied().unwrap_or(f64::NAN))),
+                ("saturated", &(r.forward.saturated + r.backward.saturated)),
+                ("underflowed", &(r.forward.underflowed + r.backward.underflowed)),
+            ],
+        ));
+    }
+}
