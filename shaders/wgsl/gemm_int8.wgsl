@@ -12,7 +12,8 @@ struct Params {
     m: u32,
     n: u32,
     k4: u32,
-    pad3: u32,
+    // 0: dot4I8Packed, 1: extractBits.
+    rung: u32,
     pad4: u32,
     pad5: u32,
     pad6: u32,
@@ -40,31 +41,15 @@ fn store_c(g: u32, v: i32) {
     c[g] = v;
 }
 
-// The output this invocation computes (the grid wraps into y past 65,535
-// workgroups).
-fn output_index(lid: u32, wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return (wid.x + wid.y * nwg.x) * 64u + lid;
-}
-
-// Four products and their sum in one call: a native dot-product
-// instruction where the driver has one, a polyfill where it does not.
-@compute @workgroup_size(64)
-fn dot4(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    let g = output_index(lid, wid, nwg);
-    if (g >= params.m * params.n) {
-        return;
-    }
-    let i = g / params.n;
-    let j = g % params.n;
+// Row i of A against row j of Bᵀ, four products and their sum in one
+// call per word: a native dot-product instruction where the driver has
+// one, a polyfill where it does not.
+fn sum_dot4(i: u32, j: u32) -> i32 {
     var acc = 0i;
     for (var w = 0u; w < params.k4; w++) {
         acc += dot4I8Packed(load_a(i * params.k4 + w), load_b(j * params.k4 + w));
     }
-    store_c(g, acc);
+    return acc;
 }
 
 // Lane l of a packed word, sign-extended to i32.
@@ -74,18 +59,7 @@ fn lane(word: u32, l: u32) -> i32 {
 
 // The same sum with each word unpacked by hand: four extracts per operand
 // and four multiplies per word.
-@compute @workgroup_size(64)
-fn extract(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-) {
-    let g = output_index(lid, wid, nwg);
-    if (g >= params.m * params.n) {
-        return;
-    }
-    let i = g / params.n;
-    let j = g % params.n;
+fn sum_extract(i: u32, j: u32) -> i32 {
     var acc = 0i;
     for (var w = 0u; w < params.k4; w++) {
         let x = load_a(i * params.k4 + w);
@@ -93,5 +67,26 @@ fn extract(
         acc += lane(x, 0u) * lane(y, 0u) + lane(x, 1u) * lane(y, 1u)
             + lane(x, 2u) * lane(y, 2u) + lane(x, 3u) * lane(y, 3u);
     }
-    store_c(g, acc);
+    return acc;
+}
+
+// One output per invocation (the grid wraps into y past 65,535
+// workgroups); params.rung picks the sum, the same for every invocation.
+@compute @workgroup_size(64)
+fn main(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let g = (wid.x + wid.y * nwg.x) * 64u + lid;
+    if (g >= params.m * params.n) {
+        return;
+    }
+    let i = g / params.n;
+    let j = g % params.n;
+    if (params.rung == 0u) {
+        store_c(g, sum_dot4(i, j));
+    } else {
+        store_c(g, sum_extract(i, j));
+    }
 }

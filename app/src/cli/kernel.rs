@@ -65,8 +65,8 @@ pub enum KernelCommand {
         dtype: Dtype,
         #[arg(
             long,
-            default_value = Int8Kernel::Dot4.entry(),
-            value_parser = choice(&Int8Kernel::ALL, |k| k.entry()),
+            default_value = Int8Kernel::Dot4.short_id(),
+            value_parser = choice(&Int8Kernel::ALL, |k| k.short_id()),
         )]
         int8_kernel: Int8Kernel,
     },
@@ -243,16 +243,7 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
             let a = u64::from(m) * u64::from(k);
             let want = u128::from(a) + u128::from(k) * u128::from(n);
             let count = |key, count: &dyn std::fmt::Display, name| {
-                tf(
-                    key,
-                    &[
-                        ("m", &m),
-                        ("n", &n),
-                        ("k", &k),
-                        ("want", &want),
-                        (name, count),
-                    ],
-                )
+                shape_message(key, (m, n, k, want), (name, count))
             };
             if want > u128::from(max_values) {
                 let message = count("kernel.matmul_too_large", &max_values, "max");
@@ -300,6 +291,25 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A matmul's size message: its M, N, K, the values it wants, and one
+/// figure more (`max` or `count`).
+fn shape_message(
+    key: &str,
+    (m, n, k, want): (u32, u32, u32, u128),
+    (name, value): (&str, &dyn std::fmt::Display),
+) -> String {
+    tf(
+        key,
+        &[
+            ("m", &m),
+            ("n", &n),
+            ("k", &k),
+            ("want", &want),
+            (name, value),
+        ],
+    )
+}
+
 /// `kernel matmul --dtype int8`: A (M × K) then B (K × N) as signed bytes
 /// on stdin, row-major; C's int32 accumulators to stdout, little-endian.
 /// The GPU's C is checked against the core's integer reference before it
@@ -312,16 +322,7 @@ fn run_int8(m: u32, n: u32, k: u32, kernel: Int8Kernel) -> Result<ExitCode, CliE
     let want = u128::from(m) * u128::from(k) + u128::from(k) * u128::from(n);
     let max_values = runner.max_elements().saturating_mul(4);
     let count = |key, count: &dyn std::fmt::Display, name| {
-        tf(
-            key,
-            &[
-                ("m", &m),
-                ("n", &n),
-                ("k", &k),
-                ("want", &want),
-                (name, count),
-            ],
-        )
+        shape_message(key, (m, n, k, want), (name, count))
     };
     if want > u128::from(max_values) || shape.outputs() > runner.max_elements() {
         return Err(CliError::from(count(

@@ -12,10 +12,10 @@ use serde::Serialize;
 
 use super::QuantError;
 use super::fp8::{CastStats, Fp8Scaling, ScaledCast, cast_with};
+use super::qat::{check_run, leaf_grads, loader_and_sgd};
 use crate::autograd::{Graph, Tensor, Var};
 use crate::float::Format;
-use crate::nn::data::{self, DataLoader};
-use crate::nn::optimizers::{Optimizer, OptimizerKind};
+use crate::nn::data;
 use crate::nn::{Activation, Mlp, TrainError, evaluate};
 
 /// The formats of the matmul inputs.
@@ -127,15 +127,7 @@ pub fn train(
     settings: &Fp8TrainSettings,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<Fp8Run, QuantError> {
-    if settings.epochs > MAX_FP8_EPOCHS {
-        return Err(QuantError::Epochs {
-            epochs: settings.epochs,
-            max: MAX_FP8_EPOCHS,
-        });
-    }
-    if !(settings.lr.is_finite() && settings.lr > 0.0) || settings.batch == 0 {
-        return Err(QuantError::Params { value: settings.lr });
-    }
+    check_run(settings.epochs, MAX_FP8_EPOCHS, settings.lr, settings.batch)?;
     let (train, test) =
         data::load_split(&settings.dataset, settings.seed).map_err(TrainError::from)?;
     let sizes = [train.features, settings.hidden, train.classes];
@@ -150,18 +142,8 @@ pub fn train(
             .collect::<Vec<_>>(),
         CastStats::default(),
     )));
-    let loader = DataLoader {
-        len: train.len(),
-        batch_size: settings.batch,
-        shuffle: true,
-        drop_last: false,
-        seed: settings.seed,
-    };
-    let momentum = OptimizerKind::Momentum {
-        mu: 0.9,
-        nesterov: false,
-    };
-    let mut optimizer = Optimizer::<f32>::new(momentum, settings.lr, 0.0);
+    let (loader, mut optimizer) =
+        loader_and_sgd(train.len(), settings.batch, settings.seed, settings.lr);
     let mut run = Fp8Run {
         recipe,
         loss: Vec::new(),
@@ -210,14 +192,7 @@ pub fn train(
                 return Err(TrainError::Diverged { epoch: epoch + 1 }.into());
             }
             total += value;
-            let step: Vec<Tensor<f32>> = leaves
-                .iter()
-                .map(|&v| {
-                    g.grad(v)
-                        .map_or_else(|| Tensor::zeros(&g.value(v).shape), |t| t.into_owned())
-                })
-                .collect();
-            optimizer.step(&mut model.params_mut(), &step);
+            optimizer.step(&mut model.params_mut(), &leaf_grads(&g, &leaves));
         }
         run.loss.push(total / batches.len().max(1) as f64);
         run.accuracy.push(evaluate(&model, &test).1);

@@ -227,11 +227,19 @@ impl Int8Kernel {
         }
     }
 
-    /// Its entry point in `gemm_int8.wgsl`.
-    pub fn entry(self) -> &'static str {
+    /// Its name among the int8 rungs (`--int8-kernel`).
+    pub fn short_id(self) -> &'static str {
         match self {
             Self::Dot4 => "dot4",
             Self::Extract => "extract",
+        }
+    }
+
+    /// `params.rung` in `gemm_int8.wgsl`: which sum its one entry runs.
+    pub fn selector(self) -> u32 {
+        match self {
+            Self::Dot4 => 0,
+            Self::Extract => 1,
         }
     }
 

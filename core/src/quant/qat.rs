@@ -99,15 +99,7 @@ pub fn fine_tune(
     settings: &QatSettings,
     progress: &mut dyn FnMut(u64, u64) -> bool,
 ) -> Result<QatReport, QuantError> {
-    if settings.epochs > MAX_QAT_EPOCHS {
-        return Err(QuantError::Epochs {
-            epochs: settings.epochs,
-            max: MAX_QAT_EPOCHS,
-        });
-    }
-    if !(settings.lr.is_finite() && settings.lr > 0.0) || settings.batch == 0 {
-        return Err(QuantError::Params { value: settings.lr });
-    }
+    check_run(settings.epochs, MAX_QAT_EPOCHS, settings.lr, settings.batch)?;
     let weights = weight_settings(settings.bits, settings.granularity);
     weights.validate()?;
     let (train, _) = data::load_split(&ptq.dataset, ptq.seed).map_err(TrainError::from)?;
@@ -116,18 +108,8 @@ pub fn fine_tune(
         &trained.test,
         None,
     )?;
-    let loader = DataLoader {
-        len: train.len(),
-        batch_size: settings.batch,
-        shuffle: true,
-        drop_last: false,
-        seed: ptq.seed,
-    };
-    let momentum = OptimizerKind::Momentum {
-        mu: 0.9,
-        nesterov: false,
-    };
-    let mut optimizer = Optimizer::<f32>::new(momentum, settings.lr, 0.0);
+    let (loader, mut optimizer) =
+        loader_and_sgd(train.len(), settings.batch, ptq.seed, settings.lr);
     let mut model = trained.model.clone();
     let (mut acc, mut losses) = (Vec::new(), Vec::new());
     for epoch in 0..settings.epochs {
@@ -191,14 +173,52 @@ fn qat_step(
     let loss = g.softmax_cross_entropy(h, y);
     g.backward(loss);
     let value = f64::from(g.value(loss).data[0]);
-    let grads = leaves
+    Ok((value, leaf_grads(&g, &leaves)))
+}
+
+/// Refuses more than `max` epochs, a learning rate that is not positive
+/// and finite, and an empty batch.
+pub(super) fn check_run(epochs: u64, max: u64, lr: f64, batch: usize) -> Result<(), QuantError> {
+    if epochs > max {
+        return Err(QuantError::Epochs { epochs, max });
+    }
+    if !(lr.is_finite() && lr > 0.0) || batch == 0 {
+        return Err(QuantError::Params { value: lr });
+    }
+    Ok(())
+}
+
+/// Seeded shuffled batches of `batch` over `len` examples, and momentum
+/// SGD (μ = 0.9) at `lr`: the fine-tunes' training loop.
+pub(super) fn loader_and_sgd(
+    len: usize,
+    batch: usize,
+    seed: u64,
+    lr: f64,
+) -> (DataLoader, Optimizer<f32>) {
+    let loader = DataLoader {
+        len,
+        batch_size: batch,
+        shuffle: true,
+        drop_last: false,
+        seed,
+    };
+    let momentum = OptimizerKind::Momentum {
+        mu: 0.9,
+        nesterov: false,
+    };
+    (loader, Optimizer::new(momentum, lr, 0.0))
+}
+
+/// Each leaf's gradient after backward (zeros where none reached it).
+pub(super) fn leaf_grads(g: &Graph<f32>, leaves: &[crate::autograd::Var]) -> Vec<Tensor<f32>> {
+    leaves
         .iter()
         .map(|&v| {
             g.grad(v)
                 .map_or_else(|| Tensor::zeros(&g.value(v).shape), |t| t.into_owned())
         })
-        .collect();
-    Ok((value, grads))
+        .collect()
 }
 
 #[cfg(test)]

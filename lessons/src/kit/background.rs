@@ -82,3 +82,77 @@ impl<T: Send + 'static> Background<T> {
         std::mem::take(&mut self.lost)
     }
 }
+
+/// A [`Background`] job that counts its steps and can be asked to stop
+/// between them, its last result kept: long training runs with a progress
+/// line and a Stop button.
+pub struct Stoppable<T> {
+    job: Background<T>,
+    pub last: Option<T>,
+    steps: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<T> Default for Stoppable<T> {
+    fn default() -> Self {
+        Self {
+            job: Background::default(),
+            last: None,
+            steps: std::sync::Arc::default(),
+            stop: std::sync::Arc::default(),
+        }
+    }
+}
+
+impl<T: Send + 'static> Stoppable<T> {
+    /// Starts `work`, which calls the function it is given after each step:
+    /// it counts the step and says whether to go on.
+    pub fn start(&mut self, work: impl FnOnce(&dyn Fn() -> bool) -> T + Send + 'static) {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        let steps = std::sync::Arc::new(AtomicU64::new(0));
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        (self.steps, self.stop) = (steps.clone(), stop.clone());
+        self.last = None;
+        self.job.start(move || {
+            work(&|| {
+                steps.fetch_add(1, Ordering::Relaxed);
+                !stop.load(Ordering::Relaxed)
+            })
+        });
+    }
+
+    pub fn logic(&mut self, ctx: &egui::Context) {
+        if let Some(done) = self.job.take(ctx) {
+            self.last = Some(done);
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.job.is_running()
+    }
+
+    /// While it runs: Stop, a spinner and `progress(steps done)`; otherwise
+    /// the `start` button. True when the button was clicked.
+    pub fn controls_ui(
+        &mut self,
+        ui: &mut egui::Ui,
+        lang: dlsys_core::text::Lang,
+        start: &str,
+        progress: impl FnOnce(u64) -> String,
+    ) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.job.is_running() {
+            if ui
+                .button(crate::kit::text().get(lang, "race.cancel"))
+                .clicked()
+            {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+            ui.spinner();
+            ui.label(progress(self.steps.load(Ordering::Relaxed)));
+            false
+        } else {
+            ui.button(start).clicked()
+        }
+    }
+}

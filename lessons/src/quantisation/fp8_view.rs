@@ -3,9 +3,6 @@
 //! loss curves side by side, what the casts did), and a stale delayed
 //! scale on one grown tensor, cast saturating and not.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::Format;
 use dlsys_core::quant::QuantError;
@@ -14,7 +11,7 @@ use dlsys_core::quant::fp8_train::{self, Fp8Run, Fp8TrainSettings, Recipe};
 use dlsys_core::text::Lang;
 
 use super::{Settings, TEXT, t};
-use crate::kit::background::Background;
+use crate::kit::background::Stoppable;
 use crate::kit::theme::{self, ReadableAxes as _};
 
 const RECIPES: [Recipe; 4] = [
@@ -26,18 +23,13 @@ const RECIPES: [Recipe; 4] = [
 
 #[derive(Default)]
 pub struct Fp8Runs {
-    job: Background<Result<Vec<Fp8Run>, QuantError>>,
-    done: Option<Result<Vec<Fp8Run>, QuantError>>,
-    /// Epochs finished, over all recipes.
-    epochs: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
+    /// Steps are epochs, over all recipes.
+    job: Stoppable<Result<Vec<Fp8Run>, QuantError>>,
 }
 
 impl Fp8Runs {
     pub fn logic(&mut self, ctx: &egui::Context) {
-        if let Some(done) = self.job.take(ctx) {
-            self.done = Some(done);
-        }
+        self.job.logic(ctx);
     }
 
     pub fn is_running(&self) -> bool {
@@ -45,11 +37,7 @@ impl Fp8Runs {
     }
 
     fn start(&mut self, epochs: u64) {
-        self.epochs = Arc::new(AtomicU64::new(0));
-        self.stop = Arc::new(AtomicBool::new(false));
-        let (count, stop) = (self.epochs.clone(), self.stop.clone());
-        self.done = None;
-        self.job.start(move || {
+        self.job.start(move |step| {
             RECIPES
                 .iter()
                 .map(|&recipe| {
@@ -58,10 +46,7 @@ impl Fp8Runs {
                         epochs,
                         ..Fp8TrainSettings::default()
                     };
-                    fp8_train::train(&settings, &mut |_, _| {
-                        count.fetch_add(1, Ordering::Relaxed);
-                        !stop.load(Ordering::Relaxed)
-                    })
+                    fp8_train::train(&settings, &mut |_, _| step())
                 })
                 .collect()
         });
@@ -72,19 +57,13 @@ impl Fp8Runs {
         stale_ui(ui, lang);
         ui.horizontal_wrapped(|ui| {
             crate::kit::number_field(ui, t(lang, "fp8.epochs"), &mut s.fp8_epochs, 1..=30, 0.1);
-            if self.job.is_running() {
-                if ui.button(t(lang, "fp8.stop")).clicked() {
-                    self.stop.store(true, Ordering::Relaxed);
-                }
-                ui.spinner();
-                let done = self.epochs.load(Ordering::Relaxed);
-                let total = s.fp8_epochs * RECIPES.len() as u64;
-                ui.label(TEXT.fill(lang, "fp8.progress", &[("done", &done), ("total", &total)]));
-            } else if ui.button(t(lang, "fp8.run")).clicked() {
+            let total = s.fp8_epochs * RECIPES.len() as u64;
+            let progress = |done: u64| TEXT.fill(lang, "fp8.progress", &[("done", &done), ("total", &total)]);
+            if self.job.controls_ui(ui, lang, t(lang, "fp8.run"), progress) {
                 self.start(s.fp8_epochs);
             }
         });
-        match &self.done {
+        match &self.job.last {
             Some(Ok(runs)) => results(ui, runs, lang),
             Some(Err(e)) => {
                 ui.colored_label(theme::bad(ui.visuals()), e.message(lang));

@@ -4,7 +4,6 @@
 //! fp32 and against post-training quantisation at the same settings.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::quant::QuantError;
@@ -13,22 +12,17 @@ use dlsys_core::quant::qat::{self, MAX_QAT_EPOCHS, QatReport, QatSettings};
 use dlsys_core::text::Lang;
 
 use super::{Settings, TEXT, t};
-use crate::kit::background::Background;
+use crate::kit::background::Stoppable;
 use crate::kit::theme::{self, ReadableAxes as _};
 
 #[derive(Default)]
 pub struct QatRun {
-    job: Background<Result<QatReport, QuantError>>,
-    done: Option<Result<QatReport, QuantError>>,
-    epoch: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
+    job: Stoppable<Result<QatReport, QuantError>>,
 }
 
 impl QatRun {
     pub fn logic(&mut self, ctx: &egui::Context) {
-        if let Some(done) = self.job.take(ctx) {
-            self.done = Some(done);
-        }
+        self.job.logic(ctx);
     }
 
     pub fn is_running(&self) -> bool {
@@ -43,16 +37,7 @@ impl QatRun {
             ..QatSettings::default()
         };
         let ptq = super::runs::ptq_settings();
-        self.epoch = Arc::new(AtomicU64::new(0));
-        self.stop = Arc::new(AtomicBool::new(false));
-        let (epoch, stop) = (self.epoch.clone(), self.stop.clone());
-        self.done = None;
-        self.job.start(move || {
-            qat::fine_tune(&trained, &ptq, &settings, &mut |done, _| {
-                epoch.store(done, Ordering::Relaxed);
-                !stop.load(Ordering::Relaxed)
-            })
-        });
+        self.job.start(move |step| qat::fine_tune(&trained, &ptq, &settings, &mut |_, _| step()));
     }
 
     pub fn ui(&mut self, ui: &mut egui::Ui, s: &mut Settings, trained: &Result<Arc<Trained>, QuantError>, lang: Lang) {
@@ -60,21 +45,16 @@ impl QatRun {
         ui.horizontal_wrapped(|ui| {
             crate::kit::number_field(ui, t(lang, "qat.bits"), &mut s.qat_bits, 2..=8, 0.1);
             crate::kit::number_field(ui, t(lang, "qat.epochs"), &mut s.qat_epochs, 1..=20, 0.1);
-            if self.job.is_running() {
-                if ui.button(t(lang, "qat.stop")).clicked() {
-                    self.stop.store(true, Ordering::Relaxed);
-                }
-                ui.spinner();
-                let done = self.epoch.load(Ordering::Relaxed);
-                ui.label(TEXT.fill(lang, "qat.progress", &[("done", &done), ("total", &s.qat_epochs)]));
-            } else if ui.button(t(lang, "qat.run")).clicked() {
+            let total = s.qat_epochs;
+            let progress = |done: u64| TEXT.fill(lang, "qat.progress", &[("done", &done), ("total", &total)]);
+            if self.job.controls_ui(ui, lang, t(lang, "qat.run"), progress) {
                 match trained {
                     Ok(trained) => self.start(trained.clone(), s),
-                    Err(e) => self.done = Some(Err(e.clone())),
+                    Err(e) => self.job.last = Some(Err(e.clone())),
                 }
             }
         });
-        match &self.done {
+        match &self.job.last {
             Some(Ok(report)) => results(ui, report, lang),
             Some(Err(e)) => {
                 ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
