@@ -71,3 +71,29 @@ fn fp8_training_draws_every_recipe_and_shows_the_stale_scale() {
     }
     crate::common::plot_colours_are_distinct(&harness, &["quant_fp8"]);
 }
+
+#[test]
+fn the_float_and_memory_lessons_link_to_quantisation() {
+    let storage = MemoryStorage::default();
+    for (from, link) in [
+        (
+            "float_formats",
+            "fp8 with per-tensor scales, current and delayed, and training under it: the Quantisation lesson →",
+        ),
+        (
+            "memory_compute",
+            "The bytes of weights at int8 or int4, with their scales and zero points: the Quantisation lesson →",
+        ),
+    ] {
+        let (mut harness, _) = app_harness("links", &storage, Some(from));
+        harness.run();
+        click_visible(&mut harness, link);
+        harness.run();
+        assert!(
+            harness
+                .query_by_label_contains("Post-training quantisation of the MLP")
+                .is_some(),
+            "{from}'s link did not open the quantisation lesson"
+        );
+    }
+}

@@ -115,6 +115,8 @@ impl Computed {
 pub struct FloatFormats {
     settings: Settings,
     computed: Option<Computed>,
+    /// The quantisation lesson, when its link was clicked.
+    open_request: Option<String>,
 }
 
 impl FloatFormats {
@@ -142,6 +144,10 @@ impl Lesson for FloatFormats {
     }
 
     crate::persist_field!(settings);
+
+    fn take_open_request(&mut self) -> Option<String> {
+        self.open_request.take()
+    }
 }
 
 #[cfg(test)]

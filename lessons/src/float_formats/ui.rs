@@ -56,11 +56,16 @@ pub fn lesson_ui(lesson: &mut FloatFormats, ui: &mut egui::Ui, lang: Lang) {
     tie_ui(ui, computed, lang);
     ui.add_space(10.0);
     super::overflow::overflow_ui(ui, computed, lang);
+    let mut open = None;
+    crate::kit::lesson_link(ui, TEXT.get(lang, "overflow.quantisation"), "quantisation", &mut open);
     ui.add_space(10.0);
     range_ui(ui, computed, lang, &mut changes);
     ui.add_space(10.0);
     demos_ui(ui, computed, lang, &mut changes);
     changes.apply(&mut lesson.settings);
+    if open.is_some() {
+        lesson.open_request = open;
+    }
 }
 
 /// Edits made while the computed results are borrowed, applied afterwards.

@@ -29,8 +29,8 @@ use dlsys_core::text::Catalog;
 
 pub use gpu_status::{GpuStatus, NoGpu, adapter_label};
 pub use page::{
-    column_header, header_ui, number_field, prose, request_scroll, section, section_opened,
-    sections_seen,
+    column_header, header_ui, lesson_link, number_field, prose, request_scroll, section,
+    section_opened, sections_seen,
 };
 
 static TEXT: LazyLock<Catalog> = LazyLock::new(|| {

@@ -122,3 +122,17 @@ pub fn number_field<T: egui::emath::Numeric>(
     ui.add(egui::DragValue::new(value).range(range).speed(speed))
         .labelled_by(label.id);
 }
+
+/// A link to another lesson, by its route (never by importing it): a
+/// button reading `label`; a click leaves the route in `request` for the
+/// lesson's `take_open_request`.
+pub fn lesson_link(
+    ui: &mut egui::Ui,
+    label: &str,
+    route: &'static str,
+    request: &mut Option<String>,
+) {
+    if ui.link(label).clicked() {
+        *request = Some(route.to_owned());
+    }
+}

@@ -28,6 +28,8 @@ pub struct Settings {
 pub struct MemoryCompute {
     settings: Settings,
     measuring: mlp_view::Measuring,
+    /// The quantisation lesson, when its link was clicked.
+    open_request: Option<String>,
 }
 
 impl Lesson for MemoryCompute {
@@ -44,8 +46,10 @@ impl Lesson for MemoryCompute {
         crate::kit::section(ui, &TEXT, lang, "mlp", |ui| {
             mlp_view::mlp_ui(ui, &mut self.settings.mlp, &mut self.measuring, lang);
         });
+        let open_request = &mut self.open_request;
         crate::kit::section(ui, &TEXT, lang, "tf", |ui| {
             transformer_view::transformer_ui(ui, &mut self.settings.transformer, lang);
+            crate::kit::lesson_link(ui, TEXT.get(lang, "tf.quantisation"), "quantisation", open_request);
         });
     }
 
@@ -54,6 +58,10 @@ impl Lesson for MemoryCompute {
     }
 
     crate::persist_field!(settings);
+
+    fn take_open_request(&mut self) -> Option<String> {
+        self.open_request.take()
+    }
 
     /// Measures the default MLP, as the page does when it opens.
     fn self_test_start(&mut self, _env: &Env<'_>) -> bool {
