@@ -514,16 +514,21 @@ impl Report for ModelReport {
                 } else {
                     "quant.outlier.gemm_no"
                 });
+                let (key, alpha) = match r.smooth_alpha {
+                    Some(a) => ("quant.outlier.smooth_row", a),
+                    None => ("quant.outlier.row", 0.0),
+                };
                 writeln!(
                     out,
                     "{}",
                     tf(
-                        "quant.outlier.row",
+                        key,
                         &[
                             ("weights", &r.weights.words().say(lang())),
                             ("acts", &r.activations.name(lang())),
                             ("accuracy", &pct(r.accuracy)),
                             ("gemm", &gemm),
+                            ("alpha", &alpha),
                         ],
                     )
                 )?;

@@ -70,10 +70,18 @@ fn the_mlp_is_trained_quantised_and_measured() {
     assert_eq!(b["scales_bytes"], 2 * (2 * 128 + 4 * 10));
     assert_eq!(v["fp32_bytes"], 4 * 9472);
     let rows = v["outlier"]["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 4);
+    assert_eq!(rows.len(), 6);
     let per_tensor = rows[0]["accuracy"].as_f64().unwrap();
     assert!(per_tensor < before - 0.2, "{v}");
     assert_eq!(rows[3]["integer_gemm"], false);
+    // SmoothQuant's rows: scales an integer GEMM runs, and the outlier tamed.
+    for row in &rows[4..] {
+        assert_eq!(
+            (row["smooth_alpha"].as_f64(), row["integer_gemm"].as_bool()),
+            (Some(0.5), Some(true))
+        );
+        assert!(row["accuracy"].as_f64().unwrap() > per_tensor + 0.2, "{v}");
+    }
     let grid = json(&[
         "quant",
         "--grid",

@@ -3,15 +3,16 @@
 //! stochastic rounding, min–max / percentile / MSE calibration
 //! ([`scheme`], [`calibrate`], [`tensor`]); the int8 GEMM with int32
 //! accumulation and fixed-point requantisation ([`gemm`]); post-training
-//! quantisation of the engine's MLP and the outlier demonstration
-//! ([`ptq`]); quantisation-aware training with the straight-through
-//! estimator ([`qat`]); fp8 with per-tensor current or delayed scaling
-//! ([`fp8`]) and the MLP trained under TE's HYBRID format against bf16
-//! ([`fp8_train`]); the bytes of quantised weights ([`bytes`]). The quantisation lesson draws these and
-//! `dlsys-lab quant` prints them.
+//! quantisation of the engine's MLP, the outlier demonstration and
+//! SmoothQuant ([`ptq`]); quantisation-aware training with the
+//! straight-through estimator ([`qat`]); fp8 with per-tensor current or
+//! delayed scaling ([`fp8`]) and the MLP trained under TE's HYBRID format
+//! against bf16 ([`fp8_train`]); the bytes of quantised weights
+//! ([`bytes`]). The quantisation lesson draws these and `dlsys-lab quant`
+//! prints them.
 //!
 //! Not here (yet): MX block formats,
-//! KL calibration, GPTQ/AWQ, SmoothQuant.
+//! KL calibration, GPTQ/AWQ.
 
 pub mod bytes;
 pub mod calibrate;

@@ -352,7 +352,12 @@ pub struct OutlierRow {
     pub activations: ActScales,
     pub integer_gemm: bool,
     pub accuracy: f64,
+    /// SmoothQuant's migration strength α, when the row was smoothed first.
+    pub smooth_alpha: Option<f64>,
 }
+
+/// SmoothQuant's default migration strength (Xiao et al. 2023, §3).
+pub const SMOOTH_ALPHA: f64 = 0.5;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OutlierReport {
@@ -367,6 +372,8 @@ pub struct OutlierReport {
     pub outlier_amax: f64,
     pub others_amax: f64,
     pub rows: Vec<OutlierRow>,
+    /// The examples SmoothQuant's activation maxima came from.
+    pub calibration_examples: usize,
 }
 
 /// Plants the outlier channel and measures W8A8 at each activation
@@ -440,9 +447,24 @@ pub fn outlier(trained: &Trained, settings: &OutlierSettings) -> Result<OutlierR
                 activations: acts,
                 integer_gemm: acts.integer_gemm(),
                 accuracy: cell.accuracy,
+                smooth_alpha: None,
             })
         })
         .collect::<Result<Vec<_>, QuantError>>()?;
+    // SmoothQuant, then the scales an integer GEMM can run.
+    let smoothed = smooth(&planted, SMOOTH_ALPHA);
+    let mut rows = rows;
+    for acts in [ActScales::PerTensor, ActScales::PerToken] {
+        let kind = GranularityKind::Channel;
+        let cell = measure(&smoothed, &weight_settings(8, kind), kind, Some(acts))?;
+        rows.push(OutlierRow {
+            weights: kind,
+            activations: acts,
+            integer_gemm: acts.integer_gemm(),
+            accuracy: cell.accuracy,
+            smooth_alpha: Some(SMOOTH_ALPHA),
+        });
+    }
     Ok(OutlierReport {
         channel,
         magnitude: m,
@@ -451,7 +473,54 @@ pub fn outlier(trained: &Trained, settings: &OutlierSettings) -> Result<OutlierR
         outlier_amax,
         others_amax,
         rows,
+        calibration_examples: EVAL_BATCH.min(planted.test.len()),
     })
+}
+
+/// SmoothQuant's migration on the first layer (Xiao et al. 2023, §3):
+/// per input channel j, s_j = max|X_j|^α / max|W_j|^(1−α), the inputs
+/// divided by s_j and the weight row j multiplied by it — the same
+/// function, with the activations' outlier moved into the weights. The
+/// activation maxima come from a calibration set: the first
+/// [`EVAL_BATCH`] examples. A channel that is all zero (in the inputs or
+/// the weights) keeps s = 1.
+pub fn smooth(trained: &Trained, alpha: f64) -> Trained {
+    let mut out = trained.clone();
+    let f = out.test.features;
+    let Some(first) = out.model.layers.first_mut() else {
+        return out;
+    };
+    let cols = first.bias.numel();
+    let calibration = &trained.test.x[..f * EVAL_BATCH.min(trained.test.len())];
+    let mut x_max = vec![0.0f64; f];
+    for row in calibration.chunks(f) {
+        for (m, &v) in x_max.iter_mut().zip(row) {
+            *m = m.max(f64::from(v.abs()));
+        }
+    }
+    let s: Vec<f64> = (0..f)
+        .map(|j| {
+            let w_max = first.weight.data[j * cols..(j + 1) * cols]
+                .iter()
+                .fold(0.0f64, |m, &w| m.max(f64::from(w.abs())));
+            if x_max[j] > 0.0 && w_max > 0.0 {
+                x_max[j].powf(alpha) / w_max.powf(1.0 - alpha)
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    for (j, &sj) in s.iter().enumerate() {
+        for w in &mut first.weight.data[j * cols..(j + 1) * cols] {
+            *w = (f64::from(*w) * sj) as f32;
+        }
+    }
+    for row in out.test.x.chunks_mut(f) {
+        for (v, &sj) in row.iter_mut().zip(&s) {
+            *v = (f64::from(*v) / sj) as f32;
+        }
+    }
+    out
 }
 
 /// The feature whose values vary most (ties: the first).

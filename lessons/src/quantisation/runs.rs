@@ -215,7 +215,14 @@ impl Runs {
                 crate::kit::column_header(ui, &TEXT, lang, "outlier.col_gemm");
                 ui.end_row();
                 for row in &report.rows {
-                    ui.label(row.weights.words().say(lang));
+                    match row.smooth_alpha {
+                        Some(alpha) => ui.label(TEXT.fill(
+                            lang,
+                            "outlier.smoothed",
+                            &[("alpha", &alpha), ("weights", &row.weights.words().say(lang))],
+                        )),
+                        None => ui.label(row.weights.words().say(lang)),
+                    };
                     ui.label(row.activations.name(lang));
                     let drop = report.planted_fp32_accuracy - row.accuracy;
                     ui.colored_label(tone(ui.visuals(), drop), pct(row.accuracy));
@@ -224,7 +231,7 @@ impl Runs {
                 }
             });
         });
-        ui.label(t(lang, "outlier.lesson"));
+        ui.label(TEXT.fill(lang, "outlier.lesson", &[("calibration", &report.calibration_examples)]));
     }
 }
 
