@@ -25,6 +25,8 @@ mod e09;
 mod e10;
 #[path = "11_liveness.rs"]
 mod e11;
+#[path = "12_quantise_per_channel.rs"]
+mod e12;
 
 pub use e01::fp16_from_bits;
 pub use e02::round_to_bf16_rne;
@@ -37,3 +39,4 @@ pub use e08::online_softmax;
 pub use e09::dataloader_batches;
 pub use e10::plan_arena;
 pub use e11::liveness;
+pub use e12::quantise_per_channel;

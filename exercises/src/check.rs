@@ -27,8 +27,10 @@ pub type DataloaderBatches =
     fn(usize, usize, bool, &mut dyn FnMut(usize) -> usize) -> Vec<Vec<usize>>;
 pub type PlanArena = fn(&[(u64, u32, u32)]) -> Vec<u64>;
 pub type Liveness = fn(&[Vec<usize>], &[usize]) -> Vec<(u32, u32)>;
+pub type QuantisePerChannel = fn(&[f32], usize, usize) -> Option<(Vec<i8>, Vec<f64>)>;
 
 pub use crate::check_plan::{liveness, plan_arena};
+pub use crate::check_quant::quantise_per_channel;
 
 /// Analytic gradients in f64 must agree to this relative error: the "good"
 /// band of a gradient check, with room for summation order.

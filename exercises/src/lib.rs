@@ -1,6 +1,6 @@
 //! The Rust exercise track, in the style of rustlings.
 //!
-//! Your code goes in `exercises/learn/`: eleven files, each a function with a
+//! Your code goes in `exercises/learn/`: twelve files, each a function with a
 //! `todo!()` in it and a doc comment stating the task and a hint. Fill one in,
 //! then run
 //!
@@ -12,7 +12,8 @@
 //! This crate holds the other side: the checkers ([`check`]), which judge an
 //! implementation with dlsys-lab's own cores (the autograd engine and its
 //! relative-error bands, the bit-exact float emulator, the optimizers, the
-//! CPU softmax reference, the memory planner and its liveness analysis); the reference solutions ([`reference`]); and for
+//! CPU softmax reference, the memory planner and its liveness analysis, the
+//! quantiser); the reference solutions ([`reference`]); and for
 //! every exercise a known-wrong solution ([`wrong`]) that makes a classic
 //! mistake, which its checker must reject with a message naming the mistake.
 //! `dlsys-lab check` runs both sides; `cargo test --workspace` checks the
@@ -21,6 +22,7 @@
 
 pub mod check;
 mod check_plan;
+mod check_quant;
 pub mod reference;
 pub mod words;
 pub mod wrong;
@@ -71,7 +73,7 @@ impl Info {
 }
 
 /// The track, in the order to do it.
-pub const EXERCISES: [Info; 11] = [
+pub const EXERCISES: [Info; 12] = [
     Info {
         id: "fp16_from_bits",
         file: "exercises/learn/01_fp16_from_bits.rs",
@@ -115,6 +117,10 @@ pub const EXERCISES: [Info; 11] = [
     Info {
         id: "liveness",
         file: "exercises/learn/11_liveness.rs",
+    },
+    Info {
+        id: "quantise_per_channel",
+        file: "exercises/learn/12_quantise_per_channel.rs",
     },
 ];
 

@@ -4,6 +4,30 @@
 
 use crate::{AdamConfig, Case, check};
 
+/// Symmetric per-channel int8: a scale per column, amax / 127 (1 for an
+/// all-zero column); codes rounded to nearest-even; NaN or ±inf refused.
+pub fn quantise_per_channel(w: &[f32], rows: usize, cols: usize) -> Option<(Vec<i8>, Vec<f64>)> {
+    if w.iter().any(|x| !x.is_finite()) || w.len() != rows * cols {
+        return None;
+    }
+    let scales: Vec<f64> = (0..cols)
+        .map(|j| {
+            let amax = (0..rows).fold(0.0f64, |m, r| m.max(f64::from(w[r * cols + j].abs())));
+            if amax > 0.0 { amax / 127.0 } else { 1.0 }
+        })
+        .collect();
+    let codes = w
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| {
+            (f64::from(x) / scales[i % cols])
+                .round_ties_even()
+                .clamp(-127.0, 127.0) as i8
+        })
+        .collect();
+    Some((codes, scales))
+}
+
 /// fp16 bits → f32 (exact: every fp16 value is an f32).
 pub fn fp16_from_bits(bits: u16) -> f32 {
     let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
@@ -241,5 +265,8 @@ pub fn cases() -> Vec<Case> {
         }),
         case("plan_arena", || check::plan_arena(plan_arena)),
         case("liveness", || check::liveness(liveness)),
+        case("quantise_per_channel", || {
+            check::quantise_per_channel(quantise_per_channel)
+        }),
     ]
 }

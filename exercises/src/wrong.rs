@@ -14,6 +14,42 @@ pub fn fp16_without_subnormals(bits: u16) -> f32 {
     reference::fp16_from_bits(bits)
 }
 
+/// One scale for the whole matrix: an outlier in one channel coarsens all.
+pub fn quantise_per_tensor(w: &[f32], rows: usize, cols: usize) -> Option<(Vec<i8>, Vec<f64>)> {
+    let (_, scales) = reference::quantise_per_channel(w, rows, cols)?;
+    let scale = scales.iter().copied().fold(0.0f64, f64::max);
+    let codes = w
+        .iter()
+        .map(|&x| {
+            (f64::from(x) / scale)
+                .round_ties_even()
+                .clamp(-127.0, 127.0) as i8
+        })
+        .collect();
+    Some((codes, vec![scale; scales.len()]))
+}
+
+/// amax / 127 even for an all-zero column: a scale of 0 (and x / 0).
+pub fn quantise_zero_divides(w: &[f32], rows: usize, cols: usize) -> Option<(Vec<i8>, Vec<f64>)> {
+    let (codes, mut scales) = reference::quantise_per_channel(w, rows, cols)?;
+    for (j, s) in scales.iter_mut().enumerate() {
+        let amax = (0..rows).fold(0.0f64, |m, r| m.max(f64::from(w[r * cols + j].abs())));
+        *s = amax / 127.0;
+    }
+    Some((codes, scales))
+}
+
+/// Truncates x / scale instead of rounding it.
+pub fn quantise_truncating(w: &[f32], rows: usize, cols: usize) -> Option<(Vec<i8>, Vec<f64>)> {
+    let (_, scales) = reference::quantise_per_channel(w, rows, cols)?;
+    let codes = w
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| (f64::from(x) / scales[i % cols]).trunc() as i8)
+        .collect();
+    Some((codes, scales))
+}
+
 /// Keeps the top 16 bits.
 pub fn bf16_truncate(x: f32) -> u16 {
     (x.to_bits() >> 16) as u16
@@ -316,5 +352,23 @@ pub fn cases() -> Vec<Case> {
         case("liveness", "results freed", "a result of the step", || {
             check::liveness(liveness_results_freed)
         }),
+        case(
+            "quantise_per_channel",
+            "one scale per tensor",
+            "every column shares",
+            || check::quantise_per_channel(quantise_per_tensor),
+        ),
+        case(
+            "quantise_per_channel",
+            "0 / 0 scale",
+            "all-zero column",
+            || check::quantise_per_channel(quantise_zero_divides),
+        ),
+        case(
+            "quantise_per_channel",
+            "truncated codes",
+            "truncated",
+            || check::quantise_per_channel(quantise_truncating),
+        ),
     ]
 }

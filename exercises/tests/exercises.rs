@@ -102,3 +102,11 @@ fn plan_arena() {
 fn liveness() {
     verdict("liveness", check::liveness(learn::liveness));
 }
+
+#[test]
+fn quantise_per_channel() {
+    verdict(
+        "quantise_per_channel",
+        check::quantise_per_channel(learn::quantise_per_channel),
+    );
+}
