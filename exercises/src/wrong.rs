@@ -360,7 +360,7 @@ pub fn cases() -> Vec<Case> {
         ),
         case(
             "quantise_per_channel",
-            "0 / 0 scale",
+            "zero scale for a zero column",
             "all-zero column",
             || check::quantise_per_channel(quantise_zero_divides),
         ),

@@ -345,6 +345,25 @@ mod tests {
         assert!(leaks.is_empty(), "{}", leaks.join("\n"));
     }
 
+    /// `dlsys-lab check` names every known-wrong solution through the
+    /// catalog (`check.solution.<name>`): each Rust and WGSL one has its key.
+    #[test]
+    fn every_known_wrong_solution_has_a_name_in_the_catalog() {
+        let mut names: Vec<&str> = dlsys_exercises::cases()
+            .iter()
+            .filter(|c| c.expect.is_some())
+            .map(|c| c.solution)
+            .collect();
+        for ex in &dlsys_shaders::kernel_track::EXERCISES {
+            names.extend(ex.wrong.iter().map(|w| w.name));
+        }
+        let missing: Vec<&str> = names
+            .into_iter()
+            .filter(|n| !catalog().contains(&format!("check.solution.{n}")))
+            .collect();
+        assert!(missing.is_empty(), "{missing:?}");
+    }
+
     #[test]
     fn the_cli_catalog_has_chinese_for_every_entry() {
         let problems = dlsys_core::text::chinese_problems(catalog(), &[]);

@@ -87,6 +87,7 @@ fn calibration(text: &str) -> Result<Calibration, CliError> {
     match text {
         "minmax" => Ok(Calibration::MinMax),
         "mse" => Ok(Calibration::Mse),
+        "kl" => Ok(Calibration::Entropy),
         _ => match text.strip_prefix("percentile:").map(parse_number) {
             Some(Ok(pct)) => Ok(Calibration::Percentile { pct }),
             Some(Err(e)) => Err(CliError::from(say(&e))),

@@ -121,7 +121,7 @@ fn bad_input_is_one_line_in_the_learners_language() {
         &["quant", "--value", "0.1", "--range", "1,-1"],
         &["quant", "--value", "0.1", "--range", "1"],
         &["quant", "--calibrate", "percentile:101"],
-        &["quant", "--calibrate", "kl"],
+        &["quant", "--calibrate", "histogram"],
         &["quant", "--unsigned"],
         &["quant", "--outlier", "0"],
         &["quant", "--model", "cnn"],
@@ -193,4 +193,33 @@ fn fp8_training_runs_every_recipe_and_shows_the_stale_scale() {
         stdout.contains("饱和转换") && stdout.contains("fp8-hybrid-delayed:16"),
         "{stdout}"
     );
+}
+
+#[test]
+fn the_entropy_clip_is_a_calibration_like_the_others() {
+    let v = json(&[
+        "quant",
+        "--bits",
+        "3",
+        "--calibrate",
+        "kl",
+        "--epochs",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(v["calibration"], "Entropy", "{v}");
+    // Clipped below amax: some weights land outside the range.
+    assert!(v["weight_error"]["clipped"].as_u64().unwrap() > 0, "{v}");
+    let text = dlsys_lab(&[
+        "--lang",
+        "zh",
+        "quant",
+        "--bits",
+        "3",
+        "--calibrate",
+        "kl",
+        "--epochs",
+        "2",
+    ]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("KL 散度"));
 }

@@ -193,6 +193,10 @@ pub enum Calibration {
     /// A clip set by hand: this fraction (0 < f ≤ 1) of the min–max range
     /// (of amax, when symmetric) — the lesson's slider.
     Fraction { of_range: f64 },
+    /// TensorRT's entropy calibration: the clip of |x| whose quantised
+    /// histogram is closest to the clipped one in KL divergence
+    /// ([`super::calibrate::entropy_clip`]).
+    Entropy,
 }
 
 impl Calibration {
@@ -214,6 +218,7 @@ impl Calibration {
             Self::Percentile { .. } => "percentile",
             Self::Mse => "mse",
             Self::Fraction { .. } => "fraction",
+            Self::Entropy => "kl",
         }
     }
 

@@ -224,6 +224,66 @@ fn clipping_calibrations_trade_the_tail_for_a_finer_grid() {
             .sum::<f64>()
     };
     assert!(err(mse) < err(hi));
+    // The entropy clip gives up the outlier too, for a finer grid where
+    // the values are.
+    let (_, kl) =
+        calibrate::clip_range(&values, Calibration::Entropy, f, Mapping::Symmetric).unwrap();
+    assert!(kl < hi && kl > 0.0, "{kl}");
+    assert!(err(kl) < err(hi), "{kl}");
+}
+
+#[test]
+fn the_entropy_clip_keeps_a_uniform_range_and_cuts_a_long_tail() {
+    use rand::{RngExt as _, SeedableRng as _};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    // Uniform on [−1, 1]: nothing to cut, the clip stays near amax.
+    let uniform: Vec<f64> = (0..20_000).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let amax = uniform.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let t = calibrate::entropy_clip(&uniform, 128);
+    assert!(t > 0.9 * amax && t <= amax, "{t} vs {amax}");
+    // Laplace-like (a long tail): the clip falls well inside amax.
+    let tailed: Vec<f64> = (0..20_000)
+        .map(|_| {
+            let u: f64 = rng.random_range(1e-9..1.0);
+            let s = if rng.random_range(0.0..1.0) < 0.5 {
+                -1.0
+            } else {
+                1.0
+            };
+            -s * u.ln()
+        })
+        .collect();
+    let amax = tailed.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let t = calibrate::entropy_clip(&tailed, 8);
+    assert!(t < 0.7 * amax, "{t} vs {amax}");
+    assert_eq!(calibrate::entropy_clip(&[0.0; 9], 128), 0.0);
+    // A constant tensor (the entropy search is too slow for the property
+    // test's thousands of cases): its value exactly, at every granularity.
+    for c in [0.0f32, 3.5, -1e6] {
+        for granularity in [
+            Granularity::Tensor,
+            Granularity::Channel { axis: 1 },
+            Granularity::Group { axis: 0, size: 3 },
+        ] {
+            let settings = QuantSettings {
+                calibration: Calibration::Entropy,
+                granularity,
+                ..QuantSettings::default()
+            };
+            let q = quantise(&[c; 35], 7, 5, &settings).unwrap();
+            assert!(
+                q.params
+                    .iter()
+                    .all(|p| p.scale.is_finite() && p.scale > 0.0)
+            );
+            assert!(
+                q.dequantise()
+                    .iter()
+                    .all(|&v| (v - f64::from(c)).abs() <= 1e-9 * f64::from(c.abs()).max(1.0)),
+                "{c}"
+            );
+        }
+    }
 }
 
 #[test]

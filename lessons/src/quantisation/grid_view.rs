@@ -79,17 +79,27 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
     ui.horizontal_wrapped(|ui| {
         let label = ui.label(t(lang, "grid.clip"));
         ui.add(egui::Slider::new(&mut s.clip, 0.05..=1.0)).labelled_by(label.id);
-        if let Some((blo, bhi)) = best {
-            let f = if s.mapping == Mapping::Asymmetric {
+        // A clip as a fraction of the range the slider spans.
+        let fraction = |(blo, bhi): (f64, f64)| {
+            if s.mapping == Mapping::Asymmetric {
                 if hi > 0.0 { bhi / hi } else { 1.0 }
             } else if amax > 0.0 {
                 bhi.max(-blo) / amax
             } else {
                 1.0
-            };
+            }
+        };
+        if let Some(range) = best {
+            let f = fraction(range);
             if ui.button(TEXT.fill(lang, "grid.use_mse", &[("f", &show_sig(f, 3))])).clicked() {
                 s.clip = f.clamp(0.05, 1.0);
             }
+        }
+        // The entropy search is found when asked (it tries 2,048 clips).
+        if ui.button(t(lang, "grid.use_kl")).clicked()
+            && let Ok(range) = calibrate::clip_range(&wide, Calibration::Entropy, format, s.mapping)
+        {
+            s.clip = fraction(range).clamp(0.05, 1.0);
         }
     });
     let settings = QuantSettings {
