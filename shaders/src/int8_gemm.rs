@@ -47,41 +47,56 @@ pub fn program(
     a: &[i8],
     b: &[i8],
 ) -> Result<Program, QuantError> {
+    let mut programs = programs(&[kernel], shape, a, b)?;
+    Ok(programs.remove(0))
+}
+
+/// [`program`] for each of `kernels` on the same A and B: the integer
+/// reference and the packed operands are made once and shared.
+pub fn programs(
+    kernels: &[Int8Kernel],
+    shape: GemmShape,
+    a: &[i8],
+    b: &[i8],
+) -> Result<Vec<Program>, QuantError> {
     let want = gemm_i32(shape, a, b)?;
     let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
     let bt: Vec<i8> = (0..n * k).map(|i| b[(i % k) * n + i / k]).collect();
-    let traffic = kernel.traffic(shape);
-    // The counters are u32: the instrumented build runs where its counts fit.
-    let counted = (traffic.bytes_read <= u64::from(u32::MAX)).then(|| source(true));
-    Ok(Program {
-        id: kernel.id().to_owned(),
-        family: Family::Gemm,
-        source: source(false),
-        counted,
-        buffers: vec![
-            NamedBuffer::input("a", Values::Packed8(padded(a, m, k))),
-            NamedBuffer::input("bt", Values::Packed8(padded(&bt, n, k))),
-            NamedBuffer::zeroed("c", ElementType::I32, shape.outputs()),
-        ],
-        dispatches: vec![Dispatch {
-            entry: "main".to_owned(),
-            workgroups: shape.workgroups(),
-            params: [
-                shape.m,
-                shape.n,
-                shape.words_per_row(),
-                kernel.selector(),
-                0,
-                0,
-                0,
-                0,
-            ],
-        }],
-        output: "c".to_owned(),
-        expected: Expected::Exact(Values::I32(want)),
-        traffic,
-        ops: kernel.ops(shape),
-    })
+    let (a, bt) = (
+        Values::Packed8(padded(a, m, k)),
+        Values::Packed8(padded(&bt, n, k)),
+    );
+    let expected = Expected::Exact(Values::I32(want));
+    Ok(kernels
+        .iter()
+        .map(|&kernel| {
+            let traffic = kernel.traffic(shape);
+            // The counters are u32: the instrumented build runs where its
+            // counts fit.
+            let counted = (traffic.bytes_read <= u64::from(u32::MAX)).then(|| source(true));
+            let rung = kernel.selector();
+            Program {
+                id: kernel.id().to_owned(),
+                family: Family::Gemm,
+                source: source(false),
+                counted,
+                buffers: vec![
+                    NamedBuffer::input("a", a.clone()),
+                    NamedBuffer::input("bt", bt.clone()),
+                    NamedBuffer::zeroed("c", ElementType::I32, shape.outputs()),
+                ],
+                dispatches: vec![Dispatch {
+                    entry: "main".to_owned(),
+                    workgroups: shape.workgroups(),
+                    params: [shape.m, shape.n, shape.words_per_row(), rung, 0, 0, 0, 0],
+                }],
+                output: "c".to_owned(),
+                expected: expected.clone(),
+                traffic,
+                ops: kernel.ops(shape),
+            }
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -314,18 +314,19 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     // on the same M, N and K (int8 values of their own, seeded).
     if settings.gemm.contains(&GemmKind::Naive) {
         let (m, n, k) = args.gemm_mnk();
-        let shape = GemmShape::new(m, n, k);
-        for kernel in Int8Kernel::ALL {
-            let program = shape.clone().and_then(|shape| {
-                let (a, b) = seeded_operands(shape, dlsys_shaders::ladder::GEMM_SEED);
-                dlsys_shaders::int8_gemm::program(kernel, shape, &a, &b)
-            });
-            match program {
-                Ok(p) => {
+        let programs = GemmShape::new(m, n, k).and_then(|shape| {
+            let (a, b) = seeded_operands(shape, dlsys_shaders::ladder::GEMM_SEED);
+            dlsys_shaders::int8_gemm::programs(&Int8Kernel::ALL, shape, &a, &b)
+        });
+        match programs {
+            Ok(programs) => {
+                for p in programs {
                     raced.push((Kernel::Gemm(GemmKind::Naive), p.id.clone()));
                     ladder = ladder.with_programs([p]);
                 }
-                Err(e) => skipped.push(format!("{}: {}", kernel.id(), super::say(&e))),
+            }
+            Err(e) => {
+                skipped.extend(Int8Kernel::ALL.map(|k| format!("{}: {}", k.id(), super::say(&e))));
             }
         }
     }

@@ -197,29 +197,11 @@ fn fp8_training_runs_every_recipe_and_shows_the_stale_scale() {
 
 #[test]
 fn the_entropy_clip_is_a_calibration_like_the_others() {
-    let v = json(&[
-        "quant",
-        "--bits",
-        "3",
-        "--calibrate",
-        "kl",
-        "--epochs",
-        "2",
-        "--json",
-    ]);
+    let args = ["quant", "--bits", "3", "--calibrate", "kl", "--epochs", "2"];
+    let v = json(&[&args[..], &["--json"]].concat());
     assert_eq!(v["calibration"], "Entropy", "{v}");
     // Clipped below amax: some weights land outside the range.
     assert!(v["weight_error"]["clipped"].as_u64().unwrap() > 0, "{v}");
-    let text = dlsys_lab(&[
-        "--lang",
-        "zh",
-        "quant",
-        "--bits",
-        "3",
-        "--calibrate",
-        "kl",
-        "--epochs",
-        "2",
-    ]);
+    let text = dlsys_lab(&[&["--lang", "zh"][..], &args].concat());
     assert!(String::from_utf8_lossy(&text.stdout).contains("KL 散度"));
 }

@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::Serialize;
 
 use super::QuantError;
-use super::fp8::{CastStats, Fp8Scaling, ScaledCast, cast_with};
+use super::fp8::{CastStats, Fp8Scaling, ScaledCast};
 use super::qat::{check_run, leaf_grads, loader_and_sgd};
 use crate::autograd::{Graph, Tensor, Var};
 use crate::float::Format;
+use crate::mixed::Rounder;
 use crate::nn::data;
 use crate::nn::{Activation, Mlp, TrainError, evaluate};
 
@@ -83,7 +84,9 @@ pub struct Fp8Run {
 #[derive(Clone, Debug)]
 enum Caster {
     None,
-    Unscaled(Format),
+    /// Rounded through a format with no scale (bf16): the mixed-precision
+    /// policy's own rounder.
+    Unscaled(Rounder),
     Scaled(ScaledCast),
 }
 
@@ -99,7 +102,7 @@ impl Caster {
     fn of(recipe: Recipe, fp8: Format) -> Self {
         match recipe {
             Recipe::Fp32 => Self::None,
-            Recipe::Bf16 => Self::Unscaled(Format::bf16()),
+            Recipe::Bf16 => Self::Unscaled(Rounder::new(&Format::bf16())),
             // TE's casts saturate.
             Recipe::Hybrid(scaling) => Self::Scaled(ScaledCast::new(
                 Format {
@@ -115,7 +118,16 @@ impl Caster {
     fn cast(&mut self, values: &mut [f32]) -> CastStats {
         match self {
             Self::None => CastStats::default(),
-            Self::Unscaled(format) => cast_with(values, 1.0, format),
+            Self::Unscaled(rounder) => {
+                let s = rounder.round_slice_counting(values);
+                CastStats {
+                    values: s.values,
+                    scale: 1.0,
+                    overflowed: s.overflowed,
+                    underflowed: s.underflowed,
+                    ..CastStats::default()
+                }
+            }
             Self::Scaled(cast) => cast.cast(values),
         }
     }
@@ -211,9 +223,8 @@ fn cast_node(g: &mut Graph<f32>, v: Var, caster: &mut Caster, stats: &mut CastSt
     if matches!(caster, Caster::None) {
         return v;
     }
-    let value = g.value(v).into_owned();
-    let mut cast = value.data.clone();
-    stats.add(&caster.cast(&mut cast));
-    let ones = Tensor::new(vec![1.0; cast.len()], &value.shape);
-    g.fake_quantise(v, Tensor::new(cast, &value.shape), ones)
+    let Tensor { mut data, shape } = g.value(v).into_owned();
+    stats.add(&caster.cast(&mut data));
+    let ones = Tensor::new(vec![1.0; data.len()], &shape);
+    g.fake_quantise(v, Tensor::new(data, &shape), ones)
 }

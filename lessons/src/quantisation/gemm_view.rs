@@ -9,11 +9,13 @@ use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::kernels::{Data, GemmKind, Problem};
 use dlsys_core::quant::gemm::{GemmShape, Int8Kernel, MAX_K, dot_i16, int16_example, seeded_operands};
+use dlsys_core::quant::QuantError;
 use dlsys_core::text::Lang;
 use dlsys_shaders::{LadderSettings, Outcome};
 
 use super::{Settings, TEXT, t};
 use crate::Env;
+use crate::kit::background::Background;
 use crate::kit::race::Race;
 use crate::kit::table::{Look, pinned};
 use crate::kit::theme;
@@ -22,9 +24,14 @@ use crate::kit::theme;
 const SEED: u64 = 35;
 const TRIALS: u32 = 5;
 
+type Built = (GemmShape, Result<Vec<dlsys_shaders::Program>, QuantError>);
+
 #[derive(Default)]
 pub struct GemmRace {
     race: Race,
+    /// The int8 programs being made off the UI thread: the integer
+    /// reference of an M = N = K = 1024 GEMM is a billion multiply–adds.
+    building: Background<Built>,
     /// The shape of the last race (its results are that shape's).
     shape: Option<GemmShape>,
     error: Option<String>,
@@ -42,27 +49,31 @@ struct Line {
 
 impl GemmRace {
     pub fn is_busy(&self) -> bool {
-        self.race.is_busy()
+        self.race.is_busy() || self.building.is_running()
     }
 
     pub fn logic(&mut self, ctx: &egui::Context) {
         self.race.poll(ctx);
     }
 
-    fn start(&mut self, size: u32, env: &Env<'_>) {
+    /// Makes the int8 programs in the background; the race starts when
+    /// they are ready ([`Self::race_built`]).
+    fn start(&mut self, size: u32, lang: Lang) {
         self.error = None;
-        let shape = match GemmShape::new(size, size, size) {
-            Ok(shape) => shape,
-            Err(e) => {
-                self.error = Some(e.message(env.lang));
-                return;
-            }
+        match GemmShape::new(size, size, size) {
+            Ok(shape) => self.building.start(move || {
+                let (a, b) = seeded_operands(shape, SEED);
+                (shape, dlsys_shaders::int8_gemm::programs(&Int8Kernel::ALL, shape, &a, &b))
+            }),
+            Err(e) => self.error = Some(e.message(lang)),
+        }
+    }
+
+    /// Races the f32 rungs and the int8 programs once they are made.
+    fn race_built(&mut self, ctx: &egui::Context, env: &Env<'_>) {
+        let Some((shape, programs)) = self.building.take(ctx) else {
+            return;
         };
-        let (a, b) = seeded_operands(shape, SEED);
-        let programs: Result<Vec<_>, _> = Int8Kernel::ALL
-            .iter()
-            .map(|&k| dlsys_shaders::int8_gemm::program(k, shape, &a, &b))
-            .collect();
         let programs = match programs {
             Ok(p) => p,
             Err(e) => {
@@ -72,7 +83,7 @@ impl GemmRace {
         };
         let mut settings = LadderSettings::families(&[], Problem::new(1, 1 << 20), Data::Random, TRIALS);
         settings.gemm = vec![GemmKind::Naive, GemmKind::Coalesced];
-        settings.gemm_shape = Problem::gemm(size, size, size);
+        settings.gemm_shape = Problem::gemm(shape.m, shape.n, shape.k);
         settings.fma = true;
         self.shape = Some(shape);
         self.race.start_with(&settings, programs, env);
@@ -96,10 +107,13 @@ impl GemmRace {
             ],
         ));
         crate::kit::race::device_ui(ui, env);
+        self.race_built(ui.ctx(), env);
         ui.horizontal_wrapped(|ui| {
             crate::kit::number_field(ui, t(lang, "int8_gemm.size"), &mut s.gemm_size, 4..=1024, 1.0);
-            if !self.race.progress_ui(ui, lang) && ui.button(t(lang, "int8_gemm.run")).clicked() {
-                self.start(s.gemm_size, env);
+            if self.building.is_running() {
+                ui.spinner();
+            } else if !self.race.progress_ui(ui, lang) && ui.button(t(lang, "int8_gemm.run")).clicked() {
+                self.start(s.gemm_size, lang);
             }
         });
         if let Some(e) = &self.error {
