@@ -27,6 +27,7 @@ mod parallel_plan;
 mod parse_error;
 mod pipeline;
 mod quant;
+mod quant_models;
 mod quiz;
 mod train;
 mod train_dp;

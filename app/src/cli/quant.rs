@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use dlsys_core::float::{Rounding, parse_number, show_sig};
 use dlsys_core::names::Named as _;
+use dlsys_core::nn::models::cnn_run::CnnSettings;
+use dlsys_core::nn::models::text_run::TextSettings;
 use dlsys_core::quant::ptq::{
     self, ActScales, Cell, GranularityKind, OutlierReport, OutlierSettings, PtqSettings,
 };
@@ -21,12 +23,12 @@ use super::choice;
 use super::output::{Report, emit};
 use super::{CliError, lang, say, t, tf};
 
-const MODELS: [&str; 1] = ["mlp"];
+const MODELS: [&str; 3] = ["mlp", "cnn", "transformer"];
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct QuantArgs {
     #[arg(long, default_value = "mlp", value_parser = choice::name_of(&MODELS, |m| m))]
-    model: String,
+    pub(super) model: String,
     #[arg(long, value_name = "X", allow_hyphen_values = true)]
     value: Option<String>,
     #[arg(
@@ -37,39 +39,43 @@ pub struct QuantArgs {
     )]
     range: String,
     #[arg(long, default_value_t = 8)]
-    bits: u32,
+    pub(super) bits: u32,
     #[arg(long)]
-    unsigned: bool,
+    pub(super) unsigned: bool,
     #[arg(long, default_value = "tensor")]
-    granularity: String,
+    pub(super) granularity: String,
     #[arg(long, default_value = "symmetric", value_parser = choice::choice(&Mapping::ALL, |m| m.id()))]
-    mapping: Mapping,
+    pub(super) mapping: Mapping,
     #[arg(long, default_value = "minmax")]
-    calibrate: String,
+    pub(super) calibrate: String,
     #[arg(long, default_value = "rne", value_parser = choice::choice(&Rounding::ALL, |r| r.short_name()))]
-    rounding: Rounding,
+    pub(super) rounding: Rounding,
     #[arg(long)]
-    activations: bool,
+    pub(super) activations: bool,
     #[arg(long, value_name = "M")]
-    outlier: Option<f64>,
+    pub(super) outlier: Option<f64>,
     #[arg(long)]
-    grid: bool,
+    pub(super) grid: bool,
     #[arg(long, default_value_t = 32)]
-    group: usize,
+    pub(super) group: usize,
     #[arg(long, value_name = "EPOCHS")]
-    qat: Option<u64>,
+    pub(super) qat: Option<u64>,
     #[arg(long)]
-    fp8_train: bool,
+    pub(super) fp8_train: bool,
     #[arg(long, default_value_t = 0.01)]
     qat_lr: f64,
     #[arg(long, default_value = "digits")]
     dataset: String,
     #[arg(long, default_value = "128")]
     hidden: String,
-    #[arg(long, default_value_t = 10)]
-    epochs: u64,
+    #[arg(long)]
+    pub(super) epochs: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub(super) images: Option<usize>,
+    #[arg(long, value_name = "N")]
+    pub(super) steps: Option<u64>,
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(super) seed: u64,
     #[arg(long)]
     pub json: bool,
 }
@@ -79,10 +85,23 @@ pub(super) fn help_values() -> Vec<(&'static str, String)> {
     vec![
         ("quant_min_bits", dlsys_core::quant::MIN_BITS.to_string()),
         ("quant_max_bits", dlsys_core::quant::MAX_BITS.to_string()),
+        ("quant_mlp_epochs", MLP_EPOCHS.to_string()),
+        (
+            "quant_cnn_epochs",
+            CnnSettings::default().epochs.to_string(),
+        ),
+        (
+            "quant_cnn_images",
+            CnnSettings::default().images.unwrap_or(0).to_string(),
+        ),
+        (
+            "quant_text_steps",
+            TextSettings::default().steps.to_string(),
+        ),
     ]
 }
 
-fn calibration(text: &str) -> Result<Calibration, CliError> {
+pub(super) fn calibration(text: &str) -> Result<Calibration, CliError> {
     let text = text.trim();
     match text {
         "minmax" => Ok(Calibration::MinMax),
@@ -104,9 +123,12 @@ fn granularity(text: &str) -> Result<GranularityKind, CliError> {
         .ok_or_else(|| CliError::from(tf("quant.bad_granularity", &[("value", &text.trim())])))
 }
 
-fn fail(e: &QuantError) -> CliError {
+pub(super) fn fail(e: &QuantError) -> CliError {
     CliError::from(say(e))
 }
+
+/// The MLP's epochs before quantising, unless told.
+const MLP_EPOCHS: u64 = 10;
 
 pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
     let kind = granularity(&args.granularity)?;
@@ -139,6 +161,9 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
             args.json,
         );
     }
+    if args.model != "mlp" {
+        return super::quant_models::run(args, &settings, kind);
+    }
     if args.fp8_train {
         return fp8_runs(args);
     }
@@ -156,7 +181,7 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
     let ptq_settings = PtqSettings {
         dataset: args.dataset.clone(),
         hidden: args.hidden.clone(),
-        epochs: args.epochs,
+        epochs: args.epochs.unwrap_or(MLP_EPOCHS),
         seed: args.seed,
     };
     let trained = ptq::train(&ptq_settings).map_err(|e| fail(&e))?;
@@ -238,7 +263,7 @@ fn fp8_runs(args: &QuantArgs) -> Result<ExitCode, CliError> {
         let settings = Fp8TrainSettings {
             recipe,
             dataset: args.dataset.clone(),
-            epochs: args.epochs,
+            epochs: args.epochs.unwrap_or(MLP_EPOCHS),
             seed: args.seed,
             ..Fp8TrainSettings::default()
         };
@@ -264,7 +289,7 @@ fn fp8_runs(args: &QuantArgs) -> Result<ExitCode, CliError> {
     ];
     emit(
         &Fp8Report {
-            epochs: args.epochs,
+            epochs: args.epochs.unwrap_or(MLP_EPOCHS),
             seed: args.seed,
             runs,
             stale,
@@ -406,11 +431,27 @@ struct ModelReport {
     grid: Option<Vec<Cell>>,
 }
 
-fn pct(x: f64) -> String {
+/// The weights' bytes quantised beside fp32's.
+pub(super) fn bytes_line(b: &QuantBytes) -> String {
+    tf(
+        "quant.model.bytes",
+        &[
+            ("params", &b.params),
+            ("fp32", &(b.params * 4)),
+            ("total", &b.total_bytes),
+            ("payload", &b.payload_bytes),
+            ("scales", &b.scales_bytes),
+            ("zeros", &b.zero_points_bytes),
+            ("bpp", &format!("{:.3}", b.bits_per_param)),
+        ],
+    )
+}
+
+pub(super) fn pct(x: f64) -> String {
     format!("{:.2} %", 100.0 * x)
 }
 
-fn error_line(e: &ErrorStats) -> String {
+pub(super) fn error_line(e: &ErrorStats) -> String {
     tf(
         "quant.model.error",
         &[
@@ -477,23 +518,7 @@ impl Report for ModelReport {
             )
         )?;
         writeln!(out, "{}", error_line(&self.weight_error))?;
-        let b = &self.bytes;
-        writeln!(
-            out,
-            "{}",
-            tf(
-                "quant.model.bytes",
-                &[
-                    ("params", &b.params),
-                    ("fp32", &self.fp32_bytes),
-                    ("total", &b.total_bytes),
-                    ("payload", &b.payload_bytes),
-                    ("scales", &b.scales_bytes),
-                    ("zeros", &b.zero_points_bytes),
-                    ("bpp", &format!("{:.3}", b.bits_per_param)),
-                ],
-            )
-        )?;
+        writeln!(out, "{}", bytes_line(&self.bytes))?;
         if let Some(o) = &self.outlier {
             writeln!(
                 out,

@@ -181,6 +181,7 @@ fn every_subcommand_in_chinese_leaves_no_english() {
             "--grid",
             "--activations",
         ],
+        vec!["quant", "--model", "transformer", "--steps", "20", "--grid"],
         vec!["quiz", "--n", "50"],
         vec!["lessons"],
         vec!["compile", "--batch", "8"],

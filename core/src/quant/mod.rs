@@ -4,15 +4,16 @@
 //! ([`scheme`], [`calibrate`], [`tensor`]); the int8 GEMM with int32
 //! accumulation and fixed-point requantisation ([`gemm`]); post-training
 //! quantisation of the engine's MLP, the outlier demonstration and
-//! SmoothQuant ([`ptq`]); quantisation-aware training with the
+//! SmoothQuant ([`ptq`]); the CNN and the char transformer quantised
+//! weight-only ([`models`]); quantisation-aware training with the
 //! straight-through estimator ([`qat`]); fp8 with per-tensor current or
 //! delayed scaling ([`fp8`]) and the MLP trained under TE's HYBRID format
 //! against bf16 ([`fp8_train`]); the bytes of quantised weights
 //! ([`bytes`]). The quantisation lesson draws these and `dlsys-lab quant`
 //! prints them.
 //!
-//! Not here (yet): MX block formats,
-//! KL calibration, GPTQ/AWQ.
+//! Not here (yet): MX block formats, GPTQ/AWQ (the lesson has them as
+//! worked exercises).
 
 pub mod bytes;
 pub mod calibrate;
@@ -20,6 +21,7 @@ mod error;
 pub mod fp8;
 pub mod fp8_train;
 pub mod gemm;
+pub mod models;
 pub mod ptq;
 pub mod qat;
 pub mod scheme;

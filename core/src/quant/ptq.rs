@@ -68,10 +68,22 @@ pub fn train(settings: &PtqSettings) -> Result<Trained, QuantError> {
 /// Weights of a layer `[in, out]`: per-channel means per output channel
 /// (axis 1), groups run along the reduction axis K (axis 0).
 pub fn weight_granularity(kind: GranularityKind) -> Granularity {
+    weight_granularity_along(kind, 0)
+}
+
+/// The same for a weight whose reduction runs along `k_axis` (0 for
+/// `[in, out]`, 1 for a convolution's `[out, patch]`): channels are the
+/// other axis, groups run along this one.
+pub fn weight_granularity_along(kind: GranularityKind, k_axis: usize) -> Granularity {
     match kind {
         GranularityKind::Tensor => Granularity::Tensor,
-        GranularityKind::Channel => Granularity::Channel { axis: 1 },
-        GranularityKind::Group(size) => Granularity::Group { axis: 0, size },
+        GranularityKind::Channel => Granularity::Channel {
+            axis: 1 - k_axis.min(1),
+        },
+        GranularityKind::Group(size) => Granularity::Group {
+            axis: k_axis.min(1),
+            size,
+        },
     }
 }
 

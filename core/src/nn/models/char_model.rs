@@ -154,6 +154,12 @@ impl CharModel {
         &self.params
     }
 
+    /// The parameters to change in place (post-training quantisation
+    /// rewrites the weight matrices); the shapes are the caller's to keep.
+    pub fn params_mut(&mut self) -> &mut [Tensor<f32>] {
+        &mut self.params
+    }
+
     pub fn parameter_count(&self) -> usize {
         self.params.iter().map(Tensor::numel).sum()
     }

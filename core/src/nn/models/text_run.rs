@@ -182,6 +182,11 @@ impl TextRun {
         f64::from(self.model.loss(&self.held_out))
     }
 
+    /// The held-out windows the loss above is measured on.
+    pub fn held_out(&self) -> &[(Vec<usize>, Vec<usize>)] {
+        &self.held_out
+    }
+
     pub fn is_done(&self) -> bool {
         self.done
     }

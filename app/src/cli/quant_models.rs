@@ -1,0 +1,201 @@
+//! `dlsys-lab quant --model cnn|transformer`: the engine's CNN (on MNIST)
+//! or char transformer trained by its own run, its weight matrices
+//! quantised (weight-only) and the model measured again — test accuracy,
+//! or held-out loss in nats per character — with the bytes, the weights'
+//! error and, with `--grid`, the whole weight-only table.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use dlsys_core::float::show_sig;
+use dlsys_core::names::Named as _;
+use dlsys_core::nn::models::cnn_run::CnnSettings;
+use dlsys_core::nn::models::text_run::TextSettings;
+use dlsys_core::quant::models::{self, Measured, Metric, ModelCell, ModelRun};
+use dlsys_core::quant::ptq::GranularityKind;
+use dlsys_core::quant::{Calibration, Mapping, QuantError, QuantSettings};
+
+use super::output::{Report, emit};
+use super::quant::{QuantArgs, bytes_line, error_line, fail, pct};
+use super::{CliError, lang, t, tf};
+
+/// Quantises the CNN or the transformer as `args` asks; the MLP-only
+/// options are refused by name.
+pub fn run(
+    args: &QuantArgs,
+    settings: &QuantSettings,
+    kind: GranularityKind,
+) -> Result<ExitCode, CliError> {
+    let mlp_only = [
+        ("--activations", args.activations),
+        ("--outlier", args.outlier.is_some()),
+        ("--qat", args.qat.is_some()),
+        ("--fp8-train", args.fp8_train),
+    ];
+    if let Some((flag, _)) = mlp_only.iter().find(|(_, set)| *set) {
+        return Err(CliError::from(tf(
+            "quant.mlp_only",
+            &[("flag", flag), ("model", &args.model)],
+        )));
+    }
+    if args.grid && args.group == 0 {
+        return Err(fail(&QuantError::GroupSize));
+    }
+    let run = if args.model == "cnn" {
+        let defaults = CnnSettings::default();
+        ModelRun::Cnn(CnnSettings {
+            images: args.images.or(defaults.images),
+            epochs: args.epochs.unwrap_or(defaults.epochs),
+            seed: args.seed,
+            ..defaults
+        })
+    } else {
+        ModelRun::Transformer(TextSettings {
+            steps: args.steps.unwrap_or(TextSettings::default().steps),
+            seed: args.seed,
+            ..TextSettings::default()
+        })
+    };
+    let mut last = 0;
+    let trained = models::train(&run, &mut |step, of| {
+        // A line per tenth of the run, on stderr.
+        let tenth = (of / 10).max(1);
+        if step / tenth != last / tenth || step == of {
+            eprintln!(
+                "{}",
+                tf("quant.models.progress", &[("step", &step), ("of", &of)])
+            );
+        }
+        last = step;
+        true
+    })
+    .map_err(|e| fail(&e))?
+    .ok_or_else(|| fail(&QuantError::Empty))?;
+    let measured = trained.measure(settings, kind).map_err(|e| fail(&e))?;
+    let grid = if args.grid {
+        Some(
+            trained
+                .grid(args.group, &mut |_, _| {})
+                .map_err(|e| fail(&e))?,
+        )
+    } else {
+        None
+    };
+    let report = ModelsReport {
+        run,
+        metric: trained.metric(),
+        format: settings.format.name(),
+        mapping: settings.mapping,
+        granularity: kind,
+        calibration: settings.calibration,
+        fp32: trained.fp32,
+        measured,
+        grid,
+    };
+    emit(&report, args.json)
+}
+
+#[derive(serde::Serialize)]
+struct ModelsReport {
+    run: ModelRun,
+    metric: Metric,
+    format: String,
+    mapping: Mapping,
+    granularity: GranularityKind,
+    calibration: Calibration,
+    /// The fp32 model's accuracy (0–1) or loss (nats per character).
+    fp32: f64,
+    measured: Measured,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grid: Option<Vec<ModelCell>>,
+}
+
+impl ModelsReport {
+    /// A figure in the metric's unit, and a change in it.
+    fn figure(&self, value: f64) -> String {
+        match self.metric {
+            Metric::Accuracy => pct(value),
+            Metric::Loss => format!("{value:.4}"),
+        }
+    }
+
+    fn change(&self, delta: f64) -> String {
+        match self.metric {
+            Metric::Accuracy => format!("{:+.2}", 100.0 * delta),
+            Metric::Loss => format!("{delta:+.4}"),
+        }
+    }
+}
+
+impl Report for ModelsReport {
+    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let setup = match self.run {
+            ModelRun::Cnn(s) => tf(
+                "quant.models.cnn_setup",
+                &[
+                    (
+                        "images",
+                        &s.images.map_or_else(
+                            || t("quant.models.all_images").to_owned(),
+                            |n| n.to_string(),
+                        ),
+                    ),
+                    ("epochs", &s.epochs),
+                    ("seed", &s.seed),
+                ],
+            ),
+            ModelRun::Transformer(s) => tf(
+                "quant.models.text_setup",
+                &[("steps", &s.steps), ("seed", &s.seed)],
+            ),
+        };
+        writeln!(out, "{setup}")?;
+        writeln!(
+            out,
+            "{}",
+            tf(
+                "quant.model.scheme",
+                &[
+                    ("format", &self.format),
+                    ("mapping", &self.mapping.name(lang())),
+                    ("granularity", &self.granularity.words().say(lang())),
+                    ("calibration", &self.calibration.name(lang())),
+                    ("acts", &t("quant.model.acts_fp32")),
+                ],
+            )
+        )?;
+        let key = match self.metric {
+            Metric::Accuracy => "quant.model.accuracy",
+            Metric::Loss => "quant.models.loss",
+        };
+        let m = &self.measured;
+        let line = tf(
+            key,
+            &[
+                ("before", &self.figure(self.fp32)),
+                ("after", &self.figure(m.value)),
+                ("delta", &self.change(m.delta)),
+            ],
+        );
+        writeln!(out, "{line}")?;
+        writeln!(out, "{}", error_line(&m.weight_error))?;
+        writeln!(out, "{}", bytes_line(&m.bytes))?;
+        if let Some(cells) = &self.grid {
+            writeln!(out, "{}", t("quant.models.grid_heading"))?;
+            for c in cells {
+                let row = tf(
+                    "quant.models.grid_row",
+                    &[
+                        ("bits", &c.bits),
+                        ("granularity", &c.granularity.words().say(lang())),
+                        ("value", &self.figure(c.measured.value)),
+                        ("delta", &self.change(c.measured.delta)),
+                        ("rms", &show_sig(c.measured.weight_error.rms_error, 3)),
+                    ],
+                );
+                writeln!(out, "{row}")?;
+            }
+        }
+        Ok(())
+    }
+}
