@@ -12,8 +12,8 @@
 //! ([`bytes`]). The quantisation lesson draws these and `dlsys-lab quant`
 //! prints them.
 //!
-//! Not here (yet): MX block formats, GPTQ/AWQ (the lesson has them as
-//! worked exercises).
+//! GPTQ and AWQ on one weight row, for the lesson's worked exercises
+//! ([`gptq`]). Not here (yet): MX block formats.
 
 pub mod bytes;
 pub mod calibrate;
@@ -21,6 +21,7 @@ mod error;
 pub mod fp8;
 pub mod fp8_train;
 pub mod gemm;
+pub mod gptq;
 pub mod models;
 pub mod ptq;
 pub mod qat;

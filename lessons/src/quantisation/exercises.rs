@@ -4,6 +4,7 @@
 
 use dlsys_core::exercise::Task;
 use dlsys_core::float::{Format, Rounding};
+use dlsys_core::quant::gptq::{awq_scales, compensate, round_to_grid};
 use dlsys_core::quant::{IntFormat, Mapping, QParams, dot_bound, fp8_scale, grouped_bytes};
 use dlsys_core::text::Lang;
 
@@ -22,6 +23,9 @@ crate::exercises! {
     outlier_granularity => outlier_granularity,
     fp8_scale => fp8_scale_task,
     w4a16_speedup => speedup,
+    gptq_update => gptq_update,
+    awq_scale => awq_scale,
+    calibration_needs => calibration_needs,
 }
 
 /// A range with a negative low end, for the affine exercises.
@@ -216,6 +220,86 @@ fn speedup(seed: u64, lang: Lang) -> Task {
             (32.0 / f64::from(bits), t(lang, "ex.w4a16_speedup.from_fp32")),
             (16.0 / (f64::from(bits) + 16.0), t(lang, "ex.w4a16_speedup.scale_per_weight")),
         ],
+    )
+}
+
+fn gptq_update(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let scale = pick(&mut rng, &[0.25, 0.5, 0.125, 0.2]);
+    let w1 = scale * pick(&mut rng, &[2.3, -1.4, 3.35, 0.62, -2.7, 1.8]);
+    let w2 = pick(&mut rng, &[0.41, -0.73, 0.9, -0.28, 0.55]);
+    let hinv_11 = pick(&mut rng, &[0.5, 0.8, 1.0, 2.0, 0.25]);
+    let hinv_12 = hinv_11 * pick(&mut rng, &[-0.6, -0.3, 0.4, 0.7, 0.5]);
+    let q1 = round_to_grid(w1, scale, 127);
+    let answer = compensate(w2, w1, q1, hinv_11, hinv_12);
+    let values = [
+        ("w1", show(w1)),
+        ("w2", show(w2)),
+        ("q1", show(q1)),
+        ("scale", show(scale)),
+        ("a", show(hinv_11)),
+        ("b", show(hinv_12)),
+        ("answer", show(answer)),
+    ];
+    let values: Vec<(&str, &dyn std::fmt::Display)> =
+        values.iter().map(|(k, v)| (*k, v as &dyn std::fmt::Display)).collect();
+    Task::numeric(
+        TEXT.fill(lang, "ex.gptq_update.prompt", &values),
+        answer,
+        vec![t(lang, "ex.gptq_update.hint1")],
+        TEXT.fill(lang, "ex.gptq_update.explain", &values),
+        vec![
+            (w2, t(lang, "ex.gptq_update.no_update")),
+            (w2 + (w1 - q1) * hinv_12 / hinv_11, t(lang, "ex.gptq_update.sign")),
+            (w2 - (w1 - q1), t(lang, "ex.gptq_update.unweighted")),
+            (w2 - (w1 - q1) * hinv_11 / hinv_12, t(lang, "ex.gptq_update.upside_down")),
+        ],
+    )
+}
+
+fn awq_scale(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let means = [
+        pick(&mut rng, &[0.5, 0.8, 2.0, 0.3]),
+        pick(&mut rng, &[16.0, 9.0, 25.0, 36.0, 64.0]),
+        pick(&mut rng, &[1.5, 3.0, 4.0, 0.6]),
+    ];
+    let alpha = pick(&mut rng, &[0.5, 0.25, 0.75]);
+    let channel = pick(&mut rng, &[0usize, 1, 2]);
+    let answer = awq_scales(&means, alpha)[channel];
+    let raw = means[channel].powf(alpha);
+    Task::numeric(
+        TEXT.fill(
+            lang,
+            "ex.awq_scale.prompt",
+            &[("m1", &means[0]), ("m2", &means[1]), ("m3", &means[2]), ("alpha", &alpha), ("channel", &(channel + 1))],
+        ),
+        answer,
+        vec![t(lang, "ex.awq_scale.hint1")],
+        TEXT.fill(lang, "ex.awq_scale.explain", &[("raw", &show(raw)), ("alpha", &alpha), ("answer", &show(answer))]),
+        vec![
+            (raw, t(lang, "ex.awq_scale.not_normalised")),
+            (1.0 / answer, t(lang, "ex.awq_scale.inverted")),
+            (awq_scales(&means, 1.0)[channel], t(lang, "ex.awq_scale.alpha_one")),
+        ],
+    )
+}
+
+fn calibration_needs(seed: u64, lang: Lang) -> Task {
+    let mut rng = rng(seed);
+    let (method, right) = pick(&mut rng, &[("GPTQ", 0), ("AWQ", 1)]);
+    let k = pick(&mut rng, &[768, 1024, 4096, 5120, 8192]);
+    let samples = pick(&mut rng, &[128, 256, 512]);
+    let keys = ["ex.calibration_needs.hessian", "ex.calibration_needs.means", "ex.calibration_needs.weights", "ex.calibration_needs.labels"];
+    let mut options: Vec<String> = keys.iter().map(|key| TEXT.fill(lang, key, &[("k", &k)])).collect();
+    options.swap(0, right);
+    crate::kit::exercise_kit::choice_task(
+        seed,
+        TEXT.fill(lang, "ex.calibration_needs.prompt", &[("method", &method), ("k", &k), ("samples", &samples)]),
+        options,
+        vec![t(lang, "ex.calibration_needs.hint1")],
+        t(lang, "ex.calibration_needs.explain"),
+        &t(lang, "ex.calibration_needs.wrong"),
     )
 }
 
