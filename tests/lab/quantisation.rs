@@ -38,6 +38,44 @@ fn quantisation_aware_training_runs_in_the_background_and_beats_ptq_at_two_bits(
 }
 
 #[test]
+fn the_transformer_is_trained_and_quantised_a_frame_at_a_time() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("models", &storage, Some("quantisation"));
+    harness.run();
+    click_visible(&mut harness, "the CNN (MNIST)");
+    click_visible(&mut harness, "the char transformer");
+    click_visible(&mut harness, "Train and measure the table");
+    // Trained in the frame loop (as in the browser): the page keeps drawing
+    // and says how far it is.
+    harness.run_steps(3);
+    assert!(harness.query_by_label_contains("Training: step").is_some());
+    run_while(&mut harness, 5, 600, "the transformer's table", |h| {
+        h.state().lesson_busy("quantisation")
+    });
+    harness.run();
+    let fp32 = harness
+        .query_by_label_contains("fp32 held-out loss of the char transformer")
+        .expect("the fp32 line");
+    let fp32 = fp32.accesskit_node();
+    let line = fp32.label().or_else(|| fp32.value()).unwrap_or_default();
+    assert!(line.contains("nats per character"), "{line}");
+    // Twelve cells, each a loss and its change.
+    for bits in [
+        "int8 weights",
+        "int6 weights",
+        "int4 weights",
+        "int3 weights",
+    ] {
+        assert!(harness.query_by_label(bits).is_some(), "{bits}");
+    }
+    assert!(
+        harness.query_all_by_label_contains(" (+").count()
+            + harness.query_all_by_label_contains(" (-").count()
+            >= 12
+    );
+}
+
+#[test]
 fn fp8_training_draws_every_recipe_and_shows_the_stale_scale() {
     let storage = MemoryStorage::default();
     let (mut harness, _) = app_harness("fp8", &storage, Some("quantisation"));

@@ -11,7 +11,7 @@ use dlsys_core::float::show_sig;
 use dlsys_core::names::Named as _;
 use dlsys_core::nn::models::cnn_run::CnnSettings;
 use dlsys_core::nn::models::text_run::TextSettings;
-use dlsys_core::quant::models::{self, Measured, Metric, ModelCell, ModelRun};
+use dlsys_core::quant::models::{self, JobPhase, Measured, Metric, ModelCell, ModelJob, ModelRun};
 use dlsys_core::quant::ptq::GranularityKind;
 use dlsys_core::quant::{Calibration, Mapping, QuantError, QuantSettings};
 
@@ -38,9 +38,6 @@ pub fn run(
             &[("flag", flag), ("model", &args.model)],
         )));
     }
-    if args.grid && args.group == 0 {
-        return Err(fail(&QuantError::GroupSize));
-    }
     let run = if args.model == "cnn" {
         let defaults = CnnSettings::default();
         ModelRun::Cnn(CnnSettings {
@@ -56,31 +53,35 @@ pub fn run(
             ..TextSettings::default()
         })
     };
-    let mut last = 0;
-    let trained = models::train(&run, &mut |step, of| {
-        // A line per tenth of the run, on stderr.
-        let tenth = (of / 10).max(1);
-        if step / tenth != last / tenth || step == of {
-            eprintln!(
-                "{}",
-                tf("quant.models.progress", &[("step", &step), ("of", &of)])
-            );
+    let job = ModelJob::new(&run, None, args.grid.then_some(args.group)).map_err(|e| fail(&e))?;
+    // A line per tenth of training and per cell, on stderr.
+    let mut shown = None;
+    let job = models::run_to_end(job, &mut |phase| {
+        let line = match phase {
+            JobPhase::Training { step, steps } => {
+                let tenth = (steps / 10).max(1);
+                (step % tenth == 0 && step > 0)
+                    .then(|| tf("quant.models.progress", &[("step", &step), ("of", &steps)]))
+            }
+            JobPhase::Measuring { done, total } => Some(tf(
+                "quant.models.measuring",
+                &[("done", &(done + 1)), ("total", &total)],
+            )),
+            JobPhase::Done => None,
+        };
+        if let Some(line) = line
+            && shown.as_ref() != Some(&line)
+        {
+            eprintln!("{line}");
+            shown = Some(line);
         }
-        last = step;
         true
     })
     .map_err(|e| fail(&e))?
     .ok_or_else(|| fail(&QuantError::Empty))?;
+    let trained = job.trained().ok_or_else(|| fail(&QuantError::Empty))?;
     let measured = trained.measure(settings, kind).map_err(|e| fail(&e))?;
-    let grid = if args.grid {
-        Some(
-            trained
-                .grid(args.group, &mut |_, _| {})
-                .map_err(|e| fail(&e))?,
-        )
-    } else {
-        None
-    };
+    let grid = args.grid.then(|| job.cells().to_vec());
     let report = ModelsReport {
         run,
         metric: trained.metric(),

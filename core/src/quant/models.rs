@@ -37,6 +37,38 @@ pub enum ModelRun {
     Transformer(TextSettings),
 }
 
+/// The models the page offers, each with its lessons' run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub enum ModelKind {
+    Cnn,
+    #[default]
+    Transformer,
+}
+
+impl ModelKind {
+    pub const ALL: [Self; 2] = [Self::Cnn, Self::Transformer];
+
+    /// The run the layers lesson trains this model with, at `seed`.
+    pub fn run(self, seed: u64) -> ModelRun {
+        match self {
+            Self::Cnn => ModelRun::Cnn(CnnSettings {
+                seed,
+                ..CnnSettings::default()
+            }),
+            Self::Transformer => ModelRun::Transformer(TextSettings {
+                seed,
+                ..TextSettings::default()
+            }),
+        }
+    }
+}
+
+impl crate::names::Named for ModelKind {
+    fn name_key(&self) -> String {
+        format!("quant.model_kind.{self:?}")
+    }
+}
+
 /// What a model is measured by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Metric {
@@ -64,58 +96,219 @@ pub struct TrainedModel {
     pub fp32: f64,
 }
 
-/// Trains the model of `run`, reporting `(step, steps)` as it goes; the
-/// callback returns `false` to stop (then `Ok(None)`).
-pub fn train(
-    run: &ModelRun,
-    progress: &mut dyn FnMut(u64, u64) -> bool,
-) -> Result<Option<TrainedModel>, QuantError> {
-    match *run {
-        ModelRun::Cnn(settings) => {
-            let (train, test) =
-                data::load_split("mnist", settings.seed).map_err(crate::nn::TrainError::from)?;
-            let mut run = CnnRun::new(settings, train, test.clone())?;
-            let per_epoch = run.images().div_ceil(settings.batch) as u64;
-            let total = per_epoch * settings.epochs;
-            loop {
-                // The last epoch's own evaluation is where training ends;
-                // the run's BatchNorm-bug evaluations that follow are not
-                // needed here.
-                if let Some(CnnEvent::Epoch(epoch)) = run.step()?
-                    && epoch.epoch == settings.epochs
-                {
-                    break;
-                }
-                if let CnnPhase::Training { epoch, step, .. } = run.phase()
-                    && !progress((epoch - 1) * per_epoch + step as u64, total)
-                {
-                    return Ok(None);
-                }
-            }
-            let model = Box::new(run.model().clone());
-            let fp32 = model.accuracy(&test, BnStats::Running, CNN_EVAL_BATCH);
-            Ok(Some(TrainedModel {
-                net: Net::Cnn { model, test },
-                fp32,
-            }))
+/// The stages of a [`ModelJob`].
+enum Stage {
+    Cnn {
+        run: Box<CnnRun>,
+        test: Dataset,
+        epochs: u64,
+        per_epoch: u64,
+        /// Training steps done (evaluations between epochs add none).
+        done: u64,
+    },
+    Text {
+        run: Box<TextRun>,
+        steps: u64,
+    },
+    Trained(TrainedModel),
+}
+
+/// Where a [`ModelJob`] stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobPhase {
+    /// Training (evaluation steps between epochs count with the step before).
+    Training {
+        step: u64,
+        steps: u64,
+    },
+    /// The table's cells measured so far.
+    Measuring {
+        done: usize,
+        total: usize,
+    },
+    Done,
+}
+
+/// Training a model and then measuring the table's cells, one unit of work
+/// per [`ModelJob::step`] — a training step, a few hundred test images or
+/// one cell — so the page can run it a frame's slice at a time (the
+/// browser has no threads) and the command line in a loop.
+pub struct ModelJob {
+    stage: Stage,
+    cells: Vec<(u32, GranularityKind)>,
+    measured: Vec<ModelCell>,
+}
+
+impl ModelJob {
+    /// A job for `run`; with `grid`, the weight-only table with groups of
+    /// that size follows training. `mnist` is the data set for the CNN when
+    /// the caller has it (the web build downloads it); `None` loads it here.
+    pub fn new(
+        run: &ModelRun,
+        mnist: Option<Dataset>,
+        grid: Option<usize>,
+    ) -> Result<Self, QuantError> {
+        if grid == Some(0) {
+            return Err(QuantError::GroupSize);
         }
-        ModelRun::Transformer(settings) => {
-            let mut run = TextRun::new(settings)?;
-            while !matches!(run.step()?, Some(TextEvent::Finished(_))) {
-                if !progress(run.steps_done(), settings.steps) {
-                    return Ok(None);
+        let stage = match *run {
+            ModelRun::Cnn(settings) => {
+                settings.validate()?;
+                let data = match mnist {
+                    Some(data) => data,
+                    None => {
+                        data::load("mnist", settings.seed).map_err(crate::nn::TrainError::from)?
+                    }
+                };
+                let (train, test) = data.split(data::TEST_FRACTION, settings.seed);
+                let run = CnnRun::new(settings, train, test.clone())?;
+                let per_epoch = run.images().div_ceil(settings.batch) as u64;
+                Stage::Cnn {
+                    run: Box::new(run),
+                    test,
+                    epochs: settings.epochs,
+                    per_epoch,
+                    done: 0,
                 }
             }
-            let held_out = run.held_out().to_vec();
-            let fp32 = run.held_out_loss();
-            Ok(Some(TrainedModel {
-                net: Net::Text {
-                    model: Box::new(run.model().clone()),
-                    held_out,
+            ModelRun::Transformer(settings) => Stage::Text {
+                run: Box::new(TextRun::new(settings)?),
+                steps: settings.steps,
+            },
+        };
+        Ok(Self {
+            stage,
+            cells: grid.map(grid_cells).unwrap_or_default(),
+            measured: Vec::new(),
+        })
+    }
+
+    /// One unit of work. A loss that is not finite ends training with an
+    /// error; a cell that cannot be measured too.
+    pub fn step(&mut self) -> Result<(), QuantError> {
+        let trained = match &mut self.stage {
+            Stage::Cnn {
+                run,
+                test,
+                epochs,
+                done,
+                ..
+            } => {
+                let training = matches!(run.phase(), CnnPhase::Training { .. });
+                let event = run.step()?;
+                *done += u64::from(training);
+                match event {
+                    // The last epoch's own evaluation (running statistics,
+                    // the whole test set) ends training; the run's
+                    // BatchNorm-bug evaluations that follow are not needed.
+                    Some(CnnEvent::Epoch(epoch)) if epoch.epoch == *epochs => {
+                        let empty = test.first(0);
+                        TrainedModel {
+                            fp32: epoch.test_accuracy,
+                            net: Net::Cnn {
+                                model: Box::new(run.model().clone()),
+                                test: std::mem::replace(test, empty),
+                            },
+                        }
+                    }
+                    _ => return Ok(()),
+                }
+            }
+            Stage::Text { run, .. } => match run.step()? {
+                Some(TextEvent::Finished(result)) => TrainedModel {
+                    fp32: result.held_out_loss,
+                    net: Net::Text {
+                        model: Box::new(run.model().clone()),
+                        held_out: run.held_out().to_vec(),
+                    },
                 },
-                fp32,
-            }))
+                _ => return Ok(()),
+            },
+            Stage::Trained(trained) => {
+                if let Some(&(bits, kind)) = self.cells.get(self.measured.len()) {
+                    let measured =
+                        trained.measure(&super::ptq::weight_settings(bits, kind), kind)?;
+                    self.measured.push(ModelCell {
+                        bits,
+                        granularity: kind,
+                        measured,
+                    });
+                }
+                return Ok(());
+            }
+        };
+        self.stage = Stage::Trained(trained);
+        Ok(())
+    }
+
+    pub fn phase(&self) -> JobPhase {
+        match &self.stage {
+            Stage::Cnn {
+                per_epoch,
+                epochs,
+                done,
+                ..
+            } => JobPhase::Training {
+                step: *done,
+                steps: per_epoch * epochs,
+            },
+            Stage::Text { run, steps } => JobPhase::Training {
+                step: run.steps_done(),
+                steps: *steps,
+            },
+            Stage::Trained(_) if self.measured.len() < self.cells.len() => JobPhase::Measuring {
+                done: self.measured.len(),
+                total: self.cells.len(),
+            },
+            Stage::Trained(_) => JobPhase::Done,
         }
+    }
+
+    /// The trained model, once training is over.
+    pub fn trained(&self) -> Option<&TrainedModel> {
+        match &self.stage {
+            Stage::Trained(trained) => Some(trained),
+            _ => None,
+        }
+    }
+
+    /// The cells measured so far, in the table's order.
+    pub fn cells(&self) -> &[ModelCell] {
+        &self.measured
+    }
+}
+
+/// The weight-only table's cells: [`GRID_BITS`] × per tensor, per channel
+/// and per group of `group`.
+pub fn grid_cells(group: usize) -> Vec<(u32, GranularityKind)> {
+    GRID_BITS
+        .into_iter()
+        .flat_map(|bits| {
+            [
+                GranularityKind::Tensor,
+                GranularityKind::Channel,
+                GranularityKind::Group(group),
+            ]
+            .map(|kind| (bits, kind))
+        })
+        .collect()
+}
+
+/// Runs `job` to its end, reporting its phase after each step; `go_on`
+/// returns `false` to stop (then `Ok(None)`).
+pub fn run_to_end(
+    mut job: ModelJob,
+    go_on: &mut dyn FnMut(JobPhase) -> bool,
+) -> Result<Option<ModelJob>, QuantError> {
+    loop {
+        let phase = job.phase();
+        if phase == JobPhase::Done {
+            return Ok(Some(job));
+        }
+        if !go_on(phase) {
+            return Ok(None);
+        }
+        job.step()?;
     }
 }
 
@@ -170,35 +363,6 @@ impl TrainedModel {
             weight_error,
             bytes,
         })
-    }
-
-    /// The weight-only table: [`GRID_BITS`] × per tensor, per channel and
-    /// per group of `group`, reporting `(done, total)` after each cell.
-    pub fn grid(
-        &self,
-        group: usize,
-        progress: &mut dyn FnMut(usize, usize),
-    ) -> Result<Vec<ModelCell>, QuantError> {
-        let kinds = [
-            GranularityKind::Tensor,
-            GranularityKind::Channel,
-            GranularityKind::Group(group),
-        ];
-        let total = GRID_BITS.len() * kinds.len();
-        let mut cells = Vec::with_capacity(total);
-        for bits in GRID_BITS {
-            for kind in kinds {
-                let settings = super::ptq::weight_settings(bits, kind);
-                let measured = self.measure(&settings, kind)?;
-                cells.push(ModelCell {
-                    bits,
-                    granularity: kind,
-                    measured,
-                });
-                progress(cells.len(), total);
-            }
-        }
-        Ok(cells)
     }
 }
 
@@ -260,14 +424,24 @@ pub struct ModelCell {
 mod tests {
     use super::*;
 
+    fn trained(run: &ModelRun) -> TrainedModel {
+        let mut job = ModelJob::new(run, None, None).unwrap_or_else(|e| panic!("{e}"));
+        while job.trained().is_none() {
+            job.step().unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(job.phase(), JobPhase::Done);
+        match job.stage {
+            Stage::Trained(t) => t,
+            _ => unreachable!(),
+        }
+    }
+
     fn text_run() -> TrainedModel {
         let settings = TextSettings {
             steps: 30,
             ..TextSettings::default()
         };
-        train(&ModelRun::Transformer(settings), &mut |_, _| true)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .unwrap_or_else(|| panic!("not stopped"))
+        trained(&ModelRun::Transformer(settings))
     }
 
     #[test]
@@ -310,9 +484,7 @@ mod tests {
             images: Some(300),
             ..CnnSettings::default()
         };
-        let trained = train(&ModelRun::Cnn(settings), &mut |_, _| true)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .unwrap_or_else(|| panic!("not stopped"));
+        let trained = trained(&ModelRun::Cnn(settings));
         assert_eq!(trained.metric(), Metric::Accuracy);
         assert!(trained.fp32 > 0.3, "{}", trained.fp32);
         let kind = GranularityKind::Channel;
@@ -333,11 +505,47 @@ mod tests {
     }
 
     #[test]
-    fn a_stopped_run_is_none_not_a_model() {
-        let stopped = train(
-            &ModelRun::Transformer(TextSettings::default()),
-            &mut |step, _| step < 3,
-        );
+    fn the_job_counts_its_steps_measures_every_cell_and_stops_when_told() {
+        let settings = TextSettings {
+            steps: 12,
+            ..TextSettings::default()
+        };
+        let job = ModelJob::new(&ModelRun::Transformer(settings), None, Some(16))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut phases = Vec::new();
+        let job = run_to_end(job, &mut |p| {
+            phases.push(p);
+            true
+        })
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("stopped"));
+        assert_eq!(phases[0], JobPhase::Training { step: 0, steps: 12 });
+        assert!(phases.contains(&JobPhase::Training {
+            step: 11,
+            steps: 12
+        }));
+        assert!(phases.contains(&JobPhase::Measuring {
+            done: 11,
+            total: 12
+        }));
+        assert_eq!(job.cells().len(), 12);
+        assert_eq!(job.cells()[11].granularity, GranularityKind::Group(16));
+        let fresh = ModelJob::new(&ModelRun::Transformer(settings), None, None)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let stopped = run_to_end(fresh, &mut |p| {
+            p == JobPhase::Training { step: 0, steps: 12 }
+        });
         assert!(matches!(stopped, Ok(None)));
+        assert!(matches!(
+            ModelJob::new(&ModelRun::Transformer(settings), None, Some(0)),
+            Err(QuantError::GroupSize)
+        ));
+        for kind in ModelKind::ALL {
+            use crate::names::Named as _;
+            assert!(
+                crate::names::catalog().contains(&kind.name_key()),
+                "{kind:?}"
+            );
+        }
     }
 }

@@ -242,7 +242,7 @@ fn gptq_update(seed: u64, lang: Lang) -> Task {
         ("answer", show(answer)),
     ];
     let values: Vec<(&str, &dyn std::fmt::Display)> =
-        values.iter().map(|(k, v)| (*k, v as &dyn std::fmt::Display)).collect();
+        values.iter().map(|(k, v)| -> (&str, &dyn std::fmt::Display) { (k, v) }).collect();
     Task::numeric(
         TEXT.fill(lang, "ex.gptq_update.prompt", &values),
         answer,

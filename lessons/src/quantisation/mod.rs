@@ -12,6 +12,7 @@ mod exercises;
 mod fp8_view;
 mod gemm_view;
 mod grid_view;
+mod models_view;
 mod qat_view;
 mod runs;
 
@@ -39,6 +40,8 @@ pub struct Settings {
     pub clip: f64,
     /// The table's group size along K.
     pub group: usize,
+    /// The model of the weight-only table beside the MLP's.
+    pub ptq_model: dlsys_core::quant::models::ModelKind,
     /// The outlier's magnitude M: the feature becomes M · (x + 1).
     pub outlier: f64,
     /// The bytes calculator: parameters in billions, bits, group size
@@ -66,6 +69,7 @@ impl Default for Settings {
             rounding: Rounding::NearestEven,
             clip: 1.0,
             group: 32,
+            ptq_model: dlsys_core::quant::models::ModelKind::default(),
             outlier: 200.0,
             params_billions: 70.0,
             calc_bits: 4,
@@ -112,6 +116,7 @@ const ROUNDINGS: [Rounding; 2] = [Rounding::NearestEven, Rounding::Stochastic];
 pub struct Quantisation {
     settings: Settings,
     runs: runs::Runs,
+    models: models_view::ModelsRun,
     gemm: gemm_view::GemmRace,
     qat: qat_view::QatRun,
     fp8: fp8_view::Fp8Runs,
@@ -128,6 +133,8 @@ impl Lesson for Quantisation {
         let (s, runs) = (&mut self.settings, &mut self.runs);
         crate::kit::section(ui, &TEXT, lang, "grid", |ui| grid_view::ui(ui, s, runs, lang));
         crate::kit::section(ui, &TEXT, lang, "table", |ui| runs.table_ui(ui, s, lang));
+        let models = &mut self.models;
+        crate::kit::section(ui, &TEXT, lang, "models", |ui| models.ui(ui, s, lang));
         crate::kit::section(ui, &TEXT, lang, "outlier", |ui| runs.outlier_ui(ui, s, lang));
         let trained = runs.trained();
         let qat = &mut self.qat;
@@ -140,13 +147,14 @@ impl Lesson for Quantisation {
 
     fn logic(&mut self, ctx: &egui::Context, _env: &Env<'_>) {
         self.runs.logic(ctx);
+        self.models.logic(ctx);
         self.gemm.logic(ctx);
         self.qat.logic(ctx);
         self.fp8.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.runs.is_running() || self.gemm.is_busy() || self.qat.is_running() || self.fp8.is_running()
+        self.runs.is_running() || self.models.is_running() || self.gemm.is_busy() || self.qat.is_running() || self.fp8.is_running()
     }
 
     crate::persist_field!(settings);
