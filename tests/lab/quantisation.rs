@@ -76,6 +76,31 @@ fn the_transformer_is_trained_and_quantised_a_frame_at_a_time() {
 }
 
 #[test]
+fn the_mx_formats_are_measured_on_click_beside_the_integer_groups() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("mx", &storage, Some("quantisation"));
+    harness.run();
+    click_visible(&mut harness, "Quantise into each MX format");
+    run_while(&mut harness, 1, 600, "the MX table", |h| {
+        h.state().lesson_busy("quantisation")
+    });
+    harness.run();
+    for row in [
+        "MXFP8, E4M3 elements",
+        "MXFP6, E3M2 elements",
+        "MXFP4, E2M1 elements",
+        "MXINT8, int8 elements × 2⁻⁶",
+        "int4, group of 32, fp16 scale",
+    ] {
+        assert!(harness.query_by_label(row).is_some(), "{row}");
+    }
+    // Bits per weight: 4.250 for MXFP4 (an 8-bit scale per 32), 4.500 for
+    // int4 with fp16 scales.
+    assert!(harness.query_by_label("4.250").is_some());
+    assert!(harness.query_by_label("4.500").is_some());
+}
+
+#[test]
 fn fp8_training_draws_every_recipe_and_shows_the_stale_scale() {
     let storage = MemoryStorage::default();
     let (mut harness, _) = app_harness("fp8", &storage, Some("quantisation"));

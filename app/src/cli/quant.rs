@@ -10,6 +10,7 @@ use dlsys_core::float::{Rounding, parse_number, show_sig};
 use dlsys_core::names::Named as _;
 use dlsys_core::nn::models::cnn_run::CnnSettings;
 use dlsys_core::nn::models::text_run::TextSettings;
+use dlsys_core::quant::mx::MxReport;
 use dlsys_core::quant::ptq::{
     self, ActScales, Cell, GranularityKind, OutlierReport, OutlierSettings, PtqSettings,
 };
@@ -56,6 +57,8 @@ pub struct QuantArgs {
     pub(super) outlier: Option<f64>,
     #[arg(long)]
     pub(super) grid: bool,
+    #[arg(long)]
+    pub(super) mx: bool,
     #[arg(long, default_value_t = 32)]
     pub(super) group: usize,
     #[arg(long, value_name = "EPOCHS")]
@@ -227,6 +230,11 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
     } else {
         None
     };
+    let mx = if args.mx {
+        Some(dlsys_core::quant::mx::mlp_table(&trained).map_err(|e| fail(&e))?)
+    } else {
+        None
+    };
     let report = ModelReport {
         model: args.model.clone(),
         settings: ptq_settings,
@@ -243,6 +251,7 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
         outlier,
         qat,
         grid,
+        mx,
     };
     emit(&report, args.json)
 }
@@ -429,6 +438,8 @@ struct ModelReport {
     qat: Option<QatReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     grid: Option<Vec<Cell>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mx: Option<MxReport>,
 }
 
 /// The weights' bytes quantised beside fp32's.
@@ -613,6 +624,45 @@ impl Report for ModelReport {
                 )?;
             }
         }
+        if let Some(mx) = &self.mx {
+            mx_lines(out, mx)?;
+        }
         Ok(())
     }
+}
+
+/// The MX table: each element type, then the integer baselines.
+fn mx_lines(out: &mut dyn Write, mx: &MxReport) -> io::Result<()> {
+    writeln!(out, "{}", t("quant.mx.heading"))?;
+    for r in &mx.rows {
+        let sqnr = r
+            .error
+            .sqnr_db
+            .map_or_else(|| "∞".to_owned(), |d| format!("{d:.1}"));
+        let line = tf(
+            "quant.mx.row",
+            &[
+                ("format", &r.element.name(lang())),
+                ("bits", &format!("{:.3}", r.bits_per_value)),
+                ("accuracy", &pct(r.accuracy)),
+                ("delta", &format!("{:+.2}", 100.0 * r.delta)),
+                ("sqnr", &sqnr),
+                ("saturated", &r.saturated),
+            ],
+        );
+        writeln!(out, "{line}")?;
+    }
+    for (cell, bits) in &mx.baselines {
+        let line = tf(
+            "quant.mx.baseline",
+            &[
+                ("int", &cell.bits),
+                ("bits", &format!("{bits:.3}")),
+                ("accuracy", &pct(cell.accuracy)),
+                ("delta", &format!("{:+.2}", 100.0 * cell.delta)),
+            ],
+        );
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
 }

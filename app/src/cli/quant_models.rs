@@ -31,6 +31,7 @@ pub fn run(
         ("--outlier", args.outlier.is_some()),
         ("--qat", args.qat.is_some()),
         ("--fp8-train", args.fp8_train),
+        ("--mx", args.mx),
     ];
     if let Some((flag, _)) = mlp_only.iter().find(|(_, set)| *set) {
         return Err(CliError::from(tf(

@@ -164,6 +164,36 @@ fn the_cnn_and_the_transformer_are_quantised_weight_only() {
 }
 
 #[test]
+fn the_mx_formats_sit_beside_the_integer_groups() {
+    let v = json(&["quant", "--mx", "--epochs", "3", "--json"]);
+    let rows = v["mx"]["rows"].as_array().unwrap();
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["element"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "Fp8E4m3", "Fp8E5m2", "Fp6E2m3", "Fp6E3m2", "Fp4E2m1", "Int8"
+        ]
+    );
+    // digits' 64 × 128 and 128 × 10 weights: 296 blocks of 32 along K, one
+    // 8-bit scale each: 8 · 296 / 9472 = 0.25 bits per weight.
+    for (row, bits) in rows.iter().zip([8.25, 8.25, 6.25, 6.25, 4.25, 8.25]) {
+        assert!(
+            (row["bits_per_value"].as_f64().unwrap() - bits).abs() < 1e-12,
+            "{row}"
+        );
+    }
+    let baselines = v["mx"]["baselines"].as_array().unwrap();
+    assert_eq!(baselines[1][1].as_f64(), Some(4.5));
+    // MXFP8 keeps the accuracy; MXFP4's weights carry more error than MXFP8's.
+    assert!(rows[0]["delta"].as_f64().unwrap().abs() <= 0.01, "{v}");
+    let rms = |r: &serde_json::Value| r["error"]["rms_error"].as_f64().unwrap();
+    assert!(rms(&rows[4]) > rms(&rows[0]));
+}
+
+#[test]
 fn bad_input_is_one_line_in_the_learners_language() {
     fails_with_one_line(&[
         &["quant", "--bits", "9"],
@@ -180,6 +210,7 @@ fn bad_input_is_one_line_in_the_learners_language() {
         &["quant", "--outlier", "0"],
         &["quant", "--model", "resnet"],
         &["quant", "--model", "cnn", "--activations"],
+        &["quant", "--model", "transformer", "--mx"],
         &["quant", "--model", "transformer", "--qat", "1"],
         &["quant", "--model", "cnn", "--epochs", "0"],
         &["quant", "--model", "transformer", "--steps", "0"],

@@ -180,6 +180,7 @@ fn every_subcommand_in_chinese_leaves_no_english() {
             "200",
             "--grid",
             "--activations",
+            "--mx",
         ],
         vec!["quant", "--model", "transformer", "--steps", "20", "--grid"],
         vec!["quiz", "--n", "50"],

@@ -42,6 +42,12 @@ pub enum Specials {
     /// OCP "FN" (finite + NaN): no infinities; only the all-ones pattern
     /// (per sign) is NaN, every other pattern is a finite number.
     FiniteNan,
+    /// OCP MX's FP6 and FP4 elements: every pattern is a finite number, with
+    /// no infinity and no NaN. Overflow saturates to ±max whatever the
+    /// rounding; a NaN has no pattern (the OCP spec leaves its conversion to
+    /// the implementation): it becomes ±max too, so callers that can meet
+    /// one refuse it first, as the MX quantiser does.
+    Finite,
 }
 
 /// A binary floating-point format described by its fields.
@@ -201,7 +207,7 @@ impl Format {
     pub fn emax(&self) -> i32 {
         match self.specials {
             Specials::Ieee => self.exp_all_ones() as i32 - 1 - self.bias,
-            Specials::FiniteNan => self.exp_all_ones() as i32 - self.bias,
+            Specials::FiniteNan | Specials::Finite => self.exp_all_ones() as i32 - self.bias,
         }
     }
 
@@ -223,15 +229,18 @@ impl Format {
         match self.specials {
             Specials::Ieee => self.assemble(0, self.exp_all_ones() - 1, self.man_all_ones()),
             Specials::FiniteNan => self.assemble(0, self.exp_all_ones(), self.man_all_ones() - 1),
+            Specials::Finite => self.assemble(0, self.exp_all_ones(), self.man_all_ones()),
         }
     }
 
-    /// The canonical quiet NaN with the given sign.
+    /// The canonical quiet NaN with the given sign (in a format without
+    /// NaN, ±max: see [`Specials::Finite`]).
     pub fn nan_bits(&self, negative: bool) -> u32 {
         let sign = u32::from(negative);
         match self.specials {
             Specials::Ieee => self.assemble(sign, self.exp_all_ones(), 1 << (self.man_bits - 1)),
             Specials::FiniteNan => self.assemble(sign, self.exp_all_ones(), self.man_all_ones()),
+            Specials::Finite => self.max_finite_bits(negative),
         }
     }
 
@@ -239,7 +248,7 @@ impl Format {
     pub fn inf_bits(&self, negative: bool) -> Option<u32> {
         match self.specials {
             Specials::Ieee => Some(self.assemble(u32::from(negative), self.exp_all_ones(), 0)),
-            Specials::FiniteNan => None,
+            Specials::FiniteNan | Specials::Finite => None,
         }
     }
 
@@ -331,7 +340,7 @@ impl Format {
                         self.exp_all_ones(),
                         (1 << (self.man_bits - 1)) | (payload >> (64 - self.man_bits)) as u32,
                     ),
-                    Specials::FiniteNan => self.nan_bits(x.negative),
+                    Specials::FiniteNan | Specials::Finite => self.nan_bits(x.negative),
                 };
             }
             Magnitude::Infinite => return self.overflow(x.negative, true, rounding),
@@ -399,7 +408,7 @@ impl Format {
             Rounding::TowardPositive => !negative,
             Rounding::TowardNegative => negative,
         };
-        if self.saturate || !to_infinity {
+        if self.saturate || !to_infinity || self.specials == Specials::Finite {
             return self.max_finite_bits(negative);
         }
         self.inf_bits(negative)

@@ -13,7 +13,8 @@
 //! prints them.
 //!
 //! GPTQ and AWQ on one weight row, for the lesson's worked exercises
-//! ([`gptq`]). Not here (yet): MX block formats.
+//! ([`gptq`]); OCP MX block formats, 32 values to a power-of-two E8M0
+//! scale ([`mx`]).
 
 pub mod bytes;
 pub mod calibrate;
@@ -23,6 +24,7 @@ pub mod fp8_train;
 pub mod gemm;
 pub mod gptq;
 pub mod models;
+pub mod mx;
 pub mod ptq;
 pub mod qat;
 pub mod scheme;

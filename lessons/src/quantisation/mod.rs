@@ -13,6 +13,7 @@ mod fp8_view;
 mod gemm_view;
 mod grid_view;
 mod models_view;
+mod mx_view;
 mod qat_view;
 mod runs;
 
@@ -119,6 +120,7 @@ pub struct Quantisation {
     models: models_view::ModelsRun,
     gemm: gemm_view::GemmRace,
     qat: qat_view::QatRun,
+    mx: mx_view::MxRuns,
     fp8: fp8_view::Fp8Runs,
 }
 
@@ -139,6 +141,8 @@ impl Lesson for Quantisation {
         let trained = runs.trained();
         let qat = &mut self.qat;
         crate::kit::section(ui, &TEXT, lang, "qat", |ui| qat.ui(ui, s, &trained, lang));
+        let mx = &mut self.mx;
+        crate::kit::section(ui, &TEXT, lang, "mx", |ui| mx.ui(ui, &trained, lang));
         let fp8 = &mut self.fp8;
         crate::kit::section(ui, &TEXT, lang, "fp8", |ui| fp8.ui(ui, s, lang));
         crate::kit::section(ui, &TEXT, lang, "int8_gemm", |ui| self.gemm.ui(ui, s, env));
@@ -150,11 +154,12 @@ impl Lesson for Quantisation {
         self.models.logic(ctx);
         self.gemm.logic(ctx);
         self.qat.logic(ctx);
+        self.mx.logic(ctx);
         self.fp8.logic(ctx);
     }
 
     fn is_busy(&self) -> bool {
-        self.runs.is_running() || self.models.is_running() || self.gemm.is_busy() || self.qat.is_running() || self.fp8.is_running()
+        self.runs.is_running() || self.models.is_running() || self.gemm.is_busy() || self.qat.is_running() || self.mx.is_running() || self.fp8.is_running()
     }
 
     crate::persist_field!(settings);
