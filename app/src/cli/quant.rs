@@ -53,6 +53,8 @@ pub struct QuantArgs {
     pub(super) rounding: Rounding,
     #[arg(long)]
     pub(super) activations: bool,
+    #[arg(long)]
+    pub(super) static_activations: bool,
     #[arg(long, value_name = "M")]
     pub(super) outlier: Option<f64>,
     #[arg(long)]
@@ -89,6 +91,7 @@ pub(super) fn help_values() -> Vec<(&'static str, String)> {
         ("quant_min_bits", dlsys_core::quant::MIN_BITS.to_string()),
         ("quant_max_bits", dlsys_core::quant::MAX_BITS.to_string()),
         ("quant_mlp_epochs", MLP_EPOCHS.to_string()),
+        ("quant_calibration", ptq::CALIBRATION_EXAMPLES.to_string()),
         (
             "quant_cnn_epochs",
             CnnSettings::default().epochs.to_string(),
@@ -188,7 +191,11 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
         seed: args.seed,
     };
     let trained = ptq::train(&ptq_settings).map_err(|e| fail(&e))?;
-    let acts = args.activations.then_some(ActScales::PerTensor);
+    let acts = if args.static_activations {
+        Some(ActScales::StaticTensor)
+    } else {
+        args.activations.then_some(ActScales::PerTensor)
+    };
     let cell = ptq::measure(&trained, &settings, kind, acts).map_err(|e| fail(&e))?;
     let bytes = ptq::model_bytes(&trained.model, &settings).map_err(|e| fail(&e))?;
     let outlier = match args.outlier {
@@ -458,6 +465,17 @@ pub(super) fn bytes_line(b: &QuantBytes) -> String {
     )
 }
 
+/// Activations quantised to int8, in words: how, and (for the per-batch
+/// scales) that they are dynamic.
+fn acts_words(a: ActScales) -> String {
+    let key = if a == ActScales::StaticTensor {
+        "quant.model.acts_int8_static"
+    } else {
+        "quant.model.acts_int8"
+    };
+    tf(key, &[("how", &a.name(lang()))])
+}
+
 pub(super) fn pct(x: f64) -> String {
     format!("{:.2} %", 100.0 * x)
 }
@@ -496,7 +514,7 @@ impl Report for ModelReport {
             )
         )?;
         let acts = match self.activations {
-            Some(a) => tf("quant.model.acts_int8", &[("how", &a.name(lang()))]),
+            Some(a) => acts_words(a),
             None => t("quant.model.acts_fp32").to_owned(),
         };
         writeln!(
@@ -604,7 +622,7 @@ impl Report for ModelReport {
             writeln!(out, "{}", t("quant.grid.heading"))?;
             for c in cells {
                 let acts = match c.activations {
-                    Some(a) => tf("quant.model.acts_int8", &[("how", &a.name(lang()))]),
+                    Some(a) => acts_words(a),
                     None => t("quant.model.acts_fp32").to_owned(),
                 };
                 writeln!(

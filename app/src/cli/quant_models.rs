@@ -28,6 +28,7 @@ pub fn run(
 ) -> Result<ExitCode, CliError> {
     let mlp_only = [
         ("--activations", args.activations),
+        ("--static-activations", args.static_activations),
         ("--outlier", args.outlier.is_some()),
         ("--qat", args.qat.is_some()),
         ("--fp8-train", args.fp8_train),

@@ -90,8 +90,11 @@ fn the_mlp_is_trained_quantised_and_measured() {
         "--activations",
         "--json",
     ]);
-    assert_eq!(grid["grid"].as_array().unwrap().len(), 14);
+    assert_eq!(grid["grid"].as_array().unwrap().len(), 16);
     assert_eq!(grid["activations"], "PerTensor");
+    let fixed = json(&["quant", "--static-activations", "--epochs", "2", "--json"]);
+    assert_eq!(fixed["activations"], "StaticTensor");
+    assert!(fixed["accuracy"].as_f64().unwrap() > 0.5, "{fixed}");
     let zh = dlsys_lab(&[
         "--lang",
         "zh",

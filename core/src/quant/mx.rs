@@ -245,7 +245,7 @@ pub fn mlp_table(trained: &super::ptq::Trained) -> Result<MxReport, QuantError> 
             blocks += t.scale_exponents.len() as f64;
             layer.weight.data = t.restored.iter().map(|v| *v as f32).collect();
         }
-        let accuracy = ptq::accuracy(&model, &trained.test, None)?;
+        let accuracy = ptq::accuracy(&model, &trained.test, &trained.calibration, None)?;
         rows.push(MxRow {
             element,
             accuracy,

@@ -6,9 +6,10 @@
 use serde::Serialize;
 
 use super::QuantError;
-use super::scheme::{Granularity, IntFormat, Mapping, QuantSettings};
+use super::scheme::{Granularity, IntFormat, Mapping, QParams, QuantSettings};
 use super::tensor::{ErrorStats, error_stats, fake_quantise, quantise_with_stats};
 use crate::autograd::tensor::matmul_rows;
+use crate::float::Rounding;
 use crate::nn::data::{self, Dataset};
 use crate::nn::settings::RunSettings;
 use crate::nn::{Activation, Mlp, Status, TrainError, Trainer, evaluate};
@@ -34,13 +35,19 @@ impl Default for PtqSettings {
     }
 }
 
-/// A trained MLP and its test set.
+/// A trained MLP, its test set and its calibration set.
 #[derive(Clone, Debug)]
 pub struct Trained {
     pub model: Mlp<f32>,
     pub test: Dataset,
+    /// The first [`CALIBRATION_EXAMPLES`] training examples: what static
+    /// activation scales are taken from (never the test set).
+    pub calibration: Dataset,
     pub fp32_accuracy: f64,
 }
+
+/// The calibration set's size.
+pub const CALIBRATION_EXAMPLES: usize = 256;
 
 /// Trains the MLP with the engine's trainer.
 pub fn train(settings: &PtqSettings) -> Result<Trained, QuantError> {
@@ -53,6 +60,7 @@ pub fn train(settings: &PtqSettings) -> Result<Trained, QuantError> {
     };
     let (name, config) = run.config()?;
     let (train, test) = data::load_split(&name, config.seed).map_err(TrainError::from)?;
+    let calibration = train.first(CALIBRATION_EXAMPLES.min(train.len()));
     let mut trainer = Trainer::new(config, train, test)?;
     if let Status::Diverged { epoch, .. } = trainer.run() {
         return Err(TrainError::Diverged { epoch: *epoch }.into());
@@ -61,6 +69,7 @@ pub fn train(settings: &PtqSettings) -> Result<Trained, QuantError> {
     Ok(Trained {
         model: trainer.model,
         test: trainer.test,
+        calibration,
         fp32_accuracy,
     })
 }
@@ -126,11 +135,16 @@ impl GranularityKind {
 }
 
 /// How the activations entering each layer are quantised (int8,
-/// symmetric, from each evaluation batch: dynamic).
+/// symmetric): from each evaluation batch (dynamic), or fixed beforehand
+/// from the calibration set (static).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub enum ActScales {
     /// One scale for the whole batch.
     PerTensor,
+    /// One scale per layer, fixed from the largest |x| that layer's input
+    /// reaches over the calibration set (the fp32 activations of the model
+    /// with its quantised weights); larger values at test time clip.
+    StaticTensor,
     /// One scale per row (token): factors out of an integer GEMM.
     PerToken,
     /// One scale per input channel (along K): does not factor out of an
@@ -144,6 +158,7 @@ impl ActScales {
     pub fn id(self) -> &'static str {
         match self {
             Self::PerTensor => "tensor",
+            Self::StaticTensor => "static-tensor",
             Self::PerToken => "token",
             Self::PerInputChannel => "input-channel",
         }
@@ -157,7 +172,7 @@ impl ActScales {
     /// The granularity over a `[rows, K]` activation.
     fn granularity(self) -> Granularity {
         match self {
-            Self::PerTensor => Granularity::Tensor,
+            Self::PerTensor | Self::StaticTensor => Granularity::Tensor,
             Self::PerToken => Granularity::Channel { axis: 0 },
             Self::PerInputChannel => Granularity::Channel { axis: 1 },
         }
@@ -194,12 +209,13 @@ pub fn quantise_weights(
 }
 
 /// Test accuracy of `model` with the input of every layer fake-quantised
-/// to int8 (symmetric, min–max, per batch of [`EVAL_BATCH`] rows) when
-/// `acts` is set: the forward pass of [`Mlp::logits`] with that one step
-/// added.
+/// to int8 (symmetric) when `acts` is set: dynamic scales from each batch
+/// of [`EVAL_BATCH`] rows, or static ones fixed from `calibration` — the
+/// forward pass of [`Mlp::logits`] with that one step added.
 pub fn accuracy(
     model: &Mlp<f32>,
     data: &Dataset,
+    calibration: &Dataset,
     acts: Option<ActScales>,
 ) -> Result<f64, QuantError> {
     let Some(acts) = acts else {
@@ -208,6 +224,28 @@ pub fn accuracy(
     if data.is_empty() {
         return Err(QuantError::Empty);
     }
+    // Static scales: each layer's input amax over the calibration set.
+    let fixed = if acts == ActScales::StaticTensor {
+        if calibration.is_empty() {
+            return Err(QuantError::Empty);
+        }
+        let mut amax = vec![0.0f64; model.layers.len()];
+        forward(
+            model,
+            calibration.x.clone(),
+            calibration.len(),
+            &mut |i, h, _| {
+                amax[i] = h.iter().fold(amax[i], |m, v| m.max(f64::from(v.abs())));
+                Ok(h)
+            },
+        )?;
+        let int8 = IntFormat::signed(8);
+        amax.iter()
+            .map(|&a| QParams::for_range(-a, a, int8, Mapping::Symmetric))
+            .collect::<Result<Vec<_>, _>>()?
+    } else {
+        Vec::new()
+    };
     let settings = QuantSettings {
         granularity: acts.granularity(),
         ..QuantSettings::default()
@@ -215,26 +253,14 @@ pub fn accuracy(
     let mut correct = 0;
     for start in (0..data.len()).step_by(EVAL_BATCH) {
         let rows = EVAL_BATCH.min(data.len() - start);
-        let mut h = data.x[start * data.features..(start + rows) * data.features].to_vec();
-        for (i, layer) in model.layers.iter().enumerate() {
-            let k = layer.weight.rows_cols().0;
-            h = fake_quantise(&h, rows, k, &settings)?;
-            let mut z = matmul_rows(&h, rows, &layer.weight);
-            let cols = layer.bias.numel();
-            for row in z.data.chunks_mut(cols) {
-                for (v, b) in row.iter_mut().zip(&layer.bias.data) {
-                    *v += *b;
-                }
-            }
-            if i + 1 < model.layers.len() {
-                z = match model.activation {
-                    Activation::Relu => z.map(|v| v.max(0.0)),
-                    Activation::Tanh => z.map(f32::tanh),
-                    Activation::Sigmoid => z.map(|v| 1.0 / (1.0 + (-v).exp())),
-                };
-            }
-            h = z.data;
-        }
+        let x = data.x[start * data.features..(start + rows) * data.features].to_vec();
+        let h = forward(model, x, rows, &mut |i, h, k| match fixed.get(i) {
+            Some(p) => Ok(h
+                .iter()
+                .map(|&v| p.dequantise(p.quantise(f64::from(v), Rounding::NearestEven, 0)) as f32)
+                .collect()),
+            None => fake_quantise(&h, rows, k, &settings),
+        })?;
         let labels = &data.y[start..start + rows];
         let classes = model.layers.last().map_or(1, |l| l.bias.numel());
         correct += h
@@ -244,6 +270,36 @@ pub fn accuracy(
             .count();
     }
     Ok(correct as f64 / data.len() as f64)
+}
+
+/// The MLP's forward pass over `rows` rows of `h`, each layer's input
+/// passed through `input(layer, h, K)` first (quantised, or only measured).
+fn forward(
+    model: &Mlp<f32>,
+    mut h: Vec<f32>,
+    rows: usize,
+    input: &mut dyn FnMut(usize, Vec<f32>, usize) -> Result<Vec<f32>, QuantError>,
+) -> Result<Vec<f32>, QuantError> {
+    for (i, layer) in model.layers.iter().enumerate() {
+        let k = layer.weight.rows_cols().0;
+        h = input(i, h, k)?;
+        let mut z = matmul_rows(&h, rows, &layer.weight);
+        let cols = layer.bias.numel();
+        for row in z.data.chunks_mut(cols) {
+            for (v, b) in row.iter_mut().zip(&layer.bias.data) {
+                *v += *b;
+            }
+        }
+        if i + 1 < model.layers.len() {
+            z = match model.activation {
+                Activation::Relu => z.map(|v| v.max(0.0)),
+                Activation::Tanh => z.map(f32::tanh),
+                Activation::Sigmoid => z.map(|v| 1.0 / (1.0 + (-v).exp())),
+            };
+        }
+        h = z.data;
+    }
+    Ok(h)
 }
 
 fn argmax(row: &[f32]) -> usize {
@@ -286,7 +342,7 @@ pub fn measure(
     acts: Option<ActScales>,
 ) -> Result<Cell, QuantError> {
     let (model, weight_error) = quantise_weights(&trained.model, weights)?;
-    let accuracy = accuracy(&model, &trained.test, acts)?;
+    let accuracy = accuracy(&model, &trained.test, &trained.calibration, acts)?;
     Ok(Cell {
         bits: weights.format.bits,
         granularity: kind,
@@ -314,8 +370,10 @@ pub fn grid_cells(group: usize) -> Vec<(u32, GranularityKind, Option<ActScales>)
             cells.push((bits, kind, None));
         }
     }
-    for kind in [GranularityKind::Tensor, GranularityKind::Channel] {
-        cells.push((8, kind, Some(ActScales::PerTensor)));
+    for acts in [ActScales::PerTensor, ActScales::StaticTensor] {
+        for kind in [GranularityKind::Tensor, GranularityKind::Channel] {
+            cells.push((8, kind, Some(acts)));
+        }
     }
     cells
 }
@@ -427,9 +485,14 @@ pub fn outlier(trained: &Trained, settings: &OutlierSettings) -> Result<OutlierR
             *b -= *w;
         }
     }
+    let mut calibration = trained.calibration.clone();
+    for row in calibration.x.chunks_mut(f) {
+        row[channel] = (m * (f64::from(row[channel]) + 1.0)) as f32;
+    }
     let planted = Trained {
         model,
         test: data,
+        calibration,
         fp32_accuracy: trained.fp32_accuracy,
     };
     let planted_fp32_accuracy = evaluate(&planted.model, &planted.test).1;
@@ -527,7 +590,12 @@ pub fn smooth(trained: &Trained, alpha: f64) -> Trained {
             *w = (f64::from(*w) * sj) as f32;
         }
     }
-    for row in out.test.x.chunks_mut(f) {
+    for row in out
+        .test
+        .x
+        .chunks_mut(f)
+        .chain(out.calibration.x.chunks_mut(f))
+    {
         for (v, &sj) in row.iter_mut().zip(&s) {
             *v = (f64::from(*v) / sj) as f32;
         }

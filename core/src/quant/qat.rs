@@ -106,6 +106,7 @@ pub fn fine_tune(
     let ptq_accuracy = accuracy(
         &quantise_weights(&trained.model, &weights)?.0,
         &trained.test,
+        &trained.calibration,
         None,
     )?;
     let (loader, mut optimizer) =
@@ -128,6 +129,7 @@ pub fn fine_tune(
         acc.push(accuracy(
             &quantise_weights(&model, &weights)?.0,
             &trained.test,
+            &trained.calibration,
             None,
         )?);
         if !progress(epoch + 1, settings.epochs) {

@@ -356,8 +356,8 @@ fn post_training_quantisation_of_the_trained_mlp() {
     assert!(trained.fp32_accuracy > 0.85, "{}", trained.fp32_accuracy);
     let mut seen = Vec::new();
     let cells = ptq::grid(&trained, 32, &mut |done, total| seen.push((done, total))).unwrap();
-    assert_eq!(cells.len(), 14);
-    assert_eq!(seen.last(), Some(&(14, 14)));
+    assert_eq!(cells.len(), 16);
+    assert_eq!(seen.last(), Some(&(16, 16)));
     let cell = |bits, kind, acts: Option<ActScales>| {
         cells
             .iter()
@@ -452,4 +452,43 @@ fn post_training_quantisation_of_the_trained_mlp() {
         )
         .is_err()
     );
+}
+
+#[test]
+fn static_activation_scales_come_from_the_calibration_set() {
+    let trained = ptq::train(&PtqSettings {
+        epochs: 3,
+        ..PtqSettings::default()
+    })
+    .unwrap();
+    assert_eq!(trained.calibration.len(), ptq::CALIBRATION_EXAMPLES);
+    let kind = GranularityKind::Channel;
+    let w8 = ptq::weight_settings(8, kind);
+    let fixed = ptq::measure(&trained, &w8, kind, Some(ActScales::StaticTensor)).unwrap();
+    assert!(fixed.delta.abs() <= 0.02, "{fixed:?}");
+    // Calibrated on faint inputs (÷ 100), the scales are far too small:
+    // the test set's activations clip and the accuracy collapses — the
+    // scales really are fixed beforehand, not taken from the test batch.
+    let mut faint = trained.clone();
+    for v in &mut faint.calibration.x {
+        *v /= 100.0;
+    }
+    let clipped = ptq::measure(&faint, &w8, kind, Some(ActScales::StaticTensor)).unwrap();
+    assert!(
+        clipped.accuracy < fixed.accuracy - 0.2,
+        "{clipped:?} vs {fixed:?}"
+    );
+    let dynamic = ptq::measure(&faint, &w8, kind, Some(ActScales::PerTensor)).unwrap();
+    assert_eq!(
+        dynamic.accuracy,
+        ptq::measure(&trained, &w8, kind, Some(ActScales::PerTensor))
+            .unwrap()
+            .accuracy
+    );
+    let mut empty = trained.clone();
+    empty.calibration = empty.calibration.first(0);
+    assert!(matches!(
+        ptq::measure(&empty, &w8, kind, Some(ActScales::StaticTensor)),
+        Err(QuantError::Empty)
+    ));
 }

@@ -96,7 +96,7 @@ impl Runs {
 
     /// The table: its button, its progress, and its cells.
     pub fn table_ui(&mut self, ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
-        ui.label(t(lang, "table.intro"));
+        ui.label(TEXT.fill(lang, "table.intro", &[("calibration", &ptq::CALIBRATION_EXAMPLES)]));
         ui.horizontal_wrapped(|ui| {
             crate::kit::number_field(ui, t(lang, "table.group"), &mut s.group, 1..=128, 1.0);
             let running = self.table.is_running();
@@ -142,11 +142,13 @@ impl Runs {
                     }
                     ui.end_row();
                 }
-                ui.label(t(lang, "table.row_w8a8"));
-                for k in kinds {
-                    cell_ui(ui, cells.iter().find(|c| c.bits == 8 && c.granularity == k && c.activations == Some(ActScales::PerTensor)));
+                for (key, acts) in [("table.row_w8a8", ActScales::PerTensor), ("table.row_w8a8_static", ActScales::StaticTensor)] {
+                    ui.label(t(lang, key));
+                    for k in kinds {
+                        cell_ui(ui, cells.iter().find(|c| c.bits == 8 && c.granularity == k && c.activations == Some(acts)));
+                    }
+                    ui.end_row();
                 }
-                ui.end_row();
             });
         });
         if let Ok(trained) = self.trained() {
