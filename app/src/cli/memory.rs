@@ -12,6 +12,7 @@ use dlsys_core::memory::{
     show_flops,
 };
 use dlsys_core::nn::OptimizerKind;
+use dlsys_core::quant::KvElement;
 
 use super::choice::{choice, name_of};
 use super::lang::{pad, pad_left};
@@ -57,6 +58,8 @@ pub struct MemoryArgs {
     zero: Option<u64>,
     #[arg(long)]
     dp: Option<u64>,
+    #[arg(long, value_parser = choice(&KvElement::ALL, |k| k.id()))]
+    kv_dtype: Option<KvElement>,
     #[arg(long)]
     pub json: bool,
 }
@@ -113,6 +116,7 @@ impl MemoryArgs {
             ("--seq", self.seq.is_some()),
             ("--zero", self.zero.is_some()),
             ("--dp", self.dp.is_some()),
+            ("--kv-dtype", self.kv_dtype.is_some()),
         ]
         .into_iter()
         .filter(|(_, given)| *given)
@@ -238,6 +242,7 @@ fn transformer_run(
     run.states = optimizer.states() as u64;
     run.zero = Zero::from_stage(args.zero.unwrap_or(0)).map_err(|e| say(&e))?;
     run.ranks = args.dp.unwrap_or(1);
+    run.kv = args.kv_dtype.unwrap_or_default();
     let name = args
         .transformer
         .map_or_else(|| t("memory.custom").to_owned(), |p| p.name().to_owned());
@@ -430,6 +435,9 @@ impl Report for TransformerOut {
             tf(
                 "memory.kv",
                 &[
+                    ("dtype", &run.kv.id()),
+                    ("values", &show_bytes(r.kv_per_token.values)),
+                    ("scales", &show_bytes(r.kv_per_token.scales)),
                     ("per_token", &show_bytes(r.kv_cache_per_token)),
                     ("context", &show_bytes(r.kv_cache_context)),
                     ("batch", &run.batch),

@@ -2,7 +2,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::support::{assert_one_line_error, dlsys_lab};
+use crate::support::{assert_one_line_error, dlsys_lab, json};
 
 #[test]
 fn memory_estimates_an_mlp_and_measures_the_same_bytes() {
@@ -140,4 +140,28 @@ fn memory_estimates_what_it_will_not_measure() {
     assert_eq!(json["estimate"]["parameters"], 3 * (8192 * 8192 + 8192));
     let out = dlsys_lab(&["memory", "--layers", "2", "--hidden", "64"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--heads"));
+}
+
+#[test]
+fn the_kv_cache_takes_the_quantisation_lessons_element_types() {
+    let at = |dtype: &str| {
+        json(&[
+            "memory",
+            "--transformer",
+            "llama-7b",
+            "--kv-dtype",
+            dtype,
+            "--json",
+        ])["report"]["kv_cache_context"]
+            .as_u64()
+            .unwrap()
+    };
+    // 2,048 tokens of LLaMA-7B: 1 GiB in fp16; int8 halves the values and
+    // adds an fp16 scale per 128-value head vector (1/64 of them).
+    assert_eq!(at("fp16"), 1 << 30);
+    assert_eq!(at("int8"), (1 << 29) + (1 << 23));
+    assert_eq!(at("int4"), (1 << 28) + (1 << 23));
+    assert_eq!(at("fp8"), (1 << 29) + 256);
+    let args = ["memory", "--mlp", "784,10", "--kv-dtype", "int8"];
+    assert_one_line_error(&args, &dlsys_lab(&args));
 }

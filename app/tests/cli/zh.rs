@@ -165,6 +165,8 @@ fn every_subcommand_in_chinese_leaves_no_english() {
             "3",
             "--dp",
             "8",
+            "--kv-dtype",
+            "int8",
         ],
         vec!["memory", "--layers", "2", "--hidden", "64", "--heads", "4"],
         vec!["allreduce", "--elements", "1024", "--slow-link", "4"],

@@ -177,6 +177,9 @@ pub struct TransformerRun {
     pub zero: Zero,
     /// Data-parallel ranks.
     pub ranks: u64,
+    /// The inference-time KV cache's element type (older saves: fp16).
+    #[serde(default)]
+    pub kv: crate::quant::KvElement,
 }
 
 /// What a [`TransformerRun`] costs.
@@ -200,8 +203,10 @@ pub struct TransformerReport {
     /// With every layer checkpointed: each layer's input, plus the rest of
     /// one layer's activations recomputed during backward, plus the output's.
     pub activations_checkpointed: u64,
-    /// fp16 K and V of every layer for one token: `2 · layers · kv_heads · head_dim · 2` B.
+    /// K and V of every layer for one token in the run's KV element, scales included.
     pub kv_cache_per_token: u64,
+    /// The same split into values and their scales (in the run's KV element).
+    pub kv_per_token: crate::quant::KvBytes,
     /// The KV cache of `batch` sequences of `seq` tokens, bytes.
     pub kv_cache_context: u64,
     /// Tokens per rank per step.
@@ -442,6 +447,7 @@ impl TransformerRun {
             states: 2,
             zero: Zero::Off,
             ranks: 1,
+            kv: crate::quant::KvElement::Fp16,
         }
     }
 
@@ -508,7 +514,12 @@ impl TransformerRun {
             product(Q::Parameters, &[elements(stage >= 1), p.master_bytes()])?,
         );
         per_rank.set(Component::Activations, activations);
-        let kv_cache_per_token = m.kv_cache_per_token()?;
+        let kv = |tokens| {
+            self.kv
+                .cache_bytes(m.layers, m.kv_heads, m.head_dim(), tokens)
+        };
+        let kv_per_token = kv(1)?;
+        let kv_cache_per_token = kv_per_token.total;
         let tokens = product(Q::Tokens, &[self.batch, self.seq])?;
         let attention_unit = product(Q::Flops, &[m.layers, self.seq, m.hidden, tokens])?;
         let flops_dense = product(Q::Flops, &[6, n, tokens])?;
@@ -534,7 +545,8 @@ impl TransformerRun {
             activations,
             activations_checkpointed,
             kv_cache_per_token,
-            kv_cache_context: product(Q::KvCache, &[kv_cache_per_token, self.seq, self.batch])?,
+            kv_per_token,
+            kv_cache_context: kv(product(Q::KvCache, &[self.seq, self.batch])?)?.total,
             tokens,
             flops_dense,
             flops_attention,
@@ -571,6 +583,18 @@ mod tests {
         let report = run.report().expect("valid preset");
         // 2,048 tokens of context: 1 GiB.
         assert_eq!(report.kv_cache_context, 1 << 30);
+        // int8: half the values, and an fp16 scale per 128-value head vector;
+        // fp8: a quarter of a KiB of per-layer scales; int4: a quarter.
+        let at = |kv| {
+            TransformerRun { kv, ..run.clone() }
+                .report()
+                .expect("valid")
+                .kv_cache_context
+        };
+        use crate::quant::KvElement;
+        assert_eq!(at(KvElement::Int8), (1 << 29) + (1 << 29) / 64);
+        assert_eq!(at(KvElement::Fp8), (1 << 29) + 2 * 32 * 4);
+        assert_eq!(at(KvElement::Int4), (1 << 28) + (1 << 29) / 64);
     }
 
     #[test]

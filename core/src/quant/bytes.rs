@@ -103,3 +103,75 @@ pub fn fp8_scale(amax: f64, format: &Format, margin: i32) -> f64 {
         1.0
     }
 }
+
+/// The element type of an inference-time KV cache. The quantisation lesson
+/// owns it; the memory calculator and `dlsys-lab memory --kv-dtype` size
+/// the cache with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub enum KvElement {
+    #[default]
+    Fp16,
+    /// E4M3 with one fp32 scale per layer for K and one for V (per-tensor
+    /// scaling, as vLLM's fp8 cache keeps it).
+    Fp8,
+    /// Symmetric int8 with one fp16 scale per token, head and K or V.
+    Int8,
+    /// The same at 4 bits.
+    Int4,
+}
+
+/// A KV cache's bytes: the values and their scales.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct KvBytes {
+    pub values: u64,
+    pub scales: u64,
+    pub total: u64,
+}
+
+impl KvElement {
+    pub const ALL: [Self; 4] = [Self::Fp16, Self::Fp8, Self::Int8, Self::Int4];
+
+    /// `fp16`, `fp8`, `int8`, `int4`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Fp16 => "fp16",
+            Self::Fp8 => "fp8",
+            Self::Int8 => "int8",
+            Self::Int4 => "int4",
+        }
+    }
+
+    pub fn bits(self) -> u64 {
+        match self {
+            Self::Fp16 => 16,
+            Self::Fp8 | Self::Int8 => 8,
+            Self::Int4 => 4,
+        }
+    }
+
+    /// K and V of `layers` layers for `tokens` tokens, each `kv_heads`
+    /// heads of `head_dim` values: through the memory calculator's one KV
+    /// formula (in bits, then bytes), plus the scales.
+    pub fn cache_bytes(
+        self,
+        layers: u64,
+        kv_heads: u64,
+        head_dim: u64,
+        tokens: u64,
+    ) -> Result<KvBytes, crate::memory::MemoryError> {
+        use crate::memory::kv_cache_bytes;
+        let values = kv_cache_bytes(layers, kv_heads, head_dim, tokens, self.bits())? / 8;
+        let scales = match self {
+            Self::Fp16 => 0,
+            // One fp32 scale for K and one for V per layer (tokens: 1, head_dim: 1).
+            Self::Fp8 => kv_cache_bytes(layers, 1, 1, 1, 4)?,
+            // One fp16 scale per head vector of K and of V.
+            Self::Int8 | Self::Int4 => kv_cache_bytes(layers, kv_heads, 1, tokens, 2)?,
+        };
+        Ok(KvBytes {
+            values,
+            scales,
+            total: values.saturating_add(scales),
+        })
+    }
+}

@@ -30,7 +30,9 @@ pub mod qat;
 pub mod scheme;
 pub mod tensor;
 
-pub use bytes::{QuantBytes, dot_bound, fp8_scale, grouped_bytes, quantised_bytes};
+pub use bytes::{
+    KvBytes, KvElement, QuantBytes, dot_bound, fp8_scale, grouped_bytes, quantised_bytes,
+};
 pub use error::QuantError;
 pub use scheme::{
     Calibration, Granularity, IntFormat, MAX_BITS, MIN_BITS, Mapping, QParams, QuantSettings,

@@ -10,6 +10,7 @@ use dlsys_core::memory::{
 };
 use dlsys_core::float::show_sig;
 use dlsys_core::nn::OptimizerKind;
+use dlsys_core::quant::KvElement;
 use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,8 @@ pub struct TransformerSettings {
     pub optimizer: String,
     pub zero: Zero,
     pub ranks: u64,
+    /// The KV cache's element type (the quantisation lesson's).
+    pub kv: KvElement,
 }
 
 impl Default for TransformerSettings {
@@ -43,6 +46,7 @@ impl Default for TransformerSettings {
             optimizer: "adam".to_owned(),
             zero: Zero::Off,
             ranks: 1,
+            kv: KvElement::Fp16,
         }
     }
 }
@@ -56,6 +60,7 @@ impl TransformerSettings {
             states: OptimizerKind::by_name(&self.optimizer).map_or(2, |o| o.states() as u64),
             zero: self.zero,
             ranks: self.ranks,
+            kv: self.kv,
             ..TransformerRun::preset(self.preset)
         }
     }
@@ -159,11 +164,30 @@ pub fn transformer_ui(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang
             ("what", &TEXT.get(lang, &format!("tf.zero.{}", run.zero.stage()))),
         ],
     ));
+    ui.horizontal_wrapped(|ui| {
+        ui.label(t(lang, "tf.kv.dtype"));
+        for kv in KvElement::ALL {
+            ui.selectable_value(&mut s.kv, kv, kv.id());
+        }
+    });
+    let one = r.kv_per_token;
+    let scales = if one.scales > 0 {
+        TEXT.fill(
+            lang,
+            "tf.kv.scales",
+            &[("scales", &show_bytes(one.scales)), ("per_token", &show_bytes(r.kv_cache_per_token))],
+        )
+    } else {
+        String::new()
+    };
     ui.label(TEXT.fill(
         lang,
         "tf.kv",
         &[
-            ("per_token", &show_bytes(r.kv_cache_per_token)),
+            ("dtype", &run.kv.id()),
+            ("bits", &run.kv.bits()),
+            ("values", &show_bytes(one.values)),
+            ("scales", &scales),
             ("layers", &m.layers),
             ("kv", &m.kv_heads),
             ("head_dim", &r.head_dim),
