@@ -11,8 +11,34 @@ use crate::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program,
 
 const SOURCE: &str = include_str!("../wgsl/gemm_int8.wgsl");
 
+/// `dot4I8Packed` by hand, from the module's own `lane`.
+const DOT4_BY_HAND: &str = "
+fn dot4_by_hand(x: u32, y: u32) -> i32 {
+    return lane(x, 0u) * lane(y, 0u) + lane(x, 1u) * lane(y, 1u)
+        + lane(x, 2u) * lane(y, 2u) + lane(x, 3u) * lane(y, 3u);
+}
+";
+
 /// The WGSL: plain, or counting every load and store's bytes.
 pub fn source(instrumented: bool) -> String {
+    source_with(instrumented, true)
+}
+
+/// [`source`]; without `dot4`, `dot4I8Packed` is replaced by the same sum
+/// written by hand, for a browser whose WGSL lacks the language extension
+/// `packed_4x8_integer_dot_product` (one module holds both rungs, so the
+/// builtin must not appear at all there).
+pub fn source_with(instrumented: bool, dot4: bool) -> String {
+    let text = source_template(instrumented);
+    if dot4 {
+        return text;
+    }
+    let mut text = text.replace("dot4I8Packed(", "dot4_by_hand(");
+    text.push_str(DOT4_BY_HAND);
+    text
+}
+
+fn source_template(instrumented: bool) -> String {
     let (counters, load, store) = if instrumented {
         (
             "@group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>, 2>;",
@@ -67,18 +93,20 @@ pub fn programs(
         Values::Packed8(padded(&bt, n, k)),
     );
     let expected = Expected::Exact(Values::I32(want));
+    let dot4 = kernels.contains(&Int8Kernel::Dot4);
     Ok(kernels
         .iter()
         .map(|&kernel| {
             let traffic = kernel.traffic(shape);
             // The counters are u32: the instrumented build runs where its
             // counts fit.
-            let counted = (traffic.bytes_read <= u64::from(u32::MAX)).then(|| source(true));
+            let counted =
+                (traffic.bytes_read <= u64::from(u32::MAX)).then(|| source_with(true, dot4));
             let rung = kernel.selector();
             Program {
                 id: kernel.id().to_owned(),
                 family: Family::Gemm,
-                source: source(false),
+                source: source_with(false, dot4),
                 counted,
                 buffers: vec![
                     NamedBuffer::input("a", a.clone()),
@@ -110,6 +138,21 @@ mod tests {
             let checked = crate::source::check(&source(instrumented)).unwrap();
             assert!(checked.bindings.iter().any(|(entry, _)| entry == "main"));
         }
+    }
+
+    #[test]
+    fn without_dot4_the_builtin_is_gone_and_the_module_still_validates() {
+        for instrumented in [false, true] {
+            let text = source_with(instrumented, false);
+            assert!(!text.contains("dot4I8Packed("));
+            crate::source::check(&text).unwrap();
+        }
+        let shape = GemmShape::new(2, 3, 9).unwrap();
+        let (a, b) = ([1i8; 18], [-1i8; 27]);
+        let only = programs(&[Int8Kernel::Extract], shape, &a, &b).unwrap();
+        assert!(!only[0].source.contains("dot4I8Packed("));
+        let both = programs(&Int8Kernel::ALL, shape, &a, &b).unwrap();
+        assert!(both[0].source.contains("dot4I8Packed("));
     }
 
     #[test]

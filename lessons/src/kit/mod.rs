@@ -22,6 +22,7 @@ mod page;
 pub mod race;
 pub mod table;
 pub mod theme;
+pub mod wgsl_features;
 
 use std::sync::LazyLock;
 

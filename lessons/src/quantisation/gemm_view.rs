@@ -20,6 +20,11 @@ use crate::kit::race::Race;
 use crate::kit::table::{Look, pinned};
 use crate::kit::theme;
 
+/// Whether the browser's WGSL has `dot4I8Packed` (`None` natively).
+fn dot4_offered() -> Option<bool> {
+    crate::kit::wgsl_features::offered("packed_4x8_integer_dot_product")
+}
+
 /// The race's seed for A and B.
 const SEED: u64 = 35;
 const TRIALS: u32 = 5;
@@ -61,10 +66,19 @@ impl GemmRace {
     fn start(&mut self, size: u32, lang: Lang) {
         self.error = None;
         match GemmShape::new(size, size, size) {
-            Ok(shape) => self.building.start(move || {
-                let (a, b) = seeded_operands(shape, SEED);
-                (shape, dlsys_shaders::int8_gemm::programs(&Int8Kernel::ALL, shape, &a, &b))
-            }),
+            Ok(shape) => {
+                // A browser whose WGSL lacks the extension races the
+                // hand-unpacked rung alone.
+                let kernels: &[Int8Kernel] = if dot4_offered() == Some(false) {
+                    &[Int8Kernel::Extract]
+                } else {
+                    &Int8Kernel::ALL
+                };
+                self.building.start(move || {
+                    let (a, b) = seeded_operands(shape, SEED);
+                    (shape, dlsys_shaders::int8_gemm::programs(kernels, shape, &a, &b))
+                });
+            }
             Err(e) => self.error = Some(e.message(lang)),
         }
     }
@@ -107,6 +121,12 @@ impl GemmRace {
             ],
         ));
         crate::kit::race::device_ui(ui, env);
+        let dot4 = match dot4_offered() {
+            None => "int8_gemm.dot4_native",
+            Some(true) => "int8_gemm.dot4_offered",
+            Some(false) => "int8_gemm.dot4_missing",
+        };
+        ui.small(t(lang, dot4));
         self.race_built(ui.ctx(), env);
         ui.horizontal_wrapped(|ui| {
             crate::kit::number_field(ui, t(lang, "int8_gemm.size"), &mut s.gemm_size, 4..=1024, 1.0);
