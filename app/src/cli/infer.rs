@@ -8,6 +8,7 @@
 //! CPU's roofline (`roofline`, in `infer_roofline.rs`).
 //! The same core values as the inference lesson's page.
 
+use dlsys_core::quant::KvElement;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
@@ -58,8 +59,8 @@ pub struct CalcArgs {
     device: DevicePreset,
     #[arg(long, default_value_t = 2.0)]
     weight_bytes: f64,
-    #[arg(long, default_value_t = 2.0)]
-    kv_bytes: f64,
+    #[arg(long, default_value = "fp16", value_parser = choice::choice(&KvElement::ALL, |k| k.id()))]
+    kv_dtype: KvElement,
     #[arg(long, default_value_t = 512)]
     prompt: u64,
     #[arg(long, default_value_t = 1024)]
@@ -192,7 +193,7 @@ pub fn run(command: &InferCommand) -> Result<ExitCode, CliError> {
         InferCommand::Calc(a) => {
             let settings = ServeSettings {
                 weight_bytes: a.weight_bytes,
-                kv_bytes: a.kv_bytes,
+                kv: a.kv_dtype,
                 prompt: a.prompt,
                 context: a.context,
                 batch: a.batch,

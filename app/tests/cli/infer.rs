@@ -13,7 +13,6 @@ fn the_calculator_names_each_phase_bound_and_the_ridge_batch() {
         "infer", "calc", "--model", "llama-7b", "--device", "h100-sxm", "--json",
     ]);
     assert_eq!(v["kv_per_token"].as_f64(), Some(524_288.0));
-    // An int4 cache: half a byte a value.
     let q = json(&[
         "infer",
         "calc",
@@ -21,11 +20,12 @@ fn the_calculator_names_each_phase_bound_and_the_ridge_batch() {
         "llama-7b",
         "--device",
         "h100-sxm",
-        "--kv-bytes",
-        "0.5",
+        "--kv-dtype",
+        "int4",
         "--json",
     ]);
-    assert_eq!(q["kv_per_token"].as_f64(), Some(131_072.0));
+    // An int4 cache: half a byte a value, and an fp16 scale per head vector.
+    assert_eq!(q["kv_per_token"].as_f64(), Some(131_072.0 + 4096.0));
     assert_eq!(v["prefill"]["bound"], "Compute");
     assert_eq!(v["decode"]["bound"], "Memory");
     // 989 TFLOP/s · 2 bytes ÷ (2 · 3,350 GB/s).
@@ -277,7 +277,7 @@ fn bad_serving_input_is_refused_in_one_line() {
         &["infer", "calc", "--context", "99999999999"],
         &["infer", "calc", "--weight-bytes", "3"],
         &["infer", "calc", "--weight-bytes", "nan"],
-        &["infer", "calc", "--kv-bytes", "8"],
+        &["infer", "calc", "--kv-dtype", "int3"],
         &["infer", "calc", "--device", "tpu"],
         &["infer", "calc", "--model", "gpt-5"],
         &["infer", "paged", "--block", "0"],

@@ -16,7 +16,7 @@
 use serde::Serialize;
 
 use super::InferError;
-use crate::memory::transformer::{Preset, TransformerConfig, attention_flops, kv_cache_bytes};
+use crate::memory::transformer::{Preset, TransformerConfig, attention_flops};
 
 /// A device's three numbers, from its datasheet.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -154,9 +154,9 @@ pub struct ServeSettings {
     pub device: Device,
     /// Bytes per weight: 2 (fp16/bf16), 1 (int8/fp8), 0.5 (int4).
     pub weight_bytes: f64,
-    /// Bytes per cached K or V value: 2 (fp16), 1 (int8/fp8), 0.5 (int4;
-    /// the scales a quantised cache keeps beside its values left out).
-    pub kv_bytes: f64,
+    /// The cache's element type (the quantisation lesson's), its scales
+    /// counted with its values.
+    pub kv: crate::quant::KvElement,
     /// Tokens in the prompt (prefill).
     pub prompt: u64,
     /// Tokens in context at the decode step.
@@ -173,7 +173,7 @@ impl ServeSettings {
             model: model.config(),
             device: device.device(),
             weight_bytes: 2.0,
-            kv_bytes: 2.0,
+            kv: crate::quant::KvElement::Fp16,
             prompt: 512,
             context: 1024,
             batch: 1,
@@ -202,11 +202,6 @@ impl ServeSettings {
         if ![0.5, 1.0, 2.0, 4.0].contains(&self.weight_bytes) {
             return Err(InferError::WeightBytes {
                 value: self.weight_bytes,
-            });
-        }
-        if ![0.5, 1.0, 2.0, 4.0].contains(&self.kv_bytes) {
-            return Err(InferError::KvBytes {
-                value: self.kv_bytes,
             });
         }
         let count = |value: u64| (1..=MAX_COUNT).contains(&value);
@@ -295,12 +290,13 @@ pub fn prefill_compute_s(device: &Device, parameters: f64, tokens: f64) -> f64 {
     2.0 * parameters * tokens / (device.peak_tflops * 1e12)
 }
 
-/// A token's K and V over every layer at `kv_bytes` a value (the memory
-/// calculator's formula, counted in values, then sized).
-fn kv_per_token(m: &TransformerConfig, kv_bytes: f64) -> Result<f64, InferError> {
-    let values = kv_cache_bytes(m.layers, m.kv_heads, m.head_dim(), 1, 1)
+/// A token's K and V over every layer in `kv`, scales included (the
+/// memory calculator's formula, through the element type).
+fn kv_per_token(m: &TransformerConfig, kv: crate::quant::KvElement) -> Result<f64, InferError> {
+    let bytes = kv
+        .cache_bytes(m.layers, m.kv_heads, m.head_dim(), 1)
         .map_err(|reason| InferError::Model { reason })?;
-    Ok(values as f64 * kv_bytes)
+    Ok(bytes.total as f64)
 }
 
 /// The calculator.
@@ -311,7 +307,7 @@ pub fn serve(s: &ServeSettings) -> Result<ServeReport, InferError> {
     let parameters = m.parameters().map_err(model_err)?;
     let n = parameters as f64;
     let weight_bytes = n * s.weight_bytes;
-    let kv_per_token = kv_per_token(m, s.kv_bytes)?;
+    let kv_per_token = kv_per_token(m, s.kv)?;
     let kv = kv_per_token;
     // Prefill: every prompt token through the weights, attention over the prompt.
     let prompt = s.prompt as f64;
@@ -348,7 +344,8 @@ pub fn serve(s: &ServeSettings) -> Result<ServeReport, InferError> {
             batch,
         ),
         ridge_batch: ridge_batch(&s.device, s.weight_bytes),
-        attention_intensity: 2.0 * (m.heads as f64 / m.kv_heads as f64) / s.kv_bytes,
+        attention_intensity: 2.0 * (m.heads as f64 / m.kv_heads as f64)
+            / (s.kv.bits() as f64 / 8.0),
         ridge_intensity: peak / bandwidth,
         weights_fit: weight_bytes <= s.device.memory_gb * 1e9,
         sequences_fit: sequences_fit(&s.device, weight_bytes, s.context as f64 * kv),
@@ -379,7 +376,7 @@ impl StepCost {
         let m = &s.model;
         let model_err = |reason| InferError::Model { reason };
         let n = m.parameters().map_err(model_err)? as f64;
-        let kv = kv_per_token(m, s.kv_bytes)?;
+        let kv = kv_per_token(m, s.kv)?;
         let attention = attention_flops(m.layers, 1, m.hidden, 1).map_err(model_err)?;
         Ok(Self {
             device: s.device,

@@ -12,7 +12,6 @@ crate::catalog_error! {
         Peak { value: f64 } = "infer.peak",
         DeviceMemory { value: f64 } = "infer.device_memory",
         WeightBytes { value: f64 } = "infer.weight_bytes",
-        KvBytes { value: f64 } = "infer.kv_bytes",
         Prompt { value: u64, max: u64 } = "infer.prompt",
         Context { value: u64, max: u64 } = "infer.context",
         Batch { value: u64, max: u64 } = "infer.batch",

@@ -38,16 +38,18 @@ fn the_calculator_follows_the_shapes_and_the_datasheet() {
     // The fp16 weights (13.5 GB) leave room for this many 1,024-token caches.
     let fit = ((80e9 - r.weight_bytes) / (1024.0 * 524_288.0)).floor() as u64;
     assert_eq!(r.sequences_fit, fit);
-    // An int4 cache: a quarter of the bytes a token, four times the
-    // attention's intensity, about four times the sequences that fit.
+    // An int4 cache: a quarter of the bytes a token plus an fp16 scale per
+    // 128-value head vector of K and of V (2 · 32 layers · 32 heads · 2 B),
+    // four times the attention's intensity, about four times the
+    // sequences that fit.
     let q = serve(&ServeSettings {
-        kv_bytes: 0.5,
+        kv: crate::quant::KvElement::Int4,
         ..s.clone()
     })
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(q.kv_per_token, 524_288.0 / 4.0);
+    assert_eq!(q.kv_per_token, 524_288.0 / 4.0 + 4096.0);
     assert_eq!(q.attention_intensity, 4.0);
-    let fit4 = ((80e9 - r.weight_bytes) / (1024.0 * 131_072.0)).floor() as u64;
+    let fit4 = ((80e9 - r.weight_bytes) / (1024.0 * 135_168.0)).floor() as u64;
     assert_eq!(q.sequences_fit, fit4);
     assert!(q.decode.bytes < r.decode.bytes);
 }

@@ -10,7 +10,9 @@ use dlsys_core::memory::show_seconds;
 use dlsys_core::memory::transformer::Preset;
 use dlsys_core::text::Lang;
 
-use super::{KV_BYTES, Settings, TEXT, WEIGHT_BYTES, t};
+use dlsys_core::quant::KvElement;
+
+use super::{Settings, TEXT, WEIGHT_BYTES, t};
 use crate::kit::theme;
 
 fn bytes_name(lang: Lang, bytes: f64) -> &'static str {
@@ -49,8 +51,8 @@ fn controls(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
             ui.selectable_value(&mut s.weight_bytes, b, bytes_name(lang, b));
         }
         ui.label(t(lang, "calc.kv"));
-        for b in KV_BYTES {
-            ui.selectable_value(&mut s.kv_bytes, b, bytes_name(lang, b));
+        for kv in KvElement::ALL {
+            ui.selectable_value(&mut s.kv, kv, kv.id());
         }
     });
     ui.horizontal_wrapped(|ui| {

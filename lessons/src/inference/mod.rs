@@ -18,6 +18,7 @@ mod roofline_view;
 mod spec_engine_view;
 mod spec_view;
 
+use dlsys_core::quant::KvElement;
 use dlsys_core::inference::calc::{DevicePreset, MAX_COUNT, ServeSettings};
 use dlsys_core::inference::paged::{MAX_MEMORY_TOKENS, StreamSettings};
 use dlsys_core::inference::speculative::MAX_K;
@@ -36,9 +37,13 @@ crate::lesson_text!("inference");
 pub struct Settings {
     pub model: Preset,
     pub device: DevicePreset,
-    /// Bytes per weight and per cached value.
+    /// Bytes per weight, and the cache's element type.
     pub weight_bytes: f64,
-    pub kv_bytes: f64,
+    pub kv: KvElement,
+    /// A save from before the element type held the cache's bytes per
+    /// value; read once into `kv`, never written.
+    #[serde(skip_serializing, deserialize_with = "legacy_bytes")]
+    pub kv_bytes: Option<f64>,
     pub prompt: u64,
     pub context: u64,
     pub batch: u64,
@@ -54,6 +59,11 @@ pub struct Settings {
     pub draft_cost: f64,
 }
 
+/// An old save's `kv_bytes: 1` (a bare number, not `Some(1)`).
+fn legacy_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    f64::deserialize(d).map(Some)
+}
+
 impl Default for Settings {
     fn default() -> Self {
         let serve = ServeSettings::preset(Preset::Llama7b, DevicePreset::H100);
@@ -61,7 +71,8 @@ impl Default for Settings {
             model: Preset::Llama7b,
             device: DevicePreset::H100,
             weight_bytes: serve.weight_bytes,
-            kv_bytes: serve.kv_bytes,
+            kv: serve.kv,
+            kv_bytes: None,
             prompt: serve.prompt,
             context: serve.context,
             batch: serve.batch,
@@ -78,8 +89,6 @@ impl Default for Settings {
 
 /// The weight formats the calculator offers: bytes per weight.
 pub const WEIGHT_BYTES: [f64; 3] = [2.0, 1.0, 0.5];
-/// The cache formats: bytes per value.
-pub const KV_BYTES: [f64; 3] = [2.0, 1.0, 0.5];
 
 impl Settings {
     fn clamped(&mut self) {
@@ -87,8 +96,12 @@ impl Settings {
         if !WEIGHT_BYTES.contains(&self.weight_bytes) {
             self.weight_bytes = d.weight_bytes;
         }
-        if !KV_BYTES.contains(&self.kv_bytes) {
-            self.kv_bytes = d.kv_bytes;
+        if let Some(bytes) = self.kv_bytes.take() {
+            self.kv = match bytes {
+                b if b == 1.0 => KvElement::Int8,
+                b if b == 0.5 => KvElement::Int4,
+                _ => KvElement::Fp16,
+            };
         }
         self.prompt = self.prompt.clamp(1, MAX_COUNT);
         self.context = self.context.clamp(1, MAX_COUNT);
@@ -123,7 +136,7 @@ impl Settings {
     pub fn serve(&self) -> ServeSettings {
         ServeSettings {
             weight_bytes: self.weight_bytes,
-            kv_bytes: self.kv_bytes,
+            kv: self.kv,
             prompt: self.prompt,
             context: self.context,
             batch: self.batch,
@@ -233,7 +246,8 @@ mod tests {
         // A save from before int4 caches held the bytes as an integer.
         let mut old = Inference::default();
         assert!(old.load_state("(kv_bytes: 1)").is_ok());
-        assert_eq!(old.settings.kv_bytes, 1.0);
+        old.settings.clamped();
+        assert_eq!((old.settings.kv, old.settings.kv_bytes), (KvElement::Int8, None));
         let mut wild = Settings {
             weight_bytes: f64::NAN,
             batch: 0,
