@@ -12,7 +12,7 @@ use dlsys_core::names::Named as _;
 use dlsys_core::nn::models::cnn_run::CnnSettings;
 use dlsys_core::nn::models::text_run::TextSettings;
 use dlsys_core::quant::models::{self, JobPhase, Measured, Metric, ModelCell, ModelJob, ModelRun};
-use dlsys_core::quant::ptq::GranularityKind;
+use dlsys_core::quant::ptq::{ActScales, GranularityKind};
 use dlsys_core::quant::{Calibration, Mapping, QuantError, QuantSettings};
 
 use super::output::{Report, emit};
@@ -27,7 +27,6 @@ pub fn run(
     kind: GranularityKind,
 ) -> Result<ExitCode, CliError> {
     let mlp_only = [
-        ("--activations", args.activations),
         ("--static-activations", args.static_activations),
         ("--outlier", args.outlier.is_some()),
         ("--qat", args.qat.is_some()),
@@ -82,7 +81,9 @@ pub fn run(
     .map_err(|e| fail(&e))?
     .ok_or_else(|| fail(&QuantError::Empty))?;
     let trained = job.trained().ok_or_else(|| fail(&QuantError::Empty))?;
-    let measured = trained.measure(settings, kind).map_err(|e| fail(&e))?;
+    let measured = trained
+        .measure_with(settings, kind, args.activations.then_some(8))
+        .map_err(|e| fail(&e))?;
     let grid = args.grid.then(|| job.cells().to_vec());
     let report = ModelsReport {
         run,
@@ -92,10 +93,23 @@ pub fn run(
         granularity: kind,
         calibration: settings.calibration,
         fp32: trained.fp32,
+        int8_activations: args.activations,
         measured,
         grid,
     };
     emit(&report, args.json)
+}
+
+/// The activations in words: fp32, or int8 per tensor and dynamic.
+fn acts(int8: bool) -> String {
+    if int8 {
+        tf(
+            "quant.model.acts_int8",
+            &[("how", &ActScales::PerTensor.name(lang()))],
+        )
+    } else {
+        t("quant.model.acts_fp32").to_owned()
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -108,6 +122,8 @@ struct ModelsReport {
     calibration: Calibration,
     /// The fp32 model's accuracy (0–1) or loss (nats per character).
     fp32: f64,
+    /// Every GEMM's input int8 too, per tensor and dynamic (W8A8).
+    int8_activations: bool,
     measured: Measured,
     #[serde(skip_serializing_if = "Option::is_none")]
     grid: Option<Vec<ModelCell>>,
@@ -163,7 +179,7 @@ impl Report for ModelsReport {
                     ("mapping", &self.mapping.name(lang())),
                     ("granularity", &self.granularity.words().say(lang())),
                     ("calibration", &self.calibration.name(lang())),
-                    ("acts", &t("quant.model.acts_fp32")),
+                    ("acts", &acts(self.int8_activations)),
                 ],
             )
         )?;
@@ -191,6 +207,7 @@ impl Report for ModelsReport {
                     &[
                         ("bits", &c.bits),
                         ("granularity", &c.granularity.words().say(lang())),
+                        ("acts", &acts(c.int8_activations)),
                         ("value", &self.figure(c.measured.value)),
                         ("delta", &self.change(c.measured.delta)),
                         ("rms", &show_sig(c.measured.weight_error.rms_error, 3)),

@@ -151,7 +151,7 @@ fn the_cnn_and_the_transformer_are_quantised_weight_only() {
     ]);
     assert_eq!(text["metric"], "Loss");
     let cells = text["grid"].as_array().unwrap();
-    assert_eq!(cells.len(), 12);
+    assert_eq!(cells.len(), 14);
     // Every cell measured; 3 bits with one scale per matrix fits the
     // weights worse than 8 bits per channel (a model of 30 steps is too
     // young for its loss to rank the cells: the README's table is trained).
@@ -164,6 +164,22 @@ fn the_cnn_and_the_transformer_are_quantised_weight_only() {
         c["weight_error"]["rms_error"].as_f64().unwrap()
     };
     assert!(cell(3, "Tensor") > 10.0 * cell(8, "Channel"), "{text}");
+    // W8A8: every GEMM's input int8 as well.
+    assert!(cells[12..].iter().all(|c| c["int8_activations"] == true));
+    let w8a8 = json(&[
+        "quant",
+        "--model",
+        "transformer",
+        "--steps",
+        "30",
+        "--activations",
+        "--json",
+    ]);
+    assert_eq!(w8a8["int8_activations"], true);
+    assert!(
+        w8a8["measured"]["value"].as_f64().unwrap().is_finite(),
+        "{w8a8}"
+    );
 }
 
 #[test]
@@ -212,7 +228,7 @@ fn bad_input_is_one_line_in_the_learners_language() {
         &["quant", "--unsigned"],
         &["quant", "--outlier", "0"],
         &["quant", "--model", "resnet"],
-        &["quant", "--model", "cnn", "--activations"],
+        &["quant", "--model", "cnn", "--static-activations"],
         &["quant", "--model", "transformer", "--mx"],
         &["quant", "--model", "transformer", "--qat", "1"],
         &["quant", "--model", "cnn", "--epochs", "0"],

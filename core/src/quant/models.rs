@@ -135,7 +135,7 @@ pub enum JobPhase {
 /// browser has no threads) and the command line in a loop.
 pub struct ModelJob {
     stage: Stage,
-    cells: Vec<(u32, GranularityKind)>,
+    cells: Vec<(u32, GranularityKind, bool)>,
     measured: Vec<ModelCell>,
 }
 
@@ -225,12 +225,13 @@ impl ModelJob {
                 _ => return Ok(()),
             },
             Stage::Trained(trained) => {
-                if let Some(&(bits, kind)) = self.cells.get(self.measured.len()) {
-                    let measured =
-                        trained.measure(&super::ptq::weight_settings(bits, kind), kind)?;
+                if let Some(&(bits, kind, acts)) = self.cells.get(self.measured.len()) {
+                    let weights = super::ptq::weight_settings(bits, kind);
+                    let measured = trained.measure_with(&weights, kind, acts.then_some(8))?;
                     self.measured.push(ModelCell {
                         bits,
                         granularity: kind,
+                        int8_activations: acts,
                         measured,
                     });
                 }
@@ -278,10 +279,12 @@ impl ModelJob {
     }
 }
 
-/// The weight-only table's cells: [`GRID_BITS`] × per tensor, per channel
-/// and per group of `group`.
-pub fn grid_cells(group: usize) -> Vec<(u32, GranularityKind)> {
-    GRID_BITS
+/// The table's cells, `(bits, granularity, int8 activations)`: weight-only
+/// at [`GRID_BITS`] × per tensor, per channel and per group of `group`,
+/// then W8A8 (activations per tensor, dynamic) with weights per tensor and
+/// per channel.
+pub fn grid_cells(group: usize) -> Vec<(u32, GranularityKind, bool)> {
+    let mut cells: Vec<_> = GRID_BITS
         .into_iter()
         .flat_map(|bits| {
             [
@@ -289,9 +292,14 @@ pub fn grid_cells(group: usize) -> Vec<(u32, GranularityKind)> {
                 GranularityKind::Channel,
                 GranularityKind::Group(group),
             ]
-            .map(|kind| (bits, kind))
+            .map(|kind| (bits, kind, false))
         })
-        .collect()
+        .collect();
+    cells.extend([
+        (8, GranularityKind::Tensor, true),
+        (8, GranularityKind::Channel, true),
+    ]);
+    cells
 }
 
 /// Runs `job` to its end, reporting its phase after each step; `go_on`
@@ -331,9 +339,23 @@ impl TrainedModel {
         base: &QuantSettings,
         kind: GranularityKind,
     ) -> Result<Measured, QuantError> {
+        self.measure_with(base, kind, None)
+    }
+
+    /// [`Self::measure`], with every GEMM's input (each convolution's and
+    /// linear layer's; the transformer's Q/K/V, output, FFN and head
+    /// projections') fake-quantised to `act_bits`-bit integers, one dynamic
+    /// scale per tensor, when set.
+    pub fn measure_with(
+        &self,
+        base: &QuantSettings,
+        kind: GranularityKind,
+        act_bits: Option<u32>,
+    ) -> Result<Measured, QuantError> {
         let (value, weight_error, bytes) = match &self.net {
             Net::Cnn { model, test } => {
                 let mut model = model.clone();
+                model.act_bits = act_bits;
                 let Cnn {
                     conv1, conv2, fc_w, ..
                 } = &mut *model;
@@ -346,7 +368,7 @@ impl TrainedModel {
                 )
             }
             Net::Text { model, held_out } => {
-                let mut model = model.clone();
+                let mut model = (**model).clone().with_int_activations(act_bits);
                 let matrices = model
                     .params_mut()
                     .iter_mut()
@@ -416,6 +438,8 @@ pub struct Measured {
 pub struct ModelCell {
     pub bits: u32,
     pub granularity: GranularityKind,
+    /// Whether the activations were int8 too (W8A8).
+    pub int8_activations: bool,
     #[serde(flatten)]
     pub measured: Measured,
 }
@@ -476,6 +500,18 @@ mod tests {
         let (tensor, channel) = (w4(GranularityKind::Tensor), w4(GranularityKind::Channel));
         assert!(channel.weight_error.rms_error < tensor.weight_error.rms_error);
         assert!(channel.bytes.blocks > tensor.bytes.blocks);
+        // Integer activations: int8 keeps the loss, int2 ruins it — the
+        // GEMMs' inputs really are quantised.
+        let kind = GranularityKind::Channel;
+        let w8 = super::super::ptq::weight_settings(8, kind);
+        let a8 = trained
+            .measure_with(&w8, kind, Some(8))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let a2 = trained
+            .measure_with(&w8, kind, Some(2))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(a8.delta.abs() < 0.05, "{a8:?}");
+        assert!(a2.delta > a8.delta + 0.1, "{a2:?} vs {a8:?}");
     }
 
     #[test]
@@ -502,6 +538,9 @@ mod tests {
             .measure(&super::super::ptq::weight_settings(8, g), g)
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(grouped.bytes.blocks, 16 + 32 * 5 + 10 * 49);
+        let a8 = trained.measure_with(&super::super::ptq::weight_settings(8, kind), kind, Some(8));
+        let a8 = a8.unwrap_or_else(|e| panic!("{e}"));
+        assert!(a8.delta.abs() <= 0.02, "{a8:?}");
     }
 
     #[test]
@@ -525,11 +564,16 @@ mod tests {
             steps: 12
         }));
         assert!(phases.contains(&JobPhase::Measuring {
-            done: 11,
-            total: 12
+            done: 13,
+            total: 14
         }));
-        assert_eq!(job.cells().len(), 12);
+        assert_eq!(job.cells().len(), 14);
         assert_eq!(job.cells()[11].granularity, GranularityKind::Group(16));
+        assert!(
+            job.cells()[12..]
+                .iter()
+                .all(|c| c.int8_activations && c.bits == 8)
+        );
         let fresh = ModelJob::new(&ModelRun::Transformer(settings), None, None)
             .unwrap_or_else(|e| panic!("{e}"));
         let stopped = run_to_end(fresh, &mut |p| {

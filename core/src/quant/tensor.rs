@@ -203,3 +203,33 @@ pub fn quantise_value(
         clipped: value < glo || value > ghi,
     })
 }
+
+/// `h` (a `[rows, cols]` value of an eager graph) fake-quantised to
+/// symmetric `bits`-bit integers with one scale from its own amax (a
+/// dynamic, per-tensor activation scale): the input of an integer GEMM.
+/// Values that cannot be quantised (NaN) are left as they are — the loss
+/// that follows says so.
+pub fn fake_quantise_activation(
+    g: &mut crate::autograd::Graph<f32>,
+    h: crate::autograd::Var,
+    bits: u32,
+) -> crate::autograd::Var {
+    let x = g.value(h).into_owned();
+    let (rows, cols) = x.rows_cols();
+    let settings = QuantSettings {
+        format: super::IntFormat::signed(bits),
+        ..QuantSettings::default()
+    };
+    match fake_quantise(&x.data, rows, cols, &settings) {
+        Ok(restored) => {
+            let shape = x.shape.clone();
+            let inside = crate::autograd::tensor::Tensor::full(&shape, 1.0);
+            g.fake_quantise(
+                h,
+                crate::autograd::tensor::Tensor::new(restored, &shape),
+                inside,
+            )
+        }
+        Err(_) => h,
+    }
+}

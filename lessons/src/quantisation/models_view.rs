@@ -182,10 +182,18 @@ fn table_ui(ui: &mut egui::Ui, found: &Found, lang: Lang) {
                 ui.strong(k.words().say(lang));
             }
             ui.end_row();
-            for bits in GRID_BITS {
-                ui.label(TEXT.fill(lang, "models.row", &[("bits", &bits)]));
+            let rows = GRID_BITS
+                .into_iter()
+                .map(|bits| (TEXT.fill(lang, "models.row", &[("bits", &bits)]), bits, false))
+                .chain(std::iter::once((t(lang, "table.row_w8a8").to_owned(), 8, true)));
+            for (label, bits, acts) in rows {
+                ui.label(label);
                 for k in kinds {
-                    match found.cells.iter().find(|c| c.bits == bits && c.granularity == k) {
+                    let cell = found
+                        .cells
+                        .iter()
+                        .find(|c| c.bits == bits && c.granularity == k && c.int8_activations == acts);
+                    match cell {
                         Some(c) => {
                             // Worse is lower accuracy or higher loss.
                             let worse = match found.metric {

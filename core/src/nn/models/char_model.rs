@@ -85,6 +85,9 @@ pub struct CharConfig {
 pub struct CharModel {
     pub config: CharConfig,
     params: Vec<Tensor<f32>>,
+    /// When set, every GEMM's input is fake-quantised to integers of
+    /// these bits with a per-tensor scale of its own (W8A8's activations).
+    act_bits: Option<u32>,
 }
 
 /// Names of the parameters, in order.
@@ -146,7 +149,11 @@ impl CharModel {
             uniform(&[d, v], 0.02),
             Tensor::zeros(&[v]),
         ];
-        Self { config, params }
+        Self {
+            config,
+            params,
+            act_bits: None,
+        }
     }
 
     /// The parameters, in the order [`PARAMETERS`] names them.
@@ -160,6 +167,13 @@ impl CharModel {
         &mut self.params
     }
 
+    /// The model with every GEMM's input fake-quantised to `bits`-bit
+    /// integers (`None`: f32, as trained).
+    pub fn with_int_activations(mut self, bits: Option<u32>) -> Self {
+        self.act_bits = bits;
+        self
+    }
+
     pub fn parameter_count(&self) -> usize {
         self.params.iter().map(Tensor::numel).sum()
     }
@@ -171,21 +185,30 @@ impl CharModel {
         let tokens = g.embedding(p[0], ids);
         let places = g.embedding(p[1], &positions);
         let x = g.add(tokens, places);
+        let int = |g: &mut Graph<f32>, h: Var| match self.act_bits {
+            Some(bits) => crate::quant::tensor::fake_quantise_activation(g, h, bits),
+            None => h,
+        };
         let h = g.layer_norm(x, p[2], p[3]);
+        let h = int(g, h);
         let q = g.matmul(h, p[4]);
         let k = g.matmul(h, p[5]);
         let v = g.matmul(h, p[6]);
         let attention = g.attention(q, k, v, self.config.heads, true);
-        let o = g.matmul(attention.output, p[7]);
+        let attended = int(g, attention.output);
+        let o = g.matmul(attended, p[7]);
         let x = g.add(x, o);
         let h = g.layer_norm(x, p[8], p[9]);
+        let h = int(g, h);
         let h = g.matmul(h, p[10]);
         let h = g.add(h, p[11]);
         let h = g.gelu(h);
+        let h = int(g, h);
         let h = g.matmul(h, p[12]);
         let h = g.add(h, p[13]);
         let x = g.add(x, h);
         let h = g.layer_norm(x, p[14], p[15]);
+        let h = int(g, h);
         let z = g.matmul(h, p[16]);
         (g.add(z, p[17]), attention.weights)
     }

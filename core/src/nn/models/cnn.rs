@@ -75,6 +75,10 @@ pub struct Cnn {
     pub bn2: Bn,
     pub fc_w: Tensor<f32>,
     pub fc_b: Tensor<f32>,
+    /// When set, the input of each convolution and of the linear layer is
+    /// fake-quantised to integers of these bits with a per-tensor scale of
+    /// its own (W8A8's activations); `None` as trained.
+    pub act_bits: Option<u32>,
 }
 
 /// The layers' geometry.
@@ -148,6 +152,7 @@ impl Cnn {
             bn2: Bn::new(C2),
             fc_w: he(&mut rng, FLAT, &[FLAT, 10]),
             fc_b: Tensor::zeros(&[10]),
+            act_bits: None,
         }
     }
 
@@ -212,12 +217,18 @@ impl Cnn {
             })
             .collect();
         let mut stats = Vec::new();
+        let act_bits = self.act_bits;
+        let int = move |g: &mut Graph<f32>, h: Var| match act_bits {
+            Some(bits) => crate::quant::tensor::fake_quantise_activation(g, h, bits),
+            None => h,
+        };
         let mut block = |g: &mut Graph<f32>,
                          h: Var,
                          conv: Conv2d,
                          pool: Pool2d,
                          w: Var,
                          bn: (&Bn, Var, Var)| {
+            let h = int(g, h);
             let z = g.conv2d(h, w, None, conv);
             let (bn, gamma, beta) = bn;
             let channels = conv.out_channels;
@@ -259,6 +270,7 @@ impl Cnn {
             leaves[3],
             (&self.bn2, leaves[4], leaves[5]),
         );
+        let h = int(g, h);
         let z = g.matmul(h, leaves[6]);
         let logits = g.add(z, leaves[7]);
         (logits, leaves, stats)
