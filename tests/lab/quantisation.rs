@@ -68,7 +68,12 @@ fn the_transformer_is_trained_and_quantised_a_frame_at_a_time() {
     ] {
         assert!(harness.query_by_label(bits).is_some(), "{bits}");
     }
-    assert!(harness.query_by_label("int8, activations int8 (W8A8)").is_some());
+    assert!(
+        harness
+            .query_by_label("int8, activations int8 (W8A8)")
+            .is_some()
+    );
+    crate::common::plot_colours_are_distinct(&harness, &["quant_models_plot"]);
     assert!(
         harness.query_all_by_label_contains(" (+").count()
             + harness.query_all_by_label_contains(" (-").count()

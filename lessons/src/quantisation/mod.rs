@@ -7,6 +7,7 @@
 //! quantised model. Every number comes
 //! from `dlsys_core::quant`; `dlsys-lab quant` prints the same values.
 
+mod bits_plot;
 mod bytes_view;
 mod exercises;
 mod fp8_view;

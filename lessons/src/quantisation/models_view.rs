@@ -219,5 +219,31 @@ fn table_ui(ui: &mut egui::Ui, found: &Found, lang: Lang) {
             }
         });
     });
+    let scale = match found.metric {
+        Metric::Accuracy => 100.0,
+        Metric::Loss => 1.0,
+    };
+    let series: Vec<super::bits_plot::Series> = kinds
+        .iter()
+        .map(|k| {
+            let points = GRID_BITS
+                .iter()
+                .rev()
+                .filter_map(|&bits| {
+                    found
+                        .cells
+                        .iter()
+                        .find(|c| c.bits == bits && c.granularity == *k && !c.int8_activations)
+                        .map(|c| [f64::from(bits), scale * c.measured.value])
+                })
+                .collect();
+            (k.words().say(lang), points)
+        })
+        .collect();
+    let y = match found.metric {
+        Metric::Accuracy => t(lang, "plot.accuracy"),
+        Metric::Loss => t(lang, "plot.loss"),
+    };
+    super::bits_plot::ui(ui, "quant_models_plot", t(lang, "plot.bits"), y, &series, (t(lang, "plot.fp32"), scale * found.fp32));
     crate::kit::prose(ui, t(lang, "models.note"));
 }

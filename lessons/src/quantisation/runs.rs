@@ -151,6 +151,30 @@ impl Runs {
                 }
             });
         });
+        let series: Vec<super::bits_plot::Series> = kinds
+            .iter()
+            .map(|k| {
+                let points = ptq::GRID_BITS
+                    .iter()
+                    .rev()
+                    .filter_map(|&bits| {
+                        cells
+                            .iter()
+                            .find(|c| c.bits == bits && c.granularity == *k && c.activations.is_none())
+                            .map(|c| [f64::from(bits), 100.0 * c.accuracy])
+                    })
+                    .collect();
+                (k.words().say(lang), points)
+            })
+            .collect();
+        super::bits_plot::ui(
+            ui,
+            "quant_table_plot",
+            t(lang, "plot.bits"),
+            t(lang, "plot.accuracy"),
+            &series,
+            (t(lang, "plot.fp32"), 100.0 * fp32),
+        );
         if let Ok(trained) = self.trained() {
             let images = trained.test.len();
             let step = format!("{:.2}", 100.0 / images.max(1) as f64);
