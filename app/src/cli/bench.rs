@@ -285,10 +285,13 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         // Sized before the input is copied: a generated kernel takes at
         // most `codegen::MAX_ELEMENTS`.
         if elements > codegen::MAX_ELEMENTS as u64 {
-            skipped.push(format!(
-                "generated {}: {elements} elements, past {}",
-                kind.id(),
-                codegen::MAX_ELEMENTS
+            skipped.push(tf(
+                "bench.skip.generated_too_large",
+                &[
+                    ("kind", &kind.id()),
+                    ("elements", &elements),
+                    ("max", &codegen::MAX_ELEMENTS),
+                ],
             ));
             continue;
         }
@@ -300,12 +303,18 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
                 ladder = ladder.with_programs([p]);
             }
             // A row longer than a row kernel keeps is refused, said so.
-            Err(e @ codegen::CodegenError::RowTooLong { .. }) => {
-                skipped.push(format!("generated {}: {e:?}", kind.id()));
+            Err(codegen::CodegenError::RowTooLong { cols, max }) => {
+                skipped.push(tf(
+                    "bench.skip.row_too_long",
+                    &[("kind", &kind.id()), ("cols", &cols), ("max", &max)],
+                ));
             }
             // Only a generator bug refuses the chain otherwise.
             Err(e) => {
-                skipped.push(format!("generated {}: {e:?}", kind.id()));
+                skipped.push(tf(
+                    "bench.skip.generator_failed",
+                    &[("kind", &kind.id()), ("detail", &format!("{e:?}"))],
+                ));
                 generator_failed += 1;
             }
         }
@@ -363,8 +372,10 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     for outcome in outcomes {
         match outcome {
             Outcome::Ran(row) => results.push(row),
-            Outcome::Skipped { kernel, why } => skipped.push(format!("{}: {why}", kernel.id())),
-            Outcome::Program(Err((id, why))) => skipped.push(format!("{id}: {why}")),
+            Outcome::Skipped { kernel, why } => {
+                skipped.push(format!("{}: {}", kernel.id(), super::say(&why)));
+            }
+            Outcome::Program(Err((id, why))) => skipped.push(format!("{id}: {}", super::say(&why))),
             Outcome::Cpu(_) | Outcome::Program(Ok(_)) => {}
         }
     }

@@ -175,3 +175,20 @@ impl KvElement {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KvElement;
+
+    /// LLaMA-7B's 2,048 tokens (32 layers, 32 KV heads of 128): 1 GiB in
+    /// fp16; int8 halves the values and adds an fp16 scale per head vector
+    /// (1/64 of them); fp8 adds a per-layer fp32 scale for K and for V.
+    #[test]
+    fn a_quantised_cache_counts_its_scales() {
+        let at = |kv: KvElement| kv.cache_bytes(32, 32, 128, 2048).map(|b| b.total).ok();
+        assert_eq!(at(KvElement::Fp16), Some(1 << 30));
+        assert_eq!(at(KvElement::Int8), Some((1 << 29) + (1 << 23)));
+        assert_eq!(at(KvElement::Fp8), Some((1 << 29) + 2 * 32 * 4));
+        assert_eq!(at(KvElement::Int4), Some((1 << 28) + (1 << 23)));
+    }
+}

@@ -98,8 +98,8 @@ impl Settings {
         }
         if let Some(bytes) = self.kv_bytes.take() {
             self.kv = match bytes {
-                b if b == 1.0 => KvElement::Int8,
-                b if b == 0.5 => KvElement::Int4,
+                1.0 => KvElement::Int8,
+                0.5 => KvElement::Int4,
                 _ => KvElement::Fp16,
             };
         }
