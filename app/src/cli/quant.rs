@@ -449,6 +449,27 @@ struct ModelReport {
     mx: Option<MxReport>,
 }
 
+/// The quantisation scheme in one line: the weights' format, mapping,
+/// granularity and calibration, and what the activations are.
+pub(super) fn scheme_line(
+    format: &str,
+    mapping: Mapping,
+    granularity: GranularityKind,
+    calibration: Calibration,
+    acts: &str,
+) -> String {
+    tf(
+        "quant.model.scheme",
+        &[
+            ("format", &format),
+            ("mapping", &mapping.name(lang())),
+            ("granularity", &granularity.words().say(lang())),
+            ("calibration", &calibration.name(lang())),
+            ("acts", &acts),
+        ],
+    )
+}
+
 /// The weights' bytes quantised beside fp32's.
 pub(super) fn bytes_line(b: &QuantBytes) -> String {
     tf(
@@ -517,20 +538,14 @@ impl Report for ModelReport {
             Some(a) => acts_words(a),
             None => t("quant.model.acts_fp32").to_owned(),
         };
-        writeln!(
-            out,
-            "{}",
-            tf(
-                "quant.model.scheme",
-                &[
-                    ("format", &self.format),
-                    ("mapping", &self.mapping.name(lang())),
-                    ("granularity", &self.granularity.words().say(lang())),
-                    ("calibration", &self.calibration.name(lang())),
-                    ("acts", &acts),
-                ],
-            )
-        )?;
+        let scheme = scheme_line(
+            &self.format,
+            self.mapping,
+            self.granularity,
+            self.calibration,
+            &acts,
+        );
+        writeln!(out, "{scheme}")?;
         writeln!(
             out,
             "{}",

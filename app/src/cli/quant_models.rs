@@ -16,7 +16,7 @@ use dlsys_core::quant::ptq::{ActScales, GranularityKind};
 use dlsys_core::quant::{Calibration, Mapping, QuantError, QuantSettings};
 
 use super::output::{Report, emit};
-use super::quant::{QuantArgs, bytes_line, error_line, fail, pct};
+use super::quant::{QuantArgs, bytes_line, error_line, fail, pct, scheme_line};
 use super::{CliError, lang, t, tf};
 
 /// Quantises the CNN or the transformer as `args` asks; the MLP-only
@@ -169,20 +169,14 @@ impl Report for ModelsReport {
             ),
         };
         writeln!(out, "{setup}")?;
-        writeln!(
-            out,
-            "{}",
-            tf(
-                "quant.model.scheme",
-                &[
-                    ("format", &self.format),
-                    ("mapping", &self.mapping.name(lang())),
-                    ("granularity", &self.granularity.words().say(lang())),
-                    ("calibration", &self.calibration.name(lang())),
-                    ("acts", &acts(self.int8_activations)),
-                ],
-            )
-        )?;
+        let scheme = scheme_line(
+            &self.format,
+            self.mapping,
+            self.granularity,
+            self.calibration,
+            &acts(self.int8_activations),
+        );
+        writeln!(out, "{scheme}")?;
         let key = match self.metric {
             Metric::Accuracy => "quant.model.accuracy",
             Metric::Loss => "quant.models.loss",

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::QuantError;
 use super::scheme::Granularity;
-use super::tensor::{ErrorStats, check_finite, error_stats};
+use super::tensor::{ErrorStats, check_matrix, error_stats};
 use crate::float::{Format, Rounding, Specials, pow2};
 
 /// Values per block: the spec's k.
@@ -164,14 +164,7 @@ pub fn quantise(
     if values.is_empty() {
         return Err(QuantError::Empty);
     }
-    if values.len() != rows * cols {
-        return Err(QuantError::Shape {
-            len: values.len(),
-            rows,
-            cols,
-        });
-    }
-    check_finite(values)?;
+    check_matrix(values, rows, cols)?;
     let granularity = Granularity::Group { axis, size: BLOCK };
     granularity.validate()?;
     let (block_of, blocks) = granularity.blocks(rows, cols);

@@ -43,6 +43,18 @@ pub fn check_finite(values: &[f32]) -> Result<(), QuantError> {
     }
 }
 
+/// `values` hold a `[rows, cols]` matrix of finite numbers.
+pub fn check_matrix(values: &[f32], rows: usize, cols: usize) -> Result<(), QuantError> {
+    if values.len() != rows * cols {
+        return Err(QuantError::Shape {
+            len: values.len(),
+            rows,
+            cols,
+        });
+    }
+    check_finite(values)
+}
+
 /// Quantises `values`, a `[rows, cols]` tensor, under `settings`.
 pub fn quantise(
     values: &[f32],
@@ -51,14 +63,7 @@ pub fn quantise(
     settings: &QuantSettings,
 ) -> Result<QuantTensor, QuantError> {
     settings.validate()?;
-    if values.len() != rows * cols {
-        return Err(QuantError::Shape {
-            len: values.len(),
-            rows,
-            cols,
-        });
-    }
-    check_finite(values)?;
+    check_matrix(values, rows, cols)?;
     let (block, count) = settings.granularity.blocks(rows, cols);
     let mut members: Vec<Vec<f64>> = vec![Vec::new(); count];
     for (&v, &b) in values.iter().zip(&block) {
