@@ -107,6 +107,23 @@ fn the_mx_formats_are_measured_on_click_beside_the_integer_groups() {
 }
 
 #[test]
+fn the_histogram_has_fp8s_grid_beside_int8s_with_both_round_trips() {
+    let storage = MemoryStorage::default();
+    let (mut harness, _) = app_harness("fp8_grid", &storage, Some("quantisation"));
+    harness.run();
+    let node = harness
+        .query_by_label_contains("The same tensor on fp8 E4M3's grid (253 values")
+        .expect("the comparison line");
+    let node = node.accesskit_node();
+    let line = node.label().or_else(|| node.value()).unwrap_or_default();
+    assert!(
+        line.contains("dB in fp8") && line.contains("dB in int8"),
+        "{line}"
+    );
+    crate::common::plot_colours_are_distinct(&harness, &["quant_hist", "quant_fp8_grid"]);
+}
+
+#[test]
 fn fp8_training_draws_every_recipe_and_shows_the_stale_scale() {
     let storage = MemoryStorage::default();
     let (mut harness, _) = app_harness("fp8", &storage, Some("quantisation"));

@@ -145,6 +145,50 @@ pub fn cast_with(values: &mut [f32], scale: f64, format: &Format) -> CastStats {
     stats
 }
 
+/// One tensor on two 8-bit grids: fp8 (a per-tensor scale putting its
+/// amax at the format's largest value) and int8 (symmetric, amax/127) —
+/// each grid's values over the tensor's range and each round trip's error.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GridsCompared {
+    /// fp8's representable values (divided by the scale) within ±amax:
+    /// dense near zero, sparse at the ends.
+    pub fp8_grid: Vec<f64>,
+    /// int8's: evenly spaced.
+    pub int8_grid: Vec<f64>,
+    pub fp8_error: super::ErrorStats,
+    pub int8_error: super::ErrorStats,
+}
+
+/// `values` in `format` beside int8, both with min–max per-tensor scales.
+pub fn versus_int8(values: &[f32], format: &Format) -> Result<GridsCompared, super::QuantError> {
+    super::tensor::check_matrix(values, 1, values.len())?;
+    let amax = values.iter().fold(0.0f64, |m, v| m.max(f64::from(v.abs())));
+    let scale = fp8_scale(amax, format, 0);
+    let mut fp8 = values.to_vec();
+    let stats = cast_with(&mut fp8, scale, format);
+    let restored: Vec<f64> = fp8.iter().map(|&v| f64::from(v)).collect();
+    let fp8_error = super::error_stats(values, &restored, stats.saturated as usize);
+    let mut fp8_grid: Vec<f64> = (0..1u32 << format.bits())
+        .map(|bits| format.decode(bits) / scale)
+        .filter(|v| v.is_finite() && v.abs() <= amax * (1.0 + 1e-12))
+        .collect();
+    fp8_grid.sort_by(f64::total_cmp);
+    fp8_grid.dedup();
+    let int8 = super::QuantSettings {
+        format: super::IntFormat::signed(8),
+        ..super::QuantSettings::default()
+    };
+    let (q, int8_error) = super::quantise_with_stats(values, 1, values.len(), &int8)?;
+    let p = q.params.first().copied().ok_or(super::QuantError::Empty)?;
+    let int8_grid = (p.qmin..=p.qmax).map(|c| p.dequantise(c)).collect();
+    Ok(GridsCompared {
+        fp8_grid,
+        int8_grid,
+        fp8_error,
+        int8_error,
+    })
+}
+
 /// The delayed-scaling hazard on one tensor: a history whose amax is
 /// `history_amax`, then a tensor of `values` that grew past it, cast with
 /// the stale scale by a saturating conversion and by one that is not.

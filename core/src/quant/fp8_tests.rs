@@ -96,3 +96,37 @@ fn hybrid_fp8_and_bf16_train_the_mlp_and_count_their_casts() {
     };
     assert!(fp8_train::train(&too_long, &mut |_, _| true).is_err());
 }
+
+#[test]
+fn fp8s_grid_crowds_zero_where_int8s_is_even() {
+    // A bell of values: most near zero, a few out at ±3.
+    let values: Vec<f32> = (0..2001)
+        .map(|i| ((i as f32 - 1000.0) / 1000.0).powi(3) * 3.0)
+        .collect();
+    let c = versus_int8(&values, &Format::fp8_e4m3()).unwrap();
+    assert_eq!(c.int8_grid.len(), 255);
+    let step = c.int8_grid[1] - c.int8_grid[0];
+    assert!(
+        c.int8_grid
+            .windows(2)
+            .all(|w| ((w[1] - w[0]) - step).abs() < 1e-12)
+    );
+    // E4M3 within ±amax: 0, and 126 magnitudes a side down to the smallest
+    // subnormal; steps grow from 2⁻⁹ of the scale's unit near zero to 32 at 448.
+    assert_eq!(c.fp8_grid.len(), 253);
+    let first = c.fp8_grid[127] - c.fp8_grid[126];
+    let last = c.fp8_grid[252] - c.fp8_grid[251];
+    assert!(last / first > 1000.0, "{first} {last}");
+    // An even spread keeps more of its signal in int8 (7 bits of
+    // resolution everywhere against fp8's 3 of mantissa); one outlier 100×
+    // the rest turns it round: int8's step grows with the outlier and the
+    // rest round to a few codes, fp8's relative step does not.
+    let even: Vec<f32> = (0..2000).map(|i| (i as f32 * 0.7).sin()).collect();
+    let e = versus_int8(&even, &Format::fp8_e4m3()).unwrap();
+    assert!(e.int8_error.sqnr_db > e.fp8_error.sqnr_db, "{e:?}");
+    let mut spiked = even.clone();
+    spiked[0] = 100.0;
+    let o = versus_int8(&spiked, &Format::fp8_e4m3()).unwrap();
+    assert!(o.fp8_error.sqnr_db > o.int8_error.sqnr_db, "{o:?}");
+    assert!(versus_int8(&[1.0, f32::NAN], &Format::fp8_e4m3()).is_err());
+}

@@ -202,4 +202,53 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
         ],
     ));
     ui.small(t(lang, "grid.note"));
+    fp8_beside_int8(ui, values, lang);
+}
+
+/// The same tensor on fp8 E4M3's grid and on int8's, both scaled to its
+/// amax: the values each can hold, and what each round trip keeps.
+fn fp8_beside_int8(ui: &mut egui::Ui, values: &[f32], lang: Lang) {
+    use dlsys_core::float::Format;
+    use egui_plot::Points;
+    let c = match dlsys_core::quant::fp8::versus_int8(values, &Format::fp8_e4m3()) {
+        Ok(c) => c,
+        Err(e) => {
+            ui.colored_label(theme::bad(ui.visuals()), e.message(lang));
+            return;
+        }
+    };
+    let sqnr = |e: &dlsys_core::quant::ErrorStats| e.sqnr_db.map_or_else(|| "∞".to_owned(), |d| format!("{d:.1}"));
+    let better = match (c.fp8_error.sqnr_db, c.int8_error.sqnr_db) {
+        (Some(f), Some(i)) if f > i => "grid.fp8.fp8_better",
+        _ => "grid.fp8.int8_better",
+    };
+    ui.label(TEXT.fill(
+        lang,
+        "grid.fp8",
+        &[
+            ("fp8", &sqnr(&c.fp8_error)),
+            ("int8", &sqnr(&c.int8_error)),
+            ("n", &c.fp8_grid.len()),
+            ("which", &t(lang, better)),
+        ],
+    ));
+    let visuals = ui.visuals().clone();
+    let (c_int8, c_fp8) = (theme::series(&visuals, 1), theme::series(&visuals, 2));
+    let (int8_name, fp8_name) = (t(lang, "grid.legend_int8"), t(lang, "grid.legend_fp8"));
+    let row = |grid: &[f64], y: f64| -> Vec<[f64; 2]> { grid.iter().map(|&x| [x, y]).collect() };
+    let (int8_points, fp8_points) = (row(&c.int8_grid, 1.0), row(&c.fp8_grid, 0.0));
+    Plot::new("quant_fp8_grid")
+        .height(70.0)
+        .readable_x()
+        .show_axes([true, false])
+        .include_y(-0.5)
+        .include_y(1.5)
+        .allow_scroll(false)
+        .allow_zoom(false)
+        .allow_drag(false)
+        .show(ui, |plot| {
+            plot.points(Points::new(int8_name, int8_points).radius(1.5).color(c_int8));
+            plot.points(Points::new(fp8_name, fp8_points).radius(1.5).color(c_fp8));
+        });
+    figure::legend(ui, "quant_fp8_grid", &[Key::points(int8_name, c_int8), Key::points(fp8_name, c_fp8)]);
 }
