@@ -233,7 +233,10 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
         None => None,
     };
     let grid = if args.grid {
-        Some(ptq::grid(&trained, args.group, &mut |_, _| {}).map_err(|e| fail(&e))?)
+        Some(
+            ptq::grid(&trained, args.group, settings.calibration, &mut |_, _| {})
+                .map_err(|e| fail(&e))?,
+        )
     } else {
         None
     };

@@ -54,7 +54,13 @@ pub fn run(
             ..TextSettings::default()
         })
     };
-    let job = ModelJob::new(&run, None, args.grid.then_some(args.group)).map_err(|e| fail(&e))?;
+    let job = ModelJob::new(
+        &run,
+        None,
+        args.grid.then_some(args.group),
+        settings.calibration,
+    )
+    .map_err(|e| fail(&e))?;
     // A line per tenth of training and per cell, on stderr.
     let mut shown = None;
     let job = models::run_to_end(job, &mut |phase| {

@@ -45,6 +45,14 @@ pub fn clip_range(
             }
         }
         Calibration::Entropy => {
+            // A histogram of 2,048 bins over a few dozen values is almost
+            // empty, and its KL minimum a meaningless, far too narrow clip.
+            if values.len() < KL_MIN_VALUES {
+                return Err(QuantError::KlValues {
+                    values: values.len(),
+                    min: KL_MIN_VALUES,
+                });
+            }
             let levels = usize::try_from(format.qmax()).unwrap_or(1).max(1) + 1;
             let t = entropy_clip(values, levels);
             if symmetric {
@@ -105,6 +113,9 @@ pub fn percentile(sorted: &[f64], pct: f64) -> f64 {
 
 /// Bins of the |x| histogram the entropy search uses (TensorRT's 2048).
 pub const KL_BINS: usize = 2048;
+/// The fewest values a block must hold for the entropy clip: half the bins
+/// (TensorRT builds its histograms over a calibration set's activations).
+pub const KL_MIN_VALUES: usize = KL_BINS / 2;
 
 /// TensorRT's entropy calibration (Migacz, "8-bit Inference with TensorRT",
 /// 2017): a histogram of |x| in [`KL_BINS`] bins; for every candidate clip

@@ -33,6 +33,8 @@ crate::catalog_error! {
         Multiplier { value: f64 } = "quant.multiplier",
         ZeroPoint { value: i32 } = "quant.zero_point",
         Epochs { epochs: u64, max: u64 } = "quant.epochs",
+        /// A block too small for the entropy (KL) clip's histogram.
+        KlValues { values: usize, min: usize } = "quant.kl_values",
     }
 }
 

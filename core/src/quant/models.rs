@@ -135,6 +135,8 @@ pub enum JobPhase {
 /// browser has no threads) and the command line in a loop.
 pub struct ModelJob {
     stage: Stage,
+    /// The table's clip (its cells' weights symmetric, at each bit width).
+    calibration: super::Calibration,
     cells: Vec<(u32, GranularityKind, bool)>,
     measured: Vec<ModelCell>,
 }
@@ -147,10 +149,12 @@ impl ModelJob {
         run: &ModelRun,
         mnist: Option<Dataset>,
         grid: Option<usize>,
+        calibration: super::Calibration,
     ) -> Result<Self, QuantError> {
         if grid == Some(0) {
             return Err(QuantError::GroupSize);
         }
+        calibration.validate()?;
         let stage = match *run {
             ModelRun::Cnn(settings) => {
                 settings.validate()?;
@@ -178,6 +182,7 @@ impl ModelJob {
         };
         Ok(Self {
             stage,
+            calibration,
             cells: grid.map(grid_cells).unwrap_or_default(),
             measured: Vec::new(),
         })
@@ -226,7 +231,10 @@ impl ModelJob {
             },
             Stage::Trained(trained) => {
                 if let Some(&(bits, kind, acts)) = self.cells.get(self.measured.len()) {
-                    let weights = super::ptq::weight_settings(bits, kind);
+                    let weights = QuantSettings {
+                        calibration: self.calibration,
+                        ..super::ptq::weight_settings(bits, kind)
+                    };
                     let measured = trained.measure_with(&weights, kind, acts.then_some(8))?;
                     self.measured.push(ModelCell {
                         bits,
@@ -449,7 +457,8 @@ mod tests {
     use super::*;
 
     fn trained(run: &ModelRun) -> TrainedModel {
-        let mut job = ModelJob::new(run, None, None).unwrap_or_else(|e| panic!("{e}"));
+        let mut job = ModelJob::new(run, None, None, super::super::Calibration::MinMax)
+            .unwrap_or_else(|e| panic!("{e}"));
         while job.trained().is_none() {
             job.step().unwrap_or_else(|e| panic!("{e}"));
         }
@@ -549,8 +558,13 @@ mod tests {
             steps: 12,
             ..TextSettings::default()
         };
-        let job = ModelJob::new(&ModelRun::Transformer(settings), None, Some(16))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let job = ModelJob::new(
+            &ModelRun::Transformer(settings),
+            None,
+            Some(16),
+            super::super::Calibration::MinMax,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let mut phases = Vec::new();
         let job = run_to_end(job, &mut |p| {
             phases.push(p);
@@ -574,14 +588,24 @@ mod tests {
                 .iter()
                 .all(|c| c.int8_activations && c.bits == 8)
         );
-        let fresh = ModelJob::new(&ModelRun::Transformer(settings), None, None)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let fresh = ModelJob::new(
+            &ModelRun::Transformer(settings),
+            None,
+            None,
+            super::super::Calibration::MinMax,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let stopped = run_to_end(fresh, &mut |p| {
             p == JobPhase::Training { step: 0, steps: 12 }
         });
         assert!(matches!(stopped, Ok(None)));
         assert!(matches!(
-            ModelJob::new(&ModelRun::Transformer(settings), None, Some(0)),
+            ModelJob::new(
+                &ModelRun::Transformer(settings),
+                None,
+                Some(0),
+                super::super::Calibration::MinMax
+            ),
             Err(QuantError::GroupSize)
         ));
         for kind in ModelKind::ALL {

@@ -378,17 +378,24 @@ pub fn grid_cells(group: usize) -> Vec<(u32, GranularityKind, Option<ActScales>)
     cells
 }
 
-/// Every cell of [`grid_cells`], reporting `(done, total)` after each.
+/// Every cell of [`grid_cells`], the weights clipped by `calibration`,
+/// reporting `(done, total)` after each.
 pub fn grid(
     trained: &Trained,
     group: usize,
+    calibration: super::Calibration,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<Cell>, QuantError> {
+    calibration.validate()?;
     let cells = grid_cells(group);
     let total = cells.len();
     let mut out = Vec::with_capacity(total);
     for (i, (bits, kind, acts)) in cells.into_iter().enumerate() {
-        out.push(measure(trained, &weight_settings(bits, kind), kind, acts)?);
+        let weights = QuantSettings {
+            calibration,
+            ..weight_settings(bits, kind)
+        };
+        out.push(measure(trained, &weights, kind, acts)?);
         progress(i + 1, total);
     }
     Ok(out)

@@ -355,7 +355,10 @@ fn post_training_quantisation_of_the_trained_mlp() {
     .unwrap();
     assert!(trained.fp32_accuracy > 0.85, "{}", trained.fp32_accuracy);
     let mut seen = Vec::new();
-    let cells = ptq::grid(&trained, 32, &mut |done, total| seen.push((done, total))).unwrap();
+    let cells = ptq::grid(&trained, 32, Calibration::MinMax, &mut |done, total| {
+        seen.push((done, total))
+    })
+    .unwrap();
     assert_eq!(cells.len(), 16);
     assert_eq!(seen.last(), Some(&(16, 16)));
     let cell = |bits, kind, acts: Option<ActScales>| {

@@ -42,6 +42,8 @@ pub struct Settings {
     pub clip: f64,
     /// The table's group size along K.
     pub group: usize,
+    /// The tables' clip for the weights.
+    pub table_calibration: dlsys_core::quant::Calibration,
     /// The model of the weight-only table beside the MLP's.
     pub ptq_model: dlsys_core::quant::models::ModelKind,
     /// The outlier's magnitude M: the feature becomes M · (x + 1).
@@ -72,6 +74,7 @@ impl Default for Settings {
             clip: 1.0,
             group: 32,
             ptq_model: dlsys_core::quant::models::ModelKind::default(),
+            table_calibration: dlsys_core::quant::Calibration::MinMax,
             outlier: 200.0,
             params_billions: 70.0,
             calc_bits: 4,
@@ -99,6 +102,9 @@ impl Settings {
         self.bits = self.bits.clamp(dlsys_core::quant::MIN_BITS, dlsys_core::quant::MAX_BITS);
         self.clip = finite(self.clip, 0.05, 1.0, d.clip);
         self.group = self.group.clamp(1, 128);
+        if !TABLE_CALIBRATIONS.contains(&self.table_calibration) {
+            self.table_calibration = d.table_calibration;
+        }
         self.outlier = finite(self.outlier, 1.0, 1000.0, d.outlier);
         self.params_billions = finite(self.params_billions, 0.001, 10_000.0, d.params_billions);
         self.calc_bits = self.calc_bits.clamp(2, 16);
@@ -110,6 +116,14 @@ impl Settings {
         self.fp8_epochs = self.fp8_epochs.clamp(1, 30);
     }
 }
+
+/// The clips the tables offer (not the entropy clip: a channel's or a
+/// group's few values cannot fill its histogram, and the core refuses it).
+pub const TABLE_CALIBRATIONS: [dlsys_core::quant::Calibration; 3] = [
+    dlsys_core::quant::Calibration::MinMax,
+    dlsys_core::quant::Calibration::Percentile { pct: 99.9 },
+    dlsys_core::quant::Calibration::Mse,
+];
 
 /// The roundings the histogram offers.
 const ROUNDINGS: [Rounding; 2] = [Rounding::NearestEven, Rounding::Stochastic];

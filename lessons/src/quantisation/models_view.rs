@@ -6,7 +6,7 @@
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::names::Named as _;
-use dlsys_core::quant::QuantError;
+use dlsys_core::quant::{Calibration, QuantError};
 use dlsys_core::quant::models::{JobPhase, Metric, ModelCell, ModelJob, ModelKind};
 use dlsys_core::quant::ptq::{GRID_BITS, GranularityKind};
 use dlsys_core::text::Lang;
@@ -17,10 +17,17 @@ use crate::kit::datasets::{self, Fetch};
 use crate::kit::frame_budget::FrameBudget;
 use crate::kit::theme;
 
-/// The table a finished job found.
-struct Found {
+/// What the learner asked for: the model, the table's group size and clip.
+#[derive(Clone, Copy)]
+struct Plan {
     kind: ModelKind,
     group: usize,
+    calibration: Calibration,
+}
+
+/// The table a finished job found.
+struct Found {
+    plan: Plan,
     metric: Metric,
     fp32: f64,
     cells: Vec<ModelCell>,
@@ -28,9 +35,9 @@ struct Found {
 
 #[derive(Default)]
 pub struct ModelsRun {
-    job: Option<(ModelKind, usize, ModelJob)>,
+    job: Option<(Plan, ModelJob)>,
     /// The CNN waits for MNIST's download (web build).
-    waiting: Option<(ModelKind, usize)>,
+    waiting: Option<Plan>,
     budget: FrameBudget,
     found: Option<Found>,
     error: Option<QuantError>,
@@ -41,20 +48,20 @@ impl ModelsRun {
         self.job.is_some() || self.waiting.is_some()
     }
 
-    fn start(&mut self, kind: ModelKind, group: usize) {
+    fn start(&mut self, plan: Plan) {
         self.error = None;
         self.found = None;
-        if kind == ModelKind::Cnn && datasets::needs_fetch("mnist") {
-            self.waiting = Some((kind, group));
+        if plan.kind == ModelKind::Cnn && datasets::needs_fetch("mnist") {
+            self.waiting = Some(plan);
             return;
         }
-        self.begin(kind, group);
+        self.begin(plan);
     }
 
-    fn begin(&mut self, kind: ModelKind, group: usize) {
+    fn begin(&mut self, plan: Plan) {
         self.waiting = None;
-        let run = kind.run(1);
-        let mnist = match kind {
+        let run = plan.kind.run(1);
+        let mnist = match plan.kind {
             ModelKind::Cnn => match datasets::load("mnist", 1) {
                 Ok(data) => Some(data),
                 Err(e) => {
@@ -64,16 +71,16 @@ impl ModelsRun {
             },
             ModelKind::Transformer => None,
         };
-        match ModelJob::new(&run, mnist, Some(group)) {
-            Ok(job) => self.job = Some((kind, group, job)),
+        match ModelJob::new(&run, mnist, Some(plan.group), plan.calibration) {
+            Ok(job) => self.job = Some((plan, job)),
             Err(e) => self.error = Some(e),
         }
     }
 
     pub fn logic(&mut self, ctx: &egui::Context) {
-        if let Some((kind, group)) = self.waiting {
+        if let Some(plan) = self.waiting {
             match datasets::fetch_mnist() {
-                Fetch::Ready => self.begin(kind, group),
+                Fetch::Ready => self.begin(plan),
                 Fetch::Failed(detail) => {
                     self.waiting = None;
                     self.error = Some(dlsys_core::nn::TrainError::from(dlsys_core::nn::DataError::Download { detail }).into());
@@ -82,7 +89,7 @@ impl ModelsRun {
             }
             return;
         }
-        let Some((kind, group, job)) = &mut self.job else {
+        let Some((plan, job)) = &mut self.job else {
             self.budget.pause();
             return;
         };
@@ -103,8 +110,7 @@ impl ModelsRun {
             Ok(false) => ctx.request_repaint(),
             Ok(true) => {
                 self.found = job.trained().map(|trained| Found {
-                    kind: *kind,
-                    group: *group,
+                    plan: *plan,
                     metric: trained.metric(),
                     fp32: trained.fp32,
                     cells: job.cells().to_vec(),
@@ -135,7 +141,11 @@ impl ModelsRun {
                 ui.spinner();
                 ui.label(self.progress(lang));
             } else if ui.button(t(lang, "models.run")).clicked() {
-                self.start(s.ptq_model, s.group);
+                self.start(Plan {
+                    kind: s.ptq_model,
+                    group: s.group,
+                    calibration: s.table_calibration,
+                });
             }
         });
         if let Some(e) = &self.error {
@@ -147,7 +157,7 @@ impl ModelsRun {
     }
 
     fn progress(&self, lang: Lang) -> String {
-        match self.job.as_ref().map(|(_, _, job)| job.phase()) {
+        match self.job.as_ref().map(|(_, job)| job.phase()) {
             None => t(lang, "models.downloading").to_owned(),
             Some(JobPhase::Training { step, steps }) => TEXT.fill(lang, "models.training", &[("step", &step), ("steps", &steps)]),
             Some(JobPhase::Measuring { done, total }) => TEXT.fill(lang, "table.progress", &[("done", &done), ("total", &total)]),
@@ -169,8 +179,17 @@ fn table_ui(ui: &mut egui::Ui, found: &Found, lang: Lang) {
         Metric::Accuracy => "models.fp32_accuracy",
         Metric::Loss => "models.fp32_loss",
     };
-    ui.label(TEXT.fill(lang, key, &[("model", &found.kind.name(lang)), ("value", &figure(found.fp32))]));
-    let kinds = [GranularityKind::Tensor, GranularityKind::Channel, GranularityKind::Group(found.group)];
+    let plan = found.plan;
+    ui.label(TEXT.fill(
+        lang,
+        key,
+        &[
+            ("model", &plan.kind.name(lang)),
+            ("value", &figure(found.fp32)),
+            ("calibration", &plan.calibration.name(lang)),
+        ],
+    ));
+    let kinds = [GranularityKind::Tensor, GranularityKind::Channel, GranularityKind::Group(plan.group)];
     theme::sideways(ui, "quant_models", |ui| {
         egui::Grid::new("quant_models_grid").striped(true).show(ui, |ui| {
             let header = match found.metric {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::names::Named as _;
-use dlsys_core::quant::QuantError;
+use dlsys_core::quant::{Calibration, QuantError};
 use dlsys_core::quant::ptq::{
     self, ActScales, Cell, GranularityKind, OutlierReport, OutlierSettings, PtqSettings, Trained,
 };
@@ -23,7 +23,8 @@ pub fn ptq_settings() -> PtqSettings {
     PtqSettings::default()
 }
 
-type Table = (usize, Result<Vec<Cell>, QuantError>);
+/// A finished table: its group size, its clip and its cells.
+type Table = (usize, Calibration, Result<Vec<Cell>, QuantError>);
 
 #[derive(Default)]
 pub struct Runs {
@@ -63,20 +64,20 @@ impl Runs {
         let trained = match self.trained() {
             Ok(t) => t,
             Err(e) => {
-                self.table_done = Some((s.group, Err(e)));
+                self.table_done = Some((s.group, s.table_calibration, Err(e)));
                 return;
             }
         };
-        let group = s.group;
+        let (group, calibration) = (s.group, s.table_calibration);
         self.progress = Arc::new(AtomicUsize::new(0));
         self.progress_total = ptq::grid_cells(group).len();
         let progress = self.progress.clone();
         self.table_done = None;
         self.table.start(move || {
-            let cells = ptq::grid(&trained, group, &mut |done, _| {
+            let cells = ptq::grid(&trained, group, calibration, &mut |done, _| {
                 progress.store(done, Ordering::Relaxed);
             });
-            (group, cells)
+            (group, calibration, cells)
         });
     }
 
@@ -85,11 +86,11 @@ impl Runs {
             return None;
         }
         Some(match &self.table_done {
-            Some((_, Ok(cells))) if cells.len() == self.progress_total && cells.iter().all(|c| c.accuracy.is_finite()) => {
+            Some((_, _, Ok(cells))) if cells.len() == self.progress_total && cells.iter().all(|c| c.accuracy.is_finite()) => {
                 Ok(format!("{} cells measured", cells.len()))
             }
-            Some((_, Ok(cells))) => Err(crate::SelfTestFailure(format!("{} cells measured", cells.len()))),
-            Some((_, Err(e))) => Err(crate::SelfTestFailure(e.to_string())),
+            Some((_, _, Ok(cells))) => Err(crate::SelfTestFailure(format!("{} cells measured", cells.len()))),
+            Some((_, _, Err(e))) => Err(crate::SelfTestFailure(e.to_string())),
             None => Err(crate::SelfTestFailure("the table stopped without a result".to_owned())),
         })
     }
@@ -99,6 +100,7 @@ impl Runs {
         ui.label(TEXT.fill(lang, "table.intro", &[("calibration", &ptq::CALIBRATION_EXAMPLES)]));
         ui.horizontal_wrapped(|ui| {
             crate::kit::number_field(ui, t(lang, "table.group"), &mut s.group, 1..=128, 1.0);
+            calibration_combo(ui, s, lang);
             let running = self.table.is_running();
             if ui.add_enabled(!running, egui::Button::new(t(lang, "table.run"))).clicked() {
                 self.start_table(s, false);
@@ -117,7 +119,7 @@ impl Runs {
             }
         };
         ui.label(TEXT.fill(lang, "table.fp32", &[("acc", &pct(fp32)), ("epochs", &ptq_settings().epochs)]));
-        let Some((group, result)) = &self.table_done else {
+        let Some((group, calibration, result)) = &self.table_done else {
             return;
         };
         let cells = match result {
@@ -127,6 +129,7 @@ impl Runs {
                 return;
             }
         };
+        ui.label(TEXT.fill(lang, "table.clipped_by", &[("calibration", &calibration.name(lang))]));
         let kinds = [GranularityKind::Tensor, GranularityKind::Channel, GranularityKind::Group(*group)];
         theme::sideways(ui, "quant_table", |ui| {
             egui::Grid::new("quant_table_grid").striped(true).show(ui, |ui| {
@@ -259,6 +262,24 @@ impl Runs {
         });
         ui.label(TEXT.fill(lang, "outlier.lesson", &[("calibration", &report.calibration_examples)]));
     }
+}
+
+/// The tables' clip: min–max, a percentile, the MSE-searched or the KL one.
+pub fn calibration_combo(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
+    let label = ui.label(t(lang, "table.calibration"));
+    egui::ComboBox::from_id_salt("quant_table_calibration")
+        .selected_text(s.table_calibration.name(lang))
+        .show_ui(ui, |ui| {
+            for c in super::TABLE_CALIBRATIONS {
+                let text = match c {
+                    dlsys_core::quant::Calibration::Percentile { pct } => format!("{} ({pct})", c.name(lang)),
+                    _ => c.name(lang),
+                };
+                ui.selectable_value(&mut s.table_calibration, c, text);
+            }
+        })
+        .response
+        .labelled_by(label.id);
 }
 
 fn pct(x: f64) -> String {
