@@ -260,17 +260,26 @@ fn the_entropy_clip_keeps_a_uniform_range_and_cuts_a_long_tail() {
     // A constant tensor (the entropy search is too slow for the property
     // test's thousands of cases): its value exactly, at every granularity.
     for c in [0.0f32, 3.5, -1e6] {
+        let settings = |granularity| QuantSettings {
+            calibration: Calibration::Entropy,
+            granularity,
+            ..QuantSettings::default()
+        };
+        // Blocks of 7 or 3 values cannot fill the histogram: refused.
         for granularity in [
-            Granularity::Tensor,
             Granularity::Channel { axis: 1 },
             Granularity::Group { axis: 0, size: 3 },
         ] {
-            let settings = QuantSettings {
-                calibration: Calibration::Entropy,
-                granularity,
-                ..QuantSettings::default()
-            };
-            let q = quantise(&[c; 35], 7, 5, &settings).unwrap();
+            assert!(matches!(
+                quantise(&[c; 560], 7, 80, &settings(granularity)),
+                Err(QuantError::KlValues {
+                    min: calibrate::KL_MIN_VALUES,
+                    ..
+                })
+            ));
+        }
+        {
+            let q = quantise(&[c; 560], 7, 80, &settings(Granularity::Tensor)).unwrap();
             assert!(
                 q.params
                     .iter()
