@@ -59,7 +59,7 @@ fn the_transformer_is_trained_and_quantised_a_frame_at_a_time() {
     let fp32 = fp32.accesskit_node();
     let line = fp32.label().or_else(|| fp32.value()).unwrap_or_default();
     assert!(line.contains("nats per character"), "{line}");
-    // Twelve cells, each a loss and its change.
+    // Fourteen cells, each a loss and its change.
     for bits in [
         "int8 weights",
         "int6 weights",

@@ -27,6 +27,7 @@ mod parallel_plan;
 mod parse_error;
 mod pipeline;
 mod quant;
+mod quant_fp8;
 mod quant_models;
 mod quiz;
 mod train;

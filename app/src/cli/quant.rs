@@ -53,7 +53,7 @@ pub struct QuantArgs {
     pub(super) rounding: Rounding,
     #[arg(long)]
     pub(super) activations: bool,
-    #[arg(long)]
+    #[arg(long, conflicts_with = "activations")]
     pub(super) static_activations: bool,
     #[arg(long, value_name = "M")]
     pub(super) outlier: Option<f64>,
@@ -70,7 +70,7 @@ pub struct QuantArgs {
     #[arg(long, default_value_t = 0.01)]
     qat_lr: f64,
     #[arg(long, default_value = "digits")]
-    dataset: String,
+    pub(super) dataset: String,
     #[arg(long, default_value = "128")]
     hidden: String,
     #[arg(long)]
@@ -134,7 +134,7 @@ pub(super) fn fail(e: &QuantError) -> CliError {
 }
 
 /// The MLP's epochs before quantising, unless told.
-const MLP_EPOCHS: u64 = 10;
+pub(super) const MLP_EPOCHS: u64 = 10;
 
 pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
     let kind = granularity(&args.granularity)?;
@@ -170,8 +170,19 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
     if args.model != "mlp" {
         return super::quant_models::run(args, &settings, kind);
     }
+    for (flag, given) in [
+        ("--images", args.images.is_some()),
+        ("--steps", args.steps.is_some()),
+    ] {
+        if given {
+            return Err(CliError::from(tf(
+                "quant.not_for_model",
+                &[("flag", &flag), ("model", &args.model)],
+            )));
+        }
+    }
     if args.fp8_train {
-        return fp8_runs(args);
+        return super::quant_fp8::run(args);
     }
     if let Some(m) = args.outlier
         && !(m.is_finite() && (1.0..=ptq::MAX_OUTLIER).contains(&m))
@@ -264,117 +275,6 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
         mx,
     };
     emit(&report, args.json)
-}
-
-/// The MLP trained under each recipe on the same seed, and the stale-scale
-/// hazard on one tensor.
-fn fp8_runs(args: &QuantArgs) -> Result<ExitCode, CliError> {
-    use dlsys_core::quant::fp8::{Fp8Scaling, stale_scale};
-    use dlsys_core::quant::fp8_train::{self, Fp8TrainSettings, Recipe};
-    let recipes = [
-        Recipe::Fp32,
-        Recipe::Bf16,
-        Recipe::Hybrid(Fp8Scaling::Current),
-        Recipe::Hybrid(Fp8Scaling::Delayed { history: 16 }),
-    ];
-    let mut runs = Vec::new();
-    for recipe in recipes {
-        let settings = Fp8TrainSettings {
-            recipe,
-            dataset: args.dataset.clone(),
-            epochs: args.epochs.unwrap_or(MLP_EPOCHS),
-            seed: args.seed,
-            ..Fp8TrainSettings::default()
-        };
-        let id = recipe.id();
-        let run = fp8_train::train(&settings, &mut |epoch, of| {
-            eprintln!(
-                "{}",
-                tf(
-                    "quant.fp8.progress",
-                    &[("recipe", &id), ("epoch", &epoch), ("of", &of)]
-                )
-            );
-            true
-        })
-        .map_err(|e| fail(&e))?;
-        runs.push(run);
-    }
-    // A tensor that grew fourfold since its history: 0.25 … 4 against an amax of 1.
-    let grown: Vec<f32> = (1..=16).map(|i| i as f32 / 4.0).collect();
-    let stale = [
-        stale_scale(&grown, 1.0, &dlsys_core::float::Format::fp8_e4m3(), 0),
-        stale_scale(&grown, 1.0, &dlsys_core::float::Format::fp8_e5m2(), 0),
-    ];
-    emit(
-        &Fp8Report {
-            epochs: args.epochs.unwrap_or(MLP_EPOCHS),
-            seed: args.seed,
-            runs,
-            stale,
-        },
-        args.json,
-    )
-}
-
-#[derive(serde::Serialize)]
-struct Fp8Report {
-    epochs: u64,
-    seed: u64,
-    runs: Vec<dlsys_core::quant::fp8_train::Fp8Run>,
-    stale: [dlsys_core::quant::fp8::StaleScale; 2],
-}
-
-impl Report for Fp8Report {
-    fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "{}",
-            tf(
-                "quant.fp8.heading",
-                &[("epochs", &self.epochs), ("seed", &self.seed)]
-            )
-        )?;
-        for r in &self.runs {
-            let line = tf(
-                "quant.fp8.row",
-                &[
-                    ("recipe", &r.recipe.id()),
-                    (
-                        "loss",
-                        &format!("{:.4}", r.loss.last().copied().unwrap_or(f64::NAN)),
-                    ),
-                    (
-                        "accuracy",
-                        &pct(r.accuracy.last().copied().unwrap_or(f64::NAN)),
-                    ),
-                    ("values", &(r.forward.values + r.backward.values)),
-                    ("saturated", &(r.forward.saturated + r.backward.saturated)),
-                    (
-                        "underflowed",
-                        &(r.forward.underflowed + r.backward.underflowed),
-                    ),
-                ],
-            );
-            writeln!(out, "{line}")?;
-        }
-        for s in &self.stale {
-            let line = tf(
-                "quant.fp8.stale",
-                &[
-                    ("format", &s.format),
-                    ("scale", &s.saturating.scale),
-                    ("amax", &s.saturating.amax),
-                    ("history", &s.history_amax),
-                    ("count", &s.saturating.values),
-                    ("saturated", &s.saturating.saturated),
-                    ("overflowed", &s.overflowing.overflowed),
-                ],
-            );
-            writeln!(out, "{line}")?;
-        }
-        Ok(())
-    }
 }
 
 #[derive(serde::Serialize)]

@@ -33,6 +33,19 @@ pub fn run(
         ("--fp8-train", args.fp8_train),
         ("--mx", args.mx),
     ];
+    // Each model's own training length.
+    let cnn = args.model == "cnn";
+    let elsewhere = [
+        ("--images", !cnn && args.images.is_some()),
+        ("--epochs", !cnn && args.epochs.is_some()),
+        ("--steps", cnn && args.steps.is_some()),
+    ];
+    if let Some((flag, _)) = elsewhere.iter().find(|(_, set)| *set) {
+        return Err(CliError::from(tf(
+            "quant.not_for_model",
+            &[("flag", flag), ("model", &args.model)],
+        )));
+    }
     if let Some((flag, _)) = mlp_only.iter().find(|(_, set)| *set) {
         return Err(CliError::from(tf(
             "quant.mlp_only",

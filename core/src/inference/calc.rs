@@ -294,7 +294,7 @@ pub fn prefill_compute_s(device: &Device, parameters: f64, tokens: f64) -> f64 {
 /// memory calculator's formula, through the element type).
 fn kv_per_token(m: &TransformerConfig, kv: crate::quant::KvElement) -> Result<f64, InferError> {
     let bytes = kv
-        .cache_bytes(m.layers, m.kv_heads, m.head_dim(), 1)
+        .per_token_bytes(m.layers, m.kv_heads, m.head_dim())
         .map_err(|reason| InferError::Model { reason })?;
     Ok(bytes.total as f64)
 }

@@ -514,11 +514,9 @@ impl TransformerRun {
             product(Q::Parameters, &[elements(stage >= 1), p.master_bytes()])?,
         );
         per_rank.set(Component::Activations, activations);
-        let kv = |tokens| {
-            self.kv
-                .cache_bytes(m.layers, m.kv_heads, m.head_dim(), tokens)
-        };
-        let kv_per_token = kv(1)?;
+        let kv_per_token = self
+            .kv
+            .per_token_bytes(m.layers, m.kv_heads, m.head_dim())?;
         let kv_cache_per_token = kv_per_token.total;
         let tokens = product(Q::Tokens, &[self.batch, self.seq])?;
         let attention_unit = product(Q::Flops, &[m.layers, self.seq, m.hidden, tokens])?;
@@ -546,7 +544,9 @@ impl TransformerRun {
             activations_checkpointed,
             kv_cache_per_token,
             kv_per_token,
-            kv_cache_context: kv(product(Q::KvCache, &[self.seq, self.batch])?)?.total,
+            kv_cache_context: (self.kv)
+                .cache_bytes(m.layers, m.kv_heads, m.head_dim(), tokens)?
+                .total,
             tokens,
             flops_dense,
             flops_attention,

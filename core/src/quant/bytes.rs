@@ -151,7 +151,8 @@ impl KvElement {
 
     /// K and V of `layers` layers for `tokens` tokens, each `kv_heads`
     /// heads of `head_dim` values: through the memory calculator's one KV
-    /// formula (in bits, then bytes), plus the scales.
+    /// formula (in bits, then bytes), plus the scales — fp8's per-layer
+    /// scales once for the whole cache, the integers' per head vector.
     pub fn cache_bytes(
         self,
         layers: u64,
@@ -174,6 +175,25 @@ impl KvElement {
             total: values.saturating_add(scales),
         })
     }
+
+    /// What each token adds to the cache: [`Self::cache_bytes`] of one
+    /// token without fp8's per-layer scales, which do not grow with it.
+    pub fn per_token_bytes(
+        self,
+        layers: u64,
+        kv_heads: u64,
+        head_dim: u64,
+    ) -> Result<KvBytes, crate::memory::MemoryError> {
+        let one = self.cache_bytes(layers, kv_heads, head_dim, 1)?;
+        if self == Self::Fp8 {
+            return Ok(KvBytes {
+                scales: 0,
+                total: one.values,
+                ..one
+            });
+        }
+        Ok(one)
+    }
 }
 
 #[cfg(test)]
@@ -190,5 +210,8 @@ mod tests {
         assert_eq!(at(KvElement::Int8), Some((1 << 29) + (1 << 23)));
         assert_eq!(at(KvElement::Fp8), Some((1 << 29) + 2 * 32 * 4));
         assert_eq!(at(KvElement::Int4), Some((1 << 28) + (1 << 23)));
+        // Per token, fp8's per-layer scales are not counted again.
+        let fp8 = KvElement::Fp8.per_token_bytes(32, 32, 128).ok();
+        assert_eq!(fp8.map(|b| (b.values, b.scales)), Some((1 << 18, 0)));
     }
 }

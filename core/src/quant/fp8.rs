@@ -157,6 +157,9 @@ pub struct GridsCompared {
     pub int8_grid: Vec<f64>,
     pub fp8_error: super::ErrorStats,
     pub int8_error: super::ErrorStats,
+    /// Whether fp8's round trip kept more of the signal (an exact round
+    /// trip, SQNR ∞, beats any finite one).
+    pub fp8_wins: bool,
 }
 
 /// `values` in `format` beside int8, both with min–max per-tensor scales.
@@ -181,11 +184,14 @@ pub fn versus_int8(values: &[f32], format: &Format) -> Result<GridsCompared, sup
     let (q, int8_error) = super::quantise_with_stats(values, 1, values.len(), &int8)?;
     let p = q.params.first().copied().ok_or(super::QuantError::Empty)?;
     let int8_grid = (p.qmin..=p.qmax).map(|c| p.dequantise(c)).collect();
+    let db = |e: &super::ErrorStats| e.sqnr_db.unwrap_or(f64::INFINITY);
+    let fp8_wins = db(&fp8_error) > db(&int8_error);
     Ok(GridsCompared {
         fp8_grid,
         int8_grid,
         fp8_error,
         int8_error,
+        fp8_wins,
     })
 }
 

@@ -27,6 +27,9 @@ use crate::nn::models::text_run::{TextEvent, TextRun, TextSettings};
 
 /// The CNN's evaluation batch (images scored together).
 const CNN_EVAL_BATCH: usize = 100;
+/// Test images a [`ModelJob::step`] scores: a few hundred, as `CnnRun`'s
+/// evaluation steps do.
+const SCORE_STEP_IMAGES: usize = 400;
 
 /// Which model to train and what run trains it.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -139,6 +142,8 @@ pub struct ModelJob {
     calibration: super::Calibration,
     cells: Vec<(u32, GranularityKind, bool)>,
     measured: Vec<ModelCell>,
+    /// The cell being scored.
+    scoring: Option<Scoring>,
 }
 
 impl ModelJob {
@@ -185,6 +190,7 @@ impl ModelJob {
             calibration,
             cells: grid.map(grid_cells).unwrap_or_default(),
             measured: Vec::new(),
+            scoring: None,
         })
     }
 
@@ -230,12 +236,25 @@ impl ModelJob {
                 _ => return Ok(()),
             },
             Stage::Trained(trained) => {
-                if let Some(&(bits, kind, acts)) = self.cells.get(self.measured.len()) {
-                    let weights = QuantSettings {
-                        calibration: self.calibration,
-                        ..super::ptq::weight_settings(bits, kind)
-                    };
-                    let measured = trained.measure_with(&weights, kind, acts.then_some(8))?;
+                let Some(&(bits, kind, acts)) = self.cells.get(self.measured.len()) else {
+                    return Ok(());
+                };
+                // A cell is quantised in one step and scored a few hundred
+                // test images a step: the browser draws in between.
+                let cell = match &mut self.scoring {
+                    Some(cell) => cell,
+                    None => {
+                        let weights = QuantSettings {
+                            calibration: self.calibration,
+                            ..super::ptq::weight_settings(bits, kind)
+                        };
+                        let cell = trained.quantised(&weights, kind, acts.then_some(8))?;
+                        self.scoring.insert(cell)
+                    }
+                };
+                if trained.score(cell, SCORE_STEP_IMAGES) {
+                    let measured = trained.measured(cell);
+                    self.scoring = None;
                     self.measured.push(ModelCell {
                         bits,
                         granularity: kind,
@@ -350,7 +369,7 @@ impl TrainedModel {
         self.measure_with(base, kind, None)
     }
 
-    /// [`Self::measure`], with every GEMM's input (each convolution's and
+    /// [`Self::measure`], with every weight GEMM's input (each convolution's and
     /// linear layer's; the transformer's Q/K/V, output, FFN and head
     /// projections') fake-quantised to `act_bits`-bit integers, one dynamic
     /// scale per tensor, when set.
@@ -360,7 +379,19 @@ impl TrainedModel {
         kind: GranularityKind,
         act_bits: Option<u32>,
     ) -> Result<Measured, QuantError> {
-        let (value, weight_error, bytes) = match &self.net {
+        let mut cell = self.quantised(base, kind, act_bits)?;
+        while !self.score(&mut cell, usize::MAX) {}
+        Ok(self.measured(&cell))
+    }
+
+    /// The model with its weights quantised, not yet scored.
+    fn quantised(
+        &self,
+        base: &QuantSettings,
+        kind: GranularityKind,
+        act_bits: Option<u32>,
+    ) -> Result<Scoring, QuantError> {
+        let (net, weight_error, bytes) = match &self.net {
             Net::Cnn { model, test } => {
                 let mut model = model.clone();
                 model.act_bits = act_bits;
@@ -369,13 +400,10 @@ impl TrainedModel {
                 } = &mut *model;
                 let matrices = [(conv1, 1), (conv2, 1), (fc_w, 0)];
                 let (error, bytes) = quantise_all(matrices, base, kind)?;
-                (
-                    model.accuracy(test, BnStats::Running, CNN_EVAL_BATCH),
-                    error,
-                    bytes,
-                )
+                let empty = test.first(0);
+                (Net::Cnn { model, test: empty }, error, bytes)
             }
-            Net::Text { model, held_out } => {
+            Net::Text { model, .. } => {
                 let mut model = (**model).clone().with_int_activations(act_bits);
                 let matrices = model
                     .params_mut()
@@ -384,16 +412,69 @@ impl TrainedModel {
                     .filter(|(i, _)| TEXT_MATRICES.contains(i))
                     .map(|(_, tensor)| (tensor, 0));
                 let (error, bytes) = quantise_all(matrices, base, kind)?;
-                (f64::from(model.loss(held_out)), error, bytes)
+                let net = Net::Text {
+                    model: Box::new(model),
+                    held_out: Vec::new(),
+                };
+                (net, error, bytes)
             }
         };
-        Ok(Measured {
-            value,
-            delta: value - self.fp32,
+        Ok(Scoring {
+            net,
             weight_error,
             bytes,
+            done: 0,
+            sum: 0.0,
         })
     }
+
+    /// Scores up to `images` more of the test set with `cell`'s model (the
+    /// transformer's held-out windows at once); true when all are scored.
+    fn score(&self, cell: &mut Scoring, images: usize) -> bool {
+        match (&self.net, &cell.net) {
+            (Net::Cnn { test, .. }, Net::Cnn { model, .. }) => {
+                let end = cell.done.saturating_add(images).min(test.len());
+                let indices: Vec<usize> = (cell.done..end).collect();
+                for part in indices.chunks(CNN_EVAL_BATCH) {
+                    let (x, y) = test.gather(part);
+                    cell.sum += model.score(&x, &y, BnStats::Running).1 as f64;
+                }
+                cell.done = end;
+                end == test.len()
+            }
+            (Net::Text { held_out, .. }, Net::Text { model, .. }) => {
+                cell.sum = f64::from(model.loss(held_out));
+                cell.done = held_out.len();
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// A scored cell's figures.
+    fn measured(&self, cell: &Scoring) -> Measured {
+        let value = match &self.net {
+            Net::Cnn { test, .. } => cell.sum / test.len().max(1) as f64,
+            Net::Text { .. } => cell.sum,
+        };
+        Measured {
+            value,
+            delta: value - self.fp32,
+            weight_error: cell.weight_error,
+            bytes: cell.bytes,
+        }
+    }
+}
+
+/// A cell being scored: the quantised model, what its weights lost, and
+/// how far through the test set it is (correct answers so far, or the
+/// transformer's loss).
+struct Scoring {
+    net: Net,
+    weight_error: ErrorStats,
+    bytes: super::QuantBytes,
+    done: usize,
+    sum: f64,
 }
 
 /// Each `(matrix, reduction axis)` quantised in place (fake quantisation:

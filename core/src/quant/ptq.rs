@@ -474,7 +474,7 @@ pub fn outlier(trained: &Trained, settings: &OutlierSettings) -> Result<OutlierR
             });
         }
         Some(c) => c,
-        None => widest_feature(test),
+        None => widest_feature(&trained.calibration),
     };
     let mut data = test.clone();
     for row in data.x.chunks_mut(f) {
@@ -555,7 +555,7 @@ pub fn outlier(trained: &Trained, settings: &OutlierSettings) -> Result<OutlierR
         outlier_amax,
         others_amax,
         rows,
-        calibration_examples: EVAL_BATCH.min(planted.test.len()),
+        calibration_examples: planted.calibration.len(),
     })
 }
 
@@ -563,8 +563,8 @@ pub fn outlier(trained: &Trained, settings: &OutlierSettings) -> Result<OutlierR
 /// per input channel j, s_j = max|X_j|^α / max|W_j|^(1−α), the inputs
 /// divided by s_j and the weight row j multiplied by it — the same
 /// function, with the activations' outlier moved into the weights. The
-/// activation maxima come from a calibration set: the first
-/// [`EVAL_BATCH`] examples. A channel that is all zero (in the inputs or
+/// activation maxima come from the calibration set (the first
+/// [`CALIBRATION_EXAMPLES`] training examples, never the test set). A channel that is all zero (in the inputs or
 /// the weights) keeps s = 1.
 pub fn smooth(trained: &Trained, alpha: f64) -> Trained {
     let mut out = trained.clone();
@@ -573,7 +573,7 @@ pub fn smooth(trained: &Trained, alpha: f64) -> Trained {
         return out;
     };
     let cols = first.bias.numel();
-    let calibration = &trained.test.x[..f * EVAL_BATCH.min(trained.test.len())];
+    let calibration = &trained.calibration.x;
     let mut x_max = vec![0.0f64; f];
     for row in calibration.chunks(f) {
         for (m, &v) in x_max.iter_mut().zip(row) {

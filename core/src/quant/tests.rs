@@ -365,7 +365,7 @@ fn post_training_quantisation_of_the_trained_mlp() {
     assert!(trained.fp32_accuracy > 0.85, "{}", trained.fp32_accuracy);
     let mut seen = Vec::new();
     let cells = ptq::grid(&trained, 32, Calibration::MinMax, &mut |done, total| {
-        seen.push((done, total))
+        seen.push((done, total));
     })
     .unwrap();
     assert_eq!(cells.len(), 16);

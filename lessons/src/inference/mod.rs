@@ -41,8 +41,13 @@ pub struct Settings {
     pub weight_bytes: f64,
     pub kv: KvElement,
     /// A save from before the element type held the cache's bytes per
-    /// value; read once into `kv`, never written.
-    #[serde(skip_serializing, deserialize_with = "legacy_bytes")]
+    /// value; read into `kv` when the page first draws, and kept in the
+    /// save until then.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "bare_bytes",
+        deserialize_with = "legacy_bytes"
+    )]
     pub kv_bytes: Option<f64>,
     pub prompt: u64,
     pub context: u64,
@@ -62,6 +67,11 @@ pub struct Settings {
 /// An old save's `kv_bytes: 1` (a bare number, not `Some(1)`).
 fn legacy_bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     f64::deserialize(d).map(Some)
+}
+
+/// Written back as it was read, until the page has turned it into `kv`.
+fn bare_bytes<S: serde::Serializer>(bytes: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(bytes.unwrap_or(2.0))
 }
 
 impl Default for Settings {
@@ -246,6 +256,8 @@ mod tests {
         // A save from before int4 caches held the bytes as an integer.
         let mut old = Inference::default();
         assert!(old.load_state("(kv_bytes: 1)").is_ok());
+        // Saved again before the page was opened, it is kept as it was.
+        assert_eq!(crate::reloaded(&old, "(kv_bytes: \"x\")").settings.kv_bytes, Some(1.0));
         old.settings.clamped();
         assert_eq!((old.settings.kv, old.settings.kv_bytes), (KvElement::Int8, None));
         let mut wild = Settings {

@@ -218,9 +218,10 @@ fn fp8_beside_int8(ui: &mut egui::Ui, values: &[f32], lang: Lang) {
         }
     };
     let sqnr = |e: &dlsys_core::quant::ErrorStats| e.sqnr_db.map_or_else(|| "∞".to_owned(), |d| format!("{d:.1}"));
-    let better = match (c.fp8_error.sqnr_db, c.int8_error.sqnr_db) {
-        (Some(f), Some(i)) if f > i => "grid.fp8.fp8_better",
-        _ => "grid.fp8.int8_better",
+    let better = if c.fp8_wins {
+        "grid.fp8.fp8_better"
+    } else {
+        "grid.fp8.int8_better"
     };
     ui.label(TEXT.fill(
         lang,

@@ -85,7 +85,8 @@ pub struct CharConfig {
 pub struct CharModel {
     pub config: CharConfig,
     params: Vec<Tensor<f32>>,
-    /// When set, every GEMM's input is fake-quantised to integers of
+    /// When set, every projection's input (the GEMMs with a weight; the
+    /// attention's own Q·Kᵀ and P·V stay f32) is fake-quantised to integers of
     /// these bits with a per-tensor scale of its own (W8A8's activations).
     act_bits: Option<u32>,
 }
@@ -167,7 +168,7 @@ impl CharModel {
         &mut self.params
     }
 
-    /// The model with every GEMM's input fake-quantised to `bits`-bit
+    /// The model with every projection's input fake-quantised to `bits`-bit
     /// integers (`None`: f32, as trained).
     pub fn with_int_activations(mut self, bits: Option<u32>) -> Self {
         self.act_bits = bits;
