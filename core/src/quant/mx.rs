@@ -109,26 +109,40 @@ impl MxElement {
         self.format()
             .map_or(127.0 / 64.0, |f| f.decode(f.max_finite_bits(false)))
     }
+}
 
-    /// `x` (already divided by the scale) rounded into the element, and
-    /// whether the result was clamped: whether x
-    /// rounds past the element's largest value (a value just past it that
-    /// rounds down to it, or INT8's −2, is not clamped).
-    fn round_clamped(self, x: f64) -> (f64, bool) {
-        match self.format() {
-            Some(f) => {
+/// An element's rounding, its formats made once: `x` (already divided by
+/// the scale) rounded into the element, and whether the result was
+/// clamped — whether x rounds past the element's largest value (a value
+/// just past it that rounds down to it, or INT8's −2, is not clamped).
+struct ElementRounding {
+    /// The element's format and the same with one more exponent bit, in
+    /// which a value past the element's range keeps its rounding instead
+    /// of clamping; `None` for INT8.
+    formats: Option<(Format, Format)>,
+}
+
+impl ElementRounding {
+    fn new(element: MxElement) -> Self {
+        let formats = element.format().map(|f| {
+            let wide = Format {
+                saturate: false,
+                specials: Specials::Ieee,
+                exp_bits: f.exp_bits.max(2) + 1,
+                bias: f.bias,
+                ..f.clone()
+            };
+            (f, wide)
+        });
+        Self { formats }
+    }
+
+    fn round(&self, x: f64) -> (f64, bool) {
+        match &self.formats {
+            Some((f, wide)) => {
                 let y = f.decode(f.encode_f64(x, Rounding::NearestEven));
-                let unsaturated = Format {
-                    saturate: false,
-                    specials: Specials::Ieee,
-                    exp_bits: f.exp_bits.max(2) + 1,
-                    bias: f.bias,
-                    ..f.clone()
-                };
-                // The same rounding with one more exponent bit: past the
-                // element's range it keeps its value instead of clamping.
-                let wide = unsaturated.decode(unsaturated.encode_f64(x, Rounding::NearestEven));
-                (y, wide.abs() > y.abs())
+                let w = wide.decode(wide.encode_f64(x, Rounding::NearestEven));
+                (y, w.abs() > y.abs())
             }
             None => {
                 let code = (x * 64.0).round_ties_even();
@@ -195,13 +209,14 @@ pub fn quantise(
         amax[b as usize] = amax[b as usize].max(f64::from(v).abs());
     }
     let scale_exponents: Vec<i32> = amax.iter().map(|&a| scale_exponent(a, element)).collect();
+    let rounding = ElementRounding::new(element);
     let mut saturated = 0;
     let restored: Vec<f64> = values
         .iter()
         .zip(&block_of)
         .map(|(&v, &b)| {
             let scale = pow2(scale_exponents[b as usize]);
-            let (rounded, clamped) = element.round_clamped(f64::from(v) / scale);
+            let (rounded, clamped) = rounding.round(f64::from(v) / scale);
             saturated += usize::from(clamped);
             rounded * scale
         })
@@ -298,26 +313,50 @@ mod tests {
         assert_eq!(values, [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]);
         assert_eq!(fp4.decode(0b1111), -6.0);
         // Nearest-even: 5 ties between 4 (mantissa 0) and 6; 7 and 1e9 clamp.
-        let round = |x| MxElement::Fp4E2m1.round_clamped(x).0;
+        let round = |x| ElementRounding::new(MxElement::Fp4E2m1).round(x).0;
         assert_eq!(
             (round(5.0), round(7.0), round(1e9), round(-1e9)),
             (4.0, 6.0, 6.0, -6.0)
         );
         assert_eq!(round(0.2), 0.0);
-        assert_eq!(MxElement::Int8.round_clamped(1.0 / 3.0).0, 21.0 / 64.0);
-        assert_eq!(MxElement::Int8.round_clamped(-5.0), (-2.0, true));
+        assert_eq!(
+            ElementRounding::new(MxElement::Int8).round(1.0 / 3.0).0,
+            21.0 / 64.0
+        );
+        assert_eq!(
+            ElementRounding::new(MxElement::Int8).round(-5.0),
+            (-2.0, true)
+        );
         // Clamped only where the rounding went past the element's range:
         // INT8's −2 is a code of its own, 1.99 rounds to 127/64.
-        assert_eq!(MxElement::Int8.round_clamped(-2.0), (-2.0, false));
         assert_eq!(
-            MxElement::Int8.round_clamped(127.4 / 64.0),
+            ElementRounding::new(MxElement::Int8).round(-2.0),
+            (-2.0, false)
+        );
+        assert_eq!(
+            ElementRounding::new(MxElement::Int8).round(127.4 / 64.0),
             (127.0 / 64.0, false)
         );
-        assert_eq!(MxElement::Int8.round_clamped(2.5), (127.0 / 64.0, true));
-        assert_eq!(MxElement::Fp4E2m1.round_clamped(6.2), (6.0, false));
-        assert_eq!(MxElement::Fp4E2m1.round_clamped(7.5), (6.0, true));
-        assert_eq!(MxElement::Fp8E4m3.round_clamped(460.0), (448.0, false));
-        assert_eq!(MxElement::Fp8E4m3.round_clamped(500.0), (448.0, true));
+        assert_eq!(
+            ElementRounding::new(MxElement::Int8).round(2.5),
+            (127.0 / 64.0, true)
+        );
+        assert_eq!(
+            ElementRounding::new(MxElement::Fp4E2m1).round(6.2),
+            (6.0, false)
+        );
+        assert_eq!(
+            ElementRounding::new(MxElement::Fp4E2m1).round(7.5),
+            (6.0, true)
+        );
+        assert_eq!(
+            ElementRounding::new(MxElement::Fp8E4m3).round(460.0),
+            (448.0, false)
+        );
+        assert_eq!(
+            ElementRounding::new(MxElement::Fp8E4m3).round(500.0),
+            (448.0, true)
+        );
         assert_eq!(MxElement::parse("MXFP4"), Some(MxElement::Fp4E2m1));
     }
 

@@ -5,7 +5,10 @@
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
+use dlsys_core::float::Format;
 use dlsys_core::names::Named as _;
+use dlsys_core::quant::QuantError;
+use dlsys_core::quant::fp8::{GridsCompared, versus_int8};
 use dlsys_core::quant::{
     Calibration, Granularity, IntFormat, Mapping, QuantSettings, calibrate, quantise_with_stats,
 };
@@ -15,12 +18,18 @@ use egui_plot::{Bar, BarChart, Plot, Span, VLine};
 use super::runs::Runs;
 use super::{Settings, TEXT, t};
 use crate::kit::figure::{self, Key};
+use crate::kit::memo::Memo;
 use crate::kit::theme;
 use crate::kit::theme::ReadableAxes as _;
 
 const BINS: usize = 80;
 
-pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
+/// The fp8-versus-int8 comparison of the layer shown, computed when the
+/// layer changes, not every frame (a cast of every weight through the
+/// float emulator).
+pub type Grids = Memo<usize, Result<GridsCompared, QuantError>>;
+
+pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, grids: &mut Grids, lang: Lang) {
     ui.label(t(lang, "grid.intro"));
     let trained = match runs.trained() {
         Ok(t) => t,
@@ -202,15 +211,15 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
         ],
     ));
     ui.small(t(lang, "grid.note"));
-    fp8_beside_int8(ui, values, lang);
+    let compared = grids.get(&s.layer, |_| versus_int8(values, &Format::fp8_e4m3()));
+    fp8_beside_int8(ui, compared, lang);
 }
 
 /// The same tensor on fp8 E4M3's grid and on int8's, both scaled to its
 /// amax: the values each can hold, and what each round trip keeps.
-fn fp8_beside_int8(ui: &mut egui::Ui, values: &[f32], lang: Lang) {
-    use dlsys_core::float::Format;
+fn fp8_beside_int8(ui: &mut egui::Ui, compared: &Result<GridsCompared, QuantError>, lang: Lang) {
     use egui_plot::Points;
-    let c = match dlsys_core::quant::fp8::versus_int8(values, &Format::fp8_e4m3()) {
+    let c = match compared {
         Ok(c) => c,
         Err(e) => {
             ui.colored_label(theme::bad(ui.visuals()), e.message(lang));

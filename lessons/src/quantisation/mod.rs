@@ -137,6 +137,8 @@ pub struct Quantisation {
     qat: qat_view::QatRun,
     mx: mx_view::MxRuns,
     fp8: fp8_view::Fp8Runs,
+    /// The histogram's layer on fp8's grid and int8's, per layer shown.
+    grids: grid_view::Grids,
 }
 
 impl Lesson for Quantisation {
@@ -148,7 +150,8 @@ impl Lesson for Quantisation {
         crate::kit::header_ui(ui, &TEXT, lang);
         ui.add_space(8.0);
         let (s, runs) = (&mut self.settings, &mut self.runs);
-        crate::kit::section(ui, &TEXT, lang, "grid", |ui| grid_view::ui(ui, s, runs, lang));
+        let grids = &mut self.grids;
+        crate::kit::section(ui, &TEXT, lang, "grid", |ui| grid_view::ui(ui, s, runs, grids, lang));
         crate::kit::section(ui, &TEXT, lang, "table", |ui| runs.table_ui(ui, s, lang));
         let models = &mut self.models;
         crate::kit::section(ui, &TEXT, lang, "models", |ui| models.ui(ui, s, lang));
