@@ -5,6 +5,7 @@
 //! the WGSL kernels, their dispatch, timing and checking against `dlsys-core`'s
 //! CPU references. It never depends on egui.
 
+pub mod attention;
 pub mod codegen;
 pub mod error;
 pub mod fused_step;

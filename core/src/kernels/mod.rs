@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod attention;
 mod compute;
 mod data;
 mod gemm;
@@ -125,10 +126,12 @@ pub enum Family {
     Fusion,
     Access,
     Compute,
+    /// Attention's rungs, raced as programs.
+    Attention,
 }
 
 impl Family {
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::Copy,
         Self::Softmax,
         Self::Reduce,
@@ -136,6 +139,7 @@ impl Family {
         Self::Fusion,
         Self::Access,
         Self::Compute,
+        Self::Attention,
     ];
 
     pub fn id(self) -> &'static str {
@@ -147,6 +151,7 @@ impl Family {
             Self::Fusion => "fusion",
             Self::Access => "access",
             Self::Compute => "compute",
+            Self::Attention => "attention",
         }
     }
 }

@@ -147,6 +147,9 @@ pub enum Expected {
         tolerance: f64,
         floor: f64,
     },
+    /// Each value within its own absolute bound of `want`; NaN and ±inf
+    /// where `want` has them.
+    Within { want: Vec<f32>, bound: Vec<f32> },
 }
 
 /// A kernel given as data (see the module's docs).
@@ -177,6 +180,8 @@ pub struct Checked {
     pub ok: bool,
     /// Values that differ (exact) or fall outside the tolerance.
     pub mismatches: u64,
+    /// The largest relative error; for [`Expected::Within`], the largest
+    /// error as a share of its own bound (1 = at the bound).
     pub max_rel_error: f64,
 }
 
@@ -274,6 +279,42 @@ impl Program {
                     ok: outside == 0 && c.special_mismatches == 0,
                     mismatches: outside,
                     max_rel_error: c.max_rel_error,
+                }
+            }
+            Expected::Within { want, bound } => {
+                let got: Vec<f32> = words.iter().map(|w| f32::from_bits(*w)).collect();
+                if got.len() != want.len() {
+                    return Checked {
+                        ok: false,
+                        mismatches: (want.len() as u64).abs_diff(got.len() as u64),
+                        max_rel_error: f64::INFINITY,
+                    };
+                }
+                let (mut outside, mut worst) = (0u64, 0.0f64);
+                for ((g, w), b) in got.iter().zip(want).zip(bound) {
+                    let (g, w, b) = (f64::from(*g), f64::from(*w), f64::from(*b));
+                    let ok = if w.is_finite() && g.is_finite() {
+                        let err = (g - w).abs();
+                        // The error as a share of its bound (1 = at the bound).
+                        worst = worst.max(if b > 0.0 {
+                            err / b
+                        } else if err > 0.0 {
+                            f64::INFINITY
+                        } else {
+                            0.0
+                        });
+                        err <= b
+                    } else {
+                        g == w || (g.is_nan() && w.is_nan())
+                    };
+                    if !ok {
+                        outside += 1;
+                    }
+                }
+                Checked {
+                    ok: outside == 0,
+                    mismatches: outside,
+                    max_rel_error: worst,
                 }
             }
         }

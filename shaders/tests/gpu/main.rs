@@ -2,6 +2,7 @@
 //! module per subject. The runaway-kernel test stays in its own binary: it
 //! loses its device on purpose.
 
+mod attention;
 mod compute_kernels;
 mod fusion_codegen;
 mod int8_gemm;

@@ -1,0 +1,183 @@
+//! The attention family's rungs (`wgsl/attention.wgsl`) as programs for the
+//! one Ladder: Q, K, V and the key lengths as named buffers, the naive
+//! rung's three dispatches through the score matrix `s`, the WGSL filled in
+//! with the head dimension and the tiled rung's Br and Bc, each value of the
+//! output held to the core's f64 reference within its own bound, and the
+//! core's traffic model checked by the instrumented build.
+
+use dlsys_core::kernels::Family;
+use dlsys_core::kernels::attention::{
+    AttnError, AttnLimits, AttnRung, AttnShape, NAIVE_TILE, Qkv, ROWS_WG, Reference, Tiles,
+};
+
+use crate::KernelRunner;
+use crate::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program, Values};
+
+const SOURCE: &str = include_str!("../wgsl/attention.wgsl");
+
+/// The WGSL for head dimension `d` and `tiles`: plain, or counting every
+/// load and store's bytes.
+pub fn source(d: u32, tiles: Tiles, instrumented: bool) -> String {
+    let (counters, load, store) = if instrumented {
+        (
+            "@group(0) @binding(7) var<storage, read_write> counters: array<atomic<u32>, 2>;",
+            "atomicAdd(&counters[0], 4u);",
+            "atomicAdd(&counters[1], 4u);",
+        )
+    } else {
+        ("", "", "")
+    };
+    SOURCE
+        .replace("{{COUNTERS}}", counters)
+        .replace("{{COUNT_LOAD}}", load)
+        .replace("{{COUNT_STORE}}", store)
+        .replace("{{D}}", &d.to_string())
+        .replace("{{BR}}", &tiles.br.to_string())
+        .replace("{{BC}}", &tiles.bc.to_string())
+}
+
+/// What `runner`'s device allows an attention rung.
+pub fn limits(runner: &KernelRunner) -> AttnLimits {
+    AttnLimits {
+        workgroup_bytes: u64::from(runner.gpu().limits().max_compute_workgroup_storage_size),
+        binding_bytes: runner.max_elements() * 4,
+    }
+}
+
+/// `rung` on `qkv`, checked against `reference` (made once by the caller
+/// for every rung of the same problem); refused where the core's check
+/// refuses it.
+pub fn program(
+    rung: AttnRung,
+    shape: &AttnShape,
+    tiles: Tiles,
+    limits: AttnLimits,
+    qkv: &Qkv,
+    reference: &Reference,
+) -> Result<Program, AttnError> {
+    shape.check(rung, tiles, limits)?;
+    qkv.check(shape)?;
+    let (n, d, heads) = (shape.seq, shape.head_dim, shape.heads);
+    let kv_len: Vec<u32> = (0..heads as usize).map(|h| shape.key_len(h)).collect();
+    let mut buffers = vec![
+        NamedBuffer::input("q", Values::F32(qkv.q.clone())),
+        NamedBuffer::input("k", Values::F32(qkv.k.clone())),
+        NamedBuffer::input("v", Values::F32(qkv.v.clone())),
+        NamedBuffer::input("kv_len", Values::U32(kv_len)),
+        NamedBuffer::zeroed("o", ElementType::F32, shape.output_values(rung)),
+    ];
+    let params = [
+        n,
+        d,
+        heads,
+        u32::from(shape.causal),
+        u32::from(rung == AttnRung::Causal),
+        f32::NEG_INFINITY.to_bits(),
+        (1.0 / f64::from(d).sqrt() as f32).to_bits(),
+        0,
+    ];
+    let dispatch = |entry: &str, workgroups: [u32; 3]| Dispatch {
+        entry: entry.to_owned(),
+        workgroups,
+        params,
+    };
+    let tiles_n = n.div_ceil(NAIVE_TILE);
+    let dispatches = match rung {
+        AttnRung::Naive => {
+            buffers.push(NamedBuffer::zeroed(
+                "s",
+                ElementType::F32,
+                shape.scores_bytes() / 4,
+            ));
+            vec![
+                dispatch("scores", [tiles_n, tiles_n, heads]),
+                dispatch("softmax_rows", [n, heads, 1]),
+                dispatch("pv", [d / NAIVE_TILE, tiles_n, heads]),
+            ]
+        }
+        AttnRung::Rows => vec![dispatch("rows", [n.div_ceil(ROWS_WG), heads, 1])],
+        AttnRung::Tiled | AttnRung::Causal => {
+            vec![dispatch("tiled", [n.div_ceil(tiles.br), heads, 1])]
+        }
+    };
+    let traffic = shape.traffic(rung, tiles);
+    // The counters are u32: the instrumented build runs where its counts fit.
+    let counted = (traffic.bytes_read.max(traffic.bytes_written) <= u64::from(u32::MAX))
+        .then(|| source(d, tiles, true));
+    let (want, bound) = reference.expected(rung);
+    Ok(Program {
+        id: rung.id().to_owned(),
+        family: Family::Attention,
+        source: source(d, tiles, false),
+        counted,
+        buffers,
+        dispatches,
+        output: "o".to_owned(),
+        expected: Expected::Within { want, bound },
+        traffic,
+        ops: shape.flops(rung),
+    })
+}
+
+/// [`program`] for each of `rungs` on one problem, the reference made once;
+/// each refused rung with its reason.
+pub fn programs(
+    rungs: &[AttnRung],
+    shape: &AttnShape,
+    tiles: Tiles,
+    limits: AttnLimits,
+    qkv: &Qkv,
+) -> Result<Vec<(AttnRung, Result<Program, AttnError>)>, AttnError> {
+    let reference = dlsys_core::kernels::attention::reference(shape, qkv)?;
+    Ok(rungs
+        .iter()
+        .map(|&rung| (rung, program(rung, shape, tiles, limits, qkv, &reference)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use dlsys_core::kernels::attention::{BC, BR, HEAD_DIMS};
+
+    #[test]
+    fn every_build_validates_with_its_entries() {
+        for d in HEAD_DIMS {
+            for (br, bc) in [(BR[0], BC[0]), (BR[2], BC[3])] {
+                for instrumented in [false, true] {
+                    let text = source(d, Tiles { br, bc }, instrumented);
+                    let checked = crate::source::check(&text).unwrap();
+                    for entry in ["scores", "softmax_rows", "pv", "rows", "tiled"] {
+                        assert!(checked.bindings.iter().any(|(e, _)| e == entry), "{entry}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_naive_rung_has_three_dispatches_and_its_score_matrix() {
+        let shape = AttnShape::new(2, 40, 64, true).unwrap();
+        let qkv = Qkv::seeded(&shape, 1);
+        let all = programs(
+            &AttnRung::ALL,
+            &shape,
+            Tiles::default(),
+            AttnLimits::WEBGPU,
+            &qkv,
+        )
+        .unwrap();
+        let naive = all[0].1.as_ref().unwrap();
+        assert_eq!(naive.dispatches.len(), 3);
+        assert_eq!(naive.dispatches[0].workgroups, [3, 3, 2]);
+        assert!(naive.buffers.iter().any(|b| b.name == "s"));
+        let tiled = all[2].1.as_ref().unwrap();
+        assert_eq!(tiled.dispatches[0].workgroups, [2, 2, 1]);
+        assert!(!tiled.buffers.iter().any(|b| b.name == "s"));
+        let Expected::Within { want, .. } = &tiled.expected else {
+            panic!()
+        };
+        assert_eq!(want.len(), 2 * 40 * 64 + 2 * 40);
+    }
+}
