@@ -7,11 +7,12 @@
 
 use dlsys_core::kernels::Family;
 use dlsys_core::kernels::attention::{
-    AttnError, AttnLimits, AttnRung, AttnShape, NAIVE_TILE, Qkv, ROWS_WG, Reference, Tiles,
+    AttnError, AttnLimits, AttnRung, AttnShape, MAX_SEQ, NAIVE_TILE, Qkv, ROWS_WG, Reference, Tiles,
 };
+use serde::Serialize;
 
-use crate::KernelRunner;
 use crate::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program, Values};
+use crate::{KernelRunner, Outcome};
 
 const SOURCE: &str = include_str!("../wgsl/attention.wgsl");
 
@@ -31,9 +32,54 @@ pub fn source(d: u32, tiles: Tiles, instrumented: bool) -> String {
         .replace("{{COUNTERS}}", counters)
         .replace("{{COUNT_LOAD}}", load)
         .replace("{{COUNT_STORE}}", store)
+        .replace("{{ROW_FNS}}", &row_fns(d))
         .replace("{{D}}", &d.to_string())
         .replace("{{BR}}", &tiles.br.to_string())
         .replace("{{BC}}", &tiles.bc.to_string())
+}
+
+/// The loops over one row's `d` values written out, one statement per
+/// value: they cost the invocation no loop iterations (see the WGSL's
+/// header) and keep the row in registers.
+fn row_fns(d: u32) -> String {
+    let each = |line: &dyn Fn(u32) -> String| (0..d).map(line).collect::<String>();
+    let row = "ptr<function, array<f32, D>>";
+    format!(
+        "// Generated for D = {d}: each function is one statement per value.
+fn load_row_q(qr: {row}, at: u32) {{
+{load}}}
+
+fn dot_k(qr: {row}, at: u32) -> f32 {{
+    var x = 0.0;
+{dot_k}    return x;
+}}
+
+fn update_v(acc: {row}, r: f32, p: f32, at: u32) {{
+{update_v}}}
+
+fn store_row(acc: {row}, inv: f32, at: u32) {{
+{store}}}
+
+fn dot_tile(qr: {row}, b: u32) -> f32 {{
+    var x = 0.0;
+{dot_tile}    return x;
+}}
+
+fn rescale(acc: {row}, r: f32) {{
+{rescale}}}
+
+fn add_tile(acc: {row}, p: f32, b: u32) {{
+{add_tile}}}
+",
+        load = each(&|c| format!("    (*qr)[{c}] = load_q(at + {c}u);\n")),
+        dot_k = each(&|c| format!("    x += (*qr)[{c}] * load_k(at + {c}u);\n")),
+        update_v =
+            each(&|c| { format!("    (*acc)[{c}] = (*acc)[{c}] * r + p * load_v(at + {c}u);\n") }),
+        store = each(&|c| format!("    store_o(at + {c}u, (*acc)[{c}] * inv);\n")),
+        dot_tile = each(&|c| format!("    x += (*qr)[{c}] * k_tile[b + {c}u];\n")),
+        rescale = each(&|c| format!("    (*acc)[{c}] = (*acc)[{c}] * r;\n")),
+        add_tile = each(&|c| format!("    (*acc)[{c}] += p * v_tile[b + {c}u];\n")),
+    )
 }
 
 /// What `runner`'s device allows an attention rung.
@@ -133,6 +179,52 @@ pub fn programs(
         .iter()
         .map(|&rung| (rung, program(rung, shape, tiles, limits, qkv, &reference)))
         .collect())
+}
+
+/// One rung's line in the attention race, read off the ladder's outcome:
+/// what both the page and `bench kernels --family attention` show.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AttnRow {
+    pub id: String,
+    pub median_ms: f64,
+    /// By the traffic model.
+    pub bytes: u64,
+    pub gb_per_s: f64,
+    pub gflops: f64,
+    /// Global memory beyond Q, K, V and O (the score matrix, or the
+    /// log-sum-exp).
+    pub extra_bytes: u64,
+    pub ok: bool,
+    /// The worst error as a share of its own bound (≤ 1 when right).
+    pub share_of_bound: f64,
+}
+
+/// The rows of `outcomes` that are attention rungs of `shape`, in ladder order.
+pub fn rows(outcomes: &[Outcome], shape: &AttnShape) -> Vec<AttnRow> {
+    outcomes
+        .iter()
+        .filter_map(Outcome::program)
+        .filter_map(|row| {
+            let rung = AttnRung::ALL.into_iter().find(|r| r.id() == row.id)?;
+            Some(AttnRow {
+                id: row.id.clone(),
+                median_ms: row.median_ms,
+                bytes: row.bytes,
+                gb_per_s: row.gb_per_s,
+                gflops: row.ops / (row.median_ms * 1e6),
+                extra_bytes: shape.extra_bytes(rung),
+                ok: row.check.ok,
+                share_of_bound: row.check.max_rel_error,
+            })
+        })
+        .collect()
+}
+
+/// The sweep's sequence lengths: 128, 256, … up to the longest accepted.
+pub fn sweep_lengths() -> Vec<u32> {
+    std::iter::successors(Some(128u32), |n| Some(n * 2))
+        .take_while(|n| *n <= MAX_SEQ)
+        .collect()
 }
 
 #[cfg(test)]

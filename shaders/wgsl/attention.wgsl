@@ -9,6 +9,12 @@
 // Key j of row i is masked when j ≥ kv_len[head] or, causal, j > i. The
 // streaming rungs write the log-sum-exp after O (−inf for a row with no key).
 //
+// Every loop over the head dimension is written out by the host
+// (the row functions the host writes in below the tiles: loads, dot
+// products and updates of one row, D statements each), so an invocation's loops run over keys and tiles only: llvmpipe
+// ends an invocation's loops after 65,535 iterations in all, and the core's
+// `loop_iterations` keeps every rung below that.
+//
 // {{D}}, {{BR}} and {{BC}} are filled in by the host; {{COUNT_LOAD}} and
 // {{COUNT_STORE}} are empty in the plain build and an atomic count of the
 // bytes in the instrumented one.
@@ -84,16 +90,13 @@ fn keys(h: u32, i: u32) -> u32 {
 }
 
 // O's row and the log-sum-exp: zeros and −inf for a row with no key.
-fn write_row(h: u32, i: u32, m: f32, l: f32, acc: array<f32, D>) {
+fn write_row(h: u32, i: u32, m: f32, l: f32, acc: ptr<function, array<f32, D>>) {
     let n = params.n;
-    let row = (h * n + i) * D;
-    for (var c = 0u; c < D; c++) {
-        var out = 0.0;
-        if (l > 0.0) {
-            out = acc[c] / l;
-        }
-        store_o(row + c, out);
+    var inv = 0.0;
+    if (l > 0.0) {
+        inv = 1.0 / l;
     }
+    store_row(acc, inv, (h * n + i) * D);
     var lse = params.neg_inf;
     if (l > 0.0) {
         lse = m + log(l);
@@ -238,33 +241,26 @@ fn rows(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let base = h * n * D;
     var qr: array<f32, D>;
     var acc: array<f32, D>;
-    for (var c = 0u; c < D; c++) {
-        qr[c] = load_q(base + i * D + c);
-        acc[c] = 0.0;
-    }
+    load_row_q(&qr, base + i * D);
     var m = params.neg_inf;
     var l = 0.0;
     let e = keys(h, i);
     for (var j = 0u; j < e; j++) {
-        var x = 0.0;
-        for (var c = 0u; c < D; c++) {
-            x += qr[c] * load_k(base + j * D + c);
-        }
-        x *= params.scale;
+        let x = dot_k(&qr, base + j * D) * params.scale;
         let mn = max(m, x);
         let r = exp(m - mn);
         let p = exp(x - mn);
         l = l * r + p;
-        for (var c = 0u; c < D; c++) {
-            acc[c] = acc[c] * r + p * load_v(base + j * D + c);
-        }
+        update_v(&acc, r, p, base + j * D);
         m = mn;
     }
-    write_row(h, i, m, l, acc);
+    write_row(h, i, m, l, &acc);
 }
 
 var<workgroup> k_tile: array<f32, TILE_VALUES>;
 var<workgroup> v_tile: array<f32, TILE_VALUES>;
+
+{{ROW_FNS}}
 
 // Tiled (FlashAttention-2): BR query rows per workgroup, each invocation
 // holding its row of Q and of O; K and V staged BC rows at a time.
@@ -283,9 +279,7 @@ fn tiled(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
     var l = 0.0;
     var e = 0u;
     if (live) {
-        for (var c = 0u; c < D; c++) {
-            qr[c] = load_q(base + i * D + c);
-        }
+        load_row_q(&qr, base + i * D);
         e = keys(h, i);
     }
     // The last key any row of the block needs: all of them, or with the
@@ -306,26 +300,19 @@ fn tiled(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
             var sc: array<f32, BC>;
             var mt = m;
             for (var t = 0u; t < stop - j0; t++) {
-                var x = 0.0;
-                for (var c = 0u; c < D; c++) {
-                    x += qr[c] * k_tile[t * D + c];
-                }
-                x *= params.scale;
+                let x = dot_tile(&qr, t * D) * params.scale;
                 sc[t] = x;
                 mt = max(mt, x);
             }
-            // What the old max was worth against the new one.
+            // What the old max was worth against the new one: O and l
+            // were summed against m, so both are rescaled to mt.
             let r = exp(m - mt);
-            for (var c = 0u; c < D; c++) {
-                acc[c] = acc[c] * r;
-            }
+            rescale(&acc, r);
             var sum = 0.0;
             for (var t = 0u; t < stop - j0; t++) {
                 let p = exp(sc[t] - mt);
                 sum += p;
-                for (var c = 0u; c < D; c++) {
-                    acc[c] += p * v_tile[t * D + c];
-                }
+                add_tile(&acc, p, t * D);
             }
             l = l * r + sum;
             m = mt;
@@ -333,6 +320,6 @@ fn tiled(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) 
         workgroupBarrier();
     }
     if (live) {
-        write_row(h, i, m, l, acc);
+        write_row(h, i, m, l, &acc);
     }
 }

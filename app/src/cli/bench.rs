@@ -39,15 +39,18 @@ pub enum Which {
     Gemm,
     Fusion,
     Access,
+    /// The attention rungs with the FMA compute roof.
+    Attention,
     All,
 }
 
 impl Which {
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Memory,
         Self::Gemm,
         Self::Fusion,
         Self::Access,
+        Self::Attention,
         Self::All,
     ];
 
@@ -57,6 +60,7 @@ impl Which {
             Self::Gemm => "gemm",
             Self::Fusion => "fusion",
             Self::Access => "access",
+            Self::Attention => "attention",
             Self::All => "all",
         }
     }
@@ -67,6 +71,7 @@ impl Which {
             Self::Gemm => vec![Family::Compute, Family::Gemm],
             Self::Fusion => vec![Family::Fusion],
             Self::Access => vec![Family::Access],
+            Self::Attention => vec![Family::Attention, Family::Compute],
             Self::All => Family::ALL.to_vec(),
         }
     }
@@ -100,6 +105,8 @@ pub struct KernelsArgs {
     pub json: bool,
     #[arg(long, value_name = "FILE")]
     pub dump_input: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub attention: super::bench_attention::AttnBenchArgs,
 }
 
 impl KernelsArgs {
@@ -114,6 +121,11 @@ impl KernelsArgs {
         let families = self.family.families();
         let gemm = families.contains(&Family::Gemm);
         let reduce = families.contains(&Family::Reduce);
+        if !families.contains(&Family::Attention)
+            && let Some(flag) = self.attention.given()
+        {
+            return Some(flag);
+        }
         [
             ("--m", self.m.is_some() && !gemm),
             ("--n", self.n.is_some() && !gemm),
@@ -189,6 +201,8 @@ struct BenchReport {
     /// chains, each raced beside its rung.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     generated: Vec<Generated>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attention: Option<super::bench_attention::AttnRace>,
     failed: usize,
 }
 
@@ -254,6 +268,8 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         // The families that do run it: the GEMM's flags, or --op.
         let families = if flag == "--op" {
             [Which::Memory, Which::All]
+        } else if args.attention.given() == Some(flag) {
+            [Which::Attention, Which::All]
         } else {
             [Which::Gemm, Which::All]
         };
@@ -272,6 +288,9 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             .check(MAX_ELEMENTS)
             .map_or_else(|e| super::say(&e), |()| no_gpu)
     })?;
+    if args.attention.sweep {
+        return super::bench_attention::sweep(&args.attention, args.trials, args.json, runner);
+    }
     let mut ladder = Ladder::new(&settings, runner.max_elements()).map_err(|e| super::say(&e))?;
     // The fusion family races the generator's kernels for gelu-fused's and
     // layernorm-fused's chains beside the hand-written rungs, on the same
@@ -339,6 +358,14 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
+    // The attention family races its rungs on seeded Q, K, V.
+    let mut attention = None;
+    if args.family.families().contains(&Family::Attention) {
+        let (with, race) =
+            super::bench_attention::add(&args.attention, &runner, ladder, &mut skipped)?;
+        ladder = with;
+        attention = Some(race);
+    }
     if let Some(path) = &args.dump_input {
         // The GEMM's A, zeros up to a whole vec4, then B, when GEMMs run;
         // otherwise the softmax input.
@@ -358,6 +385,9 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
     let timer = runner.timer().name(dlsys_core::text::Lang::En);
     let outcomes = ladder.run_blocking(&mut runner);
     let summary = Summary::of(&outcomes);
+    if let Some(race) = &mut attention {
+        race.read(&outcomes);
+    }
     let generated = raced
         .iter()
         .filter_map(|(kind, id)| Generated::of(&outcomes, *kind, id))
@@ -405,6 +435,7 @@ pub fn kernels(args: &KernelsArgs) -> Result<ExitCode, CliError> {
         skipped,
         summary,
         generated,
+        attention,
         failed,
     };
     emit(&report, args.json)
@@ -479,6 +510,10 @@ impl Report for BenchReport {
                     "bench.no"
                 })
             )?;
+        }
+        if let Some(race) = &self.attention {
+            writeln!(out)?;
+            race.text(out)?;
         }
         for s in &self.skipped {
             writeln!(out, "{}", tf("bench.skipped", &[("what", s)]))?;

@@ -1,4 +1,5 @@
-//! `dlsys-lab kernel softmax|reduce|matmul`: one GPU kernel on your own data.
+//! `dlsys-lab kernel softmax|reduce|matmul|attention`: one GPU kernel on your
+//! own data (attention's in `kernel_attention.rs`).
 
 use std::process::ExitCode;
 
@@ -70,6 +71,7 @@ pub enum KernelCommand {
         )]
         int8_kernel: Int8Kernel,
     },
+    Attention(super::kernel_attention::AttnKernelArgs),
 }
 
 /// The element type of `kernel matmul`'s operands.
@@ -117,7 +119,7 @@ fn read_stdin(max_values: u64, width: u64) -> Result<Vec<u8>, String> {
 }
 
 /// Reads stdin as little-endian f32 (see [`read_stdin`]).
-fn read_stdin_f32(max_values: u64) -> Result<Vec<f32>, String> {
+pub(super) fn read_stdin_f32(max_values: u64) -> Result<Vec<f32>, String> {
     let bytes = read_stdin(max_values, 4)?;
     if bytes.len() % 4 != 0 {
         return Err(tf("kernel.partial", &[("bytes", &bytes.len())]));
@@ -185,6 +187,9 @@ fn refuse_slow(
 /// Runs the kernel once. Its output is the data itself (softmax: f32 on
 /// stdout; reduce: the number), so there is no report and no `--json`.
 pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
+    if let KernelCommand::Attention(args) = which {
+        return super::kernel_attention::run(args);
+    }
     if let KernelCommand::Softmax { cols: 0, .. } = which {
         return Err(CliError::from(t("kernel.cols")));
     }
@@ -263,6 +268,8 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
             );
             (Kernel::Gemm(variant), problem, laid)
         }
+        // Routed before the device is asked for (it checks its sizes first).
+        KernelCommand::Attention(ref args) => return super::kernel_attention::run(args),
     };
     let spec = dlsys_shaders::RunSpec {
         kernel,
@@ -281,6 +288,7 @@ pub fn run(which: &KernelCommand) -> Result<ExitCode, CliError> {
         KernelCommand::Softmax { .. } | KernelCommand::Matmul { .. } => {
             stdout.write_all(bytemuck::cast_slice(&out.output))?;
         }
+        KernelCommand::Attention(_) => {}
         KernelCommand::Reduce { .. } => writeln!(
             stdout,
             "{}",

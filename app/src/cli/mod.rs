@@ -6,6 +6,7 @@
 
 mod allreduce;
 mod bench;
+mod bench_attention;
 mod check;
 mod choice;
 mod compile;
@@ -18,6 +19,7 @@ mod infer;
 mod infer_roofline;
 mod infer_spec;
 mod kernel;
+mod kernel_attention;
 mod lang;
 mod lessons;
 mod memory;

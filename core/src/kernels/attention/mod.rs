@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Traffic;
+use super::{LOOP_BUDGET, Traffic};
 
 mod reference;
 mod trace;
@@ -43,6 +43,9 @@ pub const ROWS_WG: u32 = 64;
 /// The tiled rung's block sizes: query rows per workgroup, key rows per tile.
 pub const BR: [u32; 3] = [16, 32, 64];
 pub const BC: [u32; 4] = [8, 16, 32, 64];
+/// The tiles whose invocations loop longest (at d = 128): the tests run them
+/// at [`MAX_SEQ`].
+pub const WORST_TILES: Tiles = Tiles { br: 16, bc: 8 };
 
 crate::catalog_error! {
     /// Why an attention problem or rung is refused.
@@ -59,7 +62,10 @@ crate::catalog_error! {
         /// The naive rung's N × N scores do not fit one buffer binding.
         Scores { seq: u32, heads: u32, mib: String, limit_mib: String, largest: u32 } = "attn.scores",
         NotCausal = "attn.not_causal",
+        /// An invocation would loop more often than the software driver allows.
+        LoopBudget { rung: String, iterations: u64, budget: u32 } = "attn.loop_budget",
         Input { name: String, len: usize, want: usize } = "attn.input",
+        NotFinite { name: String, index: usize, value: String } = "attn.not_finite",
     }
 }
 
@@ -84,6 +90,11 @@ impl AttnRung {
         }
     }
 
+    /// Its name on the command line (`--rung`).
+    pub fn short_id(self) -> &'static str {
+        self.id().trim_start_matches("attn/")
+    }
+
     /// Whether it writes the log-sum-exp after O.
     pub fn writes_lse(self) -> bool {
         self != Self::Naive
@@ -100,7 +111,7 @@ impl AttnRung {
 
 impl crate::names::Named for AttnRung {
     fn name_key(&self) -> String {
-        format!("attn_rung.{}", self.id().trim_start_matches("attn/"))
+        format!("attn_rung.{}", self.short_id())
     }
 }
 
@@ -229,8 +240,51 @@ impl AttnShape {
         self.values() + lse
     }
 
-    /// Whether `rung` with `tiles` runs on this problem within `limits`.
+    /// Whether `rung` with `tiles` runs on this problem within `limits`
+    /// (and within the loop budget every device is held to).
     pub fn check(&self, rung: AttnRung, tiles: Tiles, limits: AttnLimits) -> Result<(), AttnError> {
+        self.check_rung(rung, tiles, limits)?;
+        let iterations = self.loop_iterations(rung, tiles);
+        if iterations > u64::from(LOOP_BUDGET) {
+            return Err(AttnError::LoopBudget {
+                rung: rung.id().to_owned(),
+                iterations,
+                budget: LOOP_BUDGET,
+            });
+        }
+        Ok(())
+    }
+
+    /// The most loop iterations one invocation runs, every iteration and
+    /// every loop exit counted (the loops over d are written out in the
+    /// WGSL and cost none): the naive rung's longest dispatch (P·V's walk
+    /// over the keys, 16 at a time); a row's walk over its keys; the tiled
+    /// rungs' tiles, each a staging loop of ⌈Bc·d/Br⌉ and two loops of Bc.
+    pub fn loop_iterations(&self, rung: AttnRung, tiles: Tiles) -> u64 {
+        let (n, d) = (u64::from(self.seq), u64::from(self.head_dim));
+        let t = u64::from(NAIVE_TILE);
+        match rung {
+            AttnRung::Naive => {
+                let scores = (d / t) * (t + 2) + 1;
+                let softmax = 2 * (n.div_ceil(u64::from(SOFTMAX_WG)) + 1) + 9;
+                let pv = n.div_ceil(t) * (t + 2) + 1;
+                scores.max(softmax).max(pv)
+            }
+            AttnRung::Rows => n + 1,
+            AttnRung::Tiled | AttnRung::Causal => {
+                let (br, bc) = (u64::from(tiles.br), u64::from(tiles.bc));
+                let per_tile = (bc * d).div_ceil(br) + 1 + 2 * (bc + 1);
+                n.div_ceil(bc) * (per_tile + 1) + 1
+            }
+        }
+    }
+
+    fn check_rung(
+        &self,
+        rung: AttnRung,
+        tiles: Tiles,
+        limits: AttnLimits,
+    ) -> Result<(), AttnError> {
         match rung {
             AttnRung::Naive => {
                 let bytes = self.scores_bytes();

@@ -58,7 +58,7 @@ impl Qkv {
         qkv
     }
 
-    /// Each of Q, K, V must hold the shape's values.
+    /// Each of Q, K, V must hold the shape's values, all finite.
     pub fn check(&self, shape: &AttnShape) -> Result<(), AttnError> {
         let want = shape.values() as usize;
         for (name, values) in [("Q", &self.q), ("K", &self.k), ("V", &self.v)] {
@@ -67,6 +67,13 @@ impl Qkv {
                     name: name.to_owned(),
                     len: values.len(),
                     want,
+                });
+            }
+            if let Some(index) = values.iter().position(|x| !x.is_finite()) {
+                return Err(AttnError::NotFinite {
+                    name: name.to_owned(),
+                    index,
+                    value: values[index].to_string(),
                 });
             }
         }

@@ -199,3 +199,41 @@ fn wrong_input_lengths_are_refused() {
         })
     ));
 }
+
+#[test]
+fn a_non_finite_input_is_refused_by_name() {
+    let shape = one_head(4, false);
+    let mut qkv = Qkv::seeded(&shape, 1);
+    qkv.k[7] = f32::NAN;
+    assert!(matches!(
+        reference(&shape, &qkv),
+        Err(AttnError::NotFinite { index: 7, .. })
+    ));
+}
+
+/// Every accepted configuration stays inside the loop budget, so the check
+/// never refuses one; the worst is the tiled rung at the longest sequence,
+/// the widest head and the smallest tiles (the GPU test runs it).
+#[test]
+fn every_accepted_configuration_fits_the_loop_budget() {
+    let mut worst = (0, Tiles::default(), 0);
+    for d in HEAD_DIMS {
+        let shape = AttnShape::new(1, MAX_SEQ, d, true).unwrap();
+        for br in BR {
+            for bc in BC {
+                let tiles = Tiles { br, bc };
+                for rung in AttnRung::ALL {
+                    let it = shape.loop_iterations(rung, tiles);
+                    assert!(
+                        it <= u64::from(crate::kernels::LOOP_BUDGET),
+                        "{rung:?} {tiles:?} d={d}: {it}"
+                    );
+                    if it > worst.0 {
+                        worst = (it, tiles, d);
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!((worst.1, worst.2), (WORST_TILES, 128), "{worst:?}");
+}
