@@ -61,6 +61,8 @@ pub struct MemoryArgs {
     #[arg(long, value_parser = choice(&KvElement::ALL, |k| k.id()))]
     kv_dtype: Option<KvElement>,
     #[arg(long)]
+    flash_attention: bool,
+    #[arg(long)]
     pub json: bool,
 }
 
@@ -117,6 +119,7 @@ impl MemoryArgs {
             ("--zero", self.zero.is_some()),
             ("--dp", self.dp.is_some()),
             ("--kv-dtype", self.kv_dtype.is_some()),
+            ("--flash-attention", self.flash_attention),
         ]
         .into_iter()
         .filter(|(_, given)| *given)
@@ -243,6 +246,7 @@ fn transformer_run(
     run.zero = Zero::from_stage(args.zero.unwrap_or(0)).map_err(|e| say(&e))?;
     run.ranks = args.dp.unwrap_or(1);
     run.kv = args.kv_dtype.unwrap_or_default();
+    run.flash_attention = args.flash_attention;
     let name = args
         .transformer
         .map_or_else(|| t("memory.custom").to_owned(), |p| p.name().to_owned());
@@ -413,6 +417,30 @@ impl Report for TransformerOut {
             )?;
         }
         let states = r.per_rank.training_state();
+        writeln!(
+            out,
+            "{}",
+            tf(
+                if run.flash_attention {
+                    "memory.flash_on"
+                } else {
+                    "memory.flash_off"
+                },
+                &[
+                    ("scores", &show_bytes(r.scores_per_layer)),
+                    ("lse", &show_bytes(r.lse_per_layer)),
+                    ("layers", &run.model.layers),
+                    (
+                        "saved",
+                        &show_bytes(
+                            run.model
+                                .layers
+                                .saturating_mul(r.scores_per_layer.saturating_sub(r.lse_per_layer)),
+                        ),
+                    ),
+                ],
+            )
+        )?;
         writeln!(
             out,
             "{}",

@@ -180,6 +180,11 @@ pub struct TransformerRun {
     /// The inference-time KV cache's element type (older saves: fp16).
     #[serde(default)]
     pub kv: crate::quant::KvElement,
+    /// FlashAttention: the score matrix is never stored (nor its dropout
+    /// mask, regenerated from the RNG state); backward keeps one f32
+    /// log-sum-exp per row and head instead.
+    #[serde(default)]
+    pub flash_attention: bool,
 }
 
 /// What a [`TransformerRun`] costs.
@@ -196,6 +201,12 @@ pub struct TransformerReport {
     pub per_rank: Components,
     /// Saved activations of one layer, bytes.
     pub activations_per_layer: u64,
+    /// Of one layer's activations without FlashAttention, the score
+    /// matrix's terms: the softmax output, and with dropout its mask and
+    /// dropped-out copy (Korthikanti's 5·a·s²·b at 2 bytes).
+    pub scores_per_layer: u64,
+    /// What FlashAttention keeps for them: 4·a·s·b bytes of log-sum-exp.
+    pub lse_per_layer: u64,
     /// One layer's input, bytes: what checkpointing keeps per layer.
     pub layer_input: u64,
     /// Saved activations of the whole model (layers, embedding and output), bytes.
@@ -335,28 +346,57 @@ impl TransformerConfig {
         )
     }
 
-    /// Bytes one layer saves for backward, activations in `act` bytes each.
-    fn layer_activations(&self, seq: u64, batch: u64, act: u64) -> Result<u64, MemoryError> {
+    /// Bytes of one layer's score-matrix terms: the softmax output and,
+    /// with dropout, its mask (a byte each) and dropped-out copy.
+    fn score_activations(&self, seq: u64, batch: u64, act: u64) -> Result<u64, MemoryError> {
         let what = Q::Activations;
-        let (h, f, kv, heads) = (self.hidden, self.ffn, self.kv_width(), self.heads);
-        let sbh = product(what, &[seq, batch, h])?;
-        let sbkv = product(what, &[seq, batch, kv])?;
-        let sbf = product(what, &[seq, batch, f])?;
-        let scores = product(what, &[heads, seq, seq, batch])?;
+        let scores = product(what, &[self.heads, seq, seq, batch])?;
         let mask = u64::from(self.dropout);
-        // Attention: norm input, QKV input, Q, K, V, softmax output, the
-        // projection's input; with dropout, the softmax's mask and
-        // dropped-out copy and the output's mask.
-        let attention = sum(
+        sum(
             what,
             &[
-                product(what, &[4, act, sbh])?,
-                product(what, &[2, act, sbkv])?,
                 product(what, &[act, scores])?,
                 product(
                     what,
                     &[mask, sum(what, &[scores, product(what, &[act, scores])?])?],
                 )?,
+            ],
+        )
+    }
+
+    /// FlashAttention's log-sum-exp: one f32 per row and head.
+    fn lse_activations(&self, seq: u64, batch: u64) -> Result<u64, MemoryError> {
+        product(Q::Activations, &[4, self.heads, seq, batch])
+    }
+
+    /// Bytes one layer saves for backward, activations in `act` bytes each;
+    /// with `flash`, the score terms replaced by the log-sum-exp.
+    fn layer_activations(
+        &self,
+        seq: u64,
+        batch: u64,
+        act: u64,
+        flash: bool,
+    ) -> Result<u64, MemoryError> {
+        let what = Q::Activations;
+        let (h, f, kv) = (self.hidden, self.ffn, self.kv_width());
+        let sbh = product(what, &[seq, batch, h])?;
+        let sbkv = product(what, &[seq, batch, kv])?;
+        let sbf = product(what, &[seq, batch, f])?;
+        let mask = u64::from(self.dropout);
+        let scores = if flash {
+            self.lse_activations(seq, batch)?
+        } else {
+            self.score_activations(seq, batch, act)?
+        };
+        // Attention: norm input, QKV input, Q, K, V, the scores' terms, the
+        // projection's input; with dropout, the output's mask.
+        let attention = sum(
+            what,
+            &[
+                product(what, &[4, act, sbh])?,
+                product(what, &[2, act, sbkv])?,
+                scores,
                 product(what, &[mask, sbh])?,
             ],
         )?;
@@ -448,6 +488,7 @@ impl TransformerRun {
             zero: Zero::Off,
             ranks: 1,
             kv: crate::quant::KvElement::Fp16,
+            flash_attention: false,
         }
     }
 
@@ -478,7 +519,9 @@ impl TransformerRun {
         let p = self.precision;
         let n = m.parameters()?;
         let act = p.compute_bytes();
-        let per_layer = m.layer_activations(self.seq, self.batch, act)?;
+        let per_layer = m.layer_activations(self.seq, self.batch, act, self.flash_attention)?;
+        let scores_per_layer = m.score_activations(self.seq, self.batch, act)?;
+        let lse_per_layer = m.lse_activations(self.seq, self.batch)?;
         let outer = m.outer_activations(self.seq, self.batch, act)?;
         let activations = sum(
             Q::Activations,
@@ -539,6 +582,8 @@ impl TransformerRun {
             head_dim: m.head_dim(),
             per_rank,
             activations_per_layer: per_layer,
+            scores_per_layer,
+            lse_per_layer,
             layer_input,
             activations,
             activations_checkpointed,
@@ -590,9 +635,29 @@ mod tests {
         // 16-bit activations with dropout: s·b·h·(34 + 5·a·s/h) per layer.
         let m = Preset::Gpt3.config();
         let (s, b) = (2048u64, 2u64);
-        let got = m.layer_activations(s, b, 2).unwrap_or(0);
+        let got = m.layer_activations(s, b, 2, false).unwrap_or(0);
         let want = s * b * m.hidden * 34 + 5 * m.heads * s * s * b;
         assert_eq!(got, want);
+        // FlashAttention: the 5·a·s²·b score terms become 4·a·s·b of log-sum-exp.
+        let flash = m.layer_activations(s, b, 2, true).unwrap_or(0);
+        assert_eq!(flash, s * b * m.hidden * 34 + 4 * m.heads * s * b);
+    }
+
+    #[test]
+    fn the_flash_switch_swaps_the_score_terms_in_every_layer() {
+        let mut run = TransformerRun::preset(Preset::Gpt3);
+        run.seq = 2048;
+        let plain = run.report().expect("valid");
+        run.flash_attention = true;
+        let flash = run.report().expect("valid");
+        let (a, s) = (Preset::Gpt3.config().heads, 2048);
+        assert_eq!(plain.scores_per_layer, 5 * a * s * s);
+        assert_eq!(plain.lse_per_layer, 4 * a * s);
+        assert_eq!(
+            plain.activations - flash.activations,
+            Preset::Gpt3.config().layers * (plain.scores_per_layer - plain.lse_per_layer)
+        );
+        assert_eq!(flash.scores_per_layer, plain.scores_per_layer);
     }
 
     #[test]

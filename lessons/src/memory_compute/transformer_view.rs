@@ -34,6 +34,8 @@ pub struct TransformerSettings {
     pub ranks: u64,
     /// The KV cache's element type (the quantisation lesson's).
     pub kv: KvElement,
+    /// FlashAttention: a log-sum-exp saved instead of the scores.
+    pub flash: bool,
 }
 
 impl Default for TransformerSettings {
@@ -47,6 +49,7 @@ impl Default for TransformerSettings {
             zero: Zero::Off,
             ranks: 1,
             kv: KvElement::Fp16,
+            flash: false,
         }
     }
 }
@@ -61,6 +64,7 @@ impl TransformerSettings {
             zero: self.zero,
             ranks: self.ranks,
             kv: self.kv,
+            flash_attention: self.flash,
             ..TransformerRun::preset(self.preset)
         }
     }
@@ -116,6 +120,18 @@ pub fn transformer_ui(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang
             ("master", &p.master_bytes()),
             ("states", &run.states),
             ("state", &p.state_bytes()),
+        ],
+    ));
+    ui.checkbox(&mut s.flash, t(lang, "tf.flash"));
+    let saved = m.layers.saturating_mul(r.scores_per_layer.saturating_sub(r.lse_per_layer));
+    ui.label(TEXT.fill(
+        lang,
+        if s.flash { "tf.flash_on" } else { "tf.flash_off" },
+        &[
+            ("scores", &show_bytes(r.scores_per_layer)),
+            ("lse", &show_bytes(r.lse_per_layer)),
+            ("layers", &m.layers),
+            ("saved", &show_bytes(saved)),
         ],
     ));
     let with_activations = |activations: u64| {
