@@ -242,6 +242,7 @@ registry! {
     pipeline::Pipeline,
     gpu_kernels::GpuKernels,
     gemm_fusion::GemmFusion,
+    attention_kernels::AttentionKernels,
     layers::Layers,
     frameworks::Frameworks,
     inference::Inference,
@@ -392,6 +393,7 @@ mod tests {
         "gpu_kernels/why_subtract_max",
         "gpu_kernels/divergence_step",
         "mixed_precision/autocast_op",
+        "attention_kernels/why_lse",
     ];
 
     /// Across 20 seeds every exercise asks at least 10 different prompts,

@@ -165,6 +165,9 @@ pub fn program(
     })
 }
 
+/// A rung's program, or why it is refused.
+pub type Made = (AttnRung, Result<Program, AttnError>);
+
 /// [`program`] for each of `rungs` on one problem, the reference made once;
 /// each refused rung with its reason.
 pub fn programs(
@@ -173,7 +176,7 @@ pub fn programs(
     tiles: Tiles,
     limits: AttnLimits,
     qkv: &Qkv,
-) -> Result<Vec<(AttnRung, Result<Program, AttnError>)>, AttnError> {
+) -> Result<Vec<Made>, AttnError> {
     let reference = dlsys_core::kernels::attention::reference(shape, qkv)?;
     Ok(rungs
         .iter()

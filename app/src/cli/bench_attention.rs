@@ -267,7 +267,7 @@ pub(super) fn sweep(
                 median_ms: None,
                 extra_bytes: shape.extra_bytes(rung),
                 ok: None,
-                refused: program.as_ref().err().map(|e| super::say(e)),
+                refused: program.as_ref().err().map(super::say),
             });
             if let Ok(p) = program {
                 ladder = ladder.with_programs([p]);

@@ -48,6 +48,12 @@ impl Race {
             .is_some_and(|r| r.supports(kernel).is_ok())
     }
 
+    /// The device's runner, where there is a compute GPU (for what a
+    /// lesson checks against the device before a race).
+    pub fn runner(&mut self, gpu: &GpuStatus) -> Option<&KernelRunner> {
+        self.ensure_runner(gpu).map(|r| &*r)
+    }
+
     /// The most values one buffer holds on this device (the CPU path's cap
     /// without one): what limits a GEMM's M and N.
     pub fn max_elements(&mut self, gpu: &GpuStatus) -> u64 {

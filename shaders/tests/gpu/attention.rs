@@ -135,6 +135,27 @@ fn every_rung_runs_at_the_longest_sequence_and_one_more_is_refused() {
         &Qkv::seeded(&shape, 7),
         false,
     );
+    // The invocations that loop longest: the widest head, the smallest
+    // tiles (every block walks every tile; the causal mask halves the
+    // arithmetic, not the loops).
+    let wide = AttnShape::new(1, MAX_SEQ, 128, true).unwrap();
+    let qkv = Qkv::seeded(&wide, 8);
+    let r = reference(&wide, &qkv).unwrap();
+    let p = program(
+        AttnRung::Tiled,
+        &wide,
+        WORST_TILES,
+        limits(&runner),
+        &qkv,
+        &r,
+    )
+    .unwrap();
+    let out = runner
+        .start_program(&p, 0, 1, false)
+        .and_then(dlsys_shaders::Job::wait)
+        .unwrap();
+    let checked = p.check(&out.words);
+    assert!(checked.ok, "worst tiles at MAX_SEQ: {checked:?}");
     assert!(matches!(
         AttnShape::new(1, MAX_SEQ + 1, 32, true),
         Err(AttnError::Seq { .. })

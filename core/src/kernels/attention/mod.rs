@@ -143,6 +143,32 @@ impl Tiles {
     }
 }
 
+/// Standard attention's global-memory bytes for one head in Dao et al.'s
+/// count (each GEMM reading its operands once): S = Q·Kᵀ reads Q and K and
+/// writes S; the softmax reads S and writes P; P·V reads P and V and writes
+/// O — 4·N·d + 4·N² elements of `elem` bytes.
+pub fn standard_bytes(seq: u64, d: u64, elem: u64) -> u64 {
+    elem * (4 * seq * d + 4 * seq * seq)
+}
+
+/// The most key rows whose K and V tiles (f32) fit `bytes` of workgroup
+/// memory at head dimension `d`.
+pub fn tile_rows_fit(d: u64, bytes: u64) -> u64 {
+    bytes / (2 * 4 * d.max(1))
+}
+
+/// The factor O's accumulator and the running sum are multiplied by when a
+/// tile's scores raise the running max from `m_old` to `max(m_old, tile_max)`:
+/// exp(m_old − m_new) (0 from −inf: nothing was summed yet).
+pub fn rescale_factor(m_old: f64, tile_max: f64) -> f64 {
+    let m_new = m_old.max(tile_max);
+    if m_new == m_old {
+        1.0
+    } else {
+        (m_old - m_new).exp()
+    }
+}
+
 /// What the device allows, for [`AttnShape::check`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttnLimits {

@@ -237,3 +237,17 @@ fn every_accepted_configuration_fits_the_loop_budget() {
     }
     assert_eq!((worst.1, worst.2), (WORST_TILES, 128), "{worst:?}");
 }
+
+#[test]
+fn the_textbook_counts() {
+    // N = 1024, d = 64, 2-byte elements: 4·N·d + 4·N² elements.
+    assert_eq!(
+        standard_bytes(1024, 64, 2),
+        2 * (4 * 1024 * 64 + 4 * 1024 * 1024)
+    );
+    assert_eq!(tile_rows_fit(128, 16 << 10), 16);
+    assert_eq!(tile_rows_fit(64, 48 << 10), 96);
+    assert_eq!(rescale_factor(f64::NEG_INFINITY, 3.0), 0.0);
+    assert_eq!(rescale_factor(2.0, 1.0), 1.0);
+    assert!((rescale_factor(1.0, 3.0) - (-2.0f64).exp()).abs() < 1e-15);
+}

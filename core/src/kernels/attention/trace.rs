@@ -61,7 +61,11 @@ pub fn trace(
         for t in 0..len.div_ceil(tiles.bc) {
             let (j0, j1) = (t * tiles.bc, ((t + 1) * tiles.bc).min(len));
             let skipped = skip && shape.causal && j0 >= r1;
-            if !skipped {
+            if skipped {
+                for s in &mut state {
+                    s.rescale = 1.0;
+                }
+            } else {
                 for s in &mut state {
                     let e = shape.keys(0, s.row);
                     let q = row(&qkv.q, s.row);
@@ -74,18 +78,11 @@ pub fn trace(
                                 * scale
                         })
                         .collect();
-                    let new_max = scores.iter().fold(s.m, |a, b| a.max(*b));
-                    s.rescale = if scores.is_empty() || new_max == s.m {
-                        1.0
-                    } else {
-                        (s.m - new_max).exp()
-                    };
+                    let tile_max = scores.iter().fold(f64::NEG_INFINITY, |a, b| a.max(*b));
+                    let new_max = s.m.max(tile_max);
+                    s.rescale = super::rescale_factor(s.m, tile_max);
                     s.l = s.l * s.rescale + scores.iter().map(|x| (x - new_max).exp()).sum::<f64>();
                     s.m = new_max;
-                }
-            } else {
-                for s in &mut state {
-                    s.rescale = 1.0;
                 }
             }
             steps.push(TileStep {

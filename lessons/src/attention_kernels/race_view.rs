@@ -1,0 +1,227 @@
+//! The race: N, d, the mask and the tiles; the four rungs on the ladder
+//! (their programs made off the UI thread), each rung's time, bytes,
+//! GFLOP/s, extra memory and its error against its bound — the rows
+//! `bench kernels --family attention` prints — and the roofline.
+
+use dlsys_core::errors::Localized as _;
+use dlsys_core::float::show_sig;
+use dlsys_core::kernels::attention::{BC, BR, HEAD_DIMS, MAX_SEQ, Tiles};
+use dlsys_core::memory::show_bytes;
+use dlsys_core::names::Named as _;
+use dlsys_core::text::Lang;
+use dlsys_shaders::attention::{AttnRow, rows};
+
+use super::{AttentionKernels, TEXT, build, ladder, t};
+use crate::Env;
+use crate::kit::table::{Look, pinned};
+use crate::kit::theme;
+
+impl AttentionKernels {
+    /// Makes the programs in the background; the race starts when they are
+    /// ready. Without a compute GPU only the built-in kernels are timed.
+    pub(super) fn start(&mut self, env: &Env<'_>) {
+        self.error = None;
+        self.raced = None;
+        let shape = match self.settings.shape(self.settings.seq) {
+            Ok(shape) => shape,
+            Err(e) => {
+                self.error = Some(e.message(env.lang));
+                return;
+            }
+        };
+        let tiles = self.settings.tiles();
+        match self.race.runner(env.gpu).map(dlsys_shaders::attention::limits) {
+            Some(limits) => self.building.start(move || build(shape, tiles, limits)),
+            None => {
+                self.raced = Some((shape, Vec::new()));
+                self.race.start(&ladder(self.settings.trials, true), env);
+            }
+        }
+    }
+
+    /// Races the programs once they are made.
+    pub(super) fn race_built(&mut self, ctx: &egui::Context, env: &Env<'_>) {
+        let Some(built) = self.building.take(ctx) else {
+            return;
+        };
+        let (shape, made) = match built {
+            Ok(b) => b,
+            Err(e) => {
+                self.error = Some(e.message(env.lang));
+                return;
+            }
+        };
+        let mut programs = Vec::new();
+        let mut refused = Vec::new();
+        for (rung, program) in made {
+            match program {
+                Ok(p) => programs.push(p),
+                Err(e) => refused.push((rung, e)),
+            }
+        }
+        self.raced = Some((shape, refused));
+        self.race
+            .start_with(&ladder(self.settings.trials, true), programs, env);
+    }
+
+    pub(super) fn race_ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
+        let lang = env.lang;
+        ui.label(t(lang, "race.explain"));
+        let busy = self.busy();
+        ui.add_enabled_ui(!busy, |ui| controls(ui, &mut self.settings, lang));
+        let workgroup = self
+            .race
+            .runner(env.gpu)
+            .map(|r| dlsys_shaders::attention::limits(r).workgroup_bytes);
+        if let Some(bytes) = workgroup {
+            let tiles = self.settings.tiles();
+            ui.weak(TEXT.fill(
+                lang,
+                "race.tile_memory",
+                &[
+                    ("bytes", &tiles.workgroup_bytes(self.settings.head_dim)),
+                    ("limit", &bytes),
+                    (
+                        "largest",
+                        &Tiles::largest_bc(self.settings.head_dim, bytes).unwrap_or(0),
+                    ),
+                ],
+            ));
+        }
+        ui.horizontal_wrapped(|ui| {
+            if self.building.is_running() {
+                ui.spinner();
+                ui.label(t(lang, "race.building"));
+            } else if !self.race.progress_ui(ui, lang)
+                && ui
+                    .add_enabled(!busy, egui::Button::new(t(lang, "race.run")))
+                    .clicked()
+            {
+                self.start(env);
+            }
+        });
+        if let Some(e) = self.error.as_ref().or(self.race.error.as_ref()) {
+            ui.colored_label(theme::bad(ui.visuals()), e);
+            return;
+        }
+        let Some((shape, refused)) = &self.raced else {
+            return;
+        };
+        for (rung, why) in refused {
+            ui.colored_label(
+                theme::warn(ui.visuals()),
+                TEXT.fill(
+                    lang,
+                    "race.refused",
+                    &[("rung", &rung.id()), ("why", &why.message(lang))],
+                ),
+            );
+        }
+        if self.race.is_busy() || self.race.results.is_empty() {
+            return;
+        }
+        let lines = rows(&self.race.results, shape);
+        if lines.is_empty() && refused.is_empty() {
+            ui.weak(t(lang, "race.cpu"));
+        }
+        table(ui, &lines, lang);
+        let time = |rung: dlsys_core::kernels::attention::AttnRung| {
+            lines.iter().find(|l| l.id == rung.id()).map(|l| l.median_ms)
+        };
+        use dlsys_core::kernels::attention::AttnRung;
+        if let (Some(naive), Some(tiled)) = (time(AttnRung::Naive), time(AttnRung::Tiled)) {
+            ui.label(TEXT.fill(
+                lang,
+                "race.ratio",
+                &[("ratio", &show_sig(naive / tiled, 3))],
+            ));
+        }
+        let measured: Vec<_> = self.race.results.iter().filter_map(|o| o.measured()).collect();
+        crate::kit::kernel_plots::roofline(ui, lang, &measured);
+        ui.weak(t(lang, "race.roof_note"));
+    }
+}
+
+fn controls(ui: &mut egui::Ui, s: &mut super::Settings, lang: Lang) {
+    ui.horizontal_wrapped(|ui| {
+        crate::kit::number_field(ui, t(lang, "race.seq"), &mut s.seq, 1..=MAX_SEQ, 4.0);
+        let label = ui.label(t(lang, "race.head_dim"));
+        egui::ComboBox::from_id_salt("attn_head_dim")
+            .selected_text(s.head_dim.to_string())
+            .show_ui(ui, |ui| {
+                for d in HEAD_DIMS {
+                    ui.selectable_value(&mut s.head_dim, d, d.to_string());
+                }
+            })
+            .response
+            .labelled_by(label.id);
+        ui.checkbox(&mut s.causal, t(lang, "race.causal"));
+    });
+    ui.horizontal_wrapped(|ui| {
+        for (key, value, choices) in [("race.br", &mut s.br, &BR[..]), ("race.bc", &mut s.bc, &BC[..])] {
+            let label = ui.label(t(lang, key));
+            egui::ComboBox::from_id_salt(key)
+                .selected_text(value.to_string())
+                .show_ui(ui, |ui| {
+                    for &c in choices {
+                        ui.selectable_value(value, c, c.to_string());
+                    }
+                })
+                .response
+                .labelled_by(label.id);
+        }
+        crate::kit::number_field(ui, t(lang, "race.trials"), &mut s.trials, 1..=20, 0.2);
+    });
+}
+
+fn table(ui: &mut egui::Ui, lines: &[AttnRow], lang: Lang) {
+    let cols = [
+        "race.col_ms",
+        "race.col_bytes",
+        "race.col_gflops",
+        "race.col_extra",
+        "race.col_bound",
+        "race.col_right",
+    ];
+    let rung = |id: &str| {
+        dlsys_core::kernels::attention::AttnRung::ALL
+            .into_iter()
+            .find(|r| r.id() == id)
+    };
+    pinned(
+        ui,
+        "attn_race",
+        lines.len() + 1,
+        Look::default(),
+        |ui, r| match r.checked_sub(1).and_then(|i| lines.get(i)) {
+            None => {
+                ui.strong(t(lang, "race.col_rung"));
+            }
+            Some(l) => {
+                let response = ui.monospace(&l.id);
+                if let Some(rung) = rung(&l.id) {
+                    response.on_hover_text(rung.name(lang));
+                }
+            }
+        },
+        |ui, r| match r.checked_sub(1).and_then(|i| lines.get(i)) {
+            None => {
+                for key in cols {
+                    ui.strong(t(lang, key));
+                }
+            }
+            Some(l) => {
+                ui.monospace(format!("{} ms", show_sig(l.median_ms, 3)));
+                ui.monospace(show_bytes(l.bytes));
+                ui.monospace(show_sig(l.gflops, 3));
+                ui.monospace(show_bytes(l.extra_bytes));
+                ui.monospace(show_sig(l.share_of_bound, 2));
+                if l.ok {
+                    ui.colored_label(theme::good(ui.visuals()), t(lang, "race.right"));
+                } else {
+                    ui.colored_label(theme::bad(ui.visuals()), t(lang, "race.wrong"));
+                }
+            }
+        },
+    );
+}
