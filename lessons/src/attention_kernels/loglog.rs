@@ -8,6 +8,18 @@ use egui_plot::{GridMark, Line, Plot, PlotPoints, Points};
 use crate::kit::figure::{self, Key};
 use crate::kit::theme;
 
+/// `bytes` at a decade in decimal units (1 kB, 10 MB), as the axis marks them.
+pub fn decimal_bytes(bytes: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut value = bytes;
+    let mut unit = 0;
+    while value >= 999.5 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{} {}", show_sig(value, 3), UNITS[unit])
+}
+
 /// A named series of (x, y) points, both positive.
 pub struct Series {
     pub name: String,
@@ -15,20 +27,30 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-pub fn plot(ui: &mut egui::Ui, id: &str, x_label: &str, y_label: &str, series: &[Series]) {
-    let decade = |mark: GridMark, _: &std::ops::RangeInclusive<f64>| {
-        if mark.value.fract() == 0.0 && mark.value.abs() < 300.0 {
-            show_sig(10f64.powf(mark.value), 3)
-        } else {
-            String::new()
+/// `y_unit` writes a y value (bytes, milliseconds) at each decade.
+pub fn plot(
+    ui: &mut egui::Ui,
+    id: &str,
+    (x_label, y_label): (&str, &str),
+    y_unit: fn(f64) -> String,
+    series: &[Series],
+) {
+    let at_decades = |unit: fn(f64) -> String| {
+        move |mark: GridMark, _: &std::ops::RangeInclusive<f64>| {
+            if mark.value.fract() == 0.0 && mark.value.abs() < 300.0 {
+                unit(10f64.powf(mark.value))
+            } else {
+                String::new()
+            }
         }
     };
+    let plain: fn(f64) -> String = |x| show_sig(x, 3);
     Plot::new(id)
         .height(240.0)
         .x_axis_label(x_label)
         .y_axis_label(y_label)
-        .x_axis_formatter(decade)
-        .y_axis_formatter(decade)
+        .x_axis_formatter(at_decades(plain))
+        .y_axis_formatter(at_decades(y_unit))
         .x_grid_spacer(theme::decade_grid())
         .y_grid_spacer(theme::decade_grid())
         .allow_scroll(false)

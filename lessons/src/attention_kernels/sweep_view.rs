@@ -5,6 +5,7 @@
 //! prints the same races.
 
 use dlsys_core::errors::Localized as _;
+use dlsys_core::float::show_sig;
 use dlsys_core::kernels::attention::{AttnRung, AttnShape};
 use dlsys_core::names::Named as _;
 use dlsys_shaders::attention::{AttnRow, rows, sweep_lengths};
@@ -157,7 +158,13 @@ impl Sweep {
             })
             .filter(|s| !s.points.is_empty())
             .collect();
-        plot(ui, "attn_sweep", t(lang, "traffic.axis_n"), t(lang, "sweep.axis_ms"), &series);
+        plot(
+            ui,
+            "attn_sweep",
+            (t(lang, "traffic.axis_n"), t(lang, "sweep.axis_ms")),
+            |ms| show_sig(ms, 3),
+            &series,
+        );
         let wrong = self.done.iter().flat_map(|(_, rows)| rows).filter(|r| !r.ok).count();
         if wrong > 0 {
             ui.colored_label(

@@ -9,6 +9,7 @@ use dlsys_core::kernels::attention::{AttnShape, Qkv, TileStep, Tiles, trace};
 use dlsys_core::text::Lang;
 
 use super::{AttentionKernels, SEED, TEXT, t};
+use crate::kit::figure::{self, Key};
 use crate::kit::table::{Look, pinned};
 use crate::kit::theme;
 
@@ -109,12 +110,15 @@ impl AttentionKernels {
 /// The N × N scores: masked ones faint, the block's earlier tiles shaded,
 /// the current tile filled, skipped tiles outlined.
 fn grid(ui: &mut egui::Ui, steps: &[TileStep], at: usize, causal: bool, lang: Lang) {
-    let side = ui.available_width().clamp(160.0, 320.0);
+    // Room for the state table beside it where the page allows.
+    let side = (ui.available_width() - 300.0).clamp(160.0, 320.0);
     ui.vertical(|ui| {
+        // The caption and the key wrap within the picture's width.
+        ui.set_max_width(side);
         ui.weak(t(lang, "tiles.axes"));
         let (rect, _) = ui.allocate_exact_size(egui::vec2(side, side), egui::Sense::hover());
         let painter = ui.painter_at(rect);
-        let visuals = ui.visuals();
+        let visuals = &ui.visuals().clone();
         let cell = side / N as f32;
         let cell_rect = |i: u32, j: u32, rows: u32, cols: u32| {
             egui::Rect::from_min_size(
@@ -124,7 +128,7 @@ fn grid(ui: &mut egui::Ui, steps: &[TileStep], at: usize, causal: bool, lang: La
         };
         painter.rect_filled(rect, 0.0, visuals.extreme_bg_color);
         if causal {
-            let faint = visuals.faint_bg_color;
+            let faint = visuals.weak_text_color().gamma_multiply(0.18);
             for i in 0..N {
                 painter.rect_filled(cell_rect(i, i + 1, 1, N - i - 1), 0.0, faint);
             }
@@ -168,17 +172,17 @@ fn grid(ui: &mut egui::Ui, steps: &[TileStep], at: usize, causal: bool, lang: La
             egui::Stroke::new(1.0, visuals.weak_text_color()),
             egui::StrokeKind::Inside,
         );
-        ui.horizontal_wrapped(|ui| {
-            for (color, key) in [
-                (current, "tiles.key_current"),
-                (done, "tiles.key_done"),
-                (skipped, "tiles.key_skipped"),
-            ] {
-                let (swatch, _) = ui.allocate_exact_size(egui::vec2(12.0, 12.0), egui::Sense::hover());
-                ui.painter().rect_filled(swatch, 2.0, color);
-                ui.small(t(lang, key));
-            }
-        });
+        let masked = visuals.weak_text_color().gamma_multiply(0.18);
+        let keys: Vec<Key> = [
+            (current, "tiles.key_current"),
+            (done, "tiles.key_done"),
+            (skipped, "tiles.key_skipped"),
+            (masked, "tiles.key_masked"),
+        ]
+        .into_iter()
+        .map(|(color, key)| Key::fill(t(lang, key), color))
+        .collect();
+        figure::legend(ui, "attn_tiles", &keys);
     });
 }
 
@@ -219,8 +223,9 @@ fn state_table(ui: &mut egui::Ui, step: &TileStep, lang: Lang) {
                 Some(s) => {
                     ui.monospace(number(s.m));
                     ui.monospace(number(s.l));
-                    let text = number(s.rescale);
-                    if s.rescale < 1.0 {
+                    // 0 at a row's first keys: there was nothing to rescale.
+                    let text = if s.rescale == 0.0 { "—".to_owned() } else { number(s.rescale) };
+                    if s.rescale > 0.0 && s.rescale < 1.0 {
                         ui.colored_label(theme::series(ui.visuals(), 1), text);
                     } else {
                         ui.monospace(text);

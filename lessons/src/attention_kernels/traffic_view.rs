@@ -88,10 +88,11 @@ pub fn ui(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
     ));
     if shape.causal {
         let (skipped, total) = shape.tiles_skipped(tiles);
+        let percent = 100.0 * skipped as f64 / total.max(1) as f64;
         ui.label(TEXT.fill(
             lang,
             "traffic.skipped",
-            &[("skipped", &skipped), ("total", &total)],
+            &[("skipped", &skipped), ("total", &total), ("percent", &show_sig(percent, 3))],
         ));
     }
     // Extra memory against N: N² for the naive rung, N for the others.
@@ -114,8 +115,8 @@ pub fn ui(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
     plot(
         ui,
         "attn_extra_memory",
-        t(lang, "traffic.axis_n"),
-        t(lang, "traffic.axis_bytes"),
+        (t(lang, "traffic.axis_n"), t(lang, "traffic.axis_bytes")),
+        super::loglog::decimal_bytes,
         &series,
     );
 }
