@@ -1,6 +1,7 @@
 //! The command line, run as a user runs it: the built binary, one test
 //! binary with a module per subcommand family (one link, not ten).
 
+mod attention;
 mod basics;
 mod collective;
 mod compile;

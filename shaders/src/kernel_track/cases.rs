@@ -1,6 +1,7 @@
 //! The hostile inputs each exercise is checked on, the CPU references, and
 //! the judging of an output — pure computation, no wgpu.
 
+use dlsys_core::kernels::attention::{self, AttnShape, Qkv, Reference};
 use dlsys_core::kernels::{ReduceOp, reduce_reference, softmax_reference};
 use rand::{RngExt as _, SeedableRng as _, rngs::StdRng};
 
@@ -56,6 +57,123 @@ impl KernelCase {
         padded.extend_from_slice(&self.x[a..]);
         dlsys_core::kernels::gemm_reference(&padded, problem)
     }
+}
+
+/// How an attention case's Q, K and V are drawn (the core's inputs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AttnInput {
+    Seeded,
+    /// Scores about ±10⁴.
+    Huge,
+    /// Scores that rise with the key: the running max moves in every tile.
+    Rising,
+}
+
+/// The exercise's tile of keys (`TILE` in its WGSL).
+const ATTN_TILE: usize = 16;
+
+impl KernelCase {
+    /// An attention case: one head of `n` rows of `d`, `keys` of them real;
+    /// x holds Q, K, V. `k` carries the real keys (`params.n`).
+    pub(super) fn attention(
+        name: Words,
+        n: u32,
+        d: u32,
+        keys: u32,
+        seed: u64,
+        input: AttnInput,
+    ) -> Self {
+        let qkv = match attn_shape(n, d, keys) {
+            Some(shape) => match input {
+                AttnInput::Seeded => Qkv::seeded(&shape, seed),
+                AttnInput::Huge => Qkv::huge_logits(&shape, seed),
+                AttnInput::Rising => Qkv::rising(&shape, seed),
+            },
+            None => Qkv {
+                q: Vec::new(),
+                k: Vec::new(),
+                v: Vec::new(),
+            },
+        };
+        let mut x = qkv.q;
+        x.extend(qkv.k);
+        x.extend(qkv.v);
+        let mut case = Self::new(name, n, d, x);
+        case.k = keys;
+        case
+    }
+
+    /// Its problem and inputs for the core's reference.
+    fn attention_parts(&self) -> Option<(AttnShape, Qkv)> {
+        let shape = attn_shape(self.rows, self.cols, self.k)?;
+        let len = shape.values() as usize;
+        if self.x.len() != 3 * len {
+            return None;
+        }
+        let qkv = Qkv {
+            q: self.x[..len].to_vec(),
+            k: self.x[len..2 * len].to_vec(),
+            v: self.x[2 * len..].to_vec(),
+        };
+        Some((shape, qkv))
+    }
+
+    /// The core's f64 answer and each value's bound.
+    fn attention_reference(&self) -> Option<Reference> {
+        let (shape, qkv) = self.attention_parts()?;
+        attention::reference(&shape, &qkv).ok()
+    }
+
+    /// What the known mistake gives: tiles merged without rescaling O by
+    /// exp(m_old − m_new) (l is rescaled), in f64, tile by tile as the
+    /// exercise's kernel walks them.
+    fn attention_without_rescale(&self) -> Option<Vec<f64>> {
+        let (shape, qkv) = self.attention_parts()?;
+        let (n, d) = (shape.seq as usize, shape.head_dim as usize);
+        let keys = shape.key_len(0) as usize;
+        let scale = 1.0 / (d as f64).sqrt();
+        let at = |m: &[f32], r: usize, c: usize| f64::from(m[r * d + c]);
+        let mut out = vec![0.0; n * d];
+        for i in 0..n {
+            let (mut m, mut l) = (f64::NEG_INFINITY, 0.0);
+            let mut acc = vec![0.0; d];
+            for j0 in (0..keys).step_by(ATTN_TILE) {
+                let tile: Vec<usize> = (j0..(j0 + ATTN_TILE).min(keys)).collect();
+                let s: Vec<f64> = tile
+                    .iter()
+                    .map(|&j| {
+                        (0..d)
+                            .map(|c| at(&qkv.q, i, c) * at(&qkv.k, j, c))
+                            .sum::<f64>()
+                            * scale
+                    })
+                    .collect();
+                let mt = s.iter().fold(m, |a, b| a.max(*b));
+                l *= (m - mt).exp();
+                for (&j, sj) in tile.iter().zip(&s) {
+                    let p = (sj - mt).exp();
+                    l += p;
+                    for (c, a) in acc.iter_mut().enumerate() {
+                        *a += p * at(&qkv.v, j, c);
+                    }
+                }
+                m = mt;
+            }
+            if l > 0.0 {
+                for c in 0..d {
+                    out[i * d + c] = acc[c] / l;
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+fn attn_shape(n: u32, d: u32, keys: u32) -> Option<AttnShape> {
+    AttnShape::new(1, n, d, false)
+        .ok()?
+        .with_kv_len(vec![keys])
+        .ok()
 }
 
 pub(super) fn uniform(rng: &mut StdRng, len: usize, lo: f32, hi: f32) -> Vec<f32> {
@@ -245,6 +363,21 @@ impl KernelExercise {
                     x,
                 ));
             }
+            Layout::Attention => {
+                use AttnInput::{Huge, Rising, Seeded};
+                for (n, d, keys, input, key) in [
+                    (1u32, 32u32, 1u32, Seeded, "case.attention"),
+                    (37, 32, 37, Seeded, "case.attention"),
+                    (100, 64, 100, Seeded, "case.attention"),
+                    (40, 32, 23, Seeded, "case.attention"),
+                    (9, 32, 0, Seeded, "case.attention_none"),
+                    (50, 32, 50, Huge, "case.attention_huge"),
+                    (96, 32, 96, Rising, "case.attention_rising"),
+                ] {
+                    let name = Words::new(key, &[("n", &n), ("d", &d), ("keys", &keys)]);
+                    cases.push(KernelCase::attention(name, n, d, keys, u64::from(n), input));
+                }
+            }
         }
         cases
     }
@@ -274,6 +407,10 @@ impl KernelExercise {
                 .map(|v| *v as f32)
                 .collect(),
             Layout::LayerNorm => dlsys_core::kernels::layernorm_reference(&case.x, rows, cols),
+            Layout::Attention => case
+                .attention_reference()
+                .map(|r| r.o.iter().map(|v| *v as f32).collect())
+                .unwrap_or_default(),
         }
     }
 
@@ -281,7 +418,7 @@ impl KernelExercise {
         match self.layout {
             Layout::Sum => 1,
             Layout::RowMax => case.rows as usize,
-            Layout::Gemm => (case.rows * case.cols) as usize,
+            Layout::Gemm | Layout::Attention => (case.rows * case.cols) as usize,
             _ => case.x.len(),
         }
     }
@@ -293,6 +430,7 @@ impl KernelExercise {
             Layout::Gemm => (case.cols.div_ceil(16), case.rows.div_ceil(16), 1),
             Layout::BiasRelu => ((case.rows * case.cols).div_ceil(256), 1, 1),
             Layout::Transpose => (case.cols.div_ceil(16), case.rows.div_ceil(16), 1),
+            Layout::Attention => (case.rows.div_ceil(64), 1, 1),
         }
     }
 
@@ -316,6 +454,8 @@ impl KernelExercise {
             Layout::RowSoftmax => (g - w).abs() <= 1e-4 * w.abs() + 1e-9,
             // The ladder's GEMM bound.
             Layout::Gemm => (g - w).abs() <= dlsys_core::kernels::GEMM_TOLERANCE * scale,
+            // The core's bound on each value of O.
+            Layout::Attention => (g - w).abs() <= scale,
             // f32 rounding of values around 1e4 costs ~1e-3 of the spread.
             Layout::LayerNorm => (g - w).abs() <= 2e-3 * w.abs().max(1.0),
             _ => g == w,
@@ -329,6 +469,11 @@ impl KernelExercise {
             let reference = case.gemm_reference();
             let want = reference.want.iter().map(|v| *v as f32).collect();
             (want, reference.scale)
+        } else if self.layout == Layout::Attention {
+            let reference = case.attention_reference();
+            let want = self.expected(case);
+            let bounds = reference.map(|r| r.o_bound).unwrap_or_default();
+            (want, bounds)
         } else {
             let want = self.expected(case);
             let scales = vec![0.0; want.len()];
@@ -403,6 +548,26 @@ impl KernelExercise {
                     ))
                 } else {
                     Some(Words::new("note.layernorm", &[]))
+                }
+            }
+            Layout::Attention => {
+                let d = case.cols as usize;
+                let (row, col) = (index / d, index % d);
+                // The known mistake, recognised by what it gives.
+                let unscaled = case.attention_without_rescale().unwrap_or_default();
+                let matches = !unscaled.is_empty()
+                    && got
+                        .iter()
+                        .zip(&unscaled)
+                        .zip(&scales)
+                        .all(|((g, u), b)| (f64::from(*g) - u).abs() <= b.max(1e-4) * 10.0);
+                if matches {
+                    Some(Words::new("note.attention_rescale", &[("row", &row)]))
+                } else {
+                    Some(Words::new(
+                        "note.attention",
+                        &[("row", &row), ("col", &col), ("keys", &case.k)],
+                    ))
                 }
             }
             Layout::BiasRelu => {

@@ -259,8 +259,8 @@ impl KernelExercise {
     /// marker everywhere.
     pub(super) fn bind(&self, gpu: &Gpu, pipeline: &Pipeline, case: &KernelCase) -> Bound {
         let device = &gpu.device;
-        // params.n: a GEMM's K, otherwise the values in x.
-        let n = if self.layout == Layout::Gemm {
+        // params.n: a GEMM's K, attention's real keys, otherwise the values in x.
+        let n = if matches!(self.layout, Layout::Gemm | Layout::Attention) {
             case.k
         } else {
             case.x.len() as u32

@@ -47,6 +47,9 @@ pub enum Layout {
     Gemm,
     /// One workgroup of 256 per row; y = LayerNorm of each row (ε = 1e-5).
     LayerNorm,
+    /// ⌈N / 64⌉ workgroups of 64, one query row each; x holds Q, K, V
+    /// (N × d each), y = O, the first `params.n` keys real.
+    Attention,
 }
 
 /// The line of a template or reference file that stands for the
@@ -57,6 +60,7 @@ impl Layout {
     pub fn workgroup_size(self) -> [u32; 3] {
         match self {
             Self::Transpose | Self::Gemm => [16, 16, 1],
+            Self::Attention => [64, 1, 1],
             _ => [256, 1, 1],
         }
     }
@@ -109,7 +113,7 @@ macro_rules! wgsl {
 }
 
 /// The exercises, in order.
-pub const EXERCISES: [KernelExercise; 8] = [
+pub const EXERCISES: [KernelExercise; 9] = [
     KernelExercise {
         id: "sum_reduction",
         layout: Layout::Sum,
@@ -214,6 +218,20 @@ pub const EXERCISES: [KernelExercise; 8] = [
             name: "variance as E[x²] − E[x]², unshifted",
             edits: &[("let shift = x[base];", "let shift = 0.0;")],
             expect: "cancel",
+        }],
+    },
+    KernelExercise {
+        id: "flash_attention",
+        layout: Layout::Attention,
+        template_file: wgsl!("flash_attention.wgsl"),
+        reference_file: wgsl!("flash_attention.reference.wgsl"),
+        wrong: &[Wrong {
+            name: "merge without rescaling O",
+            edits: &[(
+                "            for (var c = 0u; c < d; c++) {\n                acc[c] = acc[c] * r;\n            }\n",
+                "",
+            )],
+            expect: "exp(m_old − m_new)",
         }],
     },
 ];

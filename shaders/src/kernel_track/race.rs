@@ -8,7 +8,7 @@ use rand::{SeedableRng as _, rngs::StdRng};
 
 use super::KernelExercise;
 use super::Layout;
-use super::cases::{KernelCase, uniform};
+use super::cases::{AttnInput, KernelCase, uniform};
 use crate::KernelError;
 use dlsys_core::names::Words;
 /// One line of a race: a kernel and its median time on the bench problem.
@@ -60,6 +60,17 @@ impl KernelExercise {
             let name = Words::new("case.gemm", &[("m", &256), ("k", &256), ("n", &256)]);
             return KernelCase::gemm(&mut rng, name, 256, 256, 256);
         }
+        if self.layout == Layout::Attention {
+            // The longest a learner's loops run here within the guard.
+            return KernelCase::attention(
+                Words::new("case.attention", &[("n", &128), ("d", &64), ("keys", &128)]),
+                128,
+                64,
+                128,
+                11,
+                AttnInput::Seeded,
+            );
+        }
         let (rows, cols) = (1024u32, 1024u32);
         let mut case = KernelCase::new(
             Words::new("case.matrix", &[("rows", &rows), ("cols", &cols)]),
@@ -91,7 +102,8 @@ impl KernelExercise {
                 Kernel::Fusion(FusionKind::LayerNormPasses),
                 Kernel::Fusion(FusionKind::LayerNormFused),
             ]),
-            Layout::BiasRelu => {}
+            // The attention rungs are programs, raced in the lesson.
+            Layout::BiasRelu | Layout::Attention => {}
             Layout::Transpose => kernels.extend([
                 Kernel::Access(AccessKind::TransposeNaive),
                 Kernel::Access(AccessKind::TransposeTiled),
