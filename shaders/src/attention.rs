@@ -11,7 +11,9 @@ use dlsys_core::kernels::attention::{
 };
 use serde::Serialize;
 
-use crate::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program, Values};
+use crate::run::program::{
+    Dispatch, ElementType, Expected, NamedBuffer, Program, Values, with_counters,
+};
 use crate::{KernelRunner, Outcome};
 
 const SOURCE: &str = include_str!("../wgsl/attention.wgsl");
@@ -19,19 +21,7 @@ const SOURCE: &str = include_str!("../wgsl/attention.wgsl");
 /// The WGSL for head dimension `d` and `tiles`: plain, or counting every
 /// load and store's bytes.
 pub fn source(d: u32, tiles: Tiles, instrumented: bool) -> String {
-    let (counters, load, store) = if instrumented {
-        (
-            "@group(0) @binding(7) var<storage, read_write> counters: array<atomic<u32>, 2>;",
-            "atomicAdd(&counters[0], 4u);",
-            "atomicAdd(&counters[1], 4u);",
-        )
-    } else {
-        ("", "", "")
-    };
-    SOURCE
-        .replace("{{COUNTERS}}", counters)
-        .replace("{{COUNT_LOAD}}", load)
-        .replace("{{COUNT_STORE}}", store)
+    with_counters(SOURCE, 7, instrumented)
         .replace("{{ROW_FNS}}", &row_fns(d))
         .replace("{{D}}", &d.to_string())
         .replace("{{BR}}", &tiles.br.to_string())

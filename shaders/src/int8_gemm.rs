@@ -7,7 +7,9 @@ use dlsys_core::kernels::Family;
 use dlsys_core::quant::QuantError;
 use dlsys_core::quant::gemm::{GemmShape, Int8Kernel, gemm_i32};
 
-use crate::run::program::{Dispatch, ElementType, Expected, NamedBuffer, Program, Values};
+use crate::run::program::{
+    Dispatch, ElementType, Expected, NamedBuffer, Program, Values, with_counters,
+};
 
 const SOURCE: &str = include_str!("../wgsl/gemm_int8.wgsl");
 
@@ -39,19 +41,7 @@ pub fn source_with(instrumented: bool, dot4: bool) -> String {
 }
 
 fn source_template(instrumented: bool) -> String {
-    let (counters, load, store) = if instrumented {
-        (
-            "@group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>, 2>;",
-            "atomicAdd(&counters[0], 4u);",
-            "atomicAdd(&counters[1], 4u);",
-        )
-    } else {
-        ("", "", "")
-    };
-    SOURCE
-        .replace("{{COUNTERS}}", counters)
-        .replace("{{COUNT_LOAD}}", load)
-        .replace("{{COUNT_STORE}}", store)
+    with_counters(SOURCE, 4, instrumented)
 }
 
 /// `rows` rows of `k` values, each padded with zeros to whole words.

@@ -230,8 +230,8 @@ struct SweepReport {
     rows: Vec<SweepRow>,
 }
 
-/// `--sweep`: every rung at each length of [`sweep_lengths`], one ladder
-/// per length, progress on stderr.
+/// `--sweep`: every rung at each length of [`sweep_lengths`] up to `--seq`
+/// (all of them without it), one ladder per length, progress on stderr.
 pub(super) fn sweep(
     args: &AttnBenchArgs,
     trials: u32,
@@ -247,7 +247,8 @@ pub(super) fn sweep(
         trials,
         rows: Vec::new(),
     };
-    for seq in sweep_lengths() {
+    let longest = args.seq.unwrap_or(dlsys_core::kernels::attention::MAX_SEQ);
+    for seq in sweep_lengths().into_iter().filter(|n| *n <= longest) {
         eprintln!("{}", tf("bench.attn.sweep_progress", &[("seq", &seq)]));
         let shape = args.shape(seq)?;
         let qkv = Qkv::seeded(&shape, SEED);

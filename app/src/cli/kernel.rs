@@ -362,9 +362,14 @@ fn run_int8(m: u32, n: u32, k: u32, kernel: Int8Kernel) -> Result<ExitCode, CliE
             &[("id", &kernel.id()), ("count", &checked.mismatches)],
         )));
     }
+    write_words(&out.words)
+}
+
+/// A checked result's words to stdout, little-endian, as they are.
+pub(super) fn write_words(words: &[u32]) -> Result<ExitCode, CliError> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(bytemuck::cast_slice(&out.words))?;
+    stdout.write_all(bytemuck::cast_slice(words))?;
     stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }

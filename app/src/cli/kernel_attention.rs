@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use dlsys_core::kernels::attention::{AttnRung, AttnShape, Qkv, Tiles, reference};
 
 use super::choice::choice;
-use super::kernel::{kernel_runner, read_stdin_f32};
+use super::kernel::{kernel_runner, read_stdin_f32, write_words};
 use super::{CliError, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -96,9 +96,5 @@ pub(super) fn run(args: &AttnKernelArgs) -> Result<ExitCode, CliError> {
         )));
     }
     let keep = if args.lse { out.words.len() } else { n };
-    use std::io::Write as _;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(bytemuck::cast_slice(&out.words[..keep]))?;
-    stdout.flush()?;
-    Ok(ExitCode::SUCCESS)
+    write_words(&out.words[..keep])
 }

@@ -99,58 +99,25 @@ fn every_rung_reads_q_k_v_and_writes_o() {
 
 #[test]
 fn bad_sizes_and_inputs_are_refused_by_name() {
-    fails_with_one_line(&[
-        &["kernel", "attention", "--seq", "4097", "--head-dim", "32"],
-        &["kernel", "attention", "--seq", "8", "--head-dim", "48"],
-        &[
-            "kernel",
-            "attention",
-            "--seq",
-            "8",
-            "--head-dim",
-            "32",
-            "--rung",
-            "causal",
-        ],
-        &[
-            "kernel",
-            "attention",
-            "--seq",
-            "8",
-            "--head-dim",
-            "32",
-            "--rung",
-            "naive",
-            "--lse",
-        ],
-        &[
-            "kernel",
-            "attention",
-            "--seq",
-            "8",
-            "--head-dim",
-            "32",
-            "--bc",
-            "12",
-        ],
-        &["bench", "kernels", "--family", "memory", "--seq", "64"],
-    ]);
+    let attention = |extra: &[&'static str]| -> Vec<&'static str> {
+        let mut args = vec!["kernel", "attention", "--seq", "8", "--head-dim", "32"];
+        args.extend_from_slice(extra);
+        args
+    };
+    let refused = [
+        vec!["kernel", "attention", "--seq", "4097", "--head-dim", "32"],
+        vec!["kernel", "attention", "--seq", "8", "--head-dim", "48"],
+        attention(&["--rung", "causal"]),
+        attention(&["--rung", "naive", "--lse"]),
+        attention(&["--bc", "12"]),
+        vec!["bench", "kernels", "--family", "memory", "--seq", "64"],
+    ];
+    let refused: Vec<&[&str]> = refused.iter().map(Vec::as_slice).collect();
+    fails_with_one_line(&refused);
     let err = |args: &[&str]| String::from_utf8_lossy(&dlsys_lab(args).stderr).into_owned();
-    assert!(err(&["kernel", "attention", "--seq", "4097", "--head-dim", "32"]).contains("4096"));
-    assert!(
-        err(&[
-            "kernel",
-            "attention",
-            "--seq",
-            "8",
-            "--head-dim",
-            "32",
-            "--rung",
-            "causal"
-        ])
-        .contains("causal")
-    );
-    assert!(err(&["bench", "kernels", "--family", "memory", "--seq", "64"]).contains("attention"));
+    assert!(err(refused[0]).contains("4096"));
+    assert!(err(refused[2]).contains("causal"));
+    assert!(err(refused[5]).contains("attention"));
     if !gpu_expected() {
         return;
     }

@@ -94,8 +94,27 @@ fn bench_families_report_flops_fusion_and_layouts() {
         return;
     }
     let out = dlsys_lab(&[
-        "bench", "kernels", "--family", "all", "--rows", "16", "--cols", "512", "--m", "33", "--n",
-        "40", "--k", "20", "--trials", "1", "--json",
+        "bench",
+        "kernels",
+        "--family",
+        "all",
+        "--rows",
+        "16",
+        "--cols",
+        "512",
+        "--m",
+        "33",
+        "--n",
+        "40",
+        "--k",
+        "20",
+        "--seq",
+        "40",
+        "--head-dim",
+        "32",
+        "--trials",
+        "1",
+        "--json",
     ]);
     assert!(
         out.status.success(),
@@ -104,6 +123,12 @@ fn bench_families_report_flops_fusion_and_layouts() {
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["failed"], 0, "{json}");
+    // `all` races the attention rungs too.
+    assert_eq!(
+        json["attention"]["rows"].as_array().map(Vec::len),
+        Some(3),
+        "{json}"
+    );
     let ids: Vec<&str> = json["results"]
         .as_array()
         .unwrap()

@@ -66,7 +66,7 @@ impl AttentionKernels {
 
     pub(super) fn race_ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
-        ui.label(t(lang, "race.explain"));
+        crate::kit::prose(ui, t(lang, "race.explain"));
         let busy = self.busy();
         ui.add_enabled_ui(!busy, |ui| controls(ui, &mut self.settings, lang));
         let workgroup = self

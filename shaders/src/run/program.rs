@@ -152,6 +152,27 @@ pub enum Expected {
     Within { want: Vec<f32>, bound: Vec<f32> },
 }
 
+/// A program's WGSL with its counting tokens filled: `{{COUNTERS}}` (the
+/// `counters` buffer at `binding`), `{{COUNT_LOAD}}` and `{{COUNT_STORE}}`
+/// (4 bytes each) — empty in the plain build, atomic counts in the
+/// instrumented one, so both builds come from one text.
+pub fn with_counters(text: &str, binding: u32, instrumented: bool) -> String {
+    let (counters, load, store) = if instrumented {
+        (
+            format!(
+                "@group(0) @binding({binding}) var<storage, read_write> counters: array<atomic<u32>, 2>;"
+            ),
+            "atomicAdd(&counters[0], 4u);",
+            "atomicAdd(&counters[1], 4u);",
+        )
+    } else {
+        (String::new(), "", "")
+    };
+    text.replace("{{COUNTERS}}", &counters)
+        .replace("{{COUNT_LOAD}}", load)
+        .replace("{{COUNT_STORE}}", store)
+}
+
 /// A kernel given as data (see the module's docs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
@@ -183,6 +204,17 @@ pub struct Checked {
     /// The largest relative error; for [`Expected::Within`], the largest
     /// error as a share of its own bound (1 = at the bound).
     pub max_rel_error: f64,
+}
+
+impl Checked {
+    /// An output of the wrong length: every missing or extra value counts.
+    fn wrong_length(want: usize, got: usize) -> Self {
+        Self {
+            ok: false,
+            mismatches: (want as u64).abs_diff(got as u64),
+            max_rel_error: f64::INFINITY,
+        }
+    }
 }
 
 /// A program's run: time, traffic and its check.
@@ -257,11 +289,7 @@ impl Program {
             } => {
                 let got: Vec<f32> = words.iter().map(|w| f32::from_bits(*w)).collect();
                 if got.len() != want.len() {
-                    return Checked {
-                        ok: false,
-                        mismatches: (want.len() as u64).abs_diff(got.len() as u64),
-                        max_rel_error: f64::INFINITY,
-                    };
+                    return Checked::wrong_length(want.len(), got.len());
                 }
                 let c = compare_with_floor(&got, want, *floor);
                 let outside = got
@@ -284,11 +312,7 @@ impl Program {
             Expected::Within { want, bound } => {
                 let got: Vec<f32> = words.iter().map(|w| f32::from_bits(*w)).collect();
                 if got.len() != want.len() {
-                    return Checked {
-                        ok: false,
-                        mismatches: (want.len() as u64).abs_diff(got.len() as u64),
-                        max_rel_error: f64::INFINITY,
-                    };
+                    return Checked::wrong_length(want.len(), got.len());
                 }
                 let (mut outside, mut worst) = (0u64, 0.0f64);
                 for ((g, w), b) in got.iter().zip(want).zip(bound) {
