@@ -660,10 +660,19 @@ impl eframe::App for DlsysApp {
             self.gpu_window_ui(&ctx);
         }
         self.state.zoom = ui.ctx().zoom_factor();
-        // A lesson asked to open another (a route, as the sidebar's click).
+        // A lesson asked to open another (a route, as the sidebar's click;
+        // `lesson/section` opens it scrolled to that section).
         if let Some(route) = opened {
-            self.open_route(&route);
-            self.scroll_to_top = true;
+            match route.split_once('/') {
+                Some((lesson, section)) => {
+                    self.open_route(lesson);
+                    dlsys_lessons::kit::request_scroll(ui.ctx(), section);
+                }
+                None => {
+                    self.open_route(&route);
+                    self.scroll_to_top = true;
+                }
+            }
         }
         let outcome: dlsys_lessons::kit::exercise_panel::PanelOutcome = outcome;
         if outcome.newly_solved {

@@ -134,6 +134,9 @@ impl<'de> Deserialize<'de> for Pairs {
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
     entries: BTreeMap<String, Entry>,
+    /// Each glossary term a `[[term]]` token names, and the first key
+    /// (in key order) whose text names it.
+    terms: BTreeMap<String, String>,
 }
 
 impl Catalog {
@@ -150,6 +153,15 @@ impl Catalog {
             entries.insert(key, entry);
         }
         let glossary = crate::glossary::glossary();
+        let mut terms: BTreeMap<String, String> = BTreeMap::new();
+        for (key, entry) in &entries {
+            for id in crate::glossary::tokens(&entry.en)
+                .into_iter()
+                .chain(crate::glossary::tokens(&entry.zh))
+            {
+                terms.entry(id.to_owned()).or_insert_with(|| key.clone());
+            }
+        }
         for (key, entry) in &mut entries {
             if entry.en.trim().is_empty() {
                 return Err(CatalogError::NoEnglish(key.clone()));
@@ -160,7 +172,15 @@ impl Catalog {
                     .map_err(|err| CatalogError::Term(key.clone(), err))?;
             }
         }
-        Ok(Self { entries })
+        Ok(Self { entries, terms })
+    }
+
+    /// The glossary terms this catalog's text names, each with the first
+    /// key that names it.
+    pub fn terms(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.terms
+            .iter()
+            .map(|(id, key)| (id.as_str(), key.as_str()))
     }
 
     /// Parses a catalog that ships inside the binary; a broken one is a bug

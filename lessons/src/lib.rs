@@ -248,6 +248,7 @@ registry! {
     inference::Inference,
     write_kernels::WriteKernels,
     mock_test::MockTest,
+    glossary::Glossary,
 }
 
 /// Every lesson, in sidebar order: the welcome page, then the registry's;

@@ -7,7 +7,7 @@
 
 use dlsys_core::kernels::Family;
 use dlsys_core::kernels::attention::{
-    AttnError, AttnLimits, AttnRung, AttnShape, MAX_SEQ, NAIVE_TILE, Qkv, ROWS_WG, Reference, Tiles,
+    AttnError, AttnLimits, AttnRung, AttnShape, NAIVE_TILE, Qkv, ROWS_WG, Reference, Tiles,
 };
 use serde::Serialize;
 
@@ -198,7 +198,7 @@ pub fn rows(outcomes: &[Outcome], shape: &AttnShape) -> Vec<AttnRow> {
         .iter()
         .filter_map(Outcome::program)
         .filter_map(|row| {
-            let rung = AttnRung::ALL.into_iter().find(|r| r.id() == row.id)?;
+            let rung = AttnRung::from_id(&row.id)?;
             Some(AttnRow {
                 id: row.id.clone(),
                 median_ms: row.median_ms,
@@ -210,13 +210,6 @@ pub fn rows(outcomes: &[Outcome], shape: &AttnShape) -> Vec<AttnRow> {
                 share_of_bound: row.check.max_rel_error,
             })
         })
-        .collect()
-}
-
-/// The sweep's sequence lengths: 128, 256, … up to the longest accepted.
-pub fn sweep_lengths() -> Vec<u32> {
-    std::iter::successors(Some(128u32), |n| Some(n * 2))
-        .take_while(|n| *n <= MAX_SEQ)
         .collect()
 }
 

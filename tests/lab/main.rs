@@ -4,6 +4,7 @@
 
 mod app;
 mod common;
+mod glossary;
 mod gpu_lessons;
 mod keys;
 mod ladder;

@@ -7,8 +7,10 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use dlsys_core::kernels::attention::{AttnRung, AttnShape, Qkv, Tiles};
-use dlsys_shaders::attention::{AttnRow, limits, programs, rows, sweep_lengths};
+use dlsys_core::kernels::attention::{
+    AttnRung, AttnShape, MAX_SEQ, Qkv, SEED, Tiles, sweep_lengths,
+};
+use dlsys_shaders::attention::{AttnRow, limits, programs, rows};
 use dlsys_shaders::ladder::Inputs;
 use dlsys_shaders::{KernelRunner, Ladder, Outcome};
 
@@ -16,9 +18,6 @@ use super::CliError;
 use super::lang::{pad, pad_left};
 use super::output::{Report, emit};
 use super::{t, tf};
-
-/// Q, K and V's seed: the page's.
-pub const SEED: u64 = 37;
 
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct AttnBenchArgs {
@@ -247,7 +246,17 @@ pub(super) fn sweep(
         trials,
         rows: Vec::new(),
     };
-    let longest = args.seq.unwrap_or(dlsys_core::kernels::attention::MAX_SEQ);
+    let longest = args.seq.unwrap_or(MAX_SEQ);
+    // The sweep's own range first: its lengths start at 128.
+    args.shape(longest)?;
+    let shortest = sweep_lengths().first().copied().unwrap_or(128);
+    if longest < shortest {
+        return Err(CliError::from(tf(
+            "bench.attn.sweep_seq",
+            &[("seq", &longest), ("shortest", &shortest)],
+        )));
+    }
+    args.tiles().check().map_err(|e| super::say(&e))?;
     for seq in sweep_lengths().into_iter().filter(|n| *n <= longest) {
         eprintln!("{}", tf("bench.attn.sweep_progress", &[("seq", &seq)]));
         let shape = args.shape(seq)?;

@@ -430,14 +430,7 @@ impl Report for TransformerOut {
                     ("scores", &show_bytes(r.scores_per_layer)),
                     ("lse", &show_bytes(r.lse_per_layer)),
                     ("layers", &run.model.layers),
-                    (
-                        "saved",
-                        &show_bytes(
-                            run.model
-                                .layers
-                                .saturating_mul(r.scores_per_layer.saturating_sub(r.lse_per_layer)),
-                        ),
-                    ),
+                    ("saved", &show_bytes(r.flash_saved)),
                 ],
             )
         )?;

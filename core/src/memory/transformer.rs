@@ -207,6 +207,8 @@ pub struct TransformerReport {
     pub scores_per_layer: u64,
     /// What FlashAttention keeps for them: 4·a·s·b bytes of log-sum-exp.
     pub lse_per_layer: u64,
+    /// What FlashAttention saves over every layer: layers × (scores − lse).
+    pub flash_saved: u64,
     /// One layer's input, bytes: what checkpointing keeps per layer.
     pub layer_input: u64,
     /// Saved activations of the whole model (layers, embedding and output), bytes.
@@ -584,6 +586,9 @@ impl TransformerRun {
             activations_per_layer: per_layer,
             scores_per_layer,
             lse_per_layer,
+            flash_saved: m
+                .layers
+                .saturating_mul(scores_per_layer.saturating_sub(lse_per_layer)),
             layer_input,
             activations,
             activations_checkpointed,

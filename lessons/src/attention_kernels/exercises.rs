@@ -88,7 +88,6 @@ fn tiled_bytes(seed: u64, lang: Lang) -> Task {
         vec![
             ((4 * (n64 * d64 + 2 * n64 * d64 + n64 * (d64 + 1))) as f64, t(lang, "ex.tiled_bytes.once")),
             ((4 * (n64 * d64 + 2 * n64 * d64 * per_tile + n64 * (d64 + 1))) as f64, t(lang, "ex.tiled_bytes.per_bc")),
-            (answer - (4 * n64) as f64, t(lang, "ex.tiled_bytes.no_lse")),
         ],
     )
 }

@@ -15,7 +15,7 @@ mod sweep_view;
 mod tiles_view;
 mod traffic_view;
 
-use dlsys_core::kernels::attention::{AttnError, AttnRung, AttnShape, Qkv, Tiles};
+use dlsys_core::kernels::attention::{AttnError, AttnRung, AttnShape, Qkv, SEED, Tiles};
 use dlsys_core::kernels::{Data, Problem};
 use dlsys_shaders::LadderSettings;
 use serde::{Deserialize, Serialize};
@@ -27,9 +27,6 @@ use crate::{Env, Lesson};
 pub use exercises::EXERCISES;
 
 crate::lesson_text!("attention_kernels");
-
-/// Q, K and V's seed (the CLI's too).
-const SEED: u64 = 37;
 
 /// What the learner set up; survives restarts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

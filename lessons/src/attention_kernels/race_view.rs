@@ -183,11 +183,7 @@ fn table(ui: &mut egui::Ui, lines: &[AttnRow], lang: Lang) {
         "race.col_bound",
         "race.col_right",
     ];
-    let rung = |id: &str| {
-        dlsys_core::kernels::attention::AttnRung::ALL
-            .into_iter()
-            .find(|r| r.id() == id)
-    };
+    let rung = dlsys_core::kernels::attention::AttnRung::from_id;
     pinned(
         ui,
         "attn_race",

@@ -6,9 +6,9 @@
 
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
-use dlsys_core::kernels::attention::{AttnRung, AttnShape};
+use dlsys_core::kernels::attention::{AttnRung, AttnShape, sweep_lengths};
 use dlsys_core::names::Named as _;
-use dlsys_shaders::attention::{AttnRow, rows, sweep_lengths};
+use dlsys_shaders::attention::{AttnRow, rows};
 
 use super::loglog::{Series, plot};
 use super::{Built, Settings, TEXT, build, ladder, t};
@@ -100,7 +100,7 @@ impl Sweep {
 
     pub fn ui(&mut self, ui: &mut egui::Ui, s: &mut Settings, env: &Env<'_>) {
         let lang = env.lang;
-        ui.label(t(lang, "sweep.explain"));
+        crate::kit::prose(ui, t(lang, "sweep.explain"));
         ui.horizontal_wrapped(|ui| {
             let label = ui.label(t(lang, "sweep.max"));
             ui.add_enabled_ui(!self.is_busy(), |ui| {
@@ -172,7 +172,7 @@ impl Sweep {
                 TEXT.fill(lang, "sweep.wrong", &[("count", &wrong)]),
             );
         }
-        ui.weak(t(lang, "sweep.note"));
+        crate::kit::prose(ui, t(lang, "sweep.note"));
     }
 }
 

@@ -5,10 +5,10 @@
 //! factor that rescales O — replayed by the core's `trace`.
 
 use dlsys_core::float::show_sig;
-use dlsys_core::kernels::attention::{AttnShape, Qkv, TileStep, Tiles, trace};
+use dlsys_core::kernels::attention::{AttnShape, Qkv, SEED, TileStep, Tiles, trace};
 use dlsys_core::text::Lang;
 
-use super::{AttentionKernels, SEED, TEXT, t};
+use super::{AttentionKernels, TEXT, t};
 use crate::kit::figure::{self, Key};
 use crate::kit::table::{Look, pinned};
 use crate::kit::theme;

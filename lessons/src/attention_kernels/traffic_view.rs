@@ -7,7 +7,7 @@
 use dlsys_core::errors::Localized as _;
 use dlsys_core::float::show_sig;
 use dlsys_core::kernels::LOOP_BUDGET;
-use dlsys_core::kernels::attention::{AttnRung, MAX_SEQ, standard_bytes};
+use dlsys_core::kernels::attention::{AttnRung, standard_bytes, sweep_lengths};
 use dlsys_core::memory::show_bytes;
 use dlsys_core::names::Named as _;
 use dlsys_core::text::Lang;
@@ -96,9 +96,7 @@ pub fn ui(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
         ));
     }
     // Extra memory against N: N² for the naive rung, N for the others.
-    let lengths: Vec<u32> = std::iter::successors(Some(128u32), |n| Some(n * 2))
-        .take_while(|n| *n <= MAX_SEQ)
-        .collect();
+    let lengths = sweep_lengths();
     let series: Vec<Series> = [AttnRung::Naive, AttnRung::Tiled]
         .into_iter()
         .enumerate()

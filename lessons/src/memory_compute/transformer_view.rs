@@ -123,7 +123,6 @@ pub fn transformer_ui(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang
         ],
     ));
     ui.checkbox(&mut s.flash, t(lang, "tf.flash"));
-    let saved = m.layers.saturating_mul(r.scores_per_layer.saturating_sub(r.lse_per_layer));
     ui.label(TEXT.fill(
         lang,
         if s.flash { "tf.flash_on" } else { "tf.flash_off" },
@@ -131,7 +130,7 @@ pub fn transformer_ui(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang
             ("scores", &show_bytes(r.scores_per_layer)),
             ("lse", &show_bytes(r.lse_per_layer)),
             ("layers", &m.layers),
-            ("saved", &show_bytes(saved)),
+            ("saved", &show_bytes(r.flash_saved)),
         ],
     ));
     let with_activations = |activations: u64| {

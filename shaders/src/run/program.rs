@@ -329,7 +329,11 @@ impl Program {
                         });
                         err <= b
                     } else {
-                        g == w || (g.is_nan() && w.is_nan())
+                        let same = g == w || (g.is_nan() && w.is_nan());
+                        if !same {
+                            worst = f64::INFINITY;
+                        }
+                        same
                     };
                     if !ok {
                         outside += 1;

@@ -172,22 +172,30 @@ fn what_the_device_cannot_hold_is_refused_with_the_reason() {
     let wide = AttnShape::new(1, 64, 128, false).unwrap();
     let qkv = Qkv::seeded(&wide, 8);
     let r = reference(&wide, &qkv).unwrap();
-    let err = program(
+    let made = program(
         AttnRung::Tiled,
         &wide,
         Tiles { br: 16, bc: 64 },
         device,
         &qkv,
         &r,
-    )
-    .unwrap_err();
-    assert!(
-        matches!(err, AttnError::TileMemory { bytes: 65536, .. }),
-        "{err}"
     );
+    if device.workgroup_bytes < 65536 {
+        let err = made.unwrap_err();
+        assert!(
+            matches!(err, AttnError::TileMemory { bytes: 65536, .. }),
+            "{err}"
+        );
+    } else {
+        // A device with 64 KiB of workgroup memory takes them.
+        assert!(made.is_ok());
+    }
     // Score matrices past one binding.
-    let heads = (device.binding_bytes / (4 * u64::from(MAX_SEQ) * u64::from(MAX_SEQ)) + 1) as u32;
-    let big = AttnShape::new(heads, MAX_SEQ, 32, false).unwrap();
+    let heads = device.binding_bytes / (4 * u64::from(MAX_SEQ) * u64::from(MAX_SEQ)) + 1;
+    let Ok(big) = AttnShape::new(heads as u32, MAX_SEQ, 32, false) else {
+        // A binding that holds the scores of every head accepted.
+        return;
+    };
     assert!(matches!(
         big.check(AttnRung::Naive, Tiles::default(), device),
         Err(AttnError::Scores { .. })

@@ -26,9 +26,9 @@
 // 对一个头计算 O = softmax(Q·Kᵀ/√d)·V：N 个查询、N 个键，每个 d 维。
 // 只有前 params.n 个键是真实的（key padding），其余的被屏蔽。
 // 每个线程负责一个查询行，每个工作组（相当于 CUDA 的线程块）64 行。
-// K 和 V 每次 TILE 行搬进工作组共享内存，64 行共用，只读一次；
+// K 和 V 每次搬 TILE 行进工作组共享内存，只读一次，供这 64 行共用；
 // 每一行维护当前最大值 m、累加和 l 和它的 O 累加器，某个分块让最大值变大时，
-// 两者都要重新缩放。全程不写出任何 N × N 的矩阵。
+// l 和 O 累加器都要重新缩放。全程不写出任何 N × N 的矩阵。
 //
 // 测试框架（harness）提供以下声明（请保持原样）：
 //   params.rows                N，查询数（也是键数）
@@ -37,7 +37,7 @@
 //   params.neg_inf             −inf（WGSL 没有无穷大字面量）
 //   x                          依次是 Q（N × d）、K（N × d）、V（N × d）
 //   y                          写入 O（N × d）；没有任何真实键的行写 0
-// dispatch ceil(N / 64) 个工作组：@workgroup_size(64)；查询行号是
+// 它会 dispatch ceil(N / 64) 个工作组：@workgroup_size(64)；查询行号是
 // workgroup_id.x · 64 + local_invocation_index。
 // 检查用例：N = 1、N 不是分块的整数倍、d = 32 和 64、±10000 的分数
 // （自变量超过 88.7 时 exp 在 f32 里就会上溢）、完全没有真实键、key padding，
@@ -72,12 +72,12 @@ fn main(@builtin(local_invocation_index) tid: u32,
     //en TODO 4. If live: y[i·d + c] = acc[c] / l, or 0 when l is 0.
     //zh TODO 1. 把 Q 的第 i 行读进 q（只在 live 时）。
     //zh TODO 2. 对 keys 以内的每个分块 j0 = 0, TILE, …：每个线程都帮忙把
-    //zh         K 和 V 的若干行拷进 k_tile 和 v_tile（分块第 t 行放在 t · d），
+    //zh         K 和 V 的若干行复制到 k_tile 和 v_tile（分块第 t 行放在 t · d），
     //zh         然后 workgroupBarrier()。
     //zh TODO 3. 若 live：算出这个分块的分数 s = q·k / √d 及其最大值 mt =
     //zh         max(m, …)；把 l 和每个 acc[c] 都乘以 exp(m − mt)；
     //zh         再把 p = exp(s − mt) 加到 l、把 p·v 加到 acc；m = mt。
-    //zh         下一个分块覆盖之前还要再 workgroupBarrier() 一次。
+    //zh         在下一个分块覆盖共享内存之前，再调用一次 workgroupBarrier()。
     //zh TODO 4. 若 live：y[i·d + c] = acc[c] / l，l 为 0 时写 0。
     if (live) {
         for (var c = 0u; c < d; c++) {

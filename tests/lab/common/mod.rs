@@ -127,6 +127,11 @@ pub fn visit_every_lesson(
     use egui_kittest::kittest::Queryable as _;
     for lesson in dlsys_lessons::all() {
         let title = lesson.title(lang);
+        // The list may be longer than the window: scroll to the entry first.
+        harness
+            .get_by_role_and_label(egui::accesskit::Role::Button, &title)
+            .scroll_to_me();
+        harness.run();
         harness
             .get_by_role_and_label(egui::accesskit::Role::Button, &title)
             .click();

@@ -43,6 +43,16 @@ pub const ROWS_WG: u32 = 64;
 /// The tiled rung's block sizes: query rows per workgroup, key rows per tile.
 pub const BR: [u32; 3] = [16, 32, 64];
 pub const BC: [u32; 4] = [8, 16, 32, 64];
+/// The seed of the Q, K and V that the page and `bench` race on.
+pub const SEED: u64 = 37;
+
+/// The sweep's sequence lengths: 128, 256, … up to [`MAX_SEQ`].
+pub fn sweep_lengths() -> Vec<u32> {
+    std::iter::successors(Some(128u32), |n| Some(n * 2))
+        .take_while(|n| *n <= MAX_SEQ)
+        .collect()
+}
+
 /// The tiles whose invocations loop longest (at d = 128): the tests run them
 /// at [`MAX_SEQ`].
 pub const WORST_TILES: Tiles = Tiles { br: 16, bc: 8 };
@@ -66,6 +76,10 @@ crate::catalog_error! {
         LoopBudget { rung: String, iterations: u64, budget: u32 } = "attn.loop_budget",
         Input { name: String, len: usize, want: usize } = "attn.input",
         NotFinite { name: String, index: usize, value: String } = "attn.not_finite",
+        /// Q and K so large that a score could pass f32's range.
+        ScoreRange { row: usize, bound: String } = "attn.score_range",
+        /// Q, K, V or the output larger than one buffer binding.
+        Buffer { what: String, mib: String, limit_mib: String } = "attn.buffer",
     }
 }
 
@@ -80,6 +94,11 @@ pub enum AttnRung {
 
 impl AttnRung {
     pub const ALL: [Self; 4] = [Self::Naive, Self::Rows, Self::Tiled, Self::Causal];
+
+    /// The rung whose [`AttnRung::id`] is `id`.
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.id() == id)
+    }
 
     pub fn id(self) -> &'static str {
         match self {
@@ -130,6 +149,19 @@ impl Default for Tiles {
 }
 
 impl Tiles {
+    /// Br and Bc from the sizes the WGSL is written for (every rung's WGSL
+    /// is built with them, so every rung needs them valid).
+    pub fn check(self) -> Result<(), AttnError> {
+        if BR.contains(&self.br) && BC.contains(&self.bc) {
+            Ok(())
+        } else {
+            Err(AttnError::Tile {
+                br: self.br,
+                bc: self.bc,
+            })
+        }
+    }
+
     /// Workgroup memory the K and V tiles take at head dimension `d`.
     pub fn workgroup_bytes(self, d: u32) -> u64 {
         2 * u64::from(self.bc) * u64::from(d) * 4
@@ -269,6 +301,20 @@ impl AttnShape {
     /// Whether `rung` with `tiles` runs on this problem within `limits`
     /// (and within the loop budget every device is held to).
     pub fn check(&self, rung: AttnRung, tiles: Tiles, limits: AttnLimits) -> Result<(), AttnError> {
+        tiles.check()?;
+        let mib = |b: u64| format!("{:.1}", b as f64 / f64::from(1 << 20));
+        for (what, bytes) in [
+            ("Q, K, V", 4 * self.values()),
+            ("O", 4 * self.output_values(rung)),
+        ] {
+            if bytes > limits.binding_bytes {
+                return Err(AttnError::Buffer {
+                    what: what.to_owned(),
+                    mib: mib(bytes),
+                    limit_mib: mib(limits.binding_bytes),
+                });
+            }
+        }
         self.check_rung(rung, tiles, limits)?;
         let iterations = self.loop_iterations(rung, tiles);
         if iterations > u64::from(LOOP_BUDGET) {
@@ -331,12 +377,6 @@ impl AttnShape {
                 if rung == AttnRung::Causal && !self.causal {
                     return Err(AttnError::NotCausal);
                 }
-                if !BR.contains(&tiles.br) || !BC.contains(&tiles.bc) {
-                    return Err(AttnError::Tile {
-                        br: tiles.br,
-                        bc: tiles.bc,
-                    });
-                }
                 let bytes = tiles.workgroup_bytes(self.head_dim);
                 if bytes > limits.workgroup_bytes {
                     return Err(AttnError::TileMemory {
@@ -396,16 +436,7 @@ impl AttnShape {
                     3,
                 )
             }
-            AttnRung::Rows => {
-                let keys: u64 = (0..self.heads as usize)
-                    .map(|h| {
-                        (0..self.seq)
-                            .map(|i| u64::from(self.keys(h, i)))
-                            .sum::<u64>()
-                    })
-                    .sum();
-                (heads * n * d + 2 * d * keys, heads * n * (d + 1), 1)
-            }
+            AttnRung::Rows => (heads * n * d + 2 * d * self.pairs(), heads * n * (d + 1), 1),
             AttnRung::Tiled | AttnRung::Causal => {
                 let skip = rung == AttnRung::Causal;
                 let br = u64::from(tiles.br);
@@ -433,20 +464,28 @@ impl AttnShape {
         let d = f64::from(self.head_dim);
         let pairs: u64 = match rung {
             AttnRung::Naive => u64::from(self.heads) * u64::from(self.seq) * u64::from(self.seq),
-            _ => (0..self.heads as usize)
-                .map(|h| {
-                    (0..self.seq)
-                        .map(|i| u64::from(self.keys(h, i)))
-                        .sum::<u64>()
-                })
-                .sum(),
+            _ => self.pairs(),
         };
         4.0 * d * pairs as f64
     }
 
+    /// The (query, key) pairs the mask leaves, over every head.
+    fn pairs(&self) -> u64 {
+        (0..self.heads as usize)
+            .map(|h| {
+                (0..self.seq)
+                    .map(|i| u64::from(self.keys(h, i)))
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
     /// (tiles skipped, tiles of the plain tiled rung): the work the causal
-    /// rung saves.
+    /// rung saves (none for tiles [`Tiles::check`] refuses).
     pub fn tiles_skipped(&self, tiles: Tiles) -> (u64, u64) {
+        if tiles.check().is_err() {
+            return (0, 0);
+        }
         let (br, bc) = (tiles.br, tiles.bc);
         let (mut skipped, mut total) = (0, 0);
         for h in 0..self.heads as usize {

@@ -31,12 +31,26 @@ impl Qkv {
         Self { q, k, v }
     }
 
-    /// Q scaled so the scores spread about ±1e4: a softmax that overflows
-    /// unless the max is subtracted.
+    /// Scores of about ±10⁴ (a row's sign drawn with it): a softmax that
+    /// overflows unless the max is subtracted. Each row of Q has one sign
+    /// and K is positive, so Σ|q·k| = |s| and the bound stays tight (under
+    /// a quarter of max|v|) instead of covering any mix of V's rows.
     pub fn huge_logits(shape: &AttnShape, seed: u64) -> Self {
         let mut qkv = Self::seeded(shape, seed);
-        for x in &mut qkv.q {
-            *x *= 3e4;
+        let d = shape.head_dim as usize;
+        let scale = 4e4 / (d as f32).sqrt();
+        for (r, row) in qkv.q.chunks_mut(d).enumerate() {
+            let sign = if (r as u64 ^ seed).count_ones().is_multiple_of(2) {
+                1.0
+            } else {
+                -1.0
+            };
+            for x in row {
+                *x = sign * scale * x.abs();
+            }
+        }
+        for x in &mut qkv.k {
+            *x = x.abs();
         }
         qkv
     }
@@ -164,6 +178,13 @@ pub fn reference(shape: &AttnShape, qkv: &Qkv) -> Result<Reference, AttnError> {
             }
             let lse = m + l.ln();
             out.lse[h * n + i] = lse;
+            // A score past f32's range would be inf on the GPU.
+            if spread * scale > f64::from(f32::MAX) / 4.0 {
+                return Err(AttnError::ScoreRange {
+                    row: h * n + i,
+                    bound: format!("{:.3e}", spread * scale),
+                });
+            }
             let delta = (d as f64 + 4.0) * U * spread * scale;
             let terms = e as f64;
             out.o_bound[row..row + d]

@@ -42,8 +42,14 @@ fn huge_logits_have_a_finite_reference_and_a_wider_bound() {
     let calm = reference(&shape, &Qkv::seeded(&shape, 2)).unwrap();
     let huge = reference(&shape, &Qkv::huge_logits(&shape, 2)).unwrap();
     assert!(huge.o.iter().all(|x| x.is_finite()));
-    assert!(huge.lse.iter().any(|x| x.abs() > 1e3));
+    assert!(huge.lse.iter().any(|x| *x > 3e3) && huge.lse.iter().any(|x| *x < -3e3));
     assert!(huge.o_bound[0] > 100.0 * calm.o_bound[0]);
+    // Tight enough that a wrong mix of V's rows (|v| up to 1) fails.
+    assert!(
+        huge.o_bound.iter().all(|b| *b < 0.25),
+        "{}",
+        huge.o_bound[0]
+    );
     assert!(calm.o_bound[0] < 1e-4);
 }
 
@@ -153,6 +159,21 @@ fn bad_sizes_are_refused_with_the_reason() {
         wide.check(AttnRung::Tiled, tiles(12), AttnLimits::WEBGPU),
         Err(AttnError::Tile { .. })
     ));
+    // Every rung's WGSL is built with the tiles: all refuse bad ones.
+    let zero = Tiles { br: 0, bc: 16 };
+    for rung in AttnRung::ALL {
+        assert!(matches!(
+            wide.check(rung, zero, AttnLimits::WEBGPU),
+            Err(AttnError::Tile { .. })
+        ));
+    }
+    assert_eq!(wide.tiles_skipped(zero), (0, 0));
+    // 64 heads of 4,096 × 128: O and the log-sum-exp pass one binding.
+    let many = AttnShape::new(64, 4096, 128, false).unwrap();
+    assert!(matches!(
+        many.check(AttnRung::Tiled, Tiles::default(), AttnLimits::WEBGPU),
+        Err(AttnError::Buffer { .. })
+    ));
 }
 
 #[test]
@@ -197,6 +218,18 @@ fn wrong_input_lengths_are_refused() {
             want: 128,
             ..
         })
+    ));
+}
+
+#[test]
+fn scores_past_f32s_range_are_refused() {
+    let shape = one_head(2, false);
+    let mut qkv = Qkv::seeded(&shape, 1);
+    qkv.q.fill(1e30);
+    qkv.k.fill(1e30);
+    assert!(matches!(
+        reference(&shape, &qkv),
+        Err(AttnError::ScoreRange { row: 0, .. })
     ));
 }
 
