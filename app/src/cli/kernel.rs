@@ -351,18 +351,30 @@ fn run_int8(m: u32, n: u32, k: u32, kernel: Int8Kernel) -> Result<ExitCode, CliE
     let (a, b) = values.split_at((u64::from(m) * u64::from(k)) as usize);
     let program =
         dlsys_shaders::int8_gemm::program(kernel, shape, a, b).map_err(|e| super::say(&e))?;
+    let words = run_checked(&mut runner, &program, "kernel.int8_wrong", kernel.id())?;
+    write_words(&words)
+}
+
+/// `program` run once and checked: its output words, or the error `wrong`
+/// (naming `id` and the count of wrong values) when the check fails.
+pub(super) fn run_checked(
+    runner: &mut dlsys_shaders::KernelRunner,
+    program: &dlsys_shaders::Program,
+    wrong: &str,
+    id: &str,
+) -> Result<Vec<u32>, CliError> {
     let out = runner
-        .start_program(&program, 0, 1, false)
+        .start_program(program, 0, 1, false)
         .and_then(dlsys_shaders::Job::wait)
         .map_err(|e| super::say(&e))?;
     let checked = program.check(&out.words);
     if !checked.ok {
         return Err(CliError::from(tf(
-            "kernel.int8_wrong",
-            &[("id", &kernel.id()), ("count", &checked.mismatches)],
+            wrong,
+            &[("id", &id), ("count", &checked.mismatches)],
         )));
     }
-    write_words(&out.words)
+    Ok(out.words)
 }
 
 /// A checked result's words to stdout, little-endian, as they are.

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use dlsys_core::kernels::attention::{AttnRung, AttnShape, Qkv, Tiles, reference};
 
 use super::choice::choice;
-use super::kernel::{kernel_runner, read_stdin_f32, write_words};
+use super::kernel::{kernel_runner, read_stdin_f32, run_checked, write_words};
 use super::{CliError, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -84,17 +84,12 @@ pub(super) fn run(args: &AttnKernelArgs) -> Result<ExitCode, CliError> {
     let want = reference(&shape, &qkv).map_err(|e| super::say(&e))?;
     let program = dlsys_shaders::attention::program(args.rung, &shape, tiles, limits, &qkv, &want)
         .map_err(|e| super::say(&e))?;
-    let out = runner
-        .start_program(&program, 0, 1, false)
-        .and_then(dlsys_shaders::Job::wait)
-        .map_err(|e| super::say(&e))?;
-    let checked = program.check(&out.words);
-    if !checked.ok {
-        return Err(CliError::from(tf(
-            "kernel.attention_wrong",
-            &[("id", &args.rung.id()), ("count", &checked.mismatches)],
-        )));
-    }
-    let keep = if args.lse { out.words.len() } else { n };
-    write_words(&out.words[..keep])
+    let words = run_checked(
+        &mut runner,
+        &program,
+        "kernel.attention_wrong",
+        args.rung.id(),
+    )?;
+    let keep = if args.lse { words.len() } else { n };
+    write_words(&words[..keep])
 }
