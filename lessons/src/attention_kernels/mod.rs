@@ -84,6 +84,21 @@ fn build(shape: AttnShape, tiles: Tiles, limits: dlsys_core::kernels::attention:
     dlsys_shaders::attention::programs(&rungs, &shape, tiles, limits, &qkv).map(|p| (shape, p))
 }
 
+/// The programs that were made, and the rungs refused with why.
+fn split(
+    made: Vec<dlsys_shaders::attention::Made>,
+) -> (Vec<dlsys_shaders::Program>, Vec<(AttnRung, AttnError)>) {
+    let mut programs = Vec::new();
+    let mut refused = Vec::new();
+    for (rung, program) in made {
+        match program {
+            Ok(p) => programs.push(p),
+            Err(e) => refused.push((rung, e)),
+        }
+    }
+    (programs, refused)
+}
+
 /// The built-in kernels raced beside the programs: the copy (the memory
 /// roof) and, for the main race, the FMA chains (the compute roof).
 fn ladder(trials: u32, fma: bool) -> LadderSettings {
@@ -101,6 +116,8 @@ pub struct AttentionKernels {
     raced: Option<(AttnShape, Vec<(AttnRung, AttnError)>)>,
     error: Option<String>,
     sweep: sweep_view::Sweep,
+    /// The tile loop's steps, for the mask they were replayed with.
+    trace: crate::kit::memo::Memo<bool, Vec<dlsys_core::kernels::attention::TileStep>>,
     /// When the tile loop plays, the time of its last step.
     playing: Option<f64>,
 }

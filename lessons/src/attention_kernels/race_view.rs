@@ -11,7 +11,7 @@ use dlsys_core::names::Named as _;
 use dlsys_core::text::Lang;
 use dlsys_shaders::attention::{AttnRow, rows};
 
-use super::{AttentionKernels, TEXT, build, ladder, t};
+use super::{AttentionKernels, TEXT, build, ladder, split, t};
 use crate::Env;
 use crate::kit::table::{Look, pinned};
 use crate::kit::theme;
@@ -51,14 +51,7 @@ impl AttentionKernels {
                 return;
             }
         };
-        let mut programs = Vec::new();
-        let mut refused = Vec::new();
-        for (rung, program) in made {
-            match program {
-                Ok(p) => programs.push(p),
-                Err(e) => refused.push((rung, e)),
-            }
-        }
+        let (programs, refused) = split(made);
         self.raced = Some((shape, refused));
         self.race
             .start_with(&ladder(self.settings.trials, true), programs, env);

@@ -11,7 +11,7 @@ use dlsys_core::names::Named as _;
 use dlsys_shaders::attention::{AttnRow, rows};
 
 use super::loglog::{Series, plot};
-use super::{Built, Settings, TEXT, build, ladder, t};
+use super::{Built, Settings, TEXT, build, ladder, split, t};
 use crate::Env;
 use crate::kit::background::Background;
 use crate::kit::race::Race;
@@ -54,13 +54,12 @@ impl Sweep {
         if let Some(built) = self.building.take(ctx) {
             match built {
                 Ok((shape, made)) => {
-                    let mut programs = Vec::new();
-                    for (rung, p) in made {
-                        match p {
-                            Ok(p) => programs.push(p),
-                            Err(e) => self.refused.push((shape.seq, rung, e.message(env.lang))),
-                        }
-                    }
+                    let (programs, refused) = split(made);
+                    self.refused.extend(
+                        refused
+                            .into_iter()
+                            .map(|(rung, e)| (shape.seq, rung, e.message(env.lang))),
+                    );
                     self.current = Some(shape);
                     self.race.start_with(&ladder(1, false), programs, env);
                 }

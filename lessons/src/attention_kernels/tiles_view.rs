@@ -34,7 +34,8 @@ impl AttentionKernels {
             &[("n", &N), ("br", &TILES.br), ("bc", &TILES.bc)],
         ));
         let causal = self.settings.causal;
-        let steps = steps(causal);
+        // Replayed when the mask changes, not every frame.
+        let steps = self.trace.get(&causal, |c| steps(*c));
         if steps.is_empty() {
             return;
         }
@@ -101,7 +102,7 @@ impl AttentionKernels {
         // Side by side where the page is wide, one under the other where not.
         ui.horizontal_wrapped(|ui| {
             ui.spacing_mut().item_spacing.x = 24.0;
-            grid(ui, &steps, s.step, causal, lang);
+            grid(ui, steps, s.step, causal, lang);
             state_table(ui, step, lang);
         });
     }
