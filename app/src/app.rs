@@ -1,6 +1,10 @@
 //! The eframe shell: sidebar of lessons, the open lesson, its exercises,
 //! theme, zoom, "About this GPU", and persistence.
 
+mod page_end;
+mod record;
+mod top_bar;
+
 use dlsys_core::text::Lang;
 use dlsys_lessons::kit::exercise_panel::ExercisePanel;
 use dlsys_lessons::kit::text as shell_text;
@@ -56,6 +60,8 @@ pub struct DlsysApp {
     route_shown: String,
     #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     route_seen: Option<String>,
+    /// A progress file read and shown on the "Progress" page, not yet applied.
+    import: Option<record::PendingImport>,
 }
 
 impl DlsysApp {
@@ -74,7 +80,11 @@ impl DlsysApp {
             Some(own) => own.get_string(key),
             None => cc.storage.and_then(|s| s.get_string(key)),
         };
-        let saved = get(STORAGE_KEY);
+        // An older version's save is read (its dates unknown) and saved
+        // under this version's key at the first change.
+        let found = persist::saved_text(get);
+        let older = found.as_ref().is_some_and(|(_, key)| *key != STORAGE_KEY);
+        let saved = found.map(|(text, _)| text);
         let loaded = persist::load(saved.as_deref(), persist::now_secs());
         let mut state = loaded.state;
         if saved.is_none() {
@@ -103,11 +113,16 @@ impl DlsysApp {
             scroll_to_top: false,
             storage,
             shown_lang: Lang::En,
-            last_saved: saved.unwrap_or_default(),
+            last_saved: if older {
+                String::new()
+            } else {
+                saved.unwrap_or_default()
+            },
             changed_since: None,
             selftest: None,
             route_shown: String::new(),
             route_seen: route.clone(),
+            import: None,
         };
         if selftest {
             let ids = app.lessons.iter().map(|l| l.id().to_owned()).collect();
@@ -311,102 +326,6 @@ impl DlsysApp {
         }
     }
 
-    fn top_bar_ui(&mut self, ui: &mut egui::Ui) {
-        let lang = self.shown_lang;
-        let text = shell_text();
-        // Wrapped: at 800 px the language buttons go to a second line
-        // rather than past the window's edge.
-        ui.horizontal_wrapped(|ui| {
-            ui.toggle_value(
-                &mut self.state.sidebar,
-                format!("☰ {}", text.get(lang, "app.lessons")),
-            )
-            .on_hover_text(text.get(lang, "app.sidebar"));
-            ui.strong(text.get(lang, "app.title"));
-            ui.separator();
-            ui.label(text.get(lang, "app.theme"));
-            let mut theme = self.state.theme;
-            ui.selectable_value(
-                &mut theme,
-                egui::ThemePreference::System,
-                text.get(lang, "app.theme_system"),
-            );
-            ui.selectable_value(
-                &mut theme,
-                egui::ThemePreference::Light,
-                text.get(lang, "app.theme_light"),
-            );
-            ui.selectable_value(
-                &mut theme,
-                egui::ThemePreference::Dark,
-                text.get(lang, "app.theme_dark"),
-            );
-            if theme != self.state.theme {
-                self.state.theme = theme;
-                ui.ctx().set_theme(theme);
-            }
-            ui.separator();
-            let zoom = ui.ctx().zoom_factor();
-            if ui
-                .button("−")
-                .on_hover_text(text.get(lang, "app.zoom_out"))
-                .clicked()
-            {
-                egui::gui_zoom::zoom_out(ui.ctx());
-            }
-            if ui
-                .button(format!("{:.0} %", zoom * 100.0))
-                .on_hover_text(text.get(lang, "app.zoom_reset"))
-                .clicked()
-            {
-                ui.ctx().set_zoom_factor(1.0);
-            }
-            if ui
-                .button("+")
-                .on_hover_text(text.get(lang, "app.zoom_in"))
-                .clicked()
-            {
-                egui::gui_zoom::zoom_in(ui.ctx());
-            }
-            ui.separator();
-            ui.toggle_value(&mut self.show_gpu_window, text.get(lang, "app.about_gpu"));
-            ui.separator();
-            // Desktop screen readers read the AccessKit tree; the web's canvas
-            // has none, so eframe speaks focused controls when asked to.
-            if cfg!(target_arch = "wasm32") {
-                let toggle = ui
-                    .toggle_value(&mut self.state.speak, text.get(lang, "app.speak"))
-                    .on_hover_text(text.get(lang, "app.speak_hint"));
-                if toggle.changed() {
-                    let speak = self.state.speak;
-                    ui.ctx().options_mut(|o| o.screen_reader = speak);
-                }
-                ui.separator();
-            }
-            // Each language is named in itself, so anyone can find theirs.
-            ui.label(text.get(lang, "app.language"));
-            for choice in Lang::ALL {
-                let label = egui::RichText::new(choice.native_name())
-                    .family(egui::FontFamily::Proportional);
-                if ui
-                    .selectable_label(self.state.lang == choice, label)
-                    .clicked()
-                {
-                    self.state.lang = choice;
-                }
-            }
-            // Only while the font is really missing (the web, downloading): not
-            // for the one frame in which the choice changed.
-            if self.state.lang != lang && !dlsys_lessons::kit::fonts::cjk_ready(ui.ctx()) {
-                let note = dlsys_lessons::kit::fonts::cjk_failure().map_or_else(
-                    || text.get(lang, "app.loading_font").to_owned(),
-                    |why| text.fill(lang, "app.font_failed", &[("why", &why)]),
-                );
-                ui.weak(note);
-            }
-        });
-    }
-
     fn notices_ui(&mut self, ui: &mut egui::Ui) {
         let lang = self.shown_lang;
         let mut dismissed = None;
@@ -435,32 +354,6 @@ impl DlsysApp {
                 Ok(done) => done,
                 Err(err) => err,
             });
-        }
-    }
-
-    /// Writes every unreadable saved text into one file: a download in the
-    /// browser, a file beside the save file natively.
-    fn export_unreadable(&self) -> Result<Notice, Notice> {
-        let failed = |error: String| Notice::ExportFailed { error };
-        let text = ron::ser::to_string_pretty(&self.state.unreadable, Default::default())
-            .map_err(|err| failed(err.to_string()))?;
-        let name = format!("dlsys-lab-unreadable-{}.ron", persist::now_secs());
-        #[cfg(target_arch = "wasm32")]
-        {
-            crate::web::download(&name, &text).map_err(failed)?;
-            Ok(Notice::Exported { file: name })
-        }
-        #[cfg(not(target_arch = "wasm32"))]
-        {
-            let dir = persist::save_file_path()
-                .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
-                .unwrap_or_else(std::env::temp_dir);
-            let path = dir.join(name);
-            std::fs::write(&path, text)
-                .map_err(|err| failed(format!("{}: {err}", path.display())))?;
-            Ok(Notice::Exported {
-                file: path.display().to_string(),
-            })
         }
     }
 
@@ -572,6 +465,7 @@ impl eframe::App for DlsysApp {
         self.selftest_logic(ctx);
         self.lesson_keys(ctx);
         self.route_logic();
+        self.record_visit();
         let env = Env {
             gpu: &self.gpu,
             lang: self.shown_lang,
@@ -581,6 +475,7 @@ impl eframe::App for DlsysApp {
             lesson.logic(ctx, &env);
             save |= lesson.take_save_request();
         }
+        save |= self.record_requests();
         if save {
             self.save_now(frame);
         }
@@ -615,6 +510,7 @@ impl eframe::App for DlsysApp {
                 let Some(index) = self.lesson_index(&self.state.lesson) else {
                     return;
                 };
+                self.show_record(index);
                 let env = Env {
                     gpu: &self.gpu,
                     lang: self.shown_lang,
@@ -640,18 +536,8 @@ impl eframe::App for DlsysApp {
                         self.shown_lang,
                     );
                 }
-                // The end of the page leads on to the next lesson.
-                if let Some(next) = self.lessons.get(index + 1) {
-                    ui.add_space(12.0);
-                    ui.separator();
-                    let label = shell_text().fill(
-                        env.lang,
-                        "app.next_lesson",
-                        &[("title", &next.title(env.lang))],
-                    );
-                    if ui.button(label).clicked() {
-                        opened = Some(next.id().to_owned());
-                    }
+                if let Some(route) = page_end::ui(ui, &self.lessons, index, env.lang) {
+                    opened = Some(route);
                 }
             });
         });

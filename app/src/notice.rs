@@ -55,6 +55,23 @@ pub enum Notice {
         error: String,
         session: String,
     },
+    /// A progress file was refused; nothing changed.
+    ImportRefused {
+        why: crate::persist::exchange::ImportError,
+    },
+    /// A progress file was taken in, merged or replacing.
+    Imported {
+        file: String,
+        replaced: bool,
+    },
+    ProgressExported {
+        file: String,
+    },
+    ProgressExportFailed {
+        error: String,
+    },
+    /// The progress was reset (the old one kept aside).
+    ProgressReset,
     /// A write of the progress failed (it is kept in memory and tried again).
     SaveFailed {
         path: String,
@@ -115,6 +132,22 @@ impl Notice {
             Self::SaveFailed { path, error } => {
                 fill("notice.save_failed", &[("path", path), ("error", error)])
             }
+            Self::ImportRefused { why } => {
+                fill("notice.import_refused", &[("why", &why.message(lang))])
+            }
+            Self::Imported { file, replaced } => {
+                let key = if *replaced {
+                    "notice.imported_replace"
+                } else {
+                    "notice.imported_merge"
+                };
+                fill(key, &[("file", file)])
+            }
+            Self::ProgressExported { file } => fill("notice.progress_exported", &[("file", file)]),
+            Self::ProgressExportFailed { error } => {
+                fill("notice.progress_export_failed", &[("error", error)])
+            }
+            Self::ProgressReset => text.get(lang, "notice.progress_reset").to_owned(),
         }
     }
 }

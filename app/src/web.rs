@@ -113,6 +113,66 @@ pub fn download(filename: &str, text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A file the learner picked: its name and bytes, or why it could not be read.
+pub type Picked = Result<(String, Vec<u8>), crate::persist::exchange::ImportError>;
+
+thread_local! {
+    static PICKED: std::cell::RefCell<Option<Picked>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Asks the learner for a file (the browser's file chooser); what they pick
+/// arrives later through [`take_picked`]. A file over `max_bytes` is not
+/// read at all: its size comes back as the reason.
+pub fn pick_file(accept: &str, max_bytes: u64) -> Result<(), String> {
+    use eframe::wasm_bindgen::closure::Closure;
+    let fail = |what: &str| format!("could not open the file chooser: {what}");
+    let document = window()
+        .and_then(|w| w.document())
+        .ok_or_else(|| fail("no document"))?;
+    let input = document
+        .create_element("input")
+        .ok()
+        .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+        .ok_or_else(|| fail("no input element"))?;
+    input.set_type("file");
+    input.set_accept(accept);
+    let chosen = input.clone();
+    let on_change = Closure::once(move || {
+        let Some(file) = chosen.files().and_then(|files| files.get(0)) else {
+            return;
+        };
+        let name = file.name();
+        let size = file.size() as u64;
+        if size > max_bytes {
+            let refused = crate::persist::exchange::ImportError::TooLarge { bytes: size };
+            PICKED.with(|p| *p.borrow_mut() = Some(Err(refused)));
+            return;
+        }
+        wasm_bindgen_futures::spawn_local(async move {
+            let read = wasm_bindgen_futures::JsFuture::from(file.array_buffer()).await;
+            let picked = match read {
+                Ok(buffer) => Ok((name, js_sys::Uint8Array::new(&buffer).to_vec())),
+                Err(err) => Err(crate::persist::exchange::ImportError::Read {
+                    error: format!("{err:?}"),
+                }),
+            };
+            PICKED.with(|p| *p.borrow_mut() = Some(picked));
+        });
+    });
+    input.set_onchange(Some(eframe::wasm_bindgen::JsCast::unchecked_ref(
+        on_change.as_ref(),
+    )));
+    // The input lives as long as its handler; both are freed with the page.
+    on_change.forget();
+    input.click();
+    Ok(())
+}
+
+/// The file picked since the last call, if one arrived.
+pub fn take_picked() -> Option<Picked> {
+    PICKED.with(|p| p.borrow_mut().take())
+}
+
 /// Starts the app on the page's canvas.
 pub fn start() {
     eframe::WebLogger::init(log::LevelFilter::Info).ok();

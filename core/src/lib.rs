@@ -21,4 +21,5 @@ pub mod nn;
 pub mod parallel;
 pub mod pipeline;
 pub mod quant;
+pub mod study;
 pub mod text;

@@ -64,6 +64,21 @@ pub trait Lesson {
         &[]
     }
 
+    /// The mock test's part of the learner's record (its review boxes and
+    /// papers), for the page that sums the record up.
+    fn quiz_record(&self) -> Option<dlsys_core::study::QuizRecord<'_>> {
+        None
+    }
+
+    /// The learner's record, handed to the open page before it is drawn.
+    fn see_record(&mut self, _record: &kit::record::Record<'_>) {}
+
+    /// An action on the whole record the page asks of the shell (export,
+    /// import, reset), once.
+    fn take_record_request(&mut self) -> Option<kit::record::RecordRequest> {
+        None
+    }
+
     /// Sees the registry's lessons once, when [`all`] builds it: the
     /// welcome page lists them, the mock test draws from their exercises.
     /// No lesson reaches another any other way.
@@ -249,6 +264,7 @@ registry! {
     write_kernels::WriteKernels,
     mock_test::MockTest,
     glossary::Glossary,
+    progress::ProgressPage,
 }
 
 /// Every lesson, in sidebar order: the welcome page, then the registry's;

@@ -112,7 +112,7 @@ fn a_newer_save_is_left_untouched() {
         .map
         .lock()
         .unwrap()
-        .insert("dlsys-lab/v2".to_owned(), "(future: true)".to_owned());
+        .insert("dlsys-lab/v3".to_owned(), "(future: true)".to_owned());
     let (mut harness, _) = app_harness("newer_save", &storage, None);
     harness.run();
     assert!(harness.query_by_label_contains("newer dlsys-lab").is_some());
@@ -123,7 +123,7 @@ fn a_newer_save_is_left_untouched() {
             .map
             .lock()
             .unwrap()
-            .get("dlsys-lab/v2")
+            .get("dlsys-lab/v3")
             .map(String::as_str),
         Some("(future: true)")
     );
@@ -487,7 +487,23 @@ fn the_mock_test_page_draws_what_the_cli_draws_and_marks_the_paper() {
             harness.run();
         }
     }
+    // At the paper's foot the clock is still in sight: a second copy, pinned.
+    harness.get_by_label("Submit").scroll_to_me();
+    harness.run();
+    assert_eq!(
+        harness
+            .query_all_by_label_contains("10 questions · ")
+            .count(),
+        2
+    );
     click_visible(&mut harness, "Submit");
+    // Nine blank answers: the page asks first.
+    assert!(
+        harness
+            .query_by_label_contains("Blank answers: 9 of 10")
+            .is_some()
+    );
+    click_visible(&mut harness, "Hand in anyway");
     assert!(harness.query_by_label_contains("1 of 10 right").is_some());
     assert!(
         harness

@@ -9,4 +9,5 @@ mod gpu_lessons;
 mod keys;
 mod ladder;
 mod lang;
+mod progress;
 mod quantisation;

@@ -28,6 +28,7 @@ mod parallel;
 mod parallel_plan;
 mod parse_error;
 mod pipeline;
+mod progress;
 mod quant;
 mod quant_fp8;
 mod quant_models;
@@ -56,6 +57,7 @@ pub use lessons::LessonsArgs;
 pub use memory::MemoryArgs;
 pub use parallel::ParallelCommand;
 pub use pipeline::PipelineArgs;
+pub use progress::ProgressCommand;
 pub use quant::QuantArgs;
 pub use quiz::QuizArgs;
 pub use train::TrainArgs;
@@ -102,6 +104,10 @@ pub enum Command {
         what: ParallelCommand,
     },
     Quiz(QuizArgs),
+    Progress {
+        #[command(subcommand)]
+        what: ProgressCommand,
+    },
     Bench {
         #[command(subcommand)]
         what: BenchWhat,
@@ -138,6 +144,7 @@ impl Command {
             Self::Infer { what } => what.json(),
             Self::Parallel { what } => what.json(),
             Self::Quiz(args) => args.json,
+            Self::Progress { what } => what.json(),
             Self::Bench {
                 what: BenchWhat::Kernels(args),
             } => args.json,
@@ -201,6 +208,7 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Infer { what } => infer::run(&what),
         Command::Parallel { what } => parallel::run(&what),
         Command::Quiz(args) => quiz::run(&args),
+        Command::Progress { what } => progress::run(&what),
         Command::Bench {
             what: BenchWhat::Kernels(args),
         } => bench::kernels(&args),

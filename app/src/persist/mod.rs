@@ -4,6 +4,7 @@
 //! Natively the save file itself is [`save_file::SaveFile`]: it never writes
 //! over a file it could not read, and says when a write fails.
 
+pub mod exchange;
 mod fields;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod save_file;
@@ -42,12 +43,25 @@ impl<S: eframe::Storage + ?Sized> Store for S {
 }
 
 /// The storage key of this version's state. A newer app writes a newer key,
-/// so an older app never overwrites what it cannot read.
-pub const STORAGE_KEY: &str = "dlsys-lab/v1";
+/// so an older app never overwrites what it cannot read. Version 2 dates
+/// every attempt, solve and visit.
+pub const STORAGE_KEY: &str = "dlsys-lab/v2";
+
+/// The keys older versions wrote, newest first: read when this version's
+/// is absent (their dates are unknown), and left as they were.
+pub const OLDER_KEYS: [&str; 1] = ["dlsys-lab/v1"];
 
 /// Keys a newer dlsys-lab would use; found ones are left untouched.
 pub fn newer_keys() -> impl Iterator<Item = String> {
-    (2..=9).map(|version| format!("dlsys-lab/v{version}"))
+    (3..=9).map(|version| format!("dlsys-lab/v{version}"))
+}
+
+/// The saved text: this version's key, else the newest older one (with
+/// the key it came from).
+pub fn saved_text(get: impl Fn(&str) -> Option<String>) -> Option<(String, &'static str)> {
+    std::iter::once(STORAGE_KEY)
+        .chain(OLDER_KEYS)
+        .find_map(|key| get(key).map(|text| (text, key)))
 }
 
 /// Everything the app persists.

@@ -13,6 +13,7 @@ mod memory;
 mod models;
 mod parallel;
 mod pipeline;
+mod progress;
 mod quant;
 mod quiz;
 mod support;

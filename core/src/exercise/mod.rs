@@ -8,12 +8,13 @@
 //! reference answer and every listed mistake, so the checkers are tested as
 //! carefully as the cores.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 use crate::errors::Localized as _;
 use crate::float::parse::{Dialect, ParseError, parse_number, parse_pattern};
+use crate::study::Day;
 use crate::text::Lang;
 
 /// The first seed of every exercise; re-rolls step from it.
@@ -499,6 +500,10 @@ pub struct ExerciseProgress {
     /// What the learner typed last, kept so nothing is lost.
     pub draft: String,
     pub last_verdict: Option<AnswerVerdict>,
+    /// The day of the last marked attempt (`None`: none, or before dates were kept).
+    pub last_attempt: Option<Day>,
+    /// The day it was solved (`None` for a solve saved before dates were kept).
+    pub solved_on: Option<Day>,
 }
 
 /// Progress over every exercise, keyed by `lesson_id/exercise_id`.
@@ -506,6 +511,13 @@ pub struct ExerciseProgress {
 #[serde(default)]
 pub struct Progress {
     pub exercises: BTreeMap<String, ExerciseProgress>,
+    /// Each lesson's last visit, by lesson id.
+    pub visits: BTreeMap<String, Day>,
+    /// The days something was studied: a visit, an attempt or a solve.
+    pub days: BTreeSet<Day>,
+    /// The first day dates were kept (`None` until then): anything done
+    /// earlier is undated, and the overview says so.
+    pub dated_since: Option<Day>,
 }
 
 impl Progress {
@@ -535,26 +547,98 @@ impl Progress {
             .count()
     }
 
-    /// Records an attempt; returns the verdict and whether the exercise became solved now.
+    /// Records an attempt made on `day`; returns the verdict and whether
+    /// the exercise became solved now.
     pub fn submit(
         &mut self,
         lesson_id: &str,
         exercise_id: &str,
         task: &Task,
         input: &str,
+        day: Day,
     ) -> (AnswerVerdict, bool) {
         let progress = self.entry(lesson_id, exercise_id);
         let verdict = task.check(input);
         progress.draft = input.to_owned();
-        if !matches!(verdict, AnswerVerdict::Unparsable(_)) {
+        let marked = !matches!(verdict, AnswerVerdict::Unparsable(_));
+        if marked {
             progress.attempts += 1;
+            progress.last_attempt = Some(day);
         }
         let newly_solved = verdict.is_correct() && !progress.solved;
         if verdict.is_correct() {
             progress.solved = true;
         }
+        if newly_solved {
+            progress.solved_on = Some(day);
+        }
         progress.last_verdict = Some(verdict.clone());
+        if marked {
+            self.studied(day);
+        }
         (verdict, newly_solved)
+    }
+
+    /// Takes back a solve that did not count (an answer read off the reveal).
+    pub fn unsolve(&mut self, lesson_id: &str, exercise_id: &str) {
+        let entry = self.entry(lesson_id, exercise_id);
+        entry.solved = false;
+        entry.solved_on = None;
+    }
+
+    /// Notes that `day` was a study day (and that dates are kept from then).
+    pub fn studied(&mut self, day: Day) {
+        self.dated_since = earlier(self.dated_since, Some(day));
+        self.days.insert(day);
+    }
+
+    /// Records a visit to lesson `lesson_id` on `day`; `false` when it
+    /// changed nothing (already visited that day).
+    pub fn visit(&mut self, lesson_id: &str, day: Day) -> bool {
+        if self.visits.get(lesson_id) == Some(&day) && self.days.contains(&day) {
+            return false;
+        }
+        self.visits.insert(lesson_id.to_owned(), day);
+        self.studied(day);
+        true
+    }
+
+    /// Takes in `other` (an imported file) without losing anything here:
+    /// an exercise is solved if either solved it, counts the more attempts
+    /// and hints, keeps the earlier solve and the later attempt; visits keep
+    /// the later day, study days are the union. This side's seeds, drafts
+    /// and verdicts stay where it has the exercise.
+    pub fn merge(&mut self, other: &Progress) {
+        for (key, theirs) in &other.exercises {
+            let Some(ours) = self.exercises.get_mut(key) else {
+                self.exercises.insert(key.clone(), theirs.clone());
+                continue;
+            };
+            if theirs.solved && !ours.solved {
+                ours.solved = true;
+                ours.solved_on = theirs.solved_on;
+            } else if theirs.solved {
+                ours.solved_on = earlier(ours.solved_on, theirs.solved_on);
+            }
+            ours.attempts = ours.attempts.max(theirs.attempts);
+            ours.hints_shown = ours.hints_shown.max(theirs.hints_shown);
+            ours.revealed |= theirs.revealed;
+            ours.last_attempt = ours.last_attempt.max(theirs.last_attempt);
+        }
+        for (lesson, day) in &other.visits {
+            let ours = self.visits.entry(lesson.clone()).or_insert(*day);
+            *ours = (*ours).max(*day);
+        }
+        self.days.extend(other.days.iter().copied());
+        self.dated_since = earlier(self.dated_since, other.dated_since);
+    }
+}
+
+/// The earlier of two days that may be unknown (an unknown one is not earlier).
+fn earlier(a: Option<Day>, b: Option<Day>) -> Option<Day> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

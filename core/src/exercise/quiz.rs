@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::{Exercise, Task};
+use crate::study::Day;
 use crate::text::{Catalog, Lang};
 use rand::seq::SliceRandom as _;
 use rand::{RngExt as _, SeedableRng as _};
@@ -82,6 +83,38 @@ pub fn tasks(
                 })
         })
         .collect()
+}
+
+/// A test in progress or just marked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Test {
+    pub questions: Vec<Question>,
+    pub answers: Vec<String>,
+    /// A review of due exercises rather than a seeded draw.
+    pub review: bool,
+    pub seed: u64,
+    /// Seconds spent before this session (the clock runs while it is open).
+    pub elapsed_s: f64,
+    /// The limit in seconds (0: none).
+    pub limit_s: f64,
+    /// Each answer right or wrong, once marked.
+    pub marked: Option<Vec<bool>>,
+}
+
+/// A finished test, for the history.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Attempt {
+    pub seed: u64,
+    pub review: bool,
+    pub right: usize,
+    pub total: usize,
+    pub seconds: f64,
+    /// The day it was marked (`None`: marked before dates were kept).
+    pub day: Option<Day>,
+    /// The marked paper, to open again from the history (older saves have none).
+    pub paper: Option<Test>,
 }
 
 /// The highest review box: answered right that many times in a row, an

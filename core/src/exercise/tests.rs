@@ -183,18 +183,63 @@ fn seeds_step_reproducibly_and_stay_small() {
 }
 
 #[test]
-fn progress_records_attempts_and_first_solve() {
+fn progress_records_attempts_and_first_solve_with_their_days() {
     let task = number_task();
     let mut progress = Progress::default();
-    let (verdict, newly) = progress.submit("float", "max", &task, "x");
+    let (d1, d2) = (crate::study::Day(20_000), crate::study::Day(20_003));
+    let (verdict, newly) = progress.submit("float", "max", &task, "x", d1);
     assert!(matches!(verdict, AnswerVerdict::Unparsable(_)) && !newly);
     assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(0));
-    let (_, newly) = progress.submit("float", "max", &task, "65504");
+    // A malformed answer is not an attempt, nor a study day.
+    assert!(progress.days.is_empty() && progress.dated_since.is_none());
+    let (_, newly) = progress.submit("float", "max", &task, "65504", d1);
     assert!(newly);
-    let (_, newly) = progress.submit("float", "max", &task, "65504");
+    let (_, newly) = progress.submit("float", "max", &task, "65504", d2);
     assert!(!newly);
-    assert_eq!(progress.get("float", "max").map(|p| p.attempts), Some(2));
+    let entry = progress.get("float", "max").cloned().unwrap_or_default();
+    assert_eq!(
+        (entry.attempts, entry.solved_on, entry.last_attempt),
+        (2, Some(d1), Some(d2))
+    );
     assert_eq!(progress.solved_count("float", ["max", "other"]), 1);
+    assert_eq!(progress.days.iter().copied().collect::<Vec<_>>(), [d1, d2]);
+    assert_eq!(progress.dated_since, Some(d1));
+    assert!(progress.visit("float", d2) && !progress.visit("float", d2));
+}
+
+#[test]
+fn a_merge_loses_nothing_from_either_side() {
+    let task = number_task();
+    let day = crate::study::Day;
+    let mut here = Progress::default();
+    here.submit("float", "max", &task, "1", day(10));
+    here.submit("float", "min", &task, "65504", day(12));
+    here.visit("float", day(12));
+    let mut there = Progress::default();
+    there.submit("float", "max", &task, "65504", day(11));
+    there.submit("float", "min", &task, "65504", day(9));
+    there.submit("gemm", "tiles", &task, "65504", day(8));
+    there.visit("float", day(11));
+    there.visit("gemm", day(8));
+    let mut merged = here.clone();
+    merged.merge(&there);
+    let get = |k: &str| merged.exercises.get(k).cloned().unwrap_or_default();
+    assert!(get("float/max").solved && get("float/max").solved_on == Some(day(11)));
+    assert_eq!(get("float/max").last_attempt, Some(day(11)));
+    // The earlier solve is kept; this side's draft stays.
+    assert_eq!(get("float/min").solved_on, Some(day(9)));
+    assert!(get("gemm/tiles").solved);
+    assert_eq!(merged.visits.get("float"), Some(&day(12)));
+    assert_eq!(merged.visits.get("gemm"), Some(&day(8)));
+    assert_eq!(merged.days.len(), 5);
+    assert_eq!(merged.dated_since, Some(day(8)));
+    // Merging twice changes nothing more, and nothing merged is lost.
+    let mut again = merged.clone();
+    again.merge(&there);
+    assert_eq!(again, merged);
+    let mut into_there = there.clone();
+    into_there.merge(&here);
+    assert_eq!(into_there.solved_count("float", ["max", "min"]), 2);
 }
 
 /// A saved verdict keeps its reason, not a sentence: it reads in the

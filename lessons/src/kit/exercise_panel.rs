@@ -141,12 +141,12 @@ impl ExercisePanel {
         if submit {
             let draft = entry.draft.clone();
             let revealed = entry.revealed;
-            let (verdict, newly) = progress.submit(lesson_id, exercise.id, &task, &draft);
-            let entry = progress.entry(lesson_id, exercise.id);
+            let (verdict, newly) =
+                progress.submit(lesson_id, exercise.id, &task, &draft, super::today());
             if newly && revealed {
                 // An answer read off the reveal does not count; a fresh variant will.
-                entry.solved = false;
-                entry.last_verdict = Some(AnswerVerdict::NoCredit);
+                progress.unsolve(lesson_id, exercise.id);
+                progress.entry(lesson_id, exercise.id).last_verdict = Some(AnswerVerdict::NoCredit);
             } else {
                 outcome.newly_solved |= newly;
                 let _ = verdict;

@@ -20,6 +20,7 @@ pub mod kernel_plots;
 pub mod memo;
 mod page;
 pub mod race;
+pub mod record;
 pub mod table;
 pub mod theme;
 pub mod wgsl_features;
@@ -50,6 +51,28 @@ pub fn text() -> &'static Catalog {
 /// Items joined into one list, with the language's separator.
 pub fn join(lang: dlsys_core::text::Lang, items: &[String]) -> String {
     items.join(TEXT.get(lang, "list.sep"))
+}
+
+/// A day fixed in place of the clock's (0: none), so that pictures and
+/// tests of dated pages do not change with the date.
+static FIXED_DAY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Makes [`today`] answer `day` from now on (the tests' and snapshots' clock).
+pub fn fix_today(day: dlsys_core::study::Day) {
+    FIXED_DAY.store(day.0, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Today, by the machine's clock (UTC): the day attempts, solves and
+/// visits are dated with.
+pub fn today() -> dlsys_core::study::Day {
+    let fixed = FIXED_DAY.load(std::sync::atomic::Ordering::Relaxed);
+    if fixed != 0 {
+        return dlsys_core::study::Day(fixed);
+    }
+    let secs = web_time::SystemTime::now()
+        .duration_since(web_time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    dlsys_core::study::Day::from_unix_secs(secs)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use dlsys_core::text::Lang;
 use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
-use dlsys_core::exercise::quiz::{self, Listed, Question, Review};
+use dlsys_core::exercise::quiz::{self, Attempt, Listed, Question, Review, Test};
 use crate::{Env, Lesson};
 
 crate::lesson_text!("mock_test");
@@ -22,36 +22,6 @@ const KEEP_ATTEMPTS: usize = 20;
 /// The clock is saved to the nearest 10 s, so a running test does not
 /// rewrite the save file every frame.
 const SAVED_CLOCK_S: f64 = 10.0;
-
-/// A test in progress or just marked.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Test {
-    pub questions: Vec<Question>,
-    pub answers: Vec<String>,
-    /// A review of due exercises rather than a seeded draw.
-    pub review: bool,
-    pub seed: u64,
-    /// Seconds spent before this session (the clock runs while it is open).
-    pub elapsed_s: f64,
-    /// The limit in seconds (0: none).
-    pub limit_s: f64,
-    /// Each answer right or wrong, once marked.
-    pub marked: Option<Vec<bool>>,
-}
-
-/// A finished test, for the history.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Attempt {
-    pub seed: u64,
-    pub review: bool,
-    pub right: usize,
-    pub total: usize,
-    pub seconds: f64,
-    /// The marked paper, to open again from the history (older saves have none).
-    pub paper: Option<Test>,
-}
 
 /// What survives a restart.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,6 +68,8 @@ pub struct MockTest {
     save_request: bool,
     /// Abandon was clicked once: ask before throwing the paper away.
     confirm_abandon: bool,
+    /// Submit was clicked with blank answers: ask before marking them wrong.
+    confirm_blank: bool,
     /// The paper was just marked: scroll its score into view (Submit sits
     /// at the bottom of a long page).
     show_score: bool,
@@ -184,6 +156,7 @@ impl MockTest {
             right,
             total,
             seconds: elapsed,
+            day: Some(crate::kit::today()),
             paper: Some(test.clone()),
         });
         let excess = self.saved.attempts.len().saturating_sub(KEEP_ATTEMPTS);
@@ -219,6 +192,10 @@ impl Lesson for MockTest {
         }
         // The clock on screen ticks once a second.
         ctx.request_repaint_after(web_time::Duration::from_secs(1));
+    }
+
+    fn quiz_record(&self) -> Option<dlsys_core::study::QuizRecord<'_>> {
+        Some(dlsys_core::study::QuizRecord { review: Some(&self.saved.review), attempts: &self.saved.attempts })
     }
 
     fn progress_note(&self, lang: Lang) -> Option<String> {

@@ -66,7 +66,20 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     } else {
         String::new()
     };
-    ui.strong(TEXT.fill(lang, "paper.clock", &[("n", &test.questions.len()), ("time", &clock(elapsed)), ("limit", &limit)]));
+    let time = TEXT.fill(lang, "paper.clock", &[("n", &test.questions.len()), ("time", &clock(elapsed)), ("limit", &limit)]);
+    let inline = ui.strong(&time);
+    // Scrolled past, the clock stays in sight at the page's top right.
+    if !ui.is_rect_visible(inline.rect) {
+        let corner = ui.clip_rect().right_top() + egui::vec2(-12.0, 6.0);
+        egui::Area::new(egui::Id::unique("mock_test_clock"))
+            .order(egui::Order::Foreground)
+            .pivot(egui::Align2::RIGHT_TOP)
+            .fixed_pos(corner)
+            .interactable(false)
+            .show(ui.ctx(), |ui| {
+                egui::Frame::popup(ui.style()).show(ui, |ui| ui.strong(&time));
+            });
+    }
     ui.add_space(4.0);
     let mut changed = false;
     for (i, task) in tasks.iter().enumerate() {
@@ -109,8 +122,23 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     let _ = changed;
     let mut submit = false;
     let mut abandon = false;
+    let blank = test.answers.iter().filter(|a| a.trim().is_empty()).count();
+    let n = test.answers.len();
     ui.horizontal_wrapped(|ui| {
-        submit = ui.button(t(lang, "paper.submit")).clicked();
+        if m.confirm_blank {
+            // Blank answers are marked wrong: ask before handing in.
+            ui.colored_label(theme::warn(ui.visuals()), TEXT.fill(lang, "paper.blank_sure", &[("blank", &blank), ("n", &n)]));
+            submit = ui.button(t(lang, "paper.blank_yes")).clicked();
+            if ui.button(t(lang, "paper.blank_no")).clicked() {
+                m.confirm_blank = false;
+            }
+        } else if ui.button(t(lang, "paper.submit")).clicked() {
+            if blank > 0 {
+                m.confirm_blank = true;
+            } else {
+                submit = true;
+            }
+        }
         if m.confirm_abandon {
             ui.label(t(lang, "paper.abandon_sure"));
             abandon = ui.button(t(lang, "paper.abandon_yes")).clicked();
@@ -123,6 +151,7 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     });
     if submit {
         m.confirm_abandon = false;
+        m.confirm_blank = false;
         m.submit(lang);
         m.show_score = true;
     } else if abandon {

@@ -41,7 +41,12 @@ pub fn test_wgpu_setup() -> eframe::egui_wgpu::WgpuSetup {
 
 /// A harness builder that renders with wgpu when a GPU adapter exists (and
 /// fails on CI when none does).
+/// The day every test's app takes for today (2026-12-05, a Saturday): the
+/// dated pages' pictures do not change with the date.
+pub const TODAY: dlsys_core::study::Day = dlsys_core::study::Day(20_792);
+
 pub fn builder(test: &str) -> (HarnessBuilder<DlsysApp>, bool) {
+    dlsys_lessons::kit::fix_today(TODAY);
     let builder = Harness::builder().with_size(egui::vec2(1100.0, 760.0));
     match gpu_or_skip(test) {
         Some(_) => (builder.wgpu_setup(test_wgpu_setup()), true),
