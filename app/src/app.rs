@@ -3,6 +3,7 @@
 
 mod page_end;
 mod record;
+mod search_bar;
 mod top_bar;
 
 use dlsys_core::text::Lang;
@@ -62,6 +63,9 @@ pub struct DlsysApp {
     route_seen: Option<String>,
     /// A progress file read and shown on the "Progress" page, not yet applied.
     import: Option<record::PendingImport>,
+    search: search_bar::SearchBar,
+    /// A route the search box opened this frame.
+    searched: Option<String>,
 }
 
 impl DlsysApp {
@@ -98,7 +102,7 @@ impl DlsysApp {
         if let Some((key, text)) = loaded.set_aside {
             state.unreadable.insert(key, text);
         }
-        if saved.is_none()
+        if (saved.is_none() || older)
             && let Some(newer) = persist::newer_keys().find(|key| get(key).is_some())
         {
             notices.push(Notice::NewerSave { key: newer });
@@ -123,6 +127,8 @@ impl DlsysApp {
             route_shown: String::new(),
             route_seen: route.clone(),
             import: None,
+            search: search_bar::SearchBar::new(),
+            searched: None,
         };
         if selftest {
             let ids = app.lessons.iter().map(|l| l.id().to_owned()).collect();
@@ -159,12 +165,14 @@ impl DlsysApp {
                 continue;
             };
             if let Err(err) = lesson.load_state(text) {
-                let aside = format!("lesson/{id}");
+                let aside = persist::free_key(&self.state.unreadable, &format!("lesson/{id}"));
                 self.notices.push(Notice::LessonState {
                     id: id.to_owned(),
                     error: err.to_string(),
                 });
-                self.state.unreadable.insert(aside, text.clone());
+                if !self.state.unreadable.values().any(|kept| kept == text) {
+                    self.state.unreadable.insert(aside, text.clone());
+                }
             }
         }
     }
@@ -208,11 +216,16 @@ impl DlsysApp {
             self.state.lesson = id;
         }
         ctx.request_repaint();
-        if let Some(report) = &selftest.report {
-            let json = serde_json::to_string_pretty(report).unwrap_or_default();
-            log::info!("selftest: {json}");
-            #[cfg(target_arch = "wasm32")]
+        let Some(report) = &selftest.report else {
+            return;
+        };
+        let json = serde_json::to_string_pretty(report).unwrap_or_default();
+        log::info!("selftest: {json}");
+        #[cfg(target_arch = "wasm32")]
+        {
             crate::web::write_selftest(&json, report.ok);
+            // Then the progress goes out as a download, for the test to hand back.
+            self.self_test_export(ctx);
         }
     }
 
@@ -475,7 +488,7 @@ impl eframe::App for DlsysApp {
             lesson.logic(ctx, &env);
             save |= lesson.take_save_request();
         }
-        save |= self.record_requests();
+        save |= self.record_requests(ctx);
         if save {
             self.save_now(frame);
         }
@@ -546,9 +559,13 @@ impl eframe::App for DlsysApp {
             self.gpu_window_ui(&ctx);
         }
         self.state.zoom = ui.ctx().zoom_factor();
-        // A lesson asked to open another (a route, as the sidebar's click;
-        // `lesson/section` opens it scrolled to that section).
-        if let Some(route) = opened {
+        // A section asked for last frame that this page did not draw.
+        if dlsys_lessons::kit::scroll_missed(ui.ctx()) {
+            self.scroll_to_top = true;
+        }
+        // A lesson or the search box asked to open a page (a route, as the
+        // sidebar's click; `lesson/section` opens it scrolled to that section).
+        if let Some(route) = opened.or_else(|| self.searched.take()) {
             match route.split_once('/') {
                 Some((lesson, section)) => {
                     self.open_route(lesson);

@@ -118,34 +118,62 @@ pub type Picked = Result<(String, Vec<u8>), crate::persist::exchange::ImportErro
 
 thread_local! {
     static PICKED: std::cell::RefCell<Option<Picked>> = const { std::cell::RefCell::new(None) };
+    /// The app's context, to draw again when a picked file arrives.
+    static WAKE: std::cell::RefCell<Option<egui::Context>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Asks the learner for a file (the browser's file chooser); what they pick
-/// arrives later through [`take_picked`]. A file over `max_bytes` is not
-/// read at all: its size comes back as the reason.
-pub fn pick_file(accept: &str, max_bytes: u64) -> Result<(), String> {
+/// Hands over a picked file and wakes the app to take it.
+fn deliver(picked: Picked) {
+    PICKED.with(|p| *p.borrow_mut() = Some(picked));
+    WAKE.with(|w| {
+        if let Some(ctx) = &*w.borrow() {
+            ctx.request_repaint();
+        }
+    });
+}
+
+/// The id of the page's file input (hidden): the import's file chooser,
+/// and where the browser self-test hands a file to the page.
+pub const IMPORT_INPUT: &str = "dlsys-import";
+
+/// The page's hidden file input, made once with its change handler: a file
+/// chosen there (or set on it by a test) arrives through [`take_picked`]. A
+/// file over `max_bytes` is not read at all: its size comes back as the reason.
+fn import_input(ctx: &egui::Context, max_bytes: u64) -> Result<web_sys::HtmlInputElement, String> {
     use eframe::wasm_bindgen::closure::Closure;
+    WAKE.with(|w| *w.borrow_mut() = Some(ctx.clone()));
     let fail = |what: &str| format!("could not open the file chooser: {what}");
     let document = window()
         .and_then(|w| w.document())
         .ok_or_else(|| fail("no document"))?;
+    if let Some(found) = document
+        .get_element_by_id(IMPORT_INPUT)
+        .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
+    {
+        return Ok(found);
+    }
     let input = document
         .create_element("input")
         .ok()
         .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
         .ok_or_else(|| fail("no input element"))?;
     input.set_type("file");
-    input.set_accept(accept);
+    input.set_id(IMPORT_INPUT);
+    input.set_accept(".json,application/json");
+    let _ = input.set_attribute("style", "display: none");
     let chosen = input.clone();
-    let on_change = Closure::once(move || {
+    let on_change = Closure::<dyn FnMut()>::new(move || {
         let Some(file) = chosen.files().and_then(|files| files.get(0)) else {
             return;
         };
+        // The same file chosen again is a change too.
+        chosen.set_value("");
         let name = file.name();
         let size = file.size() as u64;
         if size > max_bytes {
-            let refused = crate::persist::exchange::ImportError::TooLarge { bytes: size };
-            PICKED.with(|p| *p.borrow_mut() = Some(Err(refused)));
+            deliver(Err(crate::persist::exchange::ImportError::TooLarge {
+                bytes: size,
+            }));
             return;
         }
         wasm_bindgen_futures::spawn_local(async move {
@@ -156,16 +184,46 @@ pub fn pick_file(accept: &str, max_bytes: u64) -> Result<(), String> {
                     error: format!("{err:?}"),
                 }),
             };
-            PICKED.with(|p| *p.borrow_mut() = Some(picked));
+            deliver(picked);
         });
     });
     input.set_onchange(Some(eframe::wasm_bindgen::JsCast::unchecked_ref(
         on_change.as_ref(),
     )));
-    // The input lives as long as its handler; both are freed with the page.
+    // The handler lives as long as the page.
     on_change.forget();
-    input.click();
+    document
+        .body()
+        .ok_or_else(|| fail("no body"))?
+        .append_child(&input)
+        .map_err(|_| fail("could not add the input"))?;
+    Ok(input)
+}
+
+/// Asks the learner for a file (the browser's file chooser); what they pick
+/// arrives later through [`take_picked`].
+pub fn pick_file(ctx: &egui::Context, max_bytes: u64) -> Result<(), String> {
+    import_input(ctx, max_bytes)?.click();
     Ok(())
+}
+
+/// Makes the page's file input ready without opening the chooser (the
+/// self-test hands it a file).
+pub fn ready_import(ctx: &egui::Context, max_bytes: u64) {
+    if let Err(err) = import_input(ctx, max_bytes) {
+        log::warn!("{err}");
+    }
+}
+
+/// Writes what the last import read into `#selftest[data-import]`, for the
+/// browser self-test's export → import round trip.
+pub fn mark_import(summary: &str) {
+    if let Some(element) = window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id("selftest"))
+    {
+        let _ = element.set_attribute("data-import", summary);
+    }
 }
 
 /// The file picked since the last call, if one arrived.

@@ -21,5 +21,6 @@ pub mod nn;
 pub mod parallel;
 pub mod pipeline;
 pub mod quant;
+pub mod search;
 pub mod study;
 pub mod text;

@@ -459,7 +459,6 @@ fn a_mixed_precision_scenario_trains_both_sides_and_shows_what_was_lost() {
 
 #[test]
 fn the_mock_test_page_draws_what_the_cli_draws_and_marks_the_paper() {
-    use dlsys_core::exercise::AnswerKind;
     let storage = MemoryStorage::default();
     let (mut harness, _) = app_harness("mock_test", &storage, Some("mock_test"));
     harness.run();
@@ -473,38 +472,7 @@ fn the_mock_test_page_draws_what_the_cli_draws_and_marks_the_paper() {
         let heading = format!("{}. {lesson} — {title}", i + 1);
         assert!(harness.query_by_label(&heading).is_some(), "{heading}");
     }
-    // The first answered with its reference, the rest left blank.
-    let (task, _, _) = tasks[0].as_ref().unwrap();
-    match &task.kind {
-        AnswerKind::Choice { options } => {
-            let k: usize = task.reference.parse().unwrap();
-            click_visible(&mut harness, &format!("{k}. {}", options[k - 1]));
-        }
-        _ => {
-            harness
-                .get_by_role_and_label(Role::TextInput, "Answer to question 1:")
-                .set_text_value_accesskit(&task.reference);
-            harness.run();
-        }
-    }
-    // At the paper's foot the clock is still in sight: a second copy, pinned.
-    harness.get_by_label("Submit").scroll_to_me();
-    harness.run();
-    assert_eq!(
-        harness
-            .query_all_by_label_contains("10 questions · ")
-            .count(),
-        2
-    );
-    click_visible(&mut harness, "Submit");
-    // Nine blank answers: the page asks first.
-    assert!(
-        harness
-            .query_by_label_contains("Blank answers: 9 of 10")
-            .is_some()
-    );
-    click_visible(&mut harness, "Hand in anyway");
-    assert!(harness.query_by_label_contains("1 of 10 right").is_some());
+    crate::common::hand_in_the_first_answered(&mut harness, &tasks);
     assert!(
         harness
             .query_by_label_contains("9 due for review")

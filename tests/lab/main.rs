@@ -11,3 +11,4 @@ mod ladder;
 mod lang;
 mod progress;
 mod quantisation;
+mod search;

@@ -7,6 +7,10 @@
 // error and no panic.
 // `zh`: the browser's language is zh-CN: the page must end in Chinese (a
 // lesson heading and an exercise prompt), with the Chinese font fetched.
+// Then the progress round trip: the page offers its progress as a download
+// when the self-test ends; that file is handed back through the page's file
+// input and must read as the same progress, and a copy cut short must be
+// refused by name.
 import fs from "node:fs";
 import { launch } from "./browser.mjs";
 
@@ -18,16 +22,46 @@ page.on("response", (r) => { if (r.url().endsWith(".otf")) fonts.push(`${r.statu
 const logs = [];
 page.on("console", (m) => logs.push(`${m.type()}: ${m.text()}`));
 page.on("pageerror", (e) => logs.push(`pageerror: ${e}`));
+const downloads = [];
+page.on("download", (d) => downloads.push(d));
+
+// Hands `file` to the page's import and returns what the page read.
+async function handBack(file) {
+  await page.$eval("#selftest", (e) => e.removeAttribute("data-import"));
+  await page.setInputFiles("#dlsys-import", file);
+  await page.waitForFunction(() => document.getElementById("selftest").dataset.import, null, { timeout: 30_000 });
+  return page.$eval("#selftest", (e) => e.dataset.import);
+}
+
+// The export → import round trip; a failure's reason, or null.
+async function roundTrip() {
+  const until = Date.now() + 30_000;
+  while (downloads.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  if (downloads.length === 0) return "the progress was not offered as a download";
+  const text = fs.readFileSync(await downloads[0].path(), "utf8");
+  const file = JSON.parse(text);
+  if (file.format !== "dlsys-lab-progress" || file.version !== 2) return `not a progress file: ${text.slice(0, 80)}`;
+  const pages = Object.keys(file.state.lesson_states).length;
+  if (pages < 3) return `the export holds only ${pages} pages' state`;
+  const read = await handBack({ name: downloads[0].suggestedFilename(), mimeType: "application/json", buffer: Buffer.from(text) });
+  if (read !== `pages=${pages}`) return `the file handed back read as "${read}", not pages=${pages}`;
+  const cut = await handBack({ name: "cut.json", mimeType: "application/json", buffer: Buffer.from(text.slice(0, text.length >> 1)) });
+  if (!cut.startsWith("refused: ") || !cut.includes("JSON")) return `a file cut short read as "${cut}"`;
+  console.log(JSON.stringify({ round_trip: { file: downloads[0].suggestedFilename(), pages, cut } }));
+  return null;
+}
 let failure = null;
 try {
   await page.goto(`${url}?selftest`);
   await page.waitForFunction(() => document.title.startsWith("selftest:"), null, { timeout: 420_000 });
   const report = JSON.parse((await page.$eval("#selftest", (e) => e.textContent)) || "{}");
+  const tripped = report.ok ? await roundTrip() : null;
   await page.screenshot({ path: shot });
   const size = fs.statSync(shot).size;
   console.log(JSON.stringify({ mode, lang, title: await page.title(), report, fonts, screenshot_bytes: size }, null, 2));
   const cjk = (text) => /[\u4e00-\u9fff]/.test(text || "");
   if (!report.ok) failure = "the self-test reported a failure";
+  else if (tripped) failure = `progress round trip: ${tripped}`;
   else if (lang === "zh" && (report.lang !== "zh" || !cjk(report.heading) || !cjk(report.prompt)))
     failure = `expected the page in Chinese: lang ${report.lang}, heading "${report.heading}", prompt "${report.prompt}"`;
   else if (lang === "zh" && !fonts.some((f) => f.startsWith("200 ")))

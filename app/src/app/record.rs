@@ -20,10 +20,17 @@ pub struct PendingImport {
 }
 
 impl DlsysApp {
-    /// Dates today's visit to the open lesson (a change only once a day).
+    /// Dates today's visit to the open lesson (a change only once a day):
+    /// a lesson with exercises, not a page that only shows (the welcome, the
+    /// glossary, this record), so opening the app is not a study day.
     pub(super) fn record_visit(&mut self) {
-        let today = dlsys_lessons::kit::today();
-        self.state.progress.visit(&self.state.lesson, today);
+        let Some(index) = self.lesson_index(&self.state.lesson) else {
+            return;
+        };
+        if !self.lessons[index].exercises().is_empty() {
+            let today = dlsys_lessons::kit::today();
+            self.state.progress.visit(&self.state.lesson, today);
+        }
     }
 
     /// The record summed up, as the "Progress" page shows it.
@@ -44,10 +51,12 @@ impl DlsysApp {
         let today = dlsys_lessons::kit::today();
         let import = self.import.as_ref().map(|i| &i.preview);
         let progress = &self.state.progress;
+        let kept_aside = self.state.unreadable.len();
         let record = |quiz| Record {
             progress,
             quiz,
             import,
+            kept_aside,
             today,
         };
         match quiz_at {
@@ -66,7 +75,7 @@ impl DlsysApp {
 
     /// Does what the pages asked of the record this frame; `true` when the
     /// state changed (save it now).
-    pub(super) fn record_requests(&mut self) -> bool {
+    pub(super) fn record_requests(&mut self, ctx: &egui::Context) -> bool {
         let requests: Vec<RecordRequest> = self
             .lessons
             .iter_mut()
@@ -79,10 +88,15 @@ impl DlsysApp {
                     let notice = self.export_progress(path.as_deref());
                     self.notices.push(notice);
                 }
-                RecordRequest::Inspect { path } => self.inspect(path.as_deref()),
-                RecordRequest::Apply { replace } => changed |= self.apply_import(replace),
+                RecordRequest::Inspect { path } => self.inspect(ctx, path.as_deref()),
+                RecordRequest::Apply { replace } => changed |= self.apply_import(ctx, replace),
                 RecordRequest::Cancel => self.import = None,
+                RecordRequest::ExportKeptAside => {
+                    let notice = self.export_unreadable().unwrap_or_else(|err| err);
+                    self.notices.push(notice);
+                }
                 RecordRequest::Reset => {
+                    self.import = None;
                     let fresh = SavedState {
                         lesson: self.state.lesson.clone(),
                         theme: self.state.theme,
@@ -93,7 +107,7 @@ impl DlsysApp {
                         ..SavedState::default()
                     };
                     self.keep_aside("reset");
-                    self.replace_state(fresh);
+                    self.replace_state(ctx, fresh);
                     self.notices.push(Notice::ProgressReset);
                     changed = true;
                 }
@@ -108,11 +122,27 @@ impl DlsysApp {
         changed
     }
 
+    /// The browser self-test's end: the progress exported (a download) and
+    /// the page's file input made ready for the test to hand the file back.
+    #[cfg(target_arch = "wasm32")]
+    pub(super) fn self_test_export(&mut self, ctx: &egui::Context) {
+        let notice = self.export_progress(None);
+        self.notices.push(notice);
+        crate::web::ready_import(ctx, exchange::MAX_BYTES);
+    }
+
     /// Writes the progress file: to `path` (or beside the save file) on the
     /// desktop, a download in the browser.
     fn export_progress(&self, path: Option<&str>) -> Notice {
         let today = dlsys_lessons::kit::today();
-        let text = exchange::export(&self.saved_state(), today);
+        let text = match exchange::export(&self.saved_state(), today) {
+            Ok(text) => text,
+            Err(err) => {
+                return Notice::ProgressExportFailed {
+                    error: err.to_string(),
+                };
+            }
+        };
         let name = exchange::file_name(today);
         #[cfg(target_arch = "wasm32")]
         {
@@ -124,8 +154,15 @@ impl DlsysApp {
         }
         #[cfg(not(target_arch = "wasm32"))]
         {
+            use std::io::Write as _;
             let path = path.map_or_else(|| beside_the_save(&name), std::path::PathBuf::from);
-            match std::fs::write(&path, text) {
+            // Never over a file that is there (a backup about to be imported).
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .and_then(|mut file| file.write_all(text.as_bytes()));
+            match written {
                 Ok(()) => Notice::ProgressExported {
                     file: path.display().to_string(),
                 },
@@ -138,17 +175,17 @@ impl DlsysApp {
 
     /// Reads a progress file and shows what it would change; a refused one
     /// is said why, and nothing changes.
-    fn inspect(&mut self, path: Option<&str>) {
+    fn inspect(&mut self, ctx: &egui::Context, path: Option<&str>) {
         #[cfg(target_arch = "wasm32")]
         {
             let _ = path;
-            if let Err(error) = crate::web::pick_file(".json,application/json", exchange::MAX_BYTES)
-            {
+            if let Err(error) = crate::web::pick_file(ctx, exchange::MAX_BYTES) {
                 self.import_read(Err(ImportError::Read { error }));
             }
         }
         #[cfg(not(target_arch = "wasm32"))]
         {
+            let _ = ctx;
             let Some(path) = path else {
                 return;
             };
@@ -159,9 +196,16 @@ impl DlsysApp {
     }
 
     fn import_read(&mut self, read: Result<(String, ProgressFile), ImportError>) {
+        // What was read, for the browser self-test's round trip.
+        #[cfg(target_arch = "wasm32")]
+        crate::web::mark_import(&match &read {
+            Ok((_, file)) => format!("pages={}", file.state.lesson_states.len()),
+            Err(why) => format!("refused: {why}"),
+        });
         match read {
             Ok((name, file)) => {
-                let preview = exchange::preview(&self.saved_state(), &file);
+                let fresh = exchange::fresh_page_states();
+                let preview = exchange::preview(&self.saved_state(), &file, &fresh);
                 self.import = Some(PendingImport {
                     file,
                     preview,
@@ -175,7 +219,7 @@ impl DlsysApp {
         }
     }
 
-    fn apply_import(&mut self, replace: bool) -> bool {
+    fn apply_import(&mut self, ctx: &egui::Context, replace: bool) -> bool {
         let Some(pending) = self.import.take() else {
             return false;
         };
@@ -187,7 +231,7 @@ impl DlsysApp {
             &fresh,
             persist::now_secs(),
         );
-        self.replace_state(state);
+        self.replace_state(ctx, state);
         self.notices.push(Notice::Imported {
             file: pending.name,
             replaced: replace,
@@ -202,23 +246,32 @@ impl DlsysApp {
             ..self.saved_state()
         };
         if let Ok(text) = state.to_ron() {
-            let key = format!("{why}-{}", persist::now_secs());
+            let key = persist::free_key(
+                &self.state.unreadable,
+                &format!("{why}-{}", persist::now_secs()),
+            );
             self.state.unreadable.insert(key, text);
         }
     }
 
-    /// Takes `state` as the app's: fresh lessons, each given its saved state.
-    fn replace_state(&mut self, state: SavedState) {
-        let lesson = self.state.lesson.clone();
+    /// Takes `state` as the app's, the open page staying open: its
+    /// settings in effect at once, fresh lessons each given its saved state.
+    fn replace_state(&mut self, ctx: &egui::Context, state: SavedState) {
+        let lesson = std::mem::take(&mut self.state.lesson);
         let unreadable = std::mem::take(&mut self.state.unreadable);
         self.state = state;
+        self.state.lesson = lesson;
         // What was kept aside before stays kept (a replace adds to it).
         for (key, text) in unreadable {
-            self.state.unreadable.entry(key).or_insert(text);
+            let key = persist::free_key(&self.state.unreadable, &key);
+            if !self.state.unreadable.values().any(|kept| *kept == text) {
+                self.state.unreadable.insert(key, text);
+            }
         }
-        if self.lesson_index(&self.state.lesson).is_none() {
-            self.state.lesson = lesson;
-        }
+        ctx.set_theme(self.state.theme);
+        ctx.set_zoom_factor(self.state.zoom);
+        let speak = self.state.speak;
+        ctx.options_mut(|o| o.screen_reader = speak);
         self.lessons = dlsys_lessons::all();
         self.restore_lesson_states();
     }

@@ -34,6 +34,10 @@ impl DlsysApp {
                 self.go_to(PROGRESS);
             }
             ui.separator();
+            if let Some(route) = self.search.ui(ui, lang) {
+                self.searched = Some(route);
+            }
+            ui.separator();
             ui.label(text.get(lang, "app.theme"));
             let mut theme = self.state.theme;
             ui.selectable_value(

@@ -28,6 +28,7 @@ use super::{t, tf};
 #[derive(Clone, Debug, Subcommand)]
 pub enum BenchWhat {
     Kernels(KernelsArgs),
+    Search(super::bench_search::SearchArgs),
 }
 
 /// Which kernels `bench kernels` runs.

@@ -7,6 +7,7 @@
 mod allreduce;
 mod bench;
 mod bench_attention;
+mod bench_search;
 mod check;
 mod choice;
 mod compile;
@@ -148,6 +149,9 @@ impl Command {
             Self::Bench {
                 what: BenchWhat::Kernels(args),
             } => args.json,
+            Self::Bench {
+                what: BenchWhat::Search(args),
+            } => args.json(),
             Self::RunKernel { .. } => false,
             Self::Lessons(args) => args.json,
             Self::WgslExercise(args) => args.json,
@@ -212,6 +216,9 @@ pub fn run(command: Command) -> Result<ExitCode, CliError> {
         Command::Bench {
             what: BenchWhat::Kernels(args),
         } => bench::kernels(&args),
+        Command::Bench {
+            what: BenchWhat::Search(args),
+        } => bench_search::run(&args),
         Command::RunKernel { which } => kernel::run(&which),
         Command::Lessons(args) => lessons::run(&args),
         Command::WgslExercise(args) => wgsl_exercise::run(&args),

@@ -77,7 +77,8 @@ pub fn run(command: &ProgressCommand) -> Result<ExitCode, CliError> {
         }
         ProgressCommand::Export { file } => {
             let (_, state) = saved()?;
-            let text = exchange::export(&state, dlsys_lessons::kit::today());
+            let text = exchange::export(&state, dlsys_lessons::kit::today())
+                .map_err(|err| err.to_string())?;
             if file.as_os_str() == "-" {
                 let mut out = io::stdout().lock();
                 out.write_all(text.as_bytes())?;
@@ -110,7 +111,8 @@ fn import(file: &Path, replace: bool, dry_run: bool) -> Result<ExitCode, CliErro
     };
     let (path, current) = saved()?;
     let incoming = exchange::read_path(file).map_err(refused)?;
-    let preview = exchange::preview(&current, &incoming);
+    let fresh = exchange::fresh_page_states();
+    let preview = exchange::preview(&current, &incoming, &fresh);
     let date = preview.exported_on.map_or_else(
         || super::t("progress.undated").to_owned(),
         |d| d.to_string(),
@@ -131,7 +133,6 @@ fn import(file: &Path, replace: bool, dry_run: bool) -> Result<ExitCode, CliErro
     if dry_run {
         return Ok(ExitCode::SUCCESS);
     }
-    let fresh = exchange::fresh_page_states();
     let state = exchange::apply(&current, incoming, replace, &fresh, persist::now_secs());
     let text = state.to_ron().map_err(|err| err.to_string())?;
     let opened = persist::save_file::SaveFile::open(
@@ -256,7 +257,7 @@ impl Report for ShowReport {
                 Some(day) => day.to_owned(),
             };
             let quiz = if row.quiz_total == 0 {
-                "—".to_owned()
+                super::t("progress.none").to_owned()
             } else {
                 format!("{}/{}", row.quiz_right, row.quiz_total)
             };

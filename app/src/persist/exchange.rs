@@ -33,6 +33,15 @@ pub struct ProgressFile {
     pub state: SavedState,
 }
 
+/// What a file says it is, read before the rest (any JSON value reads as
+/// one; an object without these fields has `None`).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct Head {
+    format: Option<String>,
+    version: Option<u64>,
+}
+
 /// Why a file was refused; nothing was changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ImportError {
@@ -96,7 +105,7 @@ impl std::fmt::Display for ImportError {
 /// `state` as a progress file written on `today`. What could not be read
 /// (kept aside in the save) stays out: it is this machine's, and has its
 /// own export.
-pub fn export(state: &SavedState, today: Day) -> String {
+pub fn export(state: &SavedState, today: Day) -> Result<String, serde_json::Error> {
     let file = ProgressFile {
         format: FORMAT.to_owned(),
         version: VERSION,
@@ -106,7 +115,7 @@ pub fn export(state: &SavedState, today: Day) -> String {
             ..state.clone()
         },
     };
-    serde_json::to_string_pretty(&file).unwrap_or_default()
+    serde_json::to_string_pretty(&file)
 }
 
 /// Reads a progress file, refusing it by name (see [`ImportError`]).
@@ -116,20 +125,23 @@ pub fn read(bytes: &[u8]) -> Result<ProgressFile, ImportError> {
         return Err(ImportError::TooLarge { bytes: size });
     }
     let text = std::str::from_utf8(bytes).map_err(|_| ImportError::NotText)?;
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|err| ImportError::NotJson {
-            error: err.to_string(),
-        })?;
-    if value.get("format").and_then(serde_json::Value::as_str) != Some(FORMAT) {
+    // The head first (what the file says it is), then the whole: both read
+    // straight from the text (no `serde_json::Value` in between, which would
+    // build a second reader of every saved type into the web bundle).
+    serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(|err| ImportError::NotJson {
+        error: err.to_string(),
+    })?;
+    let head: Head = serde_json::from_str(text).map_err(|_| ImportError::NotProgress)?;
+    if head.format.as_deref() != Some(FORMAT) {
         return Err(ImportError::NotProgress);
     }
     // The version first: a newer file is refused as newer, whatever it holds.
-    match value.get("version").and_then(serde_json::Value::as_u64) {
+    match head.version {
         Some(version) if version > VERSION => return Err(ImportError::Newer { version }),
         Some(_) => {}
         None => return Err(ImportError::NotProgress),
     }
-    let file: ProgressFile = serde_json::from_value(value).map_err(|err| ImportError::Schema {
+    let file: ProgressFile = serde_json::from_str(text).map_err(|err| ImportError::Schema {
         error: err.to_string(),
     })?;
     if !file.state.zoom.is_finite() || !(0.25..=4.0).contains(&file.state.zoom) {
@@ -158,13 +170,24 @@ pub fn file_name(today: Day) -> String {
     format!("dlsys-lab-progress-{today}.json")
 }
 
-/// What importing `file` over `current` would change.
-pub fn preview(current: &SavedState, file: &ProgressFile) -> ImportPreview {
+/// What importing `file` over `current` would change; the pages counted
+/// are those the learner worked on (whose state is not `fresh`'s).
+pub fn preview(
+    current: &SavedState,
+    file: &ProgressFile,
+    fresh: &BTreeMap<String, String>,
+) -> ImportPreview {
+    let worked = file
+        .state
+        .lesson_states
+        .iter()
+        .filter(|(page, state)| fresh.get(*page) != Some(*state))
+        .count();
     ImportPreview::of(
         &current.progress,
         &file.state.progress,
         file.exported_on,
-        file.state.lesson_states.len(),
+        worked,
     )
 }
 
@@ -198,7 +221,8 @@ pub fn apply(
             ..current.clone()
         };
         if let Ok(before) = before.to_ron() {
-            unreadable.insert(format!("replaced-{now_secs}"), before);
+            let key = super::free_key(&unreadable, &format!("replaced-{now_secs}"));
+            unreadable.insert(key, before);
         }
         return SavedState {
             unreadable,
@@ -246,7 +270,7 @@ mod tests {
     #[test]
     fn an_export_reads_back_as_the_same_state_less_what_was_unreadable() {
         let state = state();
-        let text = export(&state, Day(20_001));
+        let text = export(&state, Day(20_001)).unwrap_or_default();
         let file = read(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(file.exported_on, Some(Day(20_001)));
         assert_eq!(file.state.progress, state.progress);
@@ -264,7 +288,7 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused_by_name() {
-        let good = export(&state(), Day(20_001));
+        let good = export(&state(), Day(20_001)).unwrap_or_default();
         let refused = |bytes: &[u8]| read(bytes).err().map(|e| std::mem::discriminant(&e));
         let kind = |e: ImportError| Some(std::mem::discriminant(&e));
         let cut = &good.as_bytes()[..good.len() / 2];
@@ -327,8 +351,9 @@ mod tests {
         theirs
             .lesson_states
             .insert("write_kernels".into(), "(code: \"x\")".into());
-        let file = read(export(&theirs, Day(1)).as_bytes()).unwrap_or_else(|e| panic!("{e}"));
-        let p = preview(&here, &file);
+        let text = export(&theirs, Day(1)).unwrap_or_default();
+        let file = read(text.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+        let p = preview(&here, &file, &BTreeMap::new());
         assert_eq!(
             (
                 p.solved_here,
@@ -361,6 +386,17 @@ mod tests {
         assert_eq!(
             untouched.lesson_states.get("mock_test").map(String::as_str),
             Some("(seed: 9)")
+        );
+        // Only pages worked on count: a page as a fresh one saves it does not.
+        assert_eq!(preview(&here, &file, &fresh).pages_in_file, 2);
+        let fresh_file = BTreeMap::from([("mock_test".to_owned(), "(seed: 9)".to_owned())]);
+        assert_eq!(preview(&here, &file, &fresh_file).pages_in_file, 1);
+        // Two replaces in one second keep both states they replaced.
+        let once = apply(&here, file.clone(), true, &BTreeMap::new(), 5);
+        let twice = apply(&once, file.clone(), true, &BTreeMap::new(), 5);
+        assert!(
+            twice.unreadable.contains_key("replaced-5")
+                && twice.unreadable.contains_key("replaced-5-2")
         );
         let replaced = apply(&here, file, true, &BTreeMap::new(), 5);
         assert_eq!(replaced.progress, theirs.progress);

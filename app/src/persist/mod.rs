@@ -106,6 +106,21 @@ impl SavedState {
     }
 }
 
+/// `base`, or `base-2`, `base-3`… : the first key `kept` does not hold yet
+/// (two things kept aside in one second must not overwrite each other).
+pub fn free_key(kept: &BTreeMap<String, String>, base: &str) -> String {
+    (1..)
+        .map(|n| {
+            if n == 1 {
+                base.to_owned()
+            } else {
+                format!("{base}-{n}")
+            }
+        })
+        .find(|key| !kept.contains_key(key))
+        .unwrap_or_else(|| base.to_owned())
+}
+
 /// The outcome of reading the saved state.
 pub struct Loaded {
     pub state: SavedState,
@@ -195,12 +210,7 @@ pub fn save_file_path() -> Option<std::path::PathBuf> {
     Some(dir.join("app.ron"))
 }
 
-/// Seconds since the Unix epoch (0 if the clock is before it).
-pub fn now_secs() -> u64 {
-    web_time::SystemTime::now()
-        .duration_since(web_time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+pub use dlsys_lessons::kit::now_secs;
 
 #[cfg(test)]
 mod tests {

@@ -506,6 +506,17 @@ pub struct ExerciseProgress {
     pub solved_on: Option<Day>,
 }
 
+impl ExerciseProgress {
+    /// Nothing done on it yet: no attempt, hint, reveal, solve or draft.
+    pub fn is_untouched(&self) -> bool {
+        !self.solved
+            && self.attempts == 0
+            && self.hints_shown == 0
+            && !self.revealed
+            && self.draft.is_empty()
+    }
+}
+
 /// Progress over every exercise, keyed by `lesson_id/exercise_id`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -614,6 +625,12 @@ impl Progress {
                 self.exercises.insert(key.clone(), theirs.clone());
                 continue;
             };
+            // Only shown here (a page creates the entry when it draws it):
+            // the file's variant, draft and verdict are worth more.
+            if ours.is_untouched() {
+                *ours = theirs.clone();
+                continue;
+            }
             if theirs.solved && !ours.solved {
                 ours.solved = true;
                 ours.solved_on = theirs.solved_on;
@@ -621,8 +638,11 @@ impl Progress {
                 ours.solved_on = earlier(ours.solved_on, theirs.solved_on);
             }
             ours.attempts = ours.attempts.max(theirs.attempts);
-            ours.hints_shown = ours.hints_shown.max(theirs.hints_shown);
-            ours.revealed |= theirs.revealed;
+            // Hints and a reveal belong to one variant: the same seed's only.
+            if ours.seed == theirs.seed {
+                ours.hints_shown = ours.hints_shown.max(theirs.hints_shown);
+                ours.revealed |= theirs.revealed;
+            }
             ours.last_attempt = ours.last_attempt.max(theirs.last_attempt);
         }
         for (lesson, day) in &other.visits {

@@ -240,6 +240,35 @@ fn a_merge_loses_nothing_from_either_side() {
     let mut into_there = there.clone();
     into_there.merge(&here);
     assert_eq!(into_there.solved_count("float", ["max", "min"]), 2);
+    // A reveal on another variant does not reveal this one; an entry only
+    // shown here takes the file's whole.
+    let mut revealed = Progress::default();
+    let entry = revealed.entry("float", "max");
+    (entry.seed, entry.revealed, entry.hints_shown) = (7, true, 2);
+    let mut shown = Progress::default();
+    shown.entry("float", "max").seed = 1;
+    shown.entry("float", "min").seed = 1;
+    shown.submit("float", "min", &task, "1", day(3));
+    let mut merged = shown.clone();
+    merged.merge(&revealed);
+    assert_eq!(
+        merged.get("float", "max").map(|e| (e.seed, e.revealed)),
+        Some((7, true))
+    );
+    let mut other = revealed.clone();
+    other.exercises.insert(
+        "float/min".into(),
+        ExerciseProgress {
+            seed: 9,
+            revealed: true,
+            ..Default::default()
+        },
+    );
+    merged.merge(&other);
+    assert_eq!(
+        merged.get("float", "min").map(|e| (e.seed, e.revealed)),
+        Some((1, false))
+    );
 }
 
 /// A saved verdict keeps its reason, not a sentence: it reads in the

@@ -33,7 +33,7 @@ impl Day {
 
     /// 0 = Monday … 6 = Sunday (1970-01-01 was a Thursday).
     pub fn weekday(self) -> u32 {
-        (self.0 + 3) % 7
+        (self.0 % 7 + 3) % 7
     }
 
     /// The day `n` days before (the epoch at the earliest).

@@ -77,7 +77,7 @@ pub struct Overview {
     pub days: Vec<(Day, usize)>,
     /// Since when dates are kept (`None`: nothing dated yet).
     pub dated_since: Option<Day>,
-    /// Mock tests taken, and how many of them were dated.
+    /// Mock tests taken, and how many of the papers kept were not dated.
     pub tests: usize,
     pub tests_undated: usize,
 }
@@ -108,10 +108,11 @@ impl Overview {
                     .filter_map(|e| progress.get(lesson.id, e.id))
                     .collect();
                 let solved = states.iter().filter(|p| p.solved).count();
-                let worked = states.iter().any(|p| p.solved || p.attempts > 0);
+                // A page makes an entry when it shows an exercise: opened.
+                let opened = !states.is_empty();
                 let visit = match progress.visits.get(lesson.id) {
                     Some(day) => Visit::On(*day),
-                    None if worked => Visit::Undated,
+                    None if opened => Visit::Undated,
                     None => Visit::Never,
                 };
                 let (quiz_right, quiz_total) = marked.get(lesson.id).copied().unwrap_or_default();
@@ -148,7 +149,10 @@ impl Overview {
             suggestion,
             days: solves.into_iter().collect(),
             dated_since: progress.dated_since,
-            tests: quiz.attempts.len(),
+            // Every test taken: the papers kept are the last few only.
+            tests: quiz
+                .review
+                .map_or(quiz.attempts.len(), |r| r.tests as usize),
             tests_undated: quiz.attempts.iter().filter(|a| a.day.is_none()).count(),
         }
     }

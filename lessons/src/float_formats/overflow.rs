@@ -14,7 +14,7 @@ fn saturating(format: &Format) -> Format {
 }
 
 pub fn overflow_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang) {
-    ui.strong(TEXT.get(lang, "overflow.heading"));
+    crate::kit::anchor(&ui.strong(TEXT.get(lang, "overflow.heading")), "overflow");
     let e4m3 = Format::fp8_e4m3();
     let r = e4m3.range();
     let step = 2.0 * (r.overflow_tie - r.max_finite);

@@ -91,7 +91,7 @@ impl Changes {
 }
 
 fn input_ui(ui: &mut egui::Ui, settings: &mut Settings, lang: Lang) {
-    ui.strong(t(lang, "input.heading"));
+    crate::kit::anchor(&ui.strong(t(lang, "input.heading")), "input");
     ui.horizontal_wrapped(|ui| {
         let label = ui.label(t(lang, "input.label"));
         ui.add(
@@ -285,7 +285,7 @@ fn power_of_two(x: f64) -> String {
 }
 
 fn tie_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang) {
-    ui.strong(t(lang, "tie.heading"));
+    crate::kit::anchor(&ui.strong(t(lang, "tie.heading")), "tie");
     let fp16 = Format::fp16();
     // 1 + 2^-11: halfway between 1 (even mantissa) and 1 + 2^-10 (odd).
     let tie = 1.0 + 2f64.powi(-11);
@@ -332,7 +332,7 @@ fn tie_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang) {
 }
 
 fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Changes) {
-    ui.strong(t(lang, "range.heading"));
+    crate::kit::anchor(&ui.strong(t(lang, "range.heading")), "range");
     let mut focus_name = computed.settings.focus.clone();
     ui.horizontal(|ui| {
         let label = ui.label(t(lang, "range.focus"));
@@ -456,7 +456,7 @@ fn demo_frame(ui: &mut egui::Ui, title: &str, add: impl FnOnce(&mut egui::Ui)) {
 }
 
 fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Changes) {
-    ui.heading(t(lang, "demo.heading"));
+    crate::kit::anchor(&ui.heading(t(lang, "demo.heading")), "demo");
     let fp16 = Format::fp16();
 
     let o = float::overflow_demo(&fp16);

@@ -84,7 +84,7 @@ impl ChainRace {
     pub fn ui(&mut self, ui: &mut egui::Ui, c: &Captured, env: &Env<'_>) {
         let lang = env.lang;
         ui.add_space(8.0);
-        ui.strong(t(lang, "time.heading"));
+        crate::kit::anchor(&ui.strong(t(lang, "time.heading")), "time");
         ui.label(t(lang, "time.explain"));
         crate::kit::race::device_ui(ui, env);
         if !self.race.progress_ui(ui, lang) && ui.button(t(lang, "time.run")).clicked() {

@@ -6,6 +6,7 @@
 //! (either language, any case).
 
 use dlsys_core::glossary::glossary;
+use dlsys_core::search::fold as folded;
 use dlsys_core::text::Lang;
 
 use crate::{Env, Lesson, Listed};
@@ -72,18 +73,6 @@ pub fn uses(lessons: &[Listed]) -> Vec<(String, Vec<Use>)> {
         .collect()
 }
 
-/// Case folded, full-width forms made half-width: what the filter compares.
-fn folded(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
-            '\u{3000}' => ' ',
-            _ => c,
-        })
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
 /// Whether the term `id` matches `filter` in any language.
 fn matches(id: &str, filter: &str) -> bool {
     let filter = folded(filter.trim());
@@ -137,11 +126,13 @@ impl Lesson for Glossary {
                 continue;
             };
             ui.separator();
-            ui.horizontal_wrapped(|ui| {
+            let word = ui.horizontal_wrapped(|ui| {
                 ui.strong(term.word(lang));
                 ui.label("⇄");
                 ui.strong(term.word(other));
             });
+            // A search's hit on the term opens the page here.
+            crate::kit::anchor(&word.response, &format!("term-{id}"));
             ui.label(term.definition(lang));
             ui.weak(term.definition(other));
             ui.horizontal_wrapped(|ui| {

@@ -144,7 +144,7 @@ impl GpuRace {
     pub fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {
         let lang = env.lang;
         ui.add_space(6.0);
-        ui.strong(t(lang, "gpu_roof.heading"));
+        crate::kit::anchor(&ui.strong(t(lang, "gpu_roof.heading")), "gpu_roof");
         let shape = PAGE;
         ui.label(TEXT.fill(lang, "gpu_roof.explain", &[("m", &shape.prefill_m), ("n", &shape.n), ("k", &shape.k)]));
         race::device_ui(ui, env);

@@ -60,11 +60,13 @@ impl ExercisePanel {
         }
         let text = super::text();
         let solved = progress.solved_count(lesson_id, exercises.iter().map(|e| e.id));
-        ui.heading(text.fill(
+        let heading = ui.heading(text.fill(
             lang,
             "panel.heading",
             &[("solved", &solved), ("total", &exercises.len())],
         ));
+        // A search for an exercise's title opens the page here.
+        super::anchor(&heading, "exercises");
         for (index, exercise) in exercises.iter().enumerate() {
             let entry_solved = progress
                 .get(lesson_id, exercise.id)

@@ -31,8 +31,8 @@ use dlsys_core::text::Catalog;
 
 pub use gpu_status::{GpuStatus, NoGpu, adapter_label};
 pub use page::{
-    column_header, header_ui, lesson_link, number_field, prose, request_scroll, section,
-    section_opened, sections_seen,
+    anchor, column_header, header_ui, lesson_link, number_field, prose, request_scroll,
+    scroll_missed, section, section_opened, sections_seen,
 };
 
 static TEXT: LazyLock<Catalog> = LazyLock::new(|| {
@@ -62,6 +62,13 @@ pub fn fix_today(day: dlsys_core::study::Day) {
     FIXED_DAY.store(day.0, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Seconds since the Unix epoch (0 if the clock is before it).
+pub fn now_secs() -> u64 {
+    web_time::SystemTime::now()
+        .duration_since(web_time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// Today, by the machine's clock (UTC): the day attempts, solves and
 /// visits are dated with.
 pub fn today() -> dlsys_core::study::Day {
@@ -69,10 +76,7 @@ pub fn today() -> dlsys_core::study::Day {
     if fixed != 0 {
         return dlsys_core::study::Day(fixed);
     }
-    let secs = web_time::SystemTime::now()
-        .duration_since(web_time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    dlsys_core::study::Day::from_unix_secs(secs)
+    dlsys_core::study::Day::from_unix_secs(now_secs())
 }
 
 #[cfg(test)]

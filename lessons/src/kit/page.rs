@@ -47,6 +47,20 @@ pub fn request_scroll(ctx: &egui::Context, id: &str) {
     ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(Some(id.to_owned()))));
 }
 
+/// Called once the page is drawn: a section asked for that the page did
+/// not draw (one that shows only after a run, a term the filter hides) is
+/// forgotten, and `true` says the page should open at its top instead.
+pub fn scroll_missed(ctx: &egui::Context) -> bool {
+    let wanted = ctx
+        .data(|d| d.get_temp::<Wanted>(egui::Id::NULL))
+        .unwrap_or_default();
+    if wanted.0.is_none() {
+        return false;
+    }
+    ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(None)));
+    true
+}
+
 /// The ids of every section drawn since the app started, in order of first drawing.
 pub fn sections_seen(ctx: &egui::Context) -> Vec<String> {
     ctx.data(|d| d.get_temp::<Seen>(egui::Id::NULL))
@@ -83,7 +97,14 @@ pub fn section_opened<R>(
         .id_salt(("section", text.get(Lang::En, "title"), id))
         .default_open(open)
         .show(ui, add);
-    let ctx = ui.ctx();
+    anchor(&shown.header_response, id);
+    shown.body_returned
+}
+
+/// Makes `response` the place section `id` scrolls to (a search's hit, a
+/// glossary link): scrolled into view when [`request_scroll`] asked for it.
+pub fn anchor(response: &egui::Response, id: &str) {
+    let ctx = &response.ctx;
     ctx.data_mut(|d| {
         let seen = d.get_temp_mut_or_default::<Seen>(egui::Id::NULL);
         if !seen.0.iter().any(|s| s == id) {
@@ -94,10 +115,9 @@ pub fn section_opened<R>(
         .data(|d| d.get_temp::<Wanted>(egui::Id::NULL))
         .unwrap_or_default();
     if wanted.0.as_deref() == Some(id) {
-        shown.header_response.scroll_to_me(Some(egui::Align::TOP));
+        response.scroll_to_me(Some(egui::Align::TOP));
         ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(None)));
     }
-    shown.body_returned
 }
 
 /// A table's column header, with the catalog's `<key>.tip` as its tooltip

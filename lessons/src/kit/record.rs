@@ -14,6 +14,9 @@ pub struct Record<'a> {
     pub quiz: QuizRecord<'a>,
     /// A file read and waiting to be imported, with what it would change.
     pub import: Option<&'a ImportPreview>,
+    /// Saved states kept aside (unreadable ones, those a reset or a replace
+    /// took the place of).
+    pub kept_aside: usize,
     pub today: Day,
 }
 
@@ -29,6 +32,8 @@ pub enum RecordRequest {
     Apply { replace: bool },
     /// Forget the file inspected.
     Cancel,
+    /// Write the states kept aside to a file.
+    ExportKeptAside,
     /// Start again (the old progress kept aside).
     Reset,
 }

@@ -139,7 +139,7 @@ impl CnnJob {
 }
 
 pub fn cnn_ui(ui: &mut egui::Ui, job: &mut CnnJob, lang: Lang) {
-    ui.label(egui::RichText::new(TEXT.get(lang, "cnn.heading")).strong());
+    crate::kit::anchor(&ui.label(egui::RichText::new(TEXT.get(lang, "cnn.heading")).strong()), "cnn");
     ui.label(TEXT.fill(
         lang,
         "cnn.explain",

@@ -479,7 +479,7 @@ fn misconceptions(
     measured: Option<&Pair>,
     lang: Lang,
 ) {
-    ui.strong(t(lang, "myth.heading"));
+    crate::kit::anchor(&ui.strong(t(lang, "myth.heading")), "myth");
     let with = |precision: Precision, batch: usize| {
         estimate_mlp(&MlpShape {
             precision,

@@ -225,7 +225,7 @@ fn epoch_table(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
         return;
     };
     let baseline = run.sides.get(1);
-    egui::CollapsingHeader::new(t("table.heading"))
+    let shown = egui::CollapsingHeader::new(t("table.heading"))
         .id_salt("mixed_epochs")
         .default_open(true)
         .show(ui, |ui| {
@@ -284,6 +284,7 @@ fn epoch_table(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
                         });
                 });
         });
+    crate::kit::anchor(&shown.header_response, "table");
 }
 
 /// Where a format loses gradient values, in log₂ |x|: below `flush` values
@@ -324,7 +325,7 @@ fn histograms_ui(ui: &mut egui::Ui, side: &Side, visuals: &egui::Visuals, lang: 
     };
     let zones = Zones::of(&format);
     ui.add_space(6.0);
-    ui.strong(TEXT.get(lang, "hist.heading"));
+    crate::kit::anchor(&ui.strong(TEXT.get(lang, "hist.heading")), "hist");
     ui.label(TEXT.fill(lang, note_key, &[("format", &shown)]));
     let columns = report.layers.len().max(1);
     ui.columns(columns, |cols| {

@@ -343,11 +343,12 @@ pub fn controls_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairR
         });
     });
     ui.add_space(6.0);
-    egui::CollapsingHeader::new(t("custom.heading"))
+    let shown = egui::CollapsingHeader::new(t("custom.heading"))
         .id_salt("custom_policy")
         .show(ui, |ui| {
             ui.add_enabled_ui(!busy, |ui| custom_ui(ui, custom, run, lang));
         });
+    crate::kit::anchor(&shown.header_response, "custom");
     ui.horizontal(|ui| {
         if busy {
             if ui.button(t("run.pause")).clicked() {

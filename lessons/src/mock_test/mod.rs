@@ -100,6 +100,8 @@ impl MockTest {
         });
         self.running_since = Some(Instant::now());
         self.save_request = true;
+        self.confirm_abandon = false;
+        self.confirm_blank = false;
     }
 
     /// The tasks of the current test in `lang`, generated if need be.
@@ -143,6 +145,7 @@ impl MockTest {
         };
         test.elapsed_s = elapsed;
         self.running_since = None;
+        self.confirm_blank = false;
         let results: Vec<(Question, bool)> =
             test.questions.iter().cloned().zip(&verdicts).filter_map(|(q, v)| v.map(|v| (q, v))).collect();
         self.saved.review.record(&results);

@@ -88,7 +88,8 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
             ui.weak(t(lang, "paper.gone"));
             continue;
         };
-        ui.label(egui::RichText::new(TEXT.fill(lang, "paper.heading", &[("i", &(i + 1)), ("lesson", lesson), ("title", title)])).strong());
+        let heading = ui.label(egui::RichText::new(TEXT.fill(lang, "paper.heading", &[("i", &(i + 1)), ("lesson", lesson), ("title", title)])).strong());
+        crate::kit::anchor(&heading, "paper");
         ui.label(&task.prompt);
         let answer = &mut test.answers[i];
         match &task.kind {
@@ -124,6 +125,10 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
     let mut abandon = false;
     let blank = test.answers.iter().filter(|a| a.trim().is_empty()).count();
     let n = test.answers.len();
+    if blank == 0 {
+        // Filled in since the question was asked: nothing left to ask.
+        m.confirm_blank = false;
+    }
     ui.horizontal_wrapped(|ui| {
         if m.confirm_blank {
             // Blank answers are marked wrong: ask before handing in.
@@ -156,6 +161,7 @@ fn paper(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
         m.show_score = true;
     } else if abandon {
         m.confirm_abandon = false;
+        m.confirm_blank = false;
         m.saved.current = None;
         m.running_since = None;
         m.save_request = true;
@@ -223,7 +229,7 @@ fn history(m: &mut MockTest, ui: &mut egui::Ui, lang: Lang) {
         return;
     }
     ui.add_space(8.0);
-    ui.strong(t(lang, "history.heading"));
+    crate::kit::anchor(&ui.strong(t(lang, "history.heading")), "history");
     // A paper being answered must not be replaced by an old one.
     let answering = m.saved.current.as_ref().is_some_and(|c| c.marked.is_none());
     let mut open = None;

@@ -27,6 +27,8 @@ pub struct ProgressPage {
     seen: Option<(Overview, Option<ImportPreview>, Day)>,
     /// The file field (desktop).
     path: String,
+    /// Saved states the shell keeps aside.
+    kept_aside: usize,
     /// "Reset my progress…" was clicked: ask before doing it.
     confirm_reset: bool,
     request: Option<RecordRequest>,
@@ -58,6 +60,7 @@ impl Lesson for ProgressPage {
     fn see_record(&mut self, record: &Record<'_>) {
         let overview = self.overview(record.progress, record.quiz);
         self.seen = Some((overview, record.import.cloned(), record.today));
+        self.kept_aside = record.kept_aside;
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, env: &Env<'_>) {

@@ -159,6 +159,12 @@ fn calendar_ui(ui: &mut egui::Ui, overview: &Overview, today: Day, lang: Lang) {
     }
 }
 
+/// The file field's path: on the desktop, when one is typed.
+fn typed_path(page: &ProgressPage) -> Option<String> {
+    let path = page.path.trim();
+    (!cfg!(target_arch = "wasm32") && !path.is_empty()).then(|| path.to_owned())
+}
+
 fn save_ui(page: &mut ProgressPage, ui: &mut egui::Ui, import: Option<&ImportPreview>, lang: Lang) {
     kit::prose(ui, t(lang, "save.intro"));
     let native = !cfg!(target_arch = "wasm32");
@@ -172,7 +178,7 @@ fn save_ui(page: &mut ProgressPage, ui: &mut egui::Ui, import: Option<&ImportPre
             )
             .labelled_by(label.id);
         }
-        let path = (native && !page.path.trim().is_empty()).then(|| page.path.trim().to_owned());
+        let path = typed_path(page);
         if ui.button(t(lang, "save.export")).clicked() {
             page.request = Some(RecordRequest::Export { path: path.clone() });
         }
@@ -212,6 +218,14 @@ fn save_ui(page: &mut ProgressPage, ui: &mut egui::Ui, import: Option<&ImportPre
             });
         });
     }
+    if page.kept_aside > 0 {
+        ui.horizontal_wrapped(|ui| {
+            ui.weak(TEXT.fill(lang, "save.kept_aside", &[("n", &page.kept_aside)]));
+            if ui.button(t(lang, "save.export_kept")).clicked() {
+                page.request = Some(RecordRequest::ExportKeptAside);
+            }
+        });
+    }
     ui.add_space(8.0);
     if !page.confirm_reset {
         if ui.button(t(lang, "reset.button")).clicked() {
@@ -223,8 +237,7 @@ fn save_ui(page: &mut ProgressPage, ui: &mut egui::Ui, import: Option<&ImportPre
         ui.colored_label(theme::warn(ui.visuals()), t(lang, "reset.ask"));
         ui.horizontal_wrapped(|ui| {
             if ui.button(t(lang, "reset.export_first")).clicked() {
-                let path = (native && !page.path.trim().is_empty()).then(|| page.path.trim().to_owned());
-                page.request = Some(RecordRequest::Export { path });
+                page.request = Some(RecordRequest::Export { path: typed_path(page) });
             }
             if ui.button(t(lang, "reset.confirm")).clicked() {
                 page.request = Some(RecordRequest::Reset);

@@ -308,7 +308,7 @@ impl WriteKernels {
                 );
             }
             RaceState::Done(Ok(race)) => {
-                ui.strong(TEXT.fill(lang, "timing.heading", &[("problem", &race.problem.say(lang))]));
+                crate::kit::anchor(&ui.strong(TEXT.fill(lang, "timing.heading", &[("problem", &race.problem.say(lang))])), "timing");
                 egui::Grid::new("kernel_race")
                     .striped(true)
                     .num_columns(4)
