@@ -562,6 +562,7 @@ impl eframe::App for DlsysApp {
         // A section asked for last frame that this page did not draw.
         if dlsys_lessons::kit::scroll_missed(ui.ctx()) {
             self.scroll_to_top = true;
+            ui.ctx().request_repaint();
         }
         // A lesson or the search box asked to open a page (a route, as the
         // sidebar's click; `lesson/section` opens it scrolled to that section).

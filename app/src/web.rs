@@ -231,9 +231,35 @@ pub fn take_picked() -> Option<Picked> {
     PICKED.with(|p| p.borrow_mut().take())
 }
 
+/// Keeps Ctrl+K (⌘K) for the app's search box: the browsers take it for
+/// their own search bar, and the canvas would lose the keys typed next.
+/// The key still reaches the app (only the browser's default is stopped).
+fn keep_search_key() {
+    use eframe::wasm_bindgen::closure::Closure;
+    let Some(window) = window() else {
+        return;
+    };
+    let on_key =
+        Closure::<dyn FnMut(web_sys::KeyboardEvent)>::new(|event: web_sys::KeyboardEvent| {
+            if (event.ctrl_key() || event.meta_key()) && event.key().eq_ignore_ascii_case("k") {
+                event.prevent_default();
+            }
+        });
+    let added = window.add_event_listener_with_callback(
+        "keydown",
+        eframe::wasm_bindgen::JsCast::unchecked_ref(on_key.as_ref()),
+    );
+    if added.is_err() {
+        log::warn!("could not keep Ctrl+K for the search box");
+    }
+    // The listener lives as long as the page.
+    on_key.forget();
+}
+
 /// Starts the app on the page's canvas.
 pub fn start() {
     eframe::WebLogger::init(log::LevelFilter::Info).ok();
+    keep_search_key();
     let options = eframe::WebOptions {
         wgpu_options: crate::setup::wgpu_configuration(),
         ..Default::default()

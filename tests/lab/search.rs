@@ -121,10 +121,10 @@ fn arrows_choose_a_hit_and_escape_opens_nothing() {
     assert_eq!(harness.state().current_lesson(), expected[1].page);
 }
 
-/// The hits under the box, in both languages at 800 and 1400 px (and the
-/// Progress page in English at 1400, which the Chinese pages' walk leaves out).
+/// The hits under the box, in both languages at 800 and 1400 px, and the
+/// Progress and Glossary pages in English at 1400.
 #[test]
-fn the_hits_and_the_progress_page_fit_in_both_languages_and_widths() {
+fn the_hits_and_the_study_pages_fit_in_both_languages_and_widths() {
     let mut failures = Vec::new();
     for (lang, query, label) in [(Lang::En, "memory", "Search"), (Lang::Zh, "显存", "搜索")] {
         for width in [800.0, 1400.0] {
@@ -141,17 +141,18 @@ fn the_hits_and_the_progress_page_fit_in_both_languages_and_widths() {
             }
         }
     }
-    let (mut harness, gpu) = app_harness_in("progress_1400", Lang::En, egui::vec2(1400.0, 900.0));
-    harness.run();
-    harness
-        .get_by_role_and_label(Role::Button, "My progress")
-        .click();
-    harness.run();
-    if gpu
-        && let Err(err) =
-            crate::common::snapshot_lesson(&mut harness, Lang::En, "progress", "en_1400_progress")
-    {
-        failures.push(err);
+    // The study pages in English at 1400 px, which the Chinese pages' walk
+    // (Chinese at 800 and 1400, English at 800) leaves out.
+    for (page, title) in [("progress", "Progress"), ("glossary", "Glossary")] {
+        let (mut harness, gpu) = app_harness_in("study_1400", Lang::En, egui::vec2(1400.0, 900.0));
+        harness.run();
+        crate::common::click_visible(&mut harness, title);
+        assert_eq!(harness.state().current_lesson(), page);
+        let name = format!("en_1400_{page}");
+        if gpu && let Err(err) = crate::common::snapshot_lesson(&mut harness, Lang::En, page, &name)
+        {
+            failures.push(err);
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -42,9 +42,11 @@ async function roundTrip() {
   const file = JSON.parse(text);
   if (file.format !== "dlsys-lab-progress" || file.version !== 2) return `not a progress file: ${text.slice(0, 80)}`;
   const pages = Object.keys(file.state.lesson_states).length;
+  const solved = Object.values(file.state.progress.exercises).filter((e) => e.solved).length;
   if (pages < 3) return `the export holds only ${pages} pages' state`;
   const read = await handBack({ name: downloads[0].suggestedFilename(), mimeType: "application/json", buffer: Buffer.from(text) });
-  if (read !== `pages=${pages}`) return `the file handed back read as "${read}", not pages=${pages}`;
+  const want = `pages=${pages} solved=${solved}`;
+  if (read !== want) return `the file handed back read as "${read}", not ${want}`;
   const cut = await handBack({ name: "cut.json", mimeType: "application/json", buffer: Buffer.from(text.slice(0, text.length >> 1)) });
   if (!cut.startsWith("refused: ") || !cut.includes("JSON")) return `a file cut short read as "${cut}"`;
   console.log(JSON.stringify({ round_trip: { file: downloads[0].suggestedFilename(), pages, cut } }));

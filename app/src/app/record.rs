@@ -155,7 +155,9 @@ impl DlsysApp {
         #[cfg(not(target_arch = "wasm32"))]
         {
             use std::io::Write as _;
-            let path = path.map_or_else(|| beside_the_save(&name), std::path::PathBuf::from);
+            // A path typed is refused if taken; the default name takes the
+            // first free `-2`, `-3`… (a second export on the same day).
+            let path = path.map_or_else(|| free_path(&name), std::path::PathBuf::from);
             // Never over a file that is there (a backup about to be imported).
             let written = std::fs::OpenOptions::new()
                 .write(true)
@@ -199,7 +201,16 @@ impl DlsysApp {
         // What was read, for the browser self-test's round trip.
         #[cfg(target_arch = "wasm32")]
         crate::web::mark_import(&match &read {
-            Ok((_, file)) => format!("pages={}", file.state.lesson_states.len()),
+            Ok((_, file)) => format!(
+                "pages={} solved={}",
+                file.state.lesson_states.len(),
+                file.state
+                    .progress
+                    .exercises
+                    .values()
+                    .filter(|e| e.solved)
+                    .count()
+            ),
             Err(why) => format!("refused: {why}"),
         });
         match read {
@@ -298,6 +309,20 @@ impl DlsysApp {
             })
         }
     }
+}
+
+/// `name` beside the save file, or `<stem>-2.<ext>`, `-3`… where taken.
+#[cfg(not(target_arch = "wasm32"))]
+fn free_path(name: &str) -> std::path::PathBuf {
+    let first = beside_the_save(name);
+    if !first.exists() {
+        return first;
+    }
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, "json"));
+    (2..1000)
+        .map(|n| beside_the_save(&format!("{stem}-{n}.{ext}")))
+        .find(|p| !p.exists())
+        .unwrap_or(first)
 }
 
 /// `name` in the save file's folder (the temporary folder without one).

@@ -104,12 +104,18 @@ impl SearchBar {
         }
         self.refresh(lang);
         let count = self.hits.len().min(SHOWN);
-        if count > 0 {
-            if down {
-                self.selected = (self.selected + 1) % count;
-            }
-            if up {
-                self.selected = (self.selected + count - 1) % count;
+        if count > 0 && (down || up) {
+            self.selected = if down {
+                (self.selected + 1) % count
+            } else {
+                (self.selected + count - 1) % count
+            };
+            // The cursor stays in the box: say which hit is chosen.
+            if let Some(hit) = self.hits.get(self.selected) {
+                let said = format!("{}: {}", self.place(hit, lang), hit.snippet);
+                let info = egui::WidgetInfo::labeled(egui::Role::Button, true, said);
+                ui.ctx()
+                    .output_mut(|o| o.events.push(egui::output::OutputEvent::FocusGained(info)));
             }
         }
         let enter = response.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
@@ -171,22 +177,48 @@ impl SearchBar {
                     for (i, hit) in self.hits.iter().enumerate() {
                         let place = self.place(hit, lang);
                         // A title's or a heading's text is its place: said once.
-                        let snippet = (!place.ends_with(&hit.snippet)).then_some(&hit.snippet);
+                        let snippet =
+                            (!place.ends_with(&hit.snippet)).then_some(hit.snippet.as_str());
+                        // One widget per hit, its place and its text: a click
+                        // anywhere on it opens it, a screen reader reads both.
                         let row = ui.selectable_label(
                             i == self.selected,
-                            egui::RichText::new(place).strong(),
+                            hit_text(ui, &place, snippet, width),
                         );
                         if row.clicked() {
                             opened = Some(hit.route.clone());
                         }
-                        if let Some(snippet) = snippet {
-                            ui.add(egui::Label::new(egui::RichText::new(snippet).weak()).wrap());
-                        }
-                        ui.add_space(2.0);
                     }
                 });
             });
         self.shown_at = Some(shown.response.rect);
         opened
     }
+}
+
+/// A hit as one text: its place in strong, its snippet under it in weak,
+/// wrapped to `width`.
+fn hit_text(
+    ui: &egui::Ui,
+    place: &str,
+    snippet: Option<&str>,
+    width: f32,
+) -> egui::text::LayoutJob {
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let visuals = ui.visuals();
+    let mut job = egui::text::LayoutJob::default();
+    job.append(
+        place,
+        0.0,
+        egui::TextFormat::simple(font.clone(), visuals.strong_text_color()),
+    );
+    if let Some(snippet) = snippet {
+        job.append(
+            &format!("\n{snippet}"),
+            0.0,
+            egui::TextFormat::simple(font, visuals.weak_text_color()),
+        );
+    }
+    job.wrap.max_width = width - 16.0;
+    job
 }

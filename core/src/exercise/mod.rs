@@ -632,6 +632,15 @@ impl Progress {
                 continue;
             }
             if theirs.solved && !ours.solved {
+                // Solved there on another variant: take that variant, so no
+                // explanation shows for one never solved here.
+                if ours.seed != theirs.seed {
+                    let (attempts, last) = (ours.attempts, ours.last_attempt);
+                    *ours = theirs.clone();
+                    ours.attempts = ours.attempts.max(attempts);
+                    ours.last_attempt = ours.last_attempt.max(last);
+                    continue;
+                }
                 ours.solved = true;
                 ours.solved_on = theirs.solved_on;
             } else if theirs.solved {

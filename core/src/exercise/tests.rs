@@ -269,6 +269,14 @@ fn a_merge_loses_nothing_from_either_side() {
         merged.get("float", "min").map(|e| (e.seed, e.revealed)),
         Some((1, false))
     );
+    // Solved there on another variant: that variant comes with it (no
+    // explanation shown for a variant never solved), the attempts kept.
+    let mut solved_there = Progress::default();
+    let entry = solved_there.entry("float", "min");
+    (entry.seed, entry.solved, entry.attempts) = (9, true, 1);
+    merged.merge(&solved_there);
+    let min = merged.get("float", "min").cloned().unwrap_or_default();
+    assert_eq!((min.seed, min.solved, min.attempts), (9, true, 1));
 }
 
 /// A saved verdict keeps its reason, not a sentence: it reads in the

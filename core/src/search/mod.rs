@@ -155,7 +155,7 @@ impl Index {
     pub fn search(&self, query: &str, lang: Lang, limit: usize) -> Vec<Hit> {
         let query = fold(&shown(query));
         let words: Vec<&str> = query.split_whitespace().collect();
-        if words.is_empty() {
+        if words.is_empty() || limit == 0 {
             return Vec::new();
         }
         // An English term asked for also finds its Chinese word.
@@ -242,13 +242,15 @@ impl Doc {
                     .then_some(1)
             })?;
         let text = &self.folded[found_in];
-        let at = text.find(words[0]).unwrap_or(0);
+        let at = text
+            .find(words[0])
+            .or_else(|| bridged.iter().find_map(|b| text.find(b)));
         let mut score = self.kind.weight();
         // At the start, or a whole word: a closer match.
-        if at == 0 {
-            score += 60;
-        } else if !text[..at].ends_with(|c: char| c.is_alphanumeric()) {
-            score += 30;
+        match at {
+            Some(0) => score += 60,
+            Some(at) if !text[..at].ends_with(|c: char| c.is_alphanumeric()) => score += 30,
+            _ => {}
         }
         if found_in == asked {
             score += 20;

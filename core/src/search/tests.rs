@@ -95,6 +95,7 @@ fn case_full_width_placeholders_and_empty_queries() {
     assert!(routes(&index.search_all("{n}", Lang::En, 10)).is_empty());
     assert!(routes(&index.search_all("   ", Lang::En, 10)).is_empty());
     assert_eq!(index.search("a", Lang::En, 2).len(), 2);
+    assert!(index.search("a", Lang::En, 0).is_empty());
 }
 
 #[test]

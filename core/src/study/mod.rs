@@ -152,7 +152,8 @@ impl Overview {
             // Every test taken: the papers kept are the last few only.
             tests: quiz
                 .review
-                .map_or(quiz.attempts.len(), |r| r.tests as usize),
+                .map_or(0, |r| r.tests as usize)
+                .max(quiz.attempts.len()),
             tests_undated: quiz.attempts.iter().filter(|a| a.day.is_none()).count(),
         }
     }
