@@ -234,6 +234,21 @@ pub fn catalogs() -> Vec<(&'static str, &'static Catalog)> {
     catalogs
 }
 
+/// What search covers: every page's catalog but the shell's labels.
+pub fn searchable() -> Vec<(&'static str, &'static Catalog)> {
+    catalogs()
+        .into_iter()
+        .filter(|(id, _)| *id != "shell")
+        .collect()
+}
+
+/// The search index over `pages` (the [`searchable`] ones) and the
+/// glossary, whose terms open the glossary page: what the top bar's box,
+/// `bench search` and the tests all search.
+pub fn search_index(pages: &[(&'static str, &'static Catalog)]) -> dlsys_core::search::Index {
+    dlsys_core::search::Index::build(pages, "glossary")
+}
+
 /// Declares each lesson's module and lists the lessons in sidebar order.
 macro_rules! registry {
     ($($id:ident :: $lesson:ident),* $(,)?) => {

@@ -3,7 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::common::{MemoryStorage, app_harness, click_visible, run_while};
+use crate::common::{MemoryStorage, app_harness, click_visible, run_while, shows};
 use dlsys_core::text::Lang;
 use egui::accesskit::Role;
 use egui_kittest::kittest::Queryable as _;
@@ -53,7 +53,7 @@ fn gpu_panel_lists_the_adapter_and_its_features() {
             dlsys_lessons::GpuStatus::Compute(_)
         ));
     } else {
-        assert!(harness.query_by_label_contains("No GPU device").is_some());
+        shows(&harness, "No GPU device");
     }
 }
 
@@ -63,11 +63,7 @@ fn an_unknown_route_is_reported_not_fatal() {
     let (mut harness, _) = app_harness("unknown_route", &storage, Some("#no_such_lesson"));
     harness.run();
     assert_eq!(harness.state().current_lesson(), "welcome");
-    assert!(
-        harness
-            .query_by_label_contains("There is no lesson “no_such_lesson”")
-            .is_some()
-    );
+    shows(&harness, "There is no lesson “no_such_lesson”");
 }
 
 #[test]
@@ -80,11 +76,7 @@ fn a_corrupt_save_starts_with_defaults_says_so_once_and_keeps_the_data() {
     let (mut harness, _) = app_harness("corrupt_save", &storage, None);
     harness.run();
     assert_eq!(harness.state().current_lesson(), "welcome");
-    assert!(
-        harness
-            .query_by_label_contains("could not be read")
-            .is_some()
-    );
+    shows(&harness, "could not be read");
     let kept = harness.state().saved_state().unreadable;
     assert_eq!(
         kept.values().next().map(String::as_str),
@@ -115,7 +107,7 @@ fn a_newer_save_is_left_untouched() {
         .insert("dlsys-lab/v3".to_owned(), "(future: true)".to_owned());
     let (mut harness, _) = app_harness("newer_save", &storage, None);
     harness.run();
-    assert!(harness.query_by_label_contains("newer dlsys-lab").is_some());
+    shows(&harness, "newer dlsys-lab");
     let mut app = harness.into_state();
     eframe::App::save(&mut app, &mut storage.clone());
     assert_eq!(
@@ -253,11 +245,7 @@ fn typing_a_value_updates_every_format() {
         .get_by_role_and_label(Role::TextInput, "Value:")
         .set_text_value_accesskit("0x1.zp3");
     harness.run();
-    assert!(
-        harness
-            .query_by_label_contains("Cannot read that")
-            .is_some()
-    );
+    shows(&harness, "Cannot read that");
 }
 
 #[test]
@@ -279,7 +267,7 @@ fn solving_an_exercise_saves_progress_immediately() {
         .set_text_value_accesskit(&wrong.answer);
     harness.run();
     click_visible(&mut harness, "Check");
-    assert!(harness.query_by_label_contains(&wrong.feedback).is_some());
+    shows(&harness, &wrong.feedback);
     assert_eq!(*storage.flushes.lock().unwrap(), 0);
     // Then the right one: saved at once, and the sidebar counts it.
     harness
@@ -301,20 +289,12 @@ fn solving_an_exercise_saves_progress_immediately() {
     let state: dlsys_lab::persist::SavedState = ron::from_str(&saved).unwrap();
     let entry = state.progress.get("float_formats", exercise.id).unwrap();
     assert!(entry.solved && entry.attempts == 2);
-    assert!(
-        harness
-            .query_by_label_contains("1/8 exercises solved")
-            .is_some()
-    );
+    shows(&harness, "1/8 exercises solved");
     // A restart from that storage keeps it.
     drop(harness);
     let (mut again, _) = app_harness("exercise_save_again", &storage, None);
     again.run();
-    assert!(
-        again
-            .query_by_label_contains("1/8 exercises solved")
-            .is_some()
-    );
+    shows(&again, "1/8 exercises solved");
 }
 
 #[test]
@@ -329,11 +309,7 @@ fn training_runs_between_frames_and_finishes() {
     });
     // Training took more than a frame: it never ran to completion inside one.
     assert!(frames > 1, "finished in {frames} frames");
-    assert!(
-        harness
-            .query_by_label_contains("Decision boundary")
-            .is_some()
-    );
+    shows(&harness, "Decision boundary");
     crate::common::plot_colours_are_distinct(&harness, &["train_accuracy", "train_boundary"]);
 }
 
@@ -350,11 +326,7 @@ fn the_memory_lesson_measures_on_the_engine_beside_the_estimate() {
     // The bar and the table's column.
     assert_eq!(harness.query_all_by_label("measured").count(), 2);
     crate::common::plot_colours_are_distinct(&harness, &["memory_timeline"]);
-    assert!(
-        harness
-            .query_by_label_contains("\"Checkpointing is free\"")
-            .is_some()
-    );
+    shows(&harness, "\"Checkpointing is free\"");
 }
 
 #[test]
@@ -473,11 +445,7 @@ fn the_mock_test_page_draws_what_the_cli_draws_and_marks_the_paper() {
         assert!(harness.query_by_label(&heading).is_some(), "{heading}");
     }
     crate::common::hand_in_the_first_answered(&mut harness, &tasks);
-    assert!(
-        harness
-            .query_by_label_contains("9 due for review")
-            .is_some()
-    );
+    shows(&harness, "9 due for review");
 }
 
 #[test]
@@ -511,11 +479,7 @@ fn the_layers_lesson_trains_its_cnn_and_transformer_between_frames() {
     assert!(frames > 2, "{button} ran inside one frame");
     harness.run();
     // The transformer's loss fell, and its continuation is shown.
-    assert!(
-        harness
-            .query_by_label_contains("Greedy continuation")
-            .is_some()
-    );
+    shows(&harness, "Greedy continuation");
     crate::common::plot_colours_are_distinct(
         &harness,
         &["attn_flops", "attn_kv", "layers_gradcheck_plot"],

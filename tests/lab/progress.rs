@@ -9,7 +9,7 @@ use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 
-use crate::common::{MemoryStorage, app_harness, click_visible};
+use crate::common::{MemoryStorage, app_harness, click_visible, shows};
 
 type App<'a> = Harness<'a, dlsys_lab::DlsysApp>;
 
@@ -75,11 +75,7 @@ fn the_overview_counts_two_solves_and_a_mock_test_and_travels_in_a_file() {
     click_visible(&mut harness, &title(0, "✔"));
     click_visible(&mut harness, &title(1, "○"));
     answer(&mut harness, &task(1), "Answer:", "Check");
-    assert!(
-        harness
-            .query_by_label_contains("2/8 exercises solved")
-            .is_some()
-    );
+    shows(&harness, "2/8 exercises solved");
 
     // A mock test: the first question right, nine blank.
     // The sidebar scrolls: the button may be below the window.
@@ -105,11 +101,7 @@ fn the_overview_counts_two_solves_and_a_mock_test_and_travels_in_a_file() {
     let share = format!("1/{from_it} ({:.0} %)", 100.0 / from_it as f64);
     assert!(harness.query_by_label(&share).is_some(), "{share}");
     // Nine blank answers are due: the page suggests a review first.
-    assert!(
-        harness
-            .query_by_label_contains("due for review: ")
-            .is_some()
-    );
+    shows(&harness, "due for review: ");
     assert!(
         harness.query_by_label("2026-12-05").is_some(),
         "today's visit, dated"
@@ -122,11 +114,7 @@ fn the_overview_counts_two_solves_and_a_mock_test_and_travels_in_a_file() {
     let dir = tempfile_dir("progress_export");
     let file = dir.join("mine.json");
     with_file(&mut harness, &file, "Export…");
-    assert!(
-        harness
-            .query_by_label_contains("Your progress was written to")
-            .is_some()
-    );
+    shows(&harness, "Your progress was written to");
     let (mut fresh, _) = app_harness(
         "progress_import",
         &MemoryStorage::default(),
@@ -134,18 +122,13 @@ fn the_overview_counts_two_solves_and_a_mock_test_and_travels_in_a_file() {
     );
     fresh.run();
     with_file(&mut fresh, &file, "Import…");
-    assert!(
-        fresh
-            .query_by_label_contains("Solved exercises: 0 here, 2 in the file, 2 after a merge")
-            .is_some()
+    shows(
+        &fresh,
+        "Solved exercises: 0 here, 2 in the file, 2 after a merge",
     );
     click_visible(&mut fresh, "Merge into my progress");
     fresh.run();
-    assert!(
-        fresh
-            .query_by_label_contains("merged into your progress")
-            .is_some()
-    );
+    shows(&fresh, "merged into your progress");
     assert_eq!(fresh.state().overview(), overview);
     assert!(fresh.query_by_label(&totals).is_some());
 
@@ -241,11 +224,7 @@ fn a_version_1_save_loads_with_its_dates_unknown_and_is_kept() {
         .expect("a row");
     assert_eq!((row.solved, row.solved_undated), (1, 1));
     assert_eq!(row.visit, dlsys_core::study::Visit::Undated);
-    assert!(
-        harness
-            .query_by_label_contains("From before dates were kept")
-            .is_some()
-    );
+    shows(&harness, "From before dates were kept");
     assert!(harness.query_all_by_label("date unknown").next().is_some());
     // Saved under this version's key; the old one as it was.
     let mut app = harness.into_state();

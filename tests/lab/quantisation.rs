@@ -4,7 +4,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::common::{MemoryStorage, app_harness, click_visible, run_while};
+use crate::common::{MemoryStorage, app_harness, click_visible, run_while, shows};
 use egui::accesskit::Role;
 use egui_kittest::kittest::{NodeT as _, Queryable as _};
 
@@ -48,7 +48,7 @@ fn the_transformer_is_trained_and_quantised_a_frame_at_a_time() {
     // Trained in the frame loop (as in the browser): the page keeps drawing
     // and says how far it is.
     harness.run_steps(3);
-    assert!(harness.query_by_label_contains("Training: step").is_some());
+    shows(&harness, "Training: step");
     run_while(&mut harness, 5, 600, "the transformer's table", |h| {
         h.state().lesson_busy("quantisation")
     });

@@ -4,23 +4,19 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use dlsys_core::search::{Hit, Index};
+use dlsys_core::search::Hit;
 use dlsys_core::text::Lang;
 use egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable as _;
 
-use crate::common::app_harness_in;
+use crate::common::{app_harness_in, shows};
 
 type App<'a> = Harness<'a, dlsys_lab::DlsysApp>;
 
 /// The hits the box should show: the core's index over the same catalogs.
 fn hits(query: &str, lang: Lang) -> Vec<Hit> {
-    let pages: Vec<_> = dlsys_lessons::catalogs()
-        .into_iter()
-        .filter(|(id, _)| *id != "shell")
-        .collect();
-    Index::build(&pages, "glossary").search(query, lang, 8)
+    dlsys_lessons::search_index(&dlsys_lessons::searchable()).search(query, lang, 8)
 }
 
 /// Ctrl+K, then `query` typed into the box.
@@ -119,6 +115,56 @@ fn arrows_choose_a_hit_and_escape_opens_nothing() {
     harness.key_press(egui::Key::Enter);
     harness.run();
     assert_eq!(harness.state().current_lesson(), expected[1].page);
+}
+
+#[test]
+fn a_term_the_glossary_filter_hides_clears_the_filter_when_asked_for() {
+    let query = "log-sum-exp";
+    let expected = hits(query, Lang::En);
+    let at = expected
+        .iter()
+        .position(|h| h.section.as_deref().is_some_and(|s| s.starts_with("term-")))
+        .unwrap_or_else(|| panic!("{query}: no glossary hit: {expected:?}"));
+    let id = expected[at]
+        .section
+        .as_deref()
+        .and_then(|s| s.strip_prefix("term-"))
+        .unwrap_or_default();
+    let word = dlsys_core::glossary::glossary()
+        .get(id)
+        .expect("the hit's term")
+        .word(Lang::En)
+        .to_owned();
+    let (mut harness, _) = app_harness_in("search_term", Lang::En, egui::vec2(1100.0, 760.0));
+    harness.run();
+    harness.state_mut().open_route("glossary");
+    harness.run();
+    harness.get_by_label("Filter:").focus();
+    harness.run();
+    // A filter that leaves one other term.
+    harness.get_by_label("Filter:").type_text("分数矩阵");
+    harness.run();
+    shows(&harness, "1 of ");
+    type_query(&mut harness, query, "Search");
+    for _ in 0..at {
+        harness.key_press(egui::Key::ArrowDown);
+        harness.run();
+    }
+    harness.key_press(egui::Key::Enter);
+    harness.run();
+    harness.run();
+    assert_eq!(harness.state().current_lesson(), "glossary");
+    let window = harness.ctx.content_rect();
+    assert!(
+        harness
+            .query_all_by_label(&word)
+            .any(|n| window.contains_rect(n.rect())),
+        "{word} not in view"
+    );
+    assert!(
+        harness.query_by_label_contains("1 of ").is_none(),
+        "the filter is cleared"
+    );
 }
 
 /// The hits under the box, in both languages at 800 and 1400 px, and the

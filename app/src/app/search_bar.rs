@@ -28,12 +28,9 @@ pub struct SearchBar {
 impl SearchBar {
     /// Indexes every page's text (not the shell's labels) and the glossary.
     pub fn new() -> Self {
-        let pages: Vec<_> = dlsys_lessons::catalogs()
-            .into_iter()
-            .filter(|(id, _)| *id != "shell")
-            .collect();
+        let pages = dlsys_lessons::searchable();
         Self {
-            index: Index::build(&pages, "glossary"),
+            index: dlsys_lessons::search_index(&pages),
             pages,
             query: String::new(),
             hits: Vec::new(),

@@ -14,7 +14,7 @@ use dlsys_core::memory::{show_bytes, show_seconds};
 
 use super::choice::choice;
 use super::lang::{pad, pad_left};
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::{CliError, say, t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -159,21 +159,18 @@ impl Report for AllreduceOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let lang = super::lang();
         let algorithm = self.kind;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "allreduce.setup",
-                &[
-                    ("algo", &algorithm.name(lang)),
-                    ("op", &self.op),
-                    ("size", &show_bytes(self.bytes_per_worker)),
-                    ("elements", &self.elements),
-                    ("workers", &self.workers),
-                    ("alpha", &dlsys_core::float::show_sig(self.alpha_us, 4)),
-                    ("gbps", &dlsys_core::float::show_sig(self.gbps, 4)),
-                ],
-            )
+            "allreduce.setup",
+            &[
+                ("algo", &algorithm.name(lang)),
+                ("op", &self.op),
+                ("size", &show_bytes(self.bytes_per_worker)),
+                ("elements", &self.elements),
+                ("workers", &self.workers),
+                ("alpha", &dlsys_core::float::show_sig(self.alpha_us, 4)),
+                ("gbps", &dlsys_core::float::show_sig(self.gbps, 4)),
+            ],
         )?;
         let how = match self.tolerance {
             None => t("allreduce.bitwise").to_owned(),
@@ -185,8 +182,8 @@ impl Report for AllreduceOut {
             _ => ("allreduce.correct", "allreduce.wrong"),
         };
         match self.first_wrong_element {
-            None => writeln!(out, "{}", tf(correct, &[("how", &how)]))?,
-            Some(i) => writeln!(out, "{}", tf(wrong, &[("how", &how), ("i", &i)]))?,
+            None => line(out, correct, &[("how", &how)])?,
+            Some(i) => line(out, wrong, &[("how", &how), ("i", &i)])?,
         }
         const W: usize = 12;
         writeln!(
@@ -211,71 +208,59 @@ impl Report for AllreduceOut {
             )?;
         }
         match self.formula_total_sent_bytes {
-            Some(formula) => writeln!(
+            Some(formula) => line(
                 out,
-                "{}",
-                tf(
-                    "allreduce.total_formula",
-                    &[
-                        ("total", &show_bytes(self.total_sent_bytes)),
-                        ("bytes", &self.total_sent_bytes),
-                        ("formula", &formula),
-                        (
-                            "verdict",
-                            &t(if formula == self.total_sent_bytes {
-                                "allreduce.equal"
-                            } else {
-                                "allreduce.differ"
-                            })
-                        ),
-                    ],
-                )
+                "allreduce.total_formula",
+                &[
+                    ("total", &show_bytes(self.total_sent_bytes)),
+                    ("bytes", &self.total_sent_bytes),
+                    ("formula", &formula),
+                    (
+                        "verdict",
+                        &t(if formula == self.total_sent_bytes {
+                            "allreduce.equal"
+                        } else {
+                            "allreduce.differ"
+                        }),
+                    ),
+                ],
             )?,
-            None => writeln!(
+            None => line(
                 out,
-                "{}",
-                tf(
-                    "allreduce.total",
-                    &[("total", &show_bytes(self.total_sent_bytes))]
-                )
+                "allreduce.total",
+                &[("total", &show_bytes(self.total_sent_bytes))],
             )?,
         }
         let closed = self
             .closed_form_s
             .map(|c| tf("allreduce.closed", &[("time", &show_seconds(c))]))
             .unwrap_or_default();
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "allreduce.time",
-                &[
-                    ("steps", &self.steps),
-                    ("sim", &show_seconds(self.simulated_s)),
-                    ("closed", &closed),
-                    ("wall", &show_seconds(self.wall_s)),
-                ],
-            )
+            "allreduce.time",
+            &[
+                ("steps", &self.steps),
+                ("sim", &show_seconds(self.simulated_s)),
+                ("closed", &closed),
+                ("wall", &show_seconds(self.wall_s)),
+            ],
         )?;
         if let (Some(k), Some(time)) = (self.slow_link_factor, self.slow_link_simulated_s) {
-            writeln!(
+            line(
                 out,
-                "{}",
-                tf(
-                    "allreduce.slow",
-                    &[
-                        ("worker", &node_name(self.workers - 1, self.workers)),
-                        ("k", &dlsys_core::float::show_sig(k, 4)),
-                        ("sim", &show_seconds(time)),
-                        (
-                            "ratio",
-                            &dlsys_core::float::show_sig(
-                                time / self.simulated_s.max(f64::MIN_POSITIVE),
-                                3
-                            )
+                "allreduce.slow",
+                &[
+                    ("worker", &node_name(self.workers - 1, self.workers)),
+                    ("k", &dlsys_core::float::show_sig(k, 4)),
+                    ("sim", &show_seconds(time)),
+                    (
+                        "ratio",
+                        &dlsys_core::float::show_sig(
+                            time / self.simulated_s.max(f64::MIN_POSITIVE),
+                            3,
                         ),
-                    ],
-                )
+                    ),
+                ],
             )?;
         }
         Ok(())

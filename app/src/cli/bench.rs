@@ -22,7 +22,7 @@ use super::CliError;
 use super::choice::{choice, list};
 use super::kernel::{REDUCE_OPS, kernel_runner};
 use super::lang::{pad, pad_left};
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::{t, tf};
 
 #[derive(Clone, Debug, Subcommand)]
@@ -446,16 +446,17 @@ impl Report for BenchReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let (rows, cols) = (self.rows, self.cols);
         let elements = u64::from(rows) * u64::from(cols);
-        let adapter = tf(
+        line(
+            out,
             "bench.adapter",
             &[
                 ("adapter", &self.adapter),
                 ("backend", &self.backend),
                 ("timer", &self.timer_kind.name(super::lang())),
             ],
-        );
-        writeln!(out, "{adapter}")?;
-        let problem = tf(
+        )?;
+        line(
+            out,
             "bench.problem",
             &[
                 ("rows", &rows),
@@ -464,13 +465,12 @@ impl Report for BenchReport {
                 ("trials", &self.trials),
                 ("warmup", &self.warmup),
             ],
-        );
-        writeln!(out, "{problem}")?;
+        )?;
         if let Some((m, n, k)) = self.gemm {
-            writeln!(
+            line(
                 out,
-                "{}",
-                tf("bench.gemm_problem", &[("m", &m), ("n", &n), ("k", &k)])
+                "bench.gemm_problem",
+                &[("m", &m), ("n", &n), ("k", &k)],
             )?;
         }
         writeln!(out)?;
@@ -517,45 +517,44 @@ impl Report for BenchReport {
             race.text(out)?;
         }
         for s in &self.skipped {
-            writeln!(out, "{}", tf("bench.skipped", &[("what", s)]))?;
+            line(out, "bench.skipped", &[("what", s)])?;
         }
         writeln!(out)?;
         let s = &self.summary;
         if let Some(best) = &s.best_softmax {
             let fraction = format!("{:.2}", s.best_softmax_fraction_of_copy.unwrap_or(f64::NAN));
-            let line = tf(
+            line(
+                out,
                 "bench.best_softmax",
                 &[("best", best), ("fraction", &fraction)],
-            );
-            writeln!(out, "{line}")?;
+            )?;
             if let Some(speedup) = s.best_vs_three_pass_speedup {
                 let speedup = format!("{speedup:.2}");
-                writeln!(
-                    out,
-                    "{}",
-                    tf("bench.vs_three_pass", &[("speedup", &speedup)])
-                )?;
+                line(out, "bench.vs_three_pass", &[("speedup", &speedup)])?;
             }
         }
         if let Some(best) = &s.best_sum {
             let fraction = format!("{:.2}", s.best_sum_fraction_of_copy.unwrap_or(f64::NAN));
-            let line = tf("bench.best_sum", &[("best", best), ("fraction", &fraction)]);
-            writeln!(out, "{line}")?;
+            line(
+                out,
+                "bench.best_sum",
+                &[("best", best), ("fraction", &fraction)],
+            )?;
         }
         let two = |v: Option<f64>| format!("{:.2}", v.unwrap_or(f64::NAN));
         if let Some(roof) = s.compute_roof_gflops {
-            writeln!(out, "{}", tf("bench.roof", &[("gflops", &two(Some(roof)))]))?;
+            line(out, "bench.roof", &[("gflops", &two(Some(roof)))])?;
         }
         if let Some(best) = &s.best_gemm {
-            let line = tf(
+            line(
+                out,
                 "bench.best_gemm",
                 &[
                     ("best", best),
                     ("gflops", &two(s.best_gemm_gflops)),
                     ("ratio", &two(s.best_gemm_vs_naive)),
                 ],
-            );
-            writeln!(out, "{line}")?;
+            )?;
         }
         for (key, time, bytes) in [
             ("bench.gelu", s.gelu_fused_speedup, s.gelu_bytes_ratio),
@@ -566,11 +565,7 @@ impl Report for BenchReport {
             ),
         ] {
             if time.is_some() {
-                writeln!(
-                    out,
-                    "{}",
-                    tf(key, &[("speedup", &two(time)), ("bytes", &two(bytes))])
-                )?;
+                line(out, key, &[("speedup", &two(time)), ("bytes", &two(bytes))])?;
             }
         }
         for g in &self.generated {
@@ -594,11 +589,7 @@ impl Report for BenchReport {
             writeln!(out, "{line}")?;
         }
         if s.nhwc_vs_nchw.is_some() {
-            writeln!(
-                out,
-                "{}",
-                tf("bench.layout", &[("ratio", &two(s.nhwc_vs_nchw))])
-            )?;
+            line(out, "bench.layout", &[("ratio", &two(s.nhwc_vs_nchw))])?;
         }
         Ok(())
     }

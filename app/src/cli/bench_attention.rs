@@ -16,7 +16,7 @@ use dlsys_shaders::{KernelRunner, Ladder, Outcome};
 
 use super::CliError;
 use super::lang::{pad, pad_left};
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::{t, tf};
 
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -130,27 +130,24 @@ impl AttnRace {
     }
 
     pub(super) fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "bench.attn.problem",
-                &[
-                    ("heads", &self.heads),
-                    ("seq", &self.seq),
-                    ("d", &self.head_dim),
-                    (
-                        "mask",
-                        &t(if self.causal {
-                            "bench.attn.causal"
-                        } else {
-                            "bench.attn.full"
-                        })
-                    ),
-                    ("br", &self.br),
-                    ("bc", &self.bc),
-                ],
-            )
+            "bench.attn.problem",
+            &[
+                ("heads", &self.heads),
+                ("seq", &self.seq),
+                ("d", &self.head_dim),
+                (
+                    "mask",
+                    &t(if self.causal {
+                        "bench.attn.causal"
+                    } else {
+                        "bench.attn.full"
+                    }),
+                ),
+                ("br", &self.br),
+                ("bc", &self.bc),
+            ],
         )?;
         writeln!(
             out,
@@ -182,17 +179,14 @@ impl AttnRace {
         if let (Some(naive), Some(tiled)) = (time(AttnRung::Naive.id()), time(AttnRung::Tiled.id()))
         {
             let ratio = format!("{:.2}", naive / tiled);
-            writeln!(out, "{}", tf("bench.attn.ratio", &[("ratio", &ratio)]))?;
+            line(out, "bench.attn.ratio", &[("ratio", &ratio)])?;
         }
         if self.causal {
             let (skipped, total) = self.tiles_skipped;
-            writeln!(
+            line(
                 out,
-                "{}",
-                tf(
-                    "bench.attn.skipped",
-                    &[("skipped", &skipped), ("total", &total)]
-                )
+                "bench.attn.skipped",
+                &[("skipped", &skipped), ("total", &total)],
             )?;
         }
         Ok(())
@@ -312,18 +306,15 @@ fn shape_problem() -> dlsys_core::kernels::Problem {
 
 impl Report for SweepReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "bench.attn.sweep",
-                &[
-                    ("adapter", &self.adapter),
-                    ("heads", &self.heads),
-                    ("d", &self.head_dim),
-                    ("trials", &self.trials),
-                ],
-            )
+            "bench.attn.sweep",
+            &[
+                ("adapter", &self.adapter),
+                ("heads", &self.heads),
+                ("d", &self.head_dim),
+                ("trials", &self.trials),
+            ],
         )?;
         let ids: Vec<&str> = self
             .rows
@@ -366,13 +357,10 @@ impl Report for SweepReport {
         for row in &self.rows {
             for cell in &row.rungs {
                 if let Some(why) = &cell.refused {
-                    writeln!(
+                    line(
                         out,
-                        "{}",
-                        tf(
-                            "bench.skipped",
-                            &[("what", &format!("{} (N = {}): {why}", cell.id, row.seq))]
-                        )
+                        "bench.skipped",
+                        &[("what", &format!("{} (N = {}): {why}", cell.id, row.seq))],
                     )?;
                 }
             }

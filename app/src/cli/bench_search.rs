@@ -8,7 +8,6 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use dlsys_core::search::Index;
 use dlsys_core::text::Lang;
 
 use super::CliError;
@@ -69,12 +68,9 @@ struct QueryRow {
 }
 
 pub fn run(args: &SearchArgs) -> Result<ExitCode, CliError> {
-    let pages: Vec<_> = dlsys_lessons::catalogs()
-        .into_iter()
-        .filter(|(id, _)| *id != "shell")
-        .collect();
+    let pages = dlsys_lessons::searchable();
     let started = web_time::Instant::now();
-    let index = Index::build(&pages, "glossary");
+    let index = dlsys_lessons::search_index(&pages);
     let build_ms = started.elapsed().as_secs_f64() * 1e3;
     let queries = QUERIES
         .iter()

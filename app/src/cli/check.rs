@@ -9,7 +9,7 @@ use dlsys_core::exercise::{SelfCheck, self_check};
 use dlsys_shaders::kernel_track::{self as kernel_exercises, KernelChecker};
 
 use super::CliError;
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -85,13 +85,13 @@ impl Report for CheckReport {
             }
         }
         if let Some(why) = &self.code_not_checked {
-            writeln!(out, "{}", tf("check.note", &[("why", why)]))?;
+            line(out, "check.note", &[("why", why)])?;
         }
-        let total = tf(
+        line(
+            out,
             "check.total",
             &[("checked", &self.checked), ("failed", &self.failed)],
-        );
-        writeln!(out, "{total}")
+        )
     }
 
     fn ok(&self) -> bool {

@@ -7,8 +7,8 @@ use dlsys_shaders::{Gpu, GpuInfo};
 
 use super::CliError;
 use super::lang::pad;
-use super::output::{Report, emit};
-use super::{t, tf};
+use super::output::{Report, emit, line};
+use super::t;
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct GpuInfoArgs {
@@ -58,7 +58,7 @@ impl Report for GpuInfoReport {
         let info = match self {
             Self::Available(Available { info, .. }) => info,
             Self::Missing(Missing { reason, .. }) => {
-                writeln!(out, "{}", tf("gpu.none", &[("reason", reason)]))?;
+                line(out, "gpu.none", &[("reason", reason)])?;
                 return writeln!(out, "{}", t("gpu.cpu_path"));
             }
         };
@@ -83,15 +83,15 @@ impl Report for GpuInfoReport {
             info.subgroup_min_size,
             info.subgroup_max_size
         )?;
-        let limits = tf(
+        line(
+            out,
             "gpu.limits",
             &[
                 ("invocations", &info.max_compute_invocations_per_workgroup),
                 ("shared", &info.max_compute_workgroup_storage_bytes),
                 ("binding", &info.max_storage_buffer_binding_bytes),
             ],
-        );
-        writeln!(out, "{limits}")?;
+        )?;
         writeln!(out, "{}", t("gpu.features"))?;
         for (name, enabled) in info.feature_flags() {
             let state = t(if enabled {

@@ -10,7 +10,7 @@ use dlsys_core::autograd::{Band, Check, GradcheckReport, PlantedBug};
 use super::CliError;
 use super::choice::{choice, name_of};
 use super::lang::pad;
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -113,7 +113,7 @@ pub fn run(args: &GradcheckArgs) -> Result<ExitCode, CliError> {
 impl Report for GradcheckOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         if let Some(bug) = self.bug.map(|b| b.name(super::lang())) {
-            writeln!(out, "{}", tf("grad.planted", &[("bug", &bug)]))?;
+            line(out, "grad.planted", &[("bug", &bug)])?;
         }
         let lang = super::lang();
         // The widest check's name sets the first column.
@@ -154,14 +154,14 @@ impl Report for GradcheckOut {
                 )?;
             }
         }
-        let total = tf(
+        line(
+            out,
             "grad.total",
             &[
                 ("checks", &self.checks.len()),
                 ("outside", &self.outside_good_band),
             ],
-        );
-        writeln!(out, "{total}")
+        )
     }
 
     fn ok(&self) -> bool {

@@ -16,7 +16,7 @@ use dlsys_core::quant::KvElement;
 
 use super::choice::{choice, name_of};
 use super::lang::{pad, pad_left};
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::{CliError, say, t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -265,27 +265,24 @@ impl Report for MlpOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let s = &self.shape;
         let sizes: Vec<String> = s.sizes.iter().map(ToString::to_string).collect();
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "memory.mlp",
-                &[
-                    ("sizes", &sizes.join("→")),
-                    ("batch", &s.batch),
-                    ("optimizer", &s.optimizer.name()),
-                    ("precision", &s.precision.name()),
-                    ("parameters", &self.estimate.parameters),
-                    (
-                        "checkpoint",
-                        &if s.checkpoint > 0 {
-                            tf("memory.ckpt_on", &[("k", &s.checkpoint)])
-                        } else {
-                            t("memory.ckpt_off").to_owned()
-                        },
-                    ),
-                ],
-            )
+            "memory.mlp",
+            &[
+                ("sizes", &sizes.join("→")),
+                ("batch", &s.batch),
+                ("optimizer", &s.optimizer.name()),
+                ("precision", &s.precision.name()),
+                ("parameters", &self.estimate.parameters),
+                (
+                    "checkpoint",
+                    &if s.checkpoint > 0 {
+                        tf("memory.ckpt_on", &[("k", &s.checkpoint)])
+                    } else {
+                        t("memory.ckpt_off").to_owned()
+                    },
+                ),
+            ],
         )?;
         writeln!(
             out,
@@ -315,11 +312,7 @@ impl Report for MlpOut {
             )?;
         }
         if let Some(m) = m {
-            writeln!(
-                out,
-                "{}",
-                tf("memory.peak", &[("peak", &show_bytes(m.peak))])
-            )?;
+            line(out, "memory.peak", &[("peak", &show_bytes(m.peak))])?;
             for phase in &m.phases {
                 let name = phase.phase.name(super::lang());
                 writeln!(
@@ -333,37 +326,31 @@ impl Report for MlpOut {
             }
         }
         let f = &self.estimate;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "memory.mlp_flops",
-                &[
-                    ("total", &show_flops(f.flops())),
-                    ("forward", &show_flops(f.flops_forward)),
-                    ("backward", &show_flops(f.flops_backward)),
-                    ("recompute", &show_flops(f.flops_recompute)),
-                ],
-            )
+            "memory.mlp_flops",
+            &[
+                ("total", &show_flops(f.flops())),
+                ("forward", &show_flops(f.flops_forward)),
+                ("backward", &show_flops(f.flops_backward)),
+                ("recompute", &show_flops(f.flops_recompute)),
+            ],
         )?;
         let Some(m) = m else {
             return Ok(());
         };
         let seconds = m.step_seconds;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "memory.step_time",
-                &[
-                    ("ms", &format!("{:.3}", seconds * 1e3)),
-                    ("steps", &m.timed_steps),
-                    (
-                        "gflops",
-                        &format!("{:.2}", f.flops() as f64 / seconds.max(1e-12) / 1e9),
-                    ),
-                ],
-            )
+            "memory.step_time",
+            &[
+                ("ms", &format!("{:.3}", seconds * 1e3)),
+                ("steps", &m.timed_steps),
+                (
+                    "gflops",
+                    &format!("{:.2}", f.flops() as f64 / seconds.max(1e-12) / 1e9),
+                ),
+            ],
         )
     }
 }
@@ -371,36 +358,30 @@ impl Report for MlpOut {
 impl Report for TransformerOut {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let (r, run) = (&self.report, &self.run);
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "memory.transformer",
-                &[
-                    ("model", &self.model),
-                    ("parameters", &show_count(r.parameters)),
-                    ("exact", &r.parameters),
-                    ("embedding", &show_count(r.embedding_parameters)),
-                    ("head_dim", &r.head_dim),
-                ],
-            )
+            "memory.transformer",
+            &[
+                ("model", &self.model),
+                ("parameters", &show_count(r.parameters)),
+                ("exact", &r.parameters),
+                ("embedding", &show_count(r.embedding_parameters)),
+                ("head_dim", &r.head_dim),
+            ],
         )?;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "memory.setup",
-                &[
-                    ("batch", &run.batch),
-                    ("seq", &run.seq),
-                    ("tokens", &r.tokens),
-                    ("precision", &run.precision.name()),
-                    ("states", &run.states),
-                    ("per_param", &run.precision.bytes_per_parameter(run.states)),
-                    ("zero", &run.zero.stage()),
-                    ("ranks", &run.ranks),
-                ],
-            )
+            "memory.setup",
+            &[
+                ("batch", &run.batch),
+                ("seq", &run.seq),
+                ("tokens", &r.tokens),
+                ("precision", &run.precision.name()),
+                ("states", &run.states),
+                ("per_param", &run.precision.bytes_per_parameter(run.states)),
+                ("zero", &run.zero.stage()),
+                ("ranks", &run.ranks),
+            ],
         )?;
         writeln!(
             out,
@@ -434,53 +415,44 @@ impl Report for TransformerOut {
                 ],
             )
         )?;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "memory.totals",
-                &[
-                    ("states", &show_bytes(states)),
-                    ("total", &show_bytes(states.saturating_add(r.activations))),
-                    (
-                        "checkpointed",
-                        &show_bytes(states.saturating_add(r.activations_checkpointed)),
-                    ),
-                    ("ckpt_activations", &show_bytes(r.activations_checkpointed)),
-                ],
-            )
+            "memory.totals",
+            &[
+                ("states", &show_bytes(states)),
+                ("total", &show_bytes(states.saturating_add(r.activations))),
+                (
+                    "checkpointed",
+                    &show_bytes(states.saturating_add(r.activations_checkpointed)),
+                ),
+                ("ckpt_activations", &show_bytes(r.activations_checkpointed)),
+            ],
         )?;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "memory.kv",
-                &[
-                    ("dtype", &run.kv.id()),
-                    ("values", &show_bytes(r.kv_per_token.values)),
-                    ("scales", &show_bytes(r.kv_per_token.scales)),
-                    ("per_token", &show_bytes(r.kv_cache_per_token)),
-                    ("context", &show_bytes(r.kv_cache_context)),
-                    ("batch", &run.batch),
-                    ("seq", &run.seq),
-                ],
-            )
+            "memory.kv",
+            &[
+                ("dtype", &run.kv.id()),
+                ("values", &show_bytes(r.kv_per_token.values)),
+                ("scales", &show_bytes(r.kv_per_token.scales)),
+                ("per_token", &show_bytes(r.kv_cache_per_token)),
+                ("context", &show_bytes(r.kv_cache_context)),
+                ("batch", &run.batch),
+                ("seq", &run.seq),
+            ],
         )?;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "memory.flops",
-                &[
-                    ("dense", &show_flops(r.flops_dense)),
-                    ("attention", &show_flops(r.flops_attention)),
-                    (
-                        "total",
-                        &show_flops(r.flops_dense.saturating_add(r.flops_attention))
-                    ),
-                    ("recompute", &show_flops(r.flops_recompute)),
-                ],
-            )
+            "memory.flops",
+            &[
+                ("dense", &show_flops(r.flops_dense)),
+                ("attention", &show_flops(r.flops_attention)),
+                (
+                    "total",
+                    &show_flops(r.flops_dense.saturating_add(r.flops_attention)),
+                ),
+                ("recompute", &show_flops(r.flops_recompute)),
+            ],
         )
     }
 }

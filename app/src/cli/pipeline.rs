@@ -16,7 +16,7 @@ use dlsys_core::pipeline::{
 };
 
 use super::lang::{pad, pad_left};
-use super::output::{Report, emit_line, emit_text};
+use super::output::{Report, emit_line, emit_text, line};
 use super::{CliError, say, t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -185,39 +185,33 @@ impl Report for Setup {
         } else {
             "pipeline.off"
         });
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "pipeline.setup",
-                &[
-                    ("dataset", &self.dataset),
-                    ("batch", &self.batch),
-                    ("batches", &self.batches),
-                    ("prefetch", &self.prefetch),
-                    ("augment", &on_off),
-                    ("decode", &self.extra_decode_ms),
-                    ("read", &self.extra_read_ms),
-                    ("cores", &self.cores),
-                ],
-            )
+            "pipeline.setup",
+            &[
+                ("dataset", &self.dataset),
+                ("batch", &self.batch),
+                ("batches", &self.batches),
+                ("prefetch", &self.prefetch),
+                ("augment", &on_off),
+                ("decode", &self.extra_decode_ms),
+                ("read", &self.extra_read_ms),
+                ("cores", &self.cores),
+            ],
         )?;
         let s = &self.stage_means_s;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "pipeline.stages",
-                &[
-                    ("read", &show_seconds(s.read_s)),
-                    ("decode", &show_seconds(s.decode_s)),
-                    ("augment", &show_seconds(s.augment_s)),
-                    ("extra_cpu", &show_seconds(s.extra_cpu_s)),
-                    ("extra_io", &show_seconds(s.extra_io_s)),
-                    ("collate", &show_seconds(s.collate_s)),
-                    ("compute", &show_seconds(self.compute_s)),
-                ],
-            )
+            "pipeline.stages",
+            &[
+                ("read", &show_seconds(s.read_s)),
+                ("decode", &show_seconds(s.decode_s)),
+                ("augment", &show_seconds(s.augment_s)),
+                ("extra_cpu", &show_seconds(s.extra_cpu_s)),
+                ("extra_io", &show_seconds(s.extra_io_s)),
+                ("collate", &show_seconds(s.collate_s)),
+                ("compute", &show_seconds(self.compute_s)),
+            ],
         )
     }
 }

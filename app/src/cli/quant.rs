@@ -21,7 +21,7 @@ use dlsys_core::quant::{
 };
 
 use super::choice;
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::{CliError, lang, say, t, tf};
 
 const MODELS: [&str; 3] = ["mlp", "cnn", "transformer"];
@@ -67,12 +67,12 @@ pub struct QuantArgs {
     pub(super) qat: Option<u64>,
     #[arg(long)]
     pub(super) fp8_train: bool,
-    #[arg(long, default_value_t = 0.01)]
-    qat_lr: f64,
-    #[arg(long, default_value = "digits")]
-    pub(super) dataset: String,
-    #[arg(long, default_value = "128")]
-    hidden: String,
+    #[arg(long)]
+    pub(super) qat_lr: Option<f64>,
+    #[arg(long)]
+    pub(super) dataset: Option<String>,
+    #[arg(long)]
+    pub(super) hidden: Option<String>,
     #[arg(long)]
     pub(super) epochs: Option<u64>,
     #[arg(long, value_name = "N")]
@@ -85,9 +85,26 @@ pub struct QuantArgs {
     pub json: bool,
 }
 
+/// The MLP's data set, hidden sizes and QAT learning rate when not given.
+const MLP_DATASET: &str = "digits";
+const MLP_HIDDEN: &str = "128";
+const QAT_LR: f64 = 0.01;
+
+impl QuantArgs {
+    /// The MLP's data set: `--dataset`, else [`MLP_DATASET`].
+    pub(super) fn mlp_dataset(&self) -> String {
+        self.dataset
+            .clone()
+            .unwrap_or_else(|| MLP_DATASET.to_owned())
+    }
+}
+
 /// The figures `quant --help` names.
 pub(super) fn help_values() -> Vec<(&'static str, String)> {
     vec![
+        ("quant_dataset", MLP_DATASET.to_owned()),
+        ("quant_hidden", MLP_HIDDEN.to_owned()),
+        ("quant_qat_lr", QAT_LR.to_string()),
         ("quant_min_bits", dlsys_core::quant::MIN_BITS.to_string()),
         ("quant_max_bits", dlsys_core::quant::MAX_BITS.to_string()),
         ("quant_mlp_epochs", MLP_EPOCHS.to_string()),
@@ -181,6 +198,27 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
             )));
         }
     }
+    // A flag that would be passed over is refused by name.
+    let unused = [
+        (
+            "--qat-lr",
+            "--qat",
+            args.qat_lr.is_some() && args.qat.is_none(),
+        ),
+        (
+            "--hidden",
+            "--fp8-train",
+            args.hidden.is_some() && args.fp8_train,
+        ),
+    ];
+    if let Some((flag, other, _)) = unused.iter().find(|(_, _, refused)| *refused) {
+        let key = if args.fp8_train {
+            "quant.not_with"
+        } else {
+            "quant.only_with"
+        };
+        return Err(CliError::from(tf(key, &[("flag", flag), ("other", other)])));
+    }
     if args.fp8_train {
         return super::quant_fp8::run(args);
     }
@@ -196,8 +234,8 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
         return Err(fail(&QuantError::GroupSize));
     }
     let ptq_settings = PtqSettings {
-        dataset: args.dataset.clone(),
-        hidden: args.hidden.clone(),
+        dataset: args.mlp_dataset(),
+        hidden: args.hidden.clone().unwrap_or_else(|| MLP_HIDDEN.to_owned()),
         epochs: args.epochs.unwrap_or(MLP_EPOCHS),
         seed: args.seed,
     };
@@ -228,7 +266,7 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
                 bits: args.bits,
                 granularity: kind,
                 epochs,
-                lr: args.qat_lr,
+                lr: args.qat_lr.unwrap_or(QAT_LR),
                 ..QatSettings::default()
             };
             let report =
@@ -289,36 +327,30 @@ impl Report for ValueReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let o = &self.one;
         let p = &o.params;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "quant.value.params",
-                &[
-                    ("format", &o.format),
-                    ("mapping", &self.mapping.name(lang())),
-                    ("lo", &show_sig(o.lo, 6)),
-                    ("hi", &show_sig(o.hi, 6)),
-                    ("scale", &show_sig(p.scale, 6)),
-                    ("zero", &p.zero_point),
-                    ("qmin", &p.qmin),
-                    ("qmax", &p.qmax),
-                ],
-            )
+            "quant.value.params",
+            &[
+                ("format", &o.format),
+                ("mapping", &self.mapping.name(lang())),
+                ("lo", &show_sig(o.lo, 6)),
+                ("hi", &show_sig(o.hi, 6)),
+                ("scale", &show_sig(p.scale, 6)),
+                ("zero", &p.zero_point),
+                ("qmin", &p.qmin),
+                ("qmax", &p.qmax),
+            ],
         )?;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "quant.value.result",
-                &[
-                    ("x", &show_sig(o.value, 9)),
-                    ("code", &o.code),
-                    ("back", &show_sig(o.restored, 9)),
-                    ("error", &show_sig(o.error, 3)),
-                    ("bound", &show_sig(o.bound, 3)),
-                ],
-            )
+            "quant.value.result",
+            &[
+                ("x", &show_sig(o.value, 9)),
+                ("code", &o.code),
+                ("back", &show_sig(o.restored, 9)),
+                ("error", &show_sig(o.error, 3)),
+                ("bound", &show_sig(o.bound, 3)),
+            ],
         )?;
         if o.clipped {
             writeln!(out, "{}", t("quant.value.clipped"))?;
@@ -424,18 +456,15 @@ pub(super) fn error_line(e: &ErrorStats) -> String {
 impl Report for ModelReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let s = &self.settings;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "quant.model.setup",
-                &[
-                    ("dataset", &s.dataset),
-                    ("hidden", &s.hidden),
-                    ("epochs", &s.epochs),
-                    ("seed", &s.seed),
-                ],
-            )
+            "quant.model.setup",
+            &[
+                ("dataset", &s.dataset),
+                ("hidden", &s.hidden),
+                ("epochs", &s.epochs),
+                ("seed", &s.seed),
+            ],
         )?;
         let acts = match self.activations {
             Some(a) => acts_words(a),
@@ -449,37 +478,31 @@ impl Report for ModelReport {
             &acts,
         );
         writeln!(out, "{scheme}")?;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "quant.model.accuracy",
-                &[
-                    ("before", &pct(self.fp32_accuracy)),
-                    ("after", &pct(self.accuracy)),
-                    (
-                        "delta",
-                        &format!("{:+.2}", 100.0 * (self.accuracy - self.fp32_accuracy))
-                    ),
-                ],
-            )
+            "quant.model.accuracy",
+            &[
+                ("before", &pct(self.fp32_accuracy)),
+                ("after", &pct(self.accuracy)),
+                (
+                    "delta",
+                    &format!("{:+.2}", 100.0 * (self.accuracy - self.fp32_accuracy)),
+                ),
+            ],
         )?;
         writeln!(out, "{}", error_line(&self.weight_error))?;
         writeln!(out, "{}", bytes_line(&self.bytes))?;
         if let Some(o) = &self.outlier {
-            writeln!(
+            line(
                 out,
-                "{}",
-                tf(
-                    "quant.outlier.setup",
-                    &[
-                        ("channel", &o.channel),
-                        ("m", &o.magnitude),
-                        ("amax", &show_sig(o.outlier_amax, 4)),
-                        ("others", &show_sig(o.others_amax, 4)),
-                        ("fp32", &pct(o.planted_fp32_accuracy)),
-                    ],
-                )
+                "quant.outlier.setup",
+                &[
+                    ("channel", &o.channel),
+                    ("m", &o.magnitude),
+                    ("amax", &show_sig(o.outlier_amax, 4)),
+                    ("others", &show_sig(o.others_amax, 4)),
+                    ("fp32", &pct(o.planted_fp32_accuracy)),
+                ],
             )?;
             for r in &o.rows {
                 let gemm = t(if r.integer_gemm {
@@ -491,48 +514,39 @@ impl Report for ModelReport {
                     Some(a) => ("quant.outlier.smooth_row", a),
                     None => ("quant.outlier.row", 0.0),
                 };
-                writeln!(
+                line(
                     out,
-                    "{}",
-                    tf(
-                        key,
-                        &[
-                            ("weights", &r.weights.words().say(lang())),
-                            ("acts", &r.activations.name(lang())),
-                            ("accuracy", &pct(r.accuracy)),
-                            ("gemm", &gemm),
-                            ("alpha", &alpha),
-                        ],
-                    )
+                    key,
+                    &[
+                        ("weights", &r.weights.words().say(lang())),
+                        ("acts", &r.activations.name(lang())),
+                        ("accuracy", &pct(r.accuracy)),
+                        ("gemm", &gemm),
+                        ("alpha", &alpha),
+                    ],
                 )?;
             }
         }
         if let Some(q) = &self.qat {
-            writeln!(
+            line(
                 out,
-                "{}",
-                tf(
-                    "quant.qat.heading",
-                    &[
-                        ("epochs", &q.accuracy.len()),
-                        ("lr", &q.settings.lr),
-                        ("ptq", &pct(q.ptq_accuracy)),
-                    ],
-                )
+                "quant.qat.heading",
+                &[
+                    ("epochs", &q.accuracy.len()),
+                    ("lr", &q.settings.lr),
+                    ("ptq", &pct(q.ptq_accuracy)),
+                ],
             )?;
             for (i, (acc, loss)) in q.accuracy.iter().zip(&q.loss).enumerate() {
-                writeln!(
+                line(
                     out,
-                    "{}",
-                    tf(
-                        "quant.qat.row",
-                        &[
-                            ("epoch", &(i + 1)),
-                            ("loss", &format!("{loss:.4}")),
-                            ("accuracy", &pct(*acc)),
-                            ("delta", &format!("{:+.2}", 100.0 * (acc - q.fp32_accuracy))),
-                        ],
-                    )
+                    "quant.qat.row",
+                    &[
+                        ("epoch", &(i + 1)),
+                        ("loss", &format!("{loss:.4}")),
+                        ("accuracy", &pct(*acc)),
+                        ("delta", &format!("{:+.2}", 100.0 * (acc - q.fp32_accuracy))),
+                    ],
                 )?;
             }
         }
@@ -543,20 +557,17 @@ impl Report for ModelReport {
                     Some(a) => acts_words(a),
                     None => t("quant.model.acts_fp32").to_owned(),
                 };
-                writeln!(
+                line(
                     out,
-                    "{}",
-                    tf(
-                        "quant.grid.row",
-                        &[
-                            ("bits", &c.bits),
-                            ("granularity", &c.granularity.words().say(lang())),
-                            ("acts", &acts),
-                            ("accuracy", &pct(c.accuracy)),
-                            ("delta", &format!("{:+.2}", 100.0 * c.delta)),
-                            ("rms", &show_sig(c.weight_error.rms_error, 3)),
-                        ],
-                    )
+                    "quant.grid.row",
+                    &[
+                        ("bits", &c.bits),
+                        ("granularity", &c.granularity.words().say(lang())),
+                        ("acts", &acts),
+                        ("accuracy", &pct(c.accuracy)),
+                        ("delta", &format!("{:+.2}", 100.0 * c.delta)),
+                        ("rms", &show_sig(c.weight_error.rms_error, 3)),
+                    ],
                 )?;
             }
         }
@@ -575,7 +586,8 @@ fn mx_lines(out: &mut dyn Write, mx: &MxReport) -> io::Result<()> {
             .error
             .sqnr_db
             .map_or_else(|| "∞".to_owned(), |d| format!("{d:.1}"));
-        let line = tf(
+        line(
+            out,
             "quant.mx.row",
             &[
                 ("format", &r.element.name(lang())),
@@ -585,11 +597,11 @@ fn mx_lines(out: &mut dyn Write, mx: &MxReport) -> io::Result<()> {
                 ("sqnr", &sqnr),
                 ("saturated", &r.saturated),
             ],
-        );
-        writeln!(out, "{line}")?;
+        )?;
     }
     for (cell, bits) in &mx.baselines {
-        let line = tf(
+        line(
+            out,
             "quant.mx.baseline",
             &[
                 ("int", &cell.bits),
@@ -597,8 +609,7 @@ fn mx_lines(out: &mut dyn Write, mx: &MxReport) -> io::Result<()> {
                 ("accuracy", &pct(cell.accuracy)),
                 ("delta", &format!("{:+.2}", 100.0 * cell.delta)),
             ],
-        );
-        writeln!(out, "{line}")?;
+        )?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::quant::{MLP_EPOCHS, QuantArgs, fail, pct};
 use super::{CliError, tf};
 
@@ -24,7 +24,7 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
     for recipe in recipes {
         let settings = Fp8TrainSettings {
             recipe,
-            dataset: args.dataset.clone(),
+            dataset: args.mlp_dataset(),
             epochs: args.epochs.unwrap_or(MLP_EPOCHS),
             seed: args.seed,
             ..Fp8TrainSettings::default()
@@ -70,16 +70,14 @@ struct Fp8Report {
 
 impl Report for Fp8Report {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "quant.fp8.heading",
-                &[("epochs", &self.epochs), ("seed", &self.seed)]
-            )
+            "quant.fp8.heading",
+            &[("epochs", &self.epochs), ("seed", &self.seed)],
         )?;
         for r in &self.runs {
-            let line = tf(
+            line(
+                out,
                 "quant.fp8.row",
                 &[
                     ("recipe", &r.recipe.id()),
@@ -98,11 +96,11 @@ impl Report for Fp8Report {
                         &(r.forward.underflowed + r.backward.underflowed),
                     ),
                 ],
-            );
-            writeln!(out, "{line}")?;
+            )?;
         }
         for s in &self.stale {
-            let line = tf(
+            line(
+                out,
                 "quant.fp8.stale",
                 &[
                     ("format", &s.format),
@@ -113,8 +111,7 @@ impl Report for Fp8Report {
                     ("saturated", &s.saturating.saturated),
                     ("overflowed", &s.overflowing.overflowed),
                 ],
-            );
-            writeln!(out, "{line}")?;
+            )?;
         }
         Ok(())
     }

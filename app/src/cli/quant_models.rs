@@ -15,7 +15,7 @@ use dlsys_core::quant::models::{self, JobPhase, Measured, Metric, ModelCell, Mod
 use dlsys_core::quant::ptq::{ActScales, GranularityKind};
 use dlsys_core::quant::{Calibration, Mapping, QuantError, QuantSettings};
 
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::quant::{QuantArgs, bytes_line, error_line, fail, pct, scheme_line};
 use super::{CliError, lang, t, tf};
 
@@ -32,6 +32,9 @@ pub fn run(
         ("--qat", args.qat.is_some()),
         ("--fp8-train", args.fp8_train),
         ("--mx", args.mx),
+        ("--dataset", args.dataset.is_some()),
+        ("--hidden", args.hidden.is_some()),
+        ("--qat-lr", args.qat_lr.is_some()),
     ];
     // Each model's own training length.
     let cnn = args.model == "cnn";
@@ -201,21 +204,22 @@ impl Report for ModelsReport {
             Metric::Loss => "quant.models.loss",
         };
         let m = &self.measured;
-        let line = tf(
+        line(
+            out,
             key,
             &[
                 ("before", &self.figure(self.fp32)),
                 ("after", &self.figure(m.value)),
                 ("delta", &self.change(m.delta)),
             ],
-        );
-        writeln!(out, "{line}")?;
+        )?;
         writeln!(out, "{}", error_line(&m.weight_error))?;
         writeln!(out, "{}", bytes_line(&m.bytes))?;
         if let Some(cells) = &self.grid {
             writeln!(out, "{}", t("quant.models.grid_heading"))?;
             for c in cells {
-                let row = tf(
+                line(
+                    out,
                     "quant.models.grid_row",
                     &[
                         ("bits", &c.bits),
@@ -225,8 +229,7 @@ impl Report for ModelsReport {
                         ("delta", &self.change(c.measured.delta)),
                         ("rms", &show_sig(c.measured.weight_error.rms_error, 3)),
                     ],
-                );
-                writeln!(out, "{row}")?;
+                )?;
             }
         }
         Ok(())

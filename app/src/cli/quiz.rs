@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use dlsys_core::exercise::AnswerKind;
 use dlsys_core::exercise::quiz::{MAX_QUESTIONS, MAX_SEED, draw, tasks};
 
-use super::output::{Report, emit};
-use super::{CliError, t, tf};
+use super::output::{Report, emit, line};
+use super::{CliError, t};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct QuizArgs {
@@ -82,13 +82,10 @@ pub fn run(args: &QuizArgs) -> Result<ExitCode, CliError> {
 
 impl Report for QuizReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "quiz.heading",
-                &[("n", &self.questions.len()), ("seed", &self.seed)]
-            )
+            "quiz.heading",
+            &[("n", &self.questions.len()), ("seed", &self.seed)],
         )?;
         for (i, q) in self.questions.iter().enumerate() {
             writeln!(out)?;

@@ -12,7 +12,7 @@ use dlsys_core::nn::{Activation, EpochStats, OptimizerKind, Status, TrainConfig,
 
 use super::CliError;
 use super::choice::{choice, name_of};
-use super::output::{Report, emit_line, emit_text};
+use super::output::{Report, emit_line, emit_text, line};
 use super::tf;
 
 #[derive(Clone, Debug, clap::Args)]
@@ -374,9 +374,10 @@ fn train(dataset: &str, config: TrainConfig, json: bool) -> Result<ExitCode, Cli
 impl Report for Setup {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         if let Some(policy) = &self.policy {
-            writeln!(out, "{}", tf("train.policy", &[("policy", policy)]))?;
+            line(out, "train.policy", &[("policy", policy)])?;
         }
-        let setup = tf(
+        line(
+            out,
             "train.setup",
             &[
                 ("dataset", &self.dataset),
@@ -386,8 +387,7 @@ impl Report for Setup {
                 ("classes", &self.classes),
                 ("parameters", &self.parameters),
             ],
-        );
-        writeln!(out, "{setup}")
+        )
     }
 }
 
@@ -429,6 +429,6 @@ impl Report for Epoch<'_> {
 impl Report for Finished {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let accuracy = format!("{:.2}", 100.0 * self.final_test_accuracy);
-        writeln!(out, "{}", tf("train.final", &[("accuracy", &accuracy)]))
+        line(out, "train.final", &[("accuracy", &accuracy)])
     }
 }

@@ -10,7 +10,7 @@ use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::nn::settings::parse_hidden;
 use dlsys_core::nn::{Activation, OptimizerKind, data, evaluate};
 
-use super::output::{Report, emit_line, emit_text};
+use super::output::{Report, emit_line, emit_text, line};
 use super::{CliError, say, t, tf};
 
 /// The data-parallel part of `train`'s flags.
@@ -157,78 +157,69 @@ pub fn run(f: &DpFlags<'_>) -> Result<ExitCode, CliError> {
 impl Report for Setup {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let algorithm = self.kind;
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "train.dp_setup",
-                &[
-                    ("dataset", &self.dataset),
-                    ("workers", &self.workers),
-                    ("shard", &self.shard),
-                    ("global", &self.global_batch),
-                    ("algo", &algorithm.name(super::lang())),
-                    ("parameters", &self.parameters),
-                    ("bytes", &show_bytes(self.gradient_bytes)),
-                    ("steps", &self.steps_per_epoch),
-                    (
-                        "threads",
-                        &t(if self.threads {
-                            "train.dp_threads"
-                        } else {
-                            "train.dp_one_thread"
-                        })
-                    ),
-                ],
-            )
+            "train.dp_setup",
+            &[
+                ("dataset", &self.dataset),
+                ("workers", &self.workers),
+                ("shard", &self.shard),
+                ("global", &self.global_batch),
+                ("algo", &algorithm.name(super::lang())),
+                ("parameters", &self.parameters),
+                ("bytes", &show_bytes(self.gradient_bytes)),
+                ("steps", &self.steps_per_epoch),
+                (
+                    "threads",
+                    &t(if self.threads {
+                        "train.dp_threads"
+                    } else {
+                        "train.dp_one_thread"
+                    }),
+                ),
+            ],
         )
     }
 }
 
 impl Report for Epoch {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "train.dp_epoch",
-                &[
-                    ("epoch", &format!("{:>3}", self.epoch)),
-                    ("epochs", &self.epochs),
-                    ("train_loss", &format!("{:.4}", self.train_loss)),
-                    ("test_acc", &format!("{:6.2}", 100.0 * self.test_accuracy)),
-                    ("bytes", &show_bytes(self.comm_bytes)),
-                    ("compute", &show_seconds(self.compute_s)),
-                    ("comm", &show_seconds(self.comm_s)),
-                ],
-            )
+            "train.dp_epoch",
+            &[
+                ("epoch", &format!("{:>3}", self.epoch)),
+                ("epochs", &self.epochs),
+                ("train_loss", &format!("{:.4}", self.train_loss)),
+                ("test_acc", &format!("{:6.2}", 100.0 * self.test_accuracy)),
+                ("bytes", &show_bytes(self.comm_bytes)),
+                ("compute", &show_seconds(self.compute_s)),
+                ("comm", &show_seconds(self.comm_s)),
+            ],
         )
     }
 }
 
 impl Report for Finished {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "train.dp_final",
-                &[
-                    (
-                        "accuracy",
-                        &format!("{:.2}", 100.0 * self.final_test_accuracy)
-                    ),
-                    (
-                        "identical",
-                        &t(if self.replicas_identical {
-                            "train.dp_same"
-                        } else {
-                            "train.dp_differ"
-                        })
-                    ),
-                    ("wall", &show_seconds(self.wall_s)),
-                ],
-            )
+            "train.dp_final",
+            &[
+                (
+                    "accuracy",
+                    &format!("{:.2}", 100.0 * self.final_test_accuracy),
+                ),
+                (
+                    "identical",
+                    &t(if self.replicas_identical {
+                        "train.dp_same"
+                    } else {
+                        "train.dp_differ"
+                    }),
+                ),
+                ("wall", &show_seconds(self.wall_s)),
+            ],
         )
     }
 
@@ -339,7 +330,8 @@ fn run_async(
 
 impl Report for AsyncSetup {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let line = tf(
+        line(
+            out,
             "train.async_setup",
             &[
                 ("dataset", &self.dataset),
@@ -348,11 +340,13 @@ impl Report for AsyncSetup {
                 ("parameters", &self.parameters),
                 ("updates", &self.updates_per_epoch),
             ],
-        );
-        writeln!(out, "{line}")?;
+        )?;
         if self.momentum {
-            let note = tf("train.async_momentum", &[("optimizer", &self.optimizer)]);
-            writeln!(out, "{note}")?;
+            line(
+                out,
+                "train.async_momentum",
+                &[("optimizer", &self.optimizer)],
+            )?;
         }
         Ok(())
     }
@@ -360,7 +354,8 @@ impl Report for AsyncSetup {
 
 impl Report for AsyncEpoch {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let line = tf(
+        line(
+            out,
             "train.async_epoch",
             &[
                 ("epoch", &format!("{:>3}", self.epoch)),
@@ -371,7 +366,6 @@ impl Report for AsyncEpoch {
                 ("bytes", &show_bytes(self.server_bytes)),
                 ("end", &show_seconds(self.virtual_end_s)),
             ],
-        );
-        writeln!(out, "{line}")
+        )
     }
 }

@@ -13,7 +13,7 @@ use dlsys_core::nn::models::cnn_run::{CnnEpoch, CnnEvent, CnnRun, CnnSettings};
 use dlsys_core::nn::models::text_run::{TextEvent, TextRun, TextSettings};
 
 use super::CliError;
-use super::output::{Report, emit_line, emit_text};
+use super::output::{Report, emit_line, emit_text, line};
 use super::tf;
 use super::train::{MODELS, TrainArgs};
 
@@ -218,7 +218,8 @@ fn train_transformer(args: &TrainArgs) -> Result<ExitCode, CliError> {
 
 impl Report for CnnSetup {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let line = tf(
+        line(
+            out,
             "train.cnn_setup",
             &[
                 ("train", &self.train),
@@ -227,8 +228,7 @@ impl Report for CnnSetup {
                 ("batch", &self.batch),
                 ("lr", &self.lr),
             ],
-        );
-        writeln!(out, "{line}")
+        )
     }
 }
 
@@ -257,28 +257,26 @@ impl Report for CnnEpochLine {
 impl Report for CnnFinished {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         let pct = |v: f64| format!("{:.2}", 100.0 * v);
-        writeln!(
+        line(
             out,
-            "{}",
-            tf(
-                "train.final",
-                &[("accuracy", &pct(self.final_test_accuracy))]
-            )
+            "train.final",
+            &[("accuracy", &pct(self.final_test_accuracy))],
         )?;
-        let bugs = tf(
+        line(
+            out,
             "train.cnn_bugs",
             &[
                 ("batch", &pct(self.batch_statistics_accuracy)),
                 ("initial", &pct(self.initial_statistics_accuracy)),
             ],
-        );
-        writeln!(out, "{bugs}")
+        )
     }
 }
 
 impl Report for TextSetup {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let line = tf(
+        line(
+            out,
             "train.text_setup",
             &[
                 ("characters", &self.characters),
@@ -286,14 +284,14 @@ impl Report for TextSetup {
                 ("parameters", &self.parameters),
                 ("ln_vocab", &format!("{:.3}", self.ln_vocab)),
             ],
-        );
-        writeln!(out, "{line}")
+        )
     }
 }
 
 impl Report for TextStep {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let line = tf(
+        line(
+            out,
             "train.text_step",
             &[
                 ("step", &format!("{:>5}", self.step)),
@@ -302,21 +300,20 @@ impl Report for TextStep {
                 ("held_out", &format!("{:.3}", self.held_out_loss)),
                 ("seconds", &format!("{:.1}", self.seconds)),
             ],
-        );
-        writeln!(out, "{line}")
+        )
     }
 }
 
 impl Report for TextFinished {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
-        let line = tf(
+        line(
+            out,
             "train.text_final",
             &[
                 ("loss", &format!("{:.3}", self.final_loss)),
                 ("prompt", &self.prompt),
                 ("continuation", &self.continuation),
             ],
-        );
-        writeln!(out, "{line}")
+        )
     }
 }

@@ -10,7 +10,7 @@ use dlsys_shaders::kernel_track::{
 };
 
 use super::CliError;
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 use super::{t, tf};
 
 #[derive(Clone, Debug, clap::Args)]
@@ -147,15 +147,15 @@ impl Report for Checked {
         match &self.race {
             Some(Ok(race)) => {
                 let lang = super::lang();
-                let heading = tf(
+                line(
+                    out,
                     "wgsl.race",
                     &[
                         ("problem", &race.problem.say(lang)),
                         ("trials", &race.trials),
                         ("timer", &race.timer_kind.name(lang)),
                     ],
-                );
-                writeln!(out, "{heading}")?;
+                )?;
                 for (i, lap) in race.laps.iter().enumerate() {
                     let name = if lap.kernel == "yours" {
                         t("wgsl.yours")
@@ -171,13 +171,13 @@ impl Report for Checked {
                         lap.gb_per_s
                     )?;
                 }
-                let rank = tf(
+                line(
+                    out,
                     "wgsl.rank",
                     &[("rank", &race.rank()), ("count", &race.laps.len())],
-                );
-                writeln!(out, "{rank}")
+                )
             }
-            Some(Err(err)) => writeln!(out, "{}", tf("wgsl.timing_failed", &[("error", err)])),
+            Some(Err(err)) => line(out, "wgsl.timing_failed", &[("error", err)]),
             None => Ok(()),
         }
     }

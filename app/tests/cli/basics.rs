@@ -5,7 +5,8 @@
 use std::process::Command;
 
 use crate::support::{
-    assert_one_line_error, dlsys_lab, f32_bytes, fails_with_one_line, gpu_expected, with_stdin,
+    assert_one_line_error, dlsys_lab, f32_bytes, fails_with_one_line, gpu_expected, succeeds,
+    with_stdin,
 };
 
 use crate::support::is_ci;
@@ -34,12 +35,7 @@ fn version_and_help() {
 
 #[test]
 fn gpu_info_json_reports_the_adapter_and_features() {
-    let out = dlsys_lab(&["gpu-info", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(&["gpu-info", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     if json["available"] == true {
         assert!(json["adapter"].as_str().is_some_and(|a| !a.is_empty()));
@@ -189,12 +185,7 @@ fn bad_input_exits_non_zero_with_a_message() {
 
 #[test]
 fn float_shows_every_format_and_json_agrees() {
-    let out = dlsys_lab(&["float", "65520", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(&["float", "65520", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let formats = json["formats"].as_array().unwrap();
     let names: Vec<&str> = formats
@@ -326,7 +317,7 @@ fn gradcheck_passes_and_catches_a_planted_bug() {
 
 #[test]
 fn train_prints_epochs_and_rejects_bad_arguments() {
-    let out = dlsys_lab(&[
+    let out = succeeds(&[
         "train",
         "--dataset",
         "xor",
@@ -336,11 +327,6 @@ fn train_prints_epochs_and_rejects_bad_arguments() {
         "3",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<serde_json::Value> = text
         .lines()
@@ -375,7 +361,7 @@ fn train_prints_epochs_and_rejects_bad_arguments() {
 #[test]
 fn train_under_a_precision_policy_reports_underflow_and_the_loss_scale() {
     let epoch_json = |scale: &str| {
-        let out = dlsys_lab(&[
+        let out = succeeds(&[
             "train",
             "--dataset",
             "digits",
@@ -397,11 +383,6 @@ fn train_under_a_precision_policy_reports_underflow_and_the_loss_scale() {
             scale,
             "--json",
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         first["mixed"].clone()
@@ -455,14 +436,9 @@ fn bench_kernels_reports_every_variant() {
     if !gpu_expected() {
         return;
     }
-    let out = dlsys_lab(&[
+    let out = succeeds(&[
         "bench", "kernels", "--rows", "32", "--cols", "256", "--trials", "2", "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["failed"], 0, "{json}");
     let results = json["results"].as_array().unwrap();

@@ -3,26 +3,12 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::support::{dlsys_lab, fails_with_one_line};
-
-/// Runs a command that prints JSON lines; it must succeed.
-fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
-    let out = dlsys_lab(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+use crate::support::{dlsys_lab, fails_with_one_line, json_lines, succeeds};
 
 #[test]
 fn allreduce_checks_the_sum_and_counts_the_bytes() {
     for algo in ["ring", "tree", "hd", "ps"] {
-        let out = dlsys_lab(&[
+        let out = succeeds(&[
             "allreduce",
             "--algo",
             algo,
@@ -32,11 +18,6 @@ fn allreduce_checks_the_sum_and_counts_the_bytes() {
             "1001",
             "--json",
         ]);
-        assert!(
-            out.status.success(),
-            "{algo}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(json["correct"], true, "{algo}");
         assert_eq!(

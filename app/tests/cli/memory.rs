@@ -2,11 +2,11 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::support::{assert_one_line_error, dlsys_lab, json};
+use crate::support::{assert_one_line_error, dlsys_lab, json, succeeds};
 
 #[test]
 fn memory_estimates_an_mlp_and_measures_the_same_bytes() {
-    let out = dlsys_lab(&[
+    let out = succeeds(&[
         "memory",
         "--mlp",
         "784,128,10",
@@ -18,11 +18,6 @@ fn memory_estimates_an_mlp_and_measures_the_same_bytes() {
         "mixed-fp16",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let n = 784 * 128 + 128 + 128 * 10 + 10;
     assert_eq!(json["estimate"]["parameters"], n);
@@ -44,12 +39,7 @@ fn memory_estimates_an_mlp_and_measures_the_same_bytes() {
     );
     // Segments of two layers: the first two of three are recomputed.
     let k2 = |k: &str| {
-        let out = dlsys_lab(&["memory", "--mlp", "20,8,8,3", "--checkpoint", k, "--json"]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = succeeds(&["memory", "--mlp", "20,8,8,3", "--checkpoint", k, "--json"]);
         serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("JSON on stdout")
     };
     let (one, two) = (k2("1"), k2("2"));
@@ -72,12 +62,7 @@ fn memory_estimates_an_mlp_and_measures_the_same_bytes() {
 
 #[test]
 fn memory_of_a_transformer_preset_and_its_errors() {
-    let out = dlsys_lab(&["memory", "--transformer", "llama-7b", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(&["memory", "--transformer", "llama-7b", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert_eq!(json["report"]["parameters"], 6_738_415_616_u64);
     assert_eq!(json["report"]["kv_cache_per_token"], 512 * 1024);
@@ -121,7 +106,7 @@ fn memory_of_a_transformer_preset_and_its_errors() {
 
 #[test]
 fn memory_estimates_what_it_will_not_measure() {
-    let out = dlsys_lab(&[
+    let out = succeeds(&[
         "memory",
         "--mlp",
         "8192,8192,8192,8192",
@@ -130,11 +115,6 @@ fn memory_estimates_what_it_will_not_measure() {
         "--estimate-only",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert!(json["measured"].is_null());
     assert_eq!(json["estimate"]["parameters"], 3 * (8192 * 8192 + 8192));

@@ -4,20 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use crate::support::{dlsys_lab, fails_with_one_line};
+use crate::support::{fails_with_one_line, json_lines};
 
 #[test]
 fn the_transformer_trains_from_about_ln_v_and_says_how_far() {
-    let out = dlsys_lab(&["train", "--model", "transformer", "--steps", "50", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&["train", "--model", "transformer", "--steps", "50", "--json"]);
     // Step 0, step 50, then the final line.
     assert_eq!(lines.len(), 3, "{lines:?}");
     let first = lines[0]["train_loss"].as_f64().unwrap();

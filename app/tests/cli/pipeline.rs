@@ -3,11 +3,11 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::support::{dlsys_lab, fails_with_one_line, has_cjk};
+use crate::support::{dlsys_lab, fails_with_one_line, has_cjk, json_lines};
 
 #[test]
 fn pipeline_reports_each_worker_count_beside_the_model() {
-    let out = dlsys_lab(&[
+    let lines = json_lines(&[
         "pipeline",
         "--workers",
         "1,2",
@@ -19,15 +19,6 @@ fn pipeline_reports_each_worker_count_beside_the_model() {
         "0.02",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(lines.len(), 3, "the setup, then one row per worker count");
     let stages = &lines[0]["stage_means_s"];
     assert!(stages["read_s"].as_f64().unwrap() > 0.0);

@@ -237,7 +237,16 @@ fn bad_input_is_one_line_in_the_learners_language() {
         &["quant", "--model", "transformer", "--qat", "1"],
         &["quant", "--model", "cnn", "--epochs", "0"],
         &["quant", "--model", "transformer", "--steps", "0"],
+        // Flags the run would pass over are refused, not ignored.
+        &["quant", "--model", "cnn", "--hidden", "64"],
+        &["quant", "--model", "transformer", "--dataset", "mnist"],
+        &["quant", "--model", "cnn", "--qat-lr", "0.1"],
+        &["quant", "--qat-lr", "0.1"],
+        &["quant", "--fp8-train", "--hidden", "64"],
     ]);
+    let out = dlsys_lab(&["quant", "--qat-lr", "0.1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--qat-lr goes with --qat"), "{err}");
     let args = ["--lang", "zh", "quant", "--bits", "9"];
     let out = dlsys_lab(&args);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -13,7 +13,7 @@ use dlsys_shaders::attention::{AttnRow, rows};
 
 use super::{AttentionKernels, TEXT, build, ladder, split, t};
 use crate::Env;
-use crate::kit::table::{Look, pinned};
+use crate::kit::table::{Header, headed};
 use crate::kit::theme;
 
 impl AttentionKernels {
@@ -169,7 +169,7 @@ fn controls(ui: &mut egui::Ui, s: &mut super::Settings, lang: Lang) {
 
 fn table(ui: &mut egui::Ui, lines: &[AttnRow], lang: Lang) {
     let cols = [
-        "race.col_ms",
+        "race.col_rung", "race.col_ms",
         "race.col_bytes",
         "race.col_gflops",
         "race.col_extra",
@@ -177,29 +177,18 @@ fn table(ui: &mut egui::Ui, lines: &[AttnRow], lang: Lang) {
         "race.col_right",
     ];
     let rung = dlsys_core::kernels::attention::AttnRung::from_id;
-    pinned(
+    headed(
         ui,
         "attn_race",
-        lines.len() + 1,
-        Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| lines.get(i)) {
-            None => {
-                ui.strong(t(lang, "race.col_rung"));
-            }
-            Some(l) => {
+        lines,
+        Header { text: &TEXT, lang, keys: &cols },
+        |ui, l| {
                 let response = ui.monospace(&l.id);
                 if let Some(rung) = rung(&l.id) {
                     response.on_hover_text(rung.name(lang));
                 }
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| lines.get(i)) {
-            None => {
-                for key in cols {
-                    ui.strong(t(lang, key));
-                }
-            }
-            Some(l) => {
+        |ui, l| {
                 ui.monospace(format!("{} ms", show_sig(l.median_ms, 3)));
                 ui.monospace(show_bytes(l.bytes));
                 ui.monospace(show_sig(l.gflops, 3));
@@ -210,7 +199,6 @@ fn table(ui: &mut egui::Ui, lines: &[AttnRow], lang: Lang) {
                 } else {
                     ui.colored_label(theme::bad(ui.visuals()), t(lang, "race.wrong"));
                 }
-            }
         },
     );
 }

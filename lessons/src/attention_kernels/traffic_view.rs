@@ -14,7 +14,7 @@ use dlsys_core::text::Lang;
 
 use super::loglog::{Series, plot};
 use super::{Settings, TEXT, t};
-use crate::kit::table::{Look, pinned};
+use crate::kit::table::{Header, headed};
 use crate::kit::theme;
 
 pub fn ui(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
@@ -34,33 +34,22 @@ pub fn ui(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
     ));
     let rungs = AttnRung::for_shape(&shape);
     let cols = [
-        "traffic.col_read",
+        "race.col_rung", "traffic.col_read",
         "traffic.col_written",
         "traffic.col_flops",
         "traffic.col_intensity",
         "traffic.col_extra",
         "traffic.col_loops",
     ];
-    pinned(
+    headed(
         ui,
         "attn_traffic",
-        rungs.len() + 1,
-        Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| rungs.get(i)) {
-            None => {
-                ui.strong(t(lang, "race.col_rung"));
-            }
-            Some(rung) => {
+        &rungs,
+        Header { text: &TEXT, lang, keys: &cols },
+        |ui, rung| {
                 ui.monospace(rung.id()).on_hover_text(rung.name(lang));
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| rungs.get(i)) {
-            None => {
-                for key in cols {
-                    ui.strong(t(lang, key));
-                }
-            }
-            Some(&rung) => {
+        |ui, &rung| {
                 let traffic = shape.traffic(rung, tiles);
                 let flops = shape.flops(rung);
                 ui.monospace(show_bytes(traffic.bytes_read));
@@ -72,7 +61,6 @@ pub fn ui(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
                     "{} / {LOOP_BUDGET}",
                     shape.loop_iterations(rung, tiles)
                 ));
-            }
         },
     );
     let tiled = shape.traffic(AttnRung::Tiled, tiles).bytes();

@@ -13,6 +13,7 @@ use dlsys_core::memory::{show_bytes, show_seconds};
 use dlsys_core::text::Lang;
 use super::{MAX_MIB, Settings, TEXT, algorithm_combo, color, number, t};
 use crate::kit::{gantt, theme};
+use crate::kit::table::{Header, headed};
 
 /// The plot's message sizes: 2⁸ to 2²⁸ bytes (log₂ on the axis).
 const LOG2_FROM: f64 = 8.0;
@@ -57,33 +58,21 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     ui.add_space(4.0);
     ui.label(TEXT.fill(lang, "wire.table", &[("size", &size), ("n", &n)]));
     // The algorithm's name stays put; its figures scroll at 800 px.
-    crate::kit::table::pinned(
+    headed(
         ui,
         "dp_wire_table",
-        rows.len() + 1,
-        crate::kit::table::Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
-            None => {
-                ui.label(egui::RichText::new(t(lang, "col.algo")).strong());
-            }
-            Some(row) => {
+        &rows,
+        Header { text: &TEXT, lang, keys: &["col.algo", "col.steps", "col.worker", "col.busiest", "col.total", "col.closed", "col.sim"] },
+        |ui, row| {
                 ui.colored_label(color(ui.visuals(), row.algorithm), row.algorithm.name(lang));
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
-            None => {
-                for key in ["col.steps", "col.worker", "col.busiest", "col.total", "col.closed", "col.sim"] {
-                    ui.label(egui::RichText::new(t(lang, key)).strong());
-                }
-            }
-            Some(row) => {
+        |ui, row| {
                 ui.label(row.steps.to_string());
                 ui.label(show_bytes(row.worker_max_bytes));
                 ui.label(show_bytes(row.busiest_bytes));
                 ui.label(show_bytes(row.total_bytes));
                 ui.label(show_seconds(row.closed_s));
                 ui.label(show_seconds(row.simulated_s));
-            }
         },
     );
     if let Some(ring) = rows.iter().find(|r| r.algorithm == Algorithm::Ring) {

@@ -16,7 +16,7 @@ use dlsys_core::text::Lang;
 
 use super::{TEXT, t};
 use crate::kit::background::Background;
-use crate::kit::table::{Look, pinned};
+use crate::kit::table::{Header, Look, headed, pinned};
 use crate::kit::theme;
 
 /// Runs timed each way: natively in the background; on the web the work
@@ -286,40 +286,28 @@ fn overhead(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
     ui.add_space(6.0);
     ui.strong(t(lang, "capture.overhead"));
     let cols = [
-        "col.eager",
+        "col.size", "col.eager",
         "col.replay",
         "col.math",
         "col.eager_share",
         "col.replay_share",
         "col.speedup",
     ];
-    pinned(
+    headed(
         ui,
         "frameworks_overhead",
-        c.overhead.len() + 1,
-        Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| c.overhead.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.size"));
-            }
-            Some(o) => {
+        &c.overhead,
+        Header { text: &TEXT, lang, keys: &cols },
+        |ui, o| {
                 ui.label(TEXT.fill(lang, "capture.size", &[("batch", &o.batch), ("width", &o.width)]));
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| c.overhead.get(i)) {
-            None => {
-                for key in cols {
-                    ui.strong(t(lang, key));
-                }
-            }
-            Some(o) => {
+        |ui, o| {
                 ui.monospace(show_seconds(o.eager_seconds));
                 ui.monospace(show_seconds(o.replay_seconds));
                 ui.monospace(show_seconds(o.math_seconds));
                 ui.monospace(format!("{:.0} %", 100.0 * o.eager_share));
                 ui.monospace(format!("{:.0} %", 100.0 * o.replay_share));
                 ui.monospace(format!("{:.2}×", o.speedup()));
-            }
         },
     );
     ui.label(TEXT.fill(

@@ -21,7 +21,7 @@ use dlsys_shaders::selection::{gemm_seconds, ladder_for};
 use super::{TEXT, t};
 use crate::kit::background::Background;
 use crate::kit::race::Race;
-use crate::kit::table::{Look, pinned};
+use crate::kit::table::{Header, Look, headed, pinned};
 use crate::kit::theme;
 use crate::{Env, GpuStatus};
 
@@ -266,27 +266,16 @@ fn runner_up(sel: &Selection) -> Option<(Candidate, f64)> {
 fn cache(ui: &mut egui::Ui, s: &Selected, lang: Lang) {
     ui.add_space(6.0);
     ui.strong(t(lang, "dispatch.cache"));
-    let cols = ["col.layout", "col.chosen", "col.its_time", "col.runner_up"];
-    pinned(
+    let cols = ["col.call", "col.layout", "col.chosen", "col.its_time", "col.runner_up"];
+    headed(
         ui,
         "frameworks_dispatch_cache",
-        s.entries.len() + 1,
-        Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| s.entries.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.call"));
-            }
-            Some((call, _)) => {
+        &s.entries,
+        Header { text: &TEXT, lang, keys: &cols },
+        |ui, (call, _)| {
                 ui.monospace(call.to_string());
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| s.entries.get(i)) {
-            None => {
-                for key in cols {
-                    ui.strong(t(lang, key));
-                }
-            }
-            Some((call, sel)) => {
+        |ui, (call, sel)| {
                 ui.monospace(call.layout());
                 ui.monospace(sel.winner.id());
                 ui.monospace(
@@ -298,7 +287,6 @@ fn cache(ui: &mut egui::Ui, s: &Selected, lang: Lang) {
                         format!("{} {}", c.id(), show_seconds(secs))
                     }),
                 );
-            }
         },
     );
     if s.mode == Mode::Bench {
@@ -370,27 +358,16 @@ fn sweep(ui: &mut egui::Ui, s: &Selected, timer: Option<&(String, bool)>, lang: 
     }
     ui.add_space(6.0);
     ui.strong(t(lang, "dispatch.sweep"));
-    let cols = ["col.cpu", "col.gpu", "col.faster"];
-    pinned(
+    let cols = ["col.n", "col.cpu", "col.gpu", "col.faster"];
+    headed(
         ui,
         "frameworks_dispatch_sweep",
-        s.sweep.len() + 1,
-        Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| s.sweep.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.n"));
-            }
-            Some(row) => {
+        &s.sweep,
+        Header { text: &TEXT, lang, keys: &cols },
+        |ui, row| {
                 ui.monospace(row.n.to_string());
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| s.sweep.get(i)) {
-            None => {
-                for key in cols {
-                    ui.strong(t(lang, key));
-                }
-            }
-            Some(row) => {
+        |ui, row| {
                 ui.monospace(show_seconds(row.cpu));
                 match row.gpu {
                     Some((kind, secs)) => {
@@ -402,7 +379,6 @@ fn sweep(ui: &mut egui::Ui, s: &Selected, timer: Option<&(String, bool)>, lang: 
                         ui.monospace("CPU");
                     }
                 }
-            }
         },
     );
     let (name, stamps) = timer.cloned().unwrap_or_default();

@@ -18,7 +18,7 @@ use dlsys_shaders::{LadderSettings, Outcome};
 use super::{TEXT, t};
 use crate::Env;
 use crate::kit::race::Race;
-use crate::kit::table::{Look, pinned};
+use crate::kit::table::{Header, headed};
 use crate::kit::theme;
 
 #[derive(Default)]
@@ -115,28 +115,17 @@ impl ChainRace {
 }
 
 fn table(ui: &mut egui::Ui, chains: &[ChainTiming], lang: Lang) {
-    let cols = ["col.ops", "col.unfused", "col.fused", "col.ratio", "col.right"];
+    let cols = ["col.chain", "col.ops", "col.unfused", "col.fused", "col.ratio", "col.right"];
     let ms = |v: f64| format!("{} ms", show_sig(v, 3));
-    pinned(
+    headed(
         ui,
         "frameworks_chain_times",
-        chains.len() + 1,
-        Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| chains.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.chain"));
-            }
-            Some(c) => {
+        chains,
+        Header { text: &TEXT, lang, keys: &cols },
+        |ui, c| {
                 ui.monospace(format!("g{}", c.group + 1));
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| chains.get(i)) {
-            None => {
-                for key in cols {
-                    ui.strong(t(lang, key));
-                }
-            }
-            Some(c) => {
+        |ui, c| {
                 ui.monospace(c.ops.to_string());
                 ui.monospace(ms(c.unfused_ms));
                 ui.monospace(ms(c.fused_ms));
@@ -155,7 +144,6 @@ fn table(ui: &mut egui::Ui, chains: &[ChainTiming], lang: Lang) {
                     ("time.wrong", theme::bad(ui.visuals()))
                 };
                 ui.colored_label(colour, t(lang, key));
-            }
         },
     );
 }

@@ -106,6 +106,14 @@ impl Lesson for Glossary {
             ui.add(egui::TextEdit::singleline(&mut self.filter).hint_text(t(lang, "filter.hint")))
                 .labelled_by(label.id);
         });
+        // A term asked for (a link, a search hit) that the filter hides
+        // clears the filter, so the page opens at the term.
+        let wanted = crate::kit::scroll_wanted(ui.ctx());
+        if let Some(id) = wanted.as_deref().and_then(|w| w.strip_prefix("term-"))
+            && !matches(id, &self.filter)
+        {
+            self.filter.clear();
+        }
         let shown: Vec<&(String, Vec<Use>)> = self
             .uses
             .iter()

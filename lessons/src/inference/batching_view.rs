@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::{Settings, TEXT, t};
 use crate::kit::memo::Memo;
 use crate::kit::theme;
+use crate::kit::table::{Header, headed};
 
 /// The learner's stream; the model and device are the calculator's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -266,26 +267,15 @@ fn sweep_plots(ui: &mut egui::Ui, study: &Study, lang: Lang) {
 }
 
 fn results_table(ui: &mut egui::Ui, runs: &[&BatchingRun], lang: Lang) {
-    crate::kit::table::pinned(
+    headed(
         ui,
         "infer_batching_table",
-        runs.len() + 1,
-        crate::kit::table::Look::default(),
-        |ui, i| match i.checked_sub(1).and_then(|i| runs.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.scheme"));
-            }
-            Some(run) => {
+        runs,
+        Header { text: &TEXT, lang, keys: &["col.scheme", "col.throughput", "col.ttft_p50", "col.ttft_p99", "col.e2e_p50", "col.e2e_p99", "col.tpot_p99", "col.mean_batch", "col.padding", "col.kv_waste", "col.preempted"] },
+        |ui, run| {
                 ui.label(run.scheme.name(lang));
-            }
         },
-        |ui, i| match i.checked_sub(1).and_then(|i| runs.get(i)) {
-            None => {
-                for key in ["col.throughput", "col.ttft_p50", "col.ttft_p99", "col.e2e_p50", "col.e2e_p99", "col.tpot_p99", "col.mean_batch", "col.padding", "col.kv_waste", "col.preempted"] {
-                    crate::kit::column_header(ui, &TEXT, lang, key);
-                }
-            }
-            Some(run) => {
+        |ui, run| {
                 ui.monospace(show_sig(run.throughput, 4));
                 for seconds in [run.ttft_p50, run.ttft_p99, run.e2e_p50, run.e2e_p99, run.tpot_p99] {
                     ui.monospace(show_seconds(seconds));
@@ -294,7 +284,6 @@ fn results_table(ui: &mut egui::Ui, runs: &[&BatchingRun], lang: Lang) {
                 ui.monospace(format!("{:.1} %", 100.0 * run.padding_share));
                 ui.monospace(format!("{:.1} %", 100.0 * run.kv_waste));
                 ui.monospace(run.preempted.to_string());
-            }
         },
     );
 }

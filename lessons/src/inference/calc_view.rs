@@ -14,6 +14,7 @@ use dlsys_core::quant::KvElement;
 
 use super::{Settings, TEXT, WEIGHT_BYTES, t};
 use crate::kit::theme;
+use crate::kit::table::{Header, headed};
 
 fn bytes_name(lang: Lang, bytes: f64) -> &'static str {
     match bytes {
@@ -124,26 +125,15 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
 }
 
 fn phase_table(ui: &mut egui::Ui, rows: &[(&str, &Phase)], lang: Lang) {
-    crate::kit::table::pinned(
+    headed(
         ui,
         "infer_phases",
-        rows.len() + 1,
-        crate::kit::table::Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.phase"));
-            }
-            Some((name, _)) => {
+        rows,
+        Header { text: &TEXT, lang, keys: &["col.phase", "col.flops", "col.bytes", "col.intensity", "col.compute", "col.memory", "col.time", "col.bound"] },
+        |ui, (name, _)| {
                 ui.label(*name);
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
-            None => {
-                for key in ["col.flops", "col.bytes", "col.intensity", "col.compute", "col.memory", "col.time", "col.bound"] {
-                    crate::kit::column_header(ui, &TEXT, lang, key);
-                }
-            }
-            Some((_, p)) => {
+        |ui, (_, p)| {
                 ui.monospace(dlsys_core::memory::show_flops(p.flops as u64));
                 ui.monospace(format!("{} GB", show_sig(p.bytes / 1e9, 3)));
                 ui.monospace(show_sig(p.intensity(), 3));
@@ -151,7 +141,6 @@ fn phase_table(ui: &mut egui::Ui, rows: &[(&str, &Phase)], lang: Lang) {
                 ui.monospace(show_seconds(p.memory_s));
                 ui.monospace(show_seconds(p.seconds));
                 ui.label(p.bound.name(lang));
-            }
         },
     );
 }

@@ -11,6 +11,7 @@ use super::{TEXT, t};
 use crate::kit::memo::Memo;
 use crate::kit::theme;
 use crate::kit::theme::ReadableAxes as _;
+use crate::kit::table::{Header, headed};
 
 /// The last stream run, for the settings it ran with.
 #[derive(Default)]
@@ -132,33 +133,21 @@ fn memory_plot(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
 
 fn results_table(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
     let rows: [(&str, &SchemeRun); 2] = [(t(lang, "scheme.contiguous"), &r.contiguous), (t(lang, "scheme.paged"), &r.paged)];
-    crate::kit::table::pinned(
+    headed(
         ui,
         "infer_paged_table",
-        rows.len() + 1,
-        crate::kit::table::Look::default(),
-        |ui, i| match i.checked_sub(1).and_then(|i| rows.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.scheme"));
-            }
-            Some((name, _)) => {
+        &rows,
+        Header { text: &TEXT, lang, keys: &["col.scheme", "col.waste", "col.mean_running", "col.peak_running", "col.finished", "col.steps", "col.preempted"] },
+        |ui, (name, _)| {
                 ui.label(*name);
-            }
         },
-        |ui, i| match i.checked_sub(1).and_then(|i| rows.get(i)) {
-            None => {
-                for key in ["col.waste", "col.mean_running", "col.peak_running", "col.finished", "col.steps", "col.preempted"] {
-                    crate::kit::column_header(ui, &TEXT, lang, key);
-                }
-            }
-            Some((_, run)) => {
+        |ui, (_, run)| {
                 ui.monospace(format!("{:.1} %", 100.0 * run.waste()));
                 ui.monospace(format!("{:.1}", run.mean_running()));
                 ui.monospace(run.peak_running().to_string());
                 ui.monospace(format!("{} / {}", run.finished, run.requests));
                 ui.monospace(run.steps.to_string());
                 ui.monospace(run.preempted.to_string());
-            }
         },
     );
 }

@@ -47,8 +47,14 @@ pub fn request_scroll(ctx: &egui::Context, id: &str) {
     ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(Some(id.to_owned()))));
 }
 
+/// The section or term a page is asked to open at, until it is drawn.
+pub fn scroll_wanted(ctx: &egui::Context) -> Option<String> {
+    ctx.data(|d| d.get_temp::<Wanted>(egui::Id::NULL))
+        .and_then(|w| w.0)
+}
+
 /// Called once the page is drawn: a section asked for that the page did
-/// not draw (one that shows only after a run, a term the filter hides) is
+/// not draw (one that shows only after a run) is
 /// forgotten, and `true` says the page should open at its top instead.
 pub fn scroll_missed(ctx: &egui::Context) -> bool {
     let wanted = ctx

@@ -62,3 +62,46 @@ pub fn pinned(
         ui.ctx().request_discard("a pinned table's rows grew");
     }
 }
+
+/// A header row: catalog keys, the first heading the pinned column and the
+/// rest the columns that scroll, each drawn by [`super::column_header`]
+/// (its `<key>.tip` as the tooltip where the catalog has one).
+#[derive(Clone, Copy)]
+pub struct Header<'a> {
+    pub text: &'a dlsys_core::text::Catalog,
+    pub lang: dlsys_core::text::Lang,
+    pub keys: &'a [&'a str],
+}
+
+/// [`pinned`] over `rows` under `header`, in the default look: `first(ui,
+/// row)` draws a row's label cell, `rest(ui, row)` the cells that scroll.
+pub fn headed<T>(
+    ui: &mut egui::Ui,
+    id: &str,
+    rows: &[T],
+    header: Header<'_>,
+    mut first: impl FnMut(&mut egui::Ui, &T),
+    mut rest: impl FnMut(&mut egui::Ui, &T),
+) {
+    let Header { text, lang, keys } = header;
+    let (pinned_key, scrolled) = keys.split_first().unwrap_or((&"", &[]));
+    let row = |r: usize| r.checked_sub(1).and_then(|i| rows.get(i));
+    pinned(
+        ui,
+        id,
+        rows.len() + 1,
+        Look::default(),
+        |ui, r| match row(r) {
+            None => super::column_header(ui, text, lang, pinned_key),
+            Some(row) => first(ui, row),
+        },
+        |ui, r| match row(r) {
+            None => {
+                for key in scrolled {
+                    super::column_header(ui, text, lang, key);
+                }
+            }
+            Some(row) => rest(ui, row),
+        },
+    );
+}

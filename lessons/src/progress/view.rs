@@ -47,27 +47,18 @@ fn next_ui(page: &mut ProgressPage, ui: &mut egui::Ui, overview: &Overview, lang
 fn lessons_ui(page: &mut ProgressPage, ui: &mut egui::Ui, overview: &Overview, lang: Lang) {
     let rows = &overview.rows;
     let mut open = None;
-    kit::table::pinned(
+    let keys = ["lessons.lesson", "lessons.solved", "lessons.visit", "lessons.quiz", "lessons.due"];
+    kit::table::headed(
         ui,
         "progress_lessons",
-        rows.len() + 1,
-        kit::table::Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| rows.get(i)) {
-            None => kit::column_header(ui, &TEXT, lang, "lessons.lesson"),
-            Some(row) => {
-                if ui.link(page.title(row.id, lang)).clicked() {
-                    open = Some(row.id);
-                }
+        rows,
+        kit::table::Header { text: &TEXT, lang, keys: &keys },
+        |ui, row| {
+            if ui.link(page.title(row.id, lang)).clicked() {
+                open = Some(row.id);
             }
         },
-        |ui, r| {
-            let Some(row) = r.checked_sub(1).and_then(|i| rows.get(i)) else {
-                kit::column_header(ui, &TEXT, lang, "lessons.solved");
-                kit::column_header(ui, &TEXT, lang, "lessons.visit");
-                ui.strong(t(lang, "lessons.quiz")).on_hover_text(t(lang, "lessons.quiz_hint"));
-                ui.strong(t(lang, "lessons.due")).on_hover_text(t(lang, "lessons.due_hint"));
-                return;
-            };
+        |ui, row| {
             let solved = format!("{}/{}", row.solved, row.total);
             if row.solved == row.total {
                 ui.colored_label(theme::good(ui.visuals()), solved);

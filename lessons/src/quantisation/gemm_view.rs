@@ -17,7 +17,7 @@ use super::{Settings, TEXT, t};
 use crate::Env;
 use crate::kit::background::Background;
 use crate::kit::race::Race;
-use crate::kit::table::{Look, pinned};
+use crate::kit::table::{Header, headed};
 use crate::kit::theme;
 
 /// Whether the browser's WGSL has `dot4I8Packed` (`None` natively).
@@ -194,27 +194,16 @@ fn table(ui: &mut egui::Ui, lines: &[Line], shape: GemmShape, lang: Lang) {
         "int8_gemm.shape",
         &[("m", &shape.m), ("n", &shape.n), ("k", &shape.k)],
     ));
-    let cols = ["int8_gemm.col_ms", "int8_gemm.col_bytes", "int8_gemm.col_per_mac", "int8_gemm.col_gops", "int8_gemm.col_right"];
-    pinned(
+    let cols = ["int8_gemm.col_rung", "int8_gemm.col_ms", "int8_gemm.col_bytes", "int8_gemm.col_per_mac", "int8_gemm.col_gops", "int8_gemm.col_right"];
+    headed(
         ui,
         "quant_int8_gemm",
-        lines.len() + 1,
-        Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| lines.get(i)) {
-            None => {
-                ui.strong(t(lang, "int8_gemm.col_rung"));
-            }
-            Some(l) => {
+        lines,
+        Header { text: &TEXT, lang, keys: &cols },
+        |ui, l| {
                 ui.monospace(&l.id);
-            }
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| lines.get(i)) {
-            None => {
-                for key in cols {
-                    ui.strong(t(lang, key));
-                }
-            }
-            Some(l) => {
+        |ui, l| {
                 let macs = l.ops / 2.0;
                 ui.monospace(format!("{} ms", show_sig(l.ms, 3)));
                 ui.monospace(dlsys_core::memory::show_bytes(l.bytes));
@@ -225,7 +214,6 @@ fn table(ui: &mut egui::Ui, lines: &[Line], shape: GemmShape, lang: Lang) {
                     Some(false) => ui.colored_label(theme::bad(ui.visuals()), t(lang, "int8_gemm.wrong")),
                     None => ui.weak(t(lang, "int8_gemm.on_cpu")),
                 };
-            }
         },
     );
 }

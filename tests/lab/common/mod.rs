@@ -216,6 +216,16 @@ pub const PLOTS_ON_OPENING: &[&str] = &[
     "dp_overlap_plot",
 ];
 
+/// Asserts that a widget on the page has a label containing `text`.
+#[track_caller]
+pub fn shows(harness: &Harness<'_, DlsysApp>, text: &str) {
+    use egui_kittest::kittest::Queryable as _;
+    assert!(
+        harness.query_by_label_contains(text).is_some(),
+        "nothing on the page reads {text:?}"
+    );
+}
+
 /// Scrolls a button into view, then clicks it as a pointer would.
 pub fn click_visible(harness: &mut egui_kittest::Harness<'_, dlsys_lab::DlsysApp>, label: &str) {
     use egui_kittest::kittest::Queryable as _;

@@ -19,15 +19,31 @@ pub fn dlsys_lab_in(lang: &str, args: &[&str]) -> std::process::Output {
         .expect("the dlsys-lab binary runs")
 }
 
-/// The command succeeds and prints JSON: its value.
-pub fn json(args: &[&str]) -> serde_json::Value {
+/// The command succeeds (else its stderr is the failure): its output.
+#[track_caller]
+pub fn succeeds(args: &[&str]) -> std::process::Output {
     let out = dlsys_lab(args);
     assert!(
         out.status.success(),
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("the output is JSON")
+    out
+}
+
+/// The command succeeds and prints JSON: its value.
+#[track_caller]
+pub fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_slice(&succeeds(args).stdout).expect("the output is JSON")
+}
+
+/// The command succeeds and prints one JSON value a line: the values.
+#[track_caller]
+pub fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&succeeds(args).stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
 }
 
 pub fn has_cjk(text: &str) -> bool {
