@@ -138,30 +138,12 @@ impl AttentionKernels {
 fn controls(ui: &mut egui::Ui, s: &mut super::Settings, lang: Lang) {
     ui.horizontal_wrapped(|ui| {
         crate::kit::number_field(ui, t(lang, "race.seq"), &mut s.seq, 1..=MAX_SEQ, 4.0);
-        let label = ui.label(t(lang, "race.head_dim"));
-        egui::ComboBox::from_id_salt("attn_head_dim")
-            .selected_text(s.head_dim.to_string())
-            .show_ui(ui, |ui| {
-                for d in HEAD_DIMS {
-                    ui.selectable_value(&mut s.head_dim, d, d.to_string());
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        crate::kit::choice(ui, "attn_head_dim", t(lang, "race.head_dim"), &mut s.head_dim, HEAD_DIMS, |&d| d.to_string());
         ui.checkbox(&mut s.causal, t(lang, "race.causal"));
     });
     ui.horizontal_wrapped(|ui| {
         for (key, value, choices) in [("race.br", &mut s.br, &BR[..]), ("race.bc", &mut s.bc, &BC[..])] {
-            let label = ui.label(t(lang, key));
-            egui::ComboBox::from_id_salt(key)
-                .selected_text(value.to_string())
-                .show_ui(ui, |ui| {
-                    for &c in choices {
-                        ui.selectable_value(value, c, c.to_string());
-                    }
-                })
-                .response
-                .labelled_by(label.id);
+            crate::kit::choice(ui, key, t(lang, key), value, choices.iter().copied(), |&c| c.to_string());
         }
         crate::kit::number_field(ui, t(lang, "race.trials"), &mut s.trials, 1..=20, 0.2);
     });

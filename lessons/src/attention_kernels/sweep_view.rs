@@ -101,17 +101,9 @@ impl Sweep {
         let lang = env.lang;
         crate::kit::prose(ui, t(lang, "sweep.explain"));
         ui.horizontal_wrapped(|ui| {
-            let label = ui.label(t(lang, "sweep.max"));
             ui.add_enabled_ui(!self.is_busy(), |ui| {
-                egui::ComboBox::from_id_salt("attn_sweep_max")
-                    .selected_text(s.sweep_max.to_string())
-                    .show_ui(ui, |ui| {
-                        for n in sweep_lengths() {
-                            ui.selectable_value(&mut s.sweep_max, n, n.to_string());
-                        }
-                    })
-                    .response
-                    .labelled_by(label.id);
+                let label = t(lang, "sweep.max");
+                crate::kit::choice(ui, "attn_sweep_max", label, &mut s.sweep_max, sweep_lengths(), u32::to_string);
             });
             if self.is_busy() {
                 ui.spinner();

@@ -120,17 +120,8 @@ pub fn graph_ui(ui: &mut egui::Ui, settings: &mut GraphSettings, lang: Lang) {
     let t = |key| TEXT.get(lang, key);
     ui.label(t("graph.explain"));
     ui.horizontal_wrapped(|ui| {
-        let label = ui.label(t("graph.preset"));
         let before = settings.preset;
-        egui::ComboBox::from_id_salt("graph_preset")
-            .selected_text(t(settings.preset.key()))
-            .show_ui(ui, |ui| {
-                for p in Preset::ALL {
-                    ui.selectable_value(&mut settings.preset, p, t(p.key()));
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        crate::kit::choice(ui, "graph_preset", t("graph.preset"), &mut settings.preset, Preset::ALL, |p| t(p.key()));
         if before != settings.preset {
             settings.steps = 0;
         }

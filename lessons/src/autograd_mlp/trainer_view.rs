@@ -221,17 +221,8 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
     let busy = run.running;
     ui.add_enabled_ui(!busy, |ui| {
         ui.horizontal_wrapped(|ui| {
-            let label = ui.label(t("train.dataset"));
             let before = settings.dataset.clone();
-            egui::ComboBox::from_id_salt("train_dataset")
-                .selected_text(settings.dataset.as_str())
-                .show_ui(ui, |ui| {
-                    for name in datasets::NAMES {
-                        ui.selectable_value(&mut settings.dataset, name.to_owned(), name);
-                    }
-                })
-                .response
-                .labelled_by(label.id);
+            crate::kit::choice_of_names(ui, "train_dataset", t("train.dataset"), &mut settings.dataset, &datasets::NAMES);
             if settings.dataset != before {
                 settings.epochs = default_epochs(&settings.dataset);
             }
@@ -242,26 +233,9 @@ pub fn trainer_ui(ui: &mut egui::Ui, settings: &mut TrainSettings, run: &mut Tra
                     .desired_width(70.0),
             )
             .labelled_by(label.id);
-            let label = ui.label(t("train.activation"));
-            egui::ComboBox::from_id_salt("train_activation")
-                .selected_text(settings.activation.name())
-                .show_ui(ui, |ui| {
-                    for a in Activation::ALL {
-                        ui.selectable_value(&mut settings.activation, a, a.name());
-                    }
-                })
-                .response
-                .labelled_by(label.id);
-            let label = ui.label(t("train.optimizer"));
-            egui::ComboBox::from_id_salt("train_optimizer")
-                .selected_text(settings.optimizer.as_str())
-                .show_ui(ui, |ui| {
-                    for name in dlsys_core::nn::OptimizerKind::NAMES {
-                        ui.selectable_value(&mut settings.optimizer, name.to_owned(), name);
-                    }
-                })
-                .response
-                .labelled_by(label.id);
+            crate::kit::choice(ui, "train_activation", t("train.activation"), &mut settings.activation, Activation::ALL, |&a| a.name());
+            let optimizers = &dlsys_core::nn::OptimizerKind::NAMES;
+            crate::kit::choice_of_names(ui, "train_optimizer", t("train.optimizer"), &mut settings.optimizer, optimizers);
         });
         ui.horizontal_wrapped(|ui| {
             let label = ui.label(t("train.lr"));

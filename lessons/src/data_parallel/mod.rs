@@ -183,18 +183,8 @@ impl Lesson for DataParallel {
 
 /// The algorithm picker, each algorithm described in its tooltip.
 fn algorithm_combo(ui: &mut egui::Ui, id: &str, value: &mut Algorithm, lang: Lang) {
-    let label = ui.label(t(lang, "algo.label"));
-    egui::ComboBox::from_id_salt(id)
-        .selected_text(value.name(lang))
-        .show_ui(ui, |ui| {
-            for a in Algorithm::ALL {
-                ui.selectable_value(value, a, a.name(lang))
-                    .on_hover_text(TEXT.get(lang, &format!("algo.{}.tip", a.id())));
-            }
-        })
-        .response
-        .labelled_by(label.id)
-        .on_hover_text(TEXT.get(lang, &format!("algo.{}.tip", value.id())));
+    let tip = |a: &Algorithm| Some(TEXT.get(lang, &format!("algo.{}.tip", a.id())).to_owned());
+    crate::kit::choice_tipped(ui, id, t(lang, "algo.label"), value, Algorithm::ALL, |a| a.name(lang), tip);
 }
 
 

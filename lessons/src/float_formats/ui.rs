@@ -101,16 +101,7 @@ fn input_ui(ui: &mut egui::Ui, settings: &mut Settings, lang: Lang) {
                 .desired_width(260.0),
         )
         .labelled_by(label.id);
-        let label = ui.label(t(lang, "input.rounding"));
-        egui::ComboBox::from_id_salt("float_rounding")
-            .selected_text(settings.rounding.name(lang))
-            .show_ui(ui, |ui| {
-                for mode in Rounding::ALL {
-                    ui.selectable_value(&mut settings.rounding, mode, mode.name(lang));
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        crate::kit::choice(ui, "float_rounding", t(lang, "input.rounding"), &mut settings.rounding, Rounding::ALL, |&mode| mode.name(lang));
         if settings.rounding == Rounding::Stochastic {
             let label = ui.label(t(lang, "input.seed"));
             ui.add(egui::DragValue::new(&mut settings.stochastic_seed))
@@ -118,16 +109,8 @@ fn input_ui(ui: &mut egui::Ui, settings: &mut Settings, lang: Lang) {
         }
     });
     ui.horizontal_wrapped(|ui| {
-        let label = ui.label(t(lang, "input.bits_of"));
-        egui::ComboBox::from_id_salt("float_bits_of")
-            .selected_text(settings.bits_of.as_str())
-            .show_ui(ui, |ui| {
-                for name in float::BUILTIN_NAMES {
-                    ui.selectable_value(&mut settings.bits_of, name.to_owned(), name);
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        let (label, names) = (t(lang, "input.bits_of"), &float::BUILTIN_NAMES);
+        crate::kit::choice_of_names(ui, "float_bits_of", label, &mut settings.bits_of, names);
         let label = ui.label(t(lang, "input.custom"));
         ui.add(
             egui::TextEdit::singleline(&mut settings.custom)
@@ -335,16 +318,8 @@ fn range_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
     crate::kit::anchor(&ui.strong(t(lang, "range.heading")), "range");
     let mut focus_name = computed.settings.focus.clone();
     ui.horizontal(|ui| {
-        let label = ui.label(t(lang, "range.focus"));
-        egui::ComboBox::from_id_salt("float_focus")
-            .selected_text(focus_name.as_str())
-            .show_ui(ui, |ui| {
-                for format in &computed.formats {
-                    ui.selectable_value(&mut focus_name, format.name.clone(), format.name.as_str());
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        let names = computed.formats.iter().map(|f| f.name.clone());
+        crate::kit::choice(ui, "float_focus", t(lang, "range.focus"), &mut focus_name, names, String::clone);
     });
     if focus_name != computed.settings.focus {
         changes.focus = Some(focus_name.clone());

@@ -176,16 +176,7 @@ impl Traced {
     pub fn controls(&mut self, ui: &mut egui::Ui, s: &mut StepSettings, lang: Lang) {
         ui.label(t(lang, "plan.explain"));
         ui.horizontal_wrapped(|ui| {
-            let label = ui.label(t(lang, "plan.model"));
-            egui::ComboBox::from_id_salt("frameworks_model")
-                .selected_text(s.model.name(lang))
-                .show_ui(ui, |ui| {
-                    for m in StepModel::ALL {
-                        ui.selectable_value(&mut s.model, m, m.name(lang));
-                    }
-                })
-                .response
-                .labelled_by(label.id);
+            crate::kit::choice(ui, "frameworks_model", t(lang, "plan.model"), &mut s.model, StepModel::ALL, |&m| m.name(lang));
             if s.model == StepModel::Mlp {
                 let label = ui.label(t(lang, "plan.sizes"));
                 ui.add(egui::TextEdit::singleline(&mut s.mlp.sizes).desired_width(160.0))

@@ -27,20 +27,8 @@ impl GpuKernels {
                 let label = ui.label(t("controls.cols"));
                 ui.add(egui::DragValue::new(&mut s.cols).range(1..=1_000_000))
                     .labelled_by(label.id);
-                let label = ui.label(t("controls.data"));
-                egui::ComboBox::from_id_salt("gpu_data")
-                    .selected_text(TEXT.get(lang, &format!("data.{}", s.data.id())))
-                    .show_ui(ui, |ui| {
-                        for d in Data::ALL {
-                            ui.selectable_value(
-                                &mut s.data,
-                                d,
-                                TEXT.get(lang, &format!("data.{}", d.id())),
-                            );
-                        }
-                    })
-                    .response
-                    .labelled_by(label.id);
+                let data = |d: &Data| TEXT.get(lang, &format!("data.{}", d.id())).to_owned();
+                crate::kit::choice(ui, "gpu_data", t("controls.data"), &mut s.data, Data::ALL, data);
                 let label = ui.label(t("controls.trials"));
                 ui.add(egui::DragValue::new(&mut s.trials).range(1..=50))
                     .labelled_by(label.id);

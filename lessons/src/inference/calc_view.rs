@@ -27,26 +27,8 @@ fn bytes_name(lang: Lang, bytes: f64) -> &'static str {
 
 fn controls(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     ui.horizontal_wrapped(|ui| {
-        let label = ui.label(t(lang, "calc.model"));
-        egui::ComboBox::from_id_salt("infer_model")
-            .selected_text(s.model.name())
-            .show_ui(ui, |ui| {
-                for p in Preset::ALL {
-                    ui.selectable_value(&mut s.model, p, p.name());
-                }
-            })
-            .response
-            .labelled_by(label.id);
-        let label = ui.label(t(lang, "calc.device"));
-        egui::ComboBox::from_id_salt("infer_device")
-            .selected_text(s.device.name())
-            .show_ui(ui, |ui| {
-                for d in DevicePreset::ALL {
-                    ui.selectable_value(&mut s.device, d, d.name());
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        crate::kit::choice(ui, "infer_model", t(lang, "calc.model"), &mut s.model, Preset::ALL, |&p| p.name());
+        crate::kit::choice(ui, "infer_device", t(lang, "calc.device"), &mut s.device, DevicePreset::ALL, |&d| d.name());
         ui.label(t(lang, "calc.weights"));
         for b in WEIGHT_BYTES {
             ui.selectable_value(&mut s.weight_bytes, b, bytes_name(lang, b));

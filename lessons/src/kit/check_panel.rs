@@ -121,21 +121,17 @@ pub fn check_ui(
         ui.selectable_value(&mut settings.f32, false, "f64");
         ui.selectable_value(&mut settings.f32, true, "f32");
         ui.separator();
-        let label = ui.label(t("check.bug"));
-        egui::ComboBox::from_id_salt((set.plot, "bug"))
-            .selected_text(
-                settings
-                    .bug
-                    .map_or(t("check.no_bug").to_owned(), |b| b.name(lang)),
-            )
-            .show_ui(ui, |ui| {
-                ui.selectable_value(&mut settings.bug, None, t("check.no_bug"));
-                for bug in set.bugs.iter().copied() {
-                    ui.selectable_value(&mut settings.bug, Some(bug), bug.name(lang));
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        let bugs = std::iter::once(None).chain(set.bugs.iter().copied().map(Some));
+        let name =
+            |b: &Option<PlantedBug>| b.map_or(t("check.no_bug").to_owned(), |b| b.name(lang));
+        super::choice(
+            ui,
+            (set.plot, "bug"),
+            t("check.bug"),
+            &mut settings.bug,
+            bugs,
+            name,
+        );
         let label = ui.label(t("check.seed"));
         ui.add(egui::DragValue::new(&mut settings.seed).range(1..=9999))
             .labelled_by(label.id);

@@ -31,8 +31,9 @@ use dlsys_core::text::Catalog;
 
 pub use gpu_status::{GpuStatus, NoGpu, adapter_label};
 pub use page::{
-    anchor, column_header, header_ui, lesson_link, number_field, prose, request_scroll,
-    scroll_missed, scroll_wanted, section, section_opened, sections_seen,
+    anchor, choice, choice_of_names, choice_tipped, column_header, header_ui, lesson_link,
+    number_field, prose, request_scroll, scroll_missed, scroll_wanted, section, section_opened,
+    sections_seen,
 };
 
 static TEXT: LazyLock<Catalog> = LazyLock::new(|| {

@@ -149,6 +149,62 @@ pub fn number_field<T: egui::emath::Numeric>(
         .labelled_by(label.id);
 }
 
+/// A drop-down with its label, the label naming it for screen readers:
+/// it chooses `value` among `options`, each shown as `name(option)`.
+pub fn choice<T: PartialEq, N: Into<egui::WidgetText>>(
+    ui: &mut egui::Ui,
+    id: impl egui::AsIdSalt,
+    label: &str,
+    value: &mut T,
+    options: impl IntoIterator<Item = T>,
+    name: impl Fn(&T) -> N,
+) -> egui::Response {
+    choice_tipped(ui, id, label, value, options, name, |_| None)
+}
+
+/// [`choice`] of one of `names`, the value being the name itself.
+pub fn choice_of_names(
+    ui: &mut egui::Ui,
+    id: impl egui::AsIdSalt,
+    label: &str,
+    value: &mut String,
+    names: &[&str],
+) -> egui::Response {
+    let options = names.iter().map(|name| (*name).to_owned());
+    choice(ui, id, label, value, options, String::clone)
+}
+
+/// [`choice`], each option (and the box, for the chosen one) with
+/// `tip(option)` as its tooltip where that gives one.
+pub fn choice_tipped<T: PartialEq, N: Into<egui::WidgetText>>(
+    ui: &mut egui::Ui,
+    id: impl egui::AsIdSalt,
+    label: &str,
+    value: &mut T,
+    options: impl IntoIterator<Item = T>,
+    name: impl Fn(&T) -> N,
+    tip: impl Fn(&T) -> Option<String>,
+) -> egui::Response {
+    let label = ui.label(label);
+    let response = egui::ComboBox::from_id_salt(id)
+        .selected_text(name(value))
+        .show_ui(ui, |ui| {
+            for option in options {
+                let (text, hint) = (name(&option), tip(&option));
+                let item = ui.selectable_value(value, option, text);
+                if let Some(hint) = hint {
+                    item.on_hover_text(hint);
+                }
+            }
+        })
+        .response
+        .labelled_by(label.id);
+    match tip(value) {
+        Some(hint) => response.on_hover_text(hint),
+        None => response,
+    }
+}
+
 /// A link to another lesson, by its route (never by importing it): a
 /// button reading `label`; a click leaves the route in `request` for the
 /// lesson's `take_open_request`.

@@ -328,7 +328,7 @@ fn controls(ui: &mut egui::Ui, s: &mut MlpSettings, lang: Lang) {
         let label = ui.label(t(lang, "mlp.batch"));
         ui.add(egui::DragValue::new(&mut s.batch).range(1..=4096))
             .labelled_by(label.id);
-        names_combo(ui, "memory_optimizer", t(lang, "mlp.optimizer"), &mut s.optimizer, &OptimizerKind::NAMES);
+        crate::kit::choice_of_names(ui, "memory_optimizer", t(lang, "mlp.optimizer"), &mut s.optimizer, &OptimizerKind::NAMES);
     });
     ui.horizontal_wrapped(|ui| {
         precision_combo(ui, "memory_mlp_precision", &mut s.precision, lang);
@@ -346,34 +346,10 @@ fn controls(ui: &mut egui::Ui, s: &mut MlpSettings, lang: Lang) {
     layout_note(ui, s.precision, &s.optimizer, lang);
 }
 
-/// A picker of one of `names`, labelled.
-pub fn names_combo(ui: &mut egui::Ui, id: &str, label: &str, value: &mut String, names: &[&str]) {
-    let label = ui.label(label);
-    egui::ComboBox::from_id_salt(id)
-        .selected_text(value.clone())
-        .show_ui(ui, |ui| {
-            for name in names {
-                ui.selectable_value(value, (*name).to_owned(), *name);
-            }
-        })
-        .response
-        .labelled_by(label.id);
-}
-
 /// The precision picker, each policy described in its tooltip.
 pub fn precision_combo(ui: &mut egui::Ui, id: &str, precision: &mut Precision, lang: Lang) {
-    let label = ui.label(t(lang, "precision.label"));
-    egui::ComboBox::from_id_salt(id)
-        .selected_text(precision.name())
-        .show_ui(ui, |ui| {
-            for p in Precision::ALL {
-                ui.selectable_value(precision, p, p.name())
-                    .on_hover_text(TEXT.get(lang, &format!("precision.{}", p.name())));
-            }
-        })
-        .response
-        .labelled_by(label.id)
-        .on_hover_text(TEXT.get(lang, &format!("precision.{}", precision.name())));
+    let tip = |p: &Precision| Some(TEXT.get(lang, &format!("precision.{}", p.name())).to_owned());
+    crate::kit::choice_tipped(ui, id, t(lang, "precision.label"), precision, Precision::ALL, |p| p.name(), tip);
 }
 
 /// Under a mixed policy, which byte layout the estimates count (Megatron's

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{TEXT, t};
 use super::bars::{self, Bar};
-use super::mlp_view::{layout_note, names_combo, precision_combo};
+use super::mlp_view::{layout_note, precision_combo};
 use crate::kit::theme;
 
 /// A data-centre GPU's memory, to say whether a rank's share fits.
@@ -244,17 +244,8 @@ fn number(ui: &mut egui::Ui, label: &str, value: &mut u64, max: u64) {
 
 fn controls(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang) {
     ui.horizontal_wrapped(|ui| {
-        let label = ui.label(t(lang, "tf.model"));
         let before = s.preset;
-        egui::ComboBox::from_id_salt("memory_preset")
-            .selected_text(s.preset.name())
-            .show_ui(ui, |ui| {
-                for p in Preset::ALL {
-                    ui.selectable_value(&mut s.preset, p, p.name());
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        crate::kit::choice(ui, "memory_preset", t(lang, "tf.model"), &mut s.preset, Preset::ALL, |p| p.name());
         if s.preset != before {
             s.seq = s.preset.context();
         }
@@ -263,7 +254,7 @@ fn controls(ui: &mut egui::Ui, s: &mut TransformerSettings, lang: Lang) {
     });
     ui.horizontal_wrapped(|ui| {
         precision_combo(ui, "memory_tf_precision", &mut s.precision, lang);
-        names_combo(ui, "memory_tf_optimizer", t(lang, "tf.optimizer"), &mut s.optimizer, &OptimizerKind::NAMES);
+        crate::kit::choice_of_names(ui, "memory_tf_optimizer", t(lang, "tf.optimizer"), &mut s.optimizer, &OptimizerKind::NAMES);
     });
     layout_note(ui, s.precision, &s.optimizer, lang);
     ui.horizontal_wrapped(|ui| {

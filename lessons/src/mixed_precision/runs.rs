@@ -304,19 +304,6 @@ fn scenario_hint(scenario: Scenario, lang: Lang) -> String {
     )
 }
 
-fn format_combo(ui: &mut egui::Ui, id: &str, label: &str, value: &mut String) {
-    let label = ui.label(label);
-    egui::ComboBox::from_id_salt(id)
-        .selected_text(value.as_str())
-        .show_ui(ui, |ui| {
-            for name in FORMATS {
-                ui.selectable_value(value, name.to_owned(), name);
-            }
-        })
-        .response
-        .labelled_by(label.id);
-}
-
 /// The scenario buttons and the custom policy editor.
 pub fn controls_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairRun, lang: Lang) {
     let t = |key: &str| TEXT.get(lang, key).to_owned();
@@ -396,35 +383,17 @@ pub fn controls_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairR
 fn custom_ui(ui: &mut egui::Ui, custom: &mut CustomPolicy, run: &mut PairRun, lang: Lang) {
     let t = |key: &str| TEXT.get(lang, key).to_owned();
     ui.horizontal_wrapped(|ui| {
-        let label = ui.label(t("custom.dataset"));
-        egui::ComboBox::from_id_salt("mixed_dataset")
-            .selected_text(custom.dataset.as_str())
-            .show_ui(ui, |ui| {
-                for name in ["digits", "mnist", "spirals"] {
-                    ui.selectable_value(&mut custom.dataset, name.to_owned(), name);
-                }
-            })
-            .response
-            .labelled_by(label.id);
-        format_combo(
-            ui,
-            "mixed_compute",
-            &t("custom.compute"),
-            &mut custom.compute,
-        );
-        format_combo(ui, "mixed_grads", &t("custom.grads"), &mut custom.grads);
-        format_combo(
-            ui,
-            "mixed_state",
-            &t("custom.state"),
-            &mut custom.optimizer_state,
-        );
-        format_combo(
-            ui,
-            "mixed_accum",
-            &t("custom.accumulation"),
-            &mut custom.accumulation,
-        );
+        let datasets = ["digits", "mnist", "spirals"];
+        crate::kit::choice_of_names(ui, "mixed_dataset", &t("custom.dataset"), &mut custom.dataset, &datasets);
+        let formats = [
+            ("mixed_compute", "custom.compute", &mut custom.compute),
+            ("mixed_grads", "custom.grads", &mut custom.grads),
+            ("mixed_state", "custom.state", &mut custom.optimizer_state),
+            ("mixed_accum", "custom.accumulation", &mut custom.accumulation),
+        ];
+        for (id, key, value) in formats {
+            crate::kit::choice_of_names(ui, id, &t(key), value, &FORMATS);
+        }
     });
     ui.horizontal_wrapped(|ui| {
         ui.checkbox(&mut custom.master_fp32, t("custom.master"));

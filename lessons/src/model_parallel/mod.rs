@@ -245,20 +245,16 @@ impl Lesson for ModelParallel {
 
 /// The schedule picker, each schedule described in its tooltip.
 fn schedule_combo(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
-    let label = ui.label(t(lang, "pipeline.schedule"));
-    let hint = |k: Kind| k.hint(lang).unwrap_or_default();
-    egui::ComboBox::from_id_salt("mp_schedule")
-        .selected_text(s.schedule.name(lang))
-        .show_ui(ui, |ui| {
-            for k in Kind::ALL {
-                let k = k.with_chunks(s.chunks);
-                ui.selectable_value(&mut s.schedule, k, k.name(lang))
-                    .on_hover_text(hint(k));
-            }
-        })
-        .response
-        .labelled_by(label.id)
-        .on_hover_text(hint(s.schedule));
+    let kinds = Kind::ALL.map(|k| k.with_chunks(s.chunks));
+    crate::kit::choice_tipped(
+        ui,
+        "mp_schedule",
+        t(lang, "pipeline.schedule"),
+        &mut s.schedule,
+        kinds,
+        |k| k.name(lang),
+        |k| k.hint(lang),
+    );
 }
 
 /// A schedule's series colour, the same in every plot of the lesson.

@@ -92,26 +92,9 @@ impl Choices {
 pub fn ui(ui: &mut egui::Ui, c: &mut Choices, runs: &mut Runs, lang: Lang) {
     ui.label(t(lang, "plan.explain"));
     ui.horizontal_wrapped(|ui| {
-        let label = ui.label(t(lang, "plan.model"));
-        egui::ComboBox::from_id_salt("mp_plan_model")
-            .selected_text(c.preset.name())
-            .show_ui(ui, |ui| {
-                for p in Preset::ALL {
-                    ui.selectable_value(&mut c.preset, p, p.name());
-                }
-            })
-            .response
-            .labelled_by(label.id);
-        let label = ui.label(t(lang, "plan.cluster"));
-        egui::ComboBox::from_id_salt("mp_plan_cluster")
-            .selected_text(Cluster::ALL[c.cluster].key)
-            .show_ui(ui, |ui| {
-                for (i, cluster) in Cluster::ALL.iter().enumerate() {
-                    ui.selectable_value(&mut c.cluster, i, cluster.key);
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        crate::kit::choice(ui, "mp_plan_model", t(lang, "plan.model"), &mut c.preset, Preset::ALL, |&p| p.name());
+        let cluster = |&i: &usize| Cluster::ALL.get(i).map_or("", |c| c.key);
+        crate::kit::choice(ui, "mp_plan_cluster", t(lang, "plan.cluster"), &mut c.cluster, 0..Cluster::ALL.len(), cluster);
         number(ui, t(lang, "plan.gpus"), &mut c.gpus, 1..=MAX_GPUS, 1.0);
         number(ui, t(lang, "plan.zero"), &mut c.zero, 0..=3, 0.05);
     });

@@ -39,40 +39,13 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, grids: &mut Grid
         }
     };
     ui.horizontal_wrapped(|ui| {
-        let label = ui.label(t(lang, "grid.layer"));
-        egui::ComboBox::from_id_salt("quant_layer")
-            .selected_text(TEXT.fill(lang, "grid.layer_n", &[("n", &(s.layer + 1))]))
-            .show_ui(ui, |ui| {
-                for i in 0..trained.model.layers.len().min(2) {
-                    ui.selectable_value(&mut s.layer, i, TEXT.fill(lang, "grid.layer_n", &[("n", &(i + 1))]));
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        crate::kit::choice(ui, "quant_layer", t(lang, "grid.layer"), &mut s.layer, 0..trained.model.layers.len().min(2), |&i| TEXT.fill(lang, "grid.layer_n", &[("n", &(i + 1))]));
         let label = ui.label(t(lang, "grid.bits"));
         ui.add(egui::Slider::new(&mut s.bits, 2..=8)).labelled_by(label.id);
     });
     ui.horizontal_wrapped(|ui| {
-        let label = ui.label(t(lang, "grid.mapping"));
-        egui::ComboBox::from_id_salt("quant_mapping")
-            .selected_text(s.mapping.name(lang))
-            .show_ui(ui, |ui| {
-                for m in Mapping::ALL {
-                    ui.selectable_value(&mut s.mapping, m, m.name(lang));
-                }
-            })
-            .response
-            .labelled_by(label.id);
-        let label = ui.label(t(lang, "grid.rounding"));
-        egui::ComboBox::from_id_salt("quant_rounding")
-            .selected_text(s.rounding.name(lang))
-            .show_ui(ui, |ui| {
-                for r in super::ROUNDINGS {
-                    ui.selectable_value(&mut s.rounding, r, r.name(lang));
-                }
-            })
-            .response
-            .labelled_by(label.id);
+        crate::kit::choice(ui, "quant_mapping", t(lang, "grid.mapping"), &mut s.mapping, Mapping::ALL, |&m| m.name(lang));
+        crate::kit::choice(ui, "quant_rounding", t(lang, "grid.rounding"), &mut s.rounding, super::ROUNDINGS, |&r| r.name(lang));
     });
     let Some(layer) = trained.model.layers.get(s.layer) else {
         return;

@@ -266,20 +266,12 @@ impl Runs {
 
 /// The tables' clip: min–max, a percentile, the MSE-searched or the KL one.
 pub fn calibration_combo(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
-    let label = ui.label(t(lang, "table.calibration"));
-    egui::ComboBox::from_id_salt("quant_table_calibration")
-        .selected_text(s.table_calibration.name(lang))
-        .show_ui(ui, |ui| {
-            for c in super::TABLE_CALIBRATIONS {
-                let text = match c {
-                    dlsys_core::quant::Calibration::Percentile { pct } => format!("{} ({pct})", c.name(lang)),
-                    _ => c.name(lang),
-                };
-                ui.selectable_value(&mut s.table_calibration, c, text);
-            }
-        })
-        .response
-        .labelled_by(label.id);
+    let name = |c: &dlsys_core::quant::Calibration| match c {
+        dlsys_core::quant::Calibration::Percentile { pct } => format!("{} ({pct})", c.name(lang)),
+        _ => c.name(lang),
+    };
+    let label = t(lang, "table.calibration");
+    crate::kit::choice(ui, "quant_table_calibration", label, &mut s.table_calibration, super::TABLE_CALIBRATIONS, name);
 }
 
 fn pct(x: f64) -> String {
