@@ -81,6 +81,13 @@ pub(super) fn run(args: &AttnKernelArgs) -> Result<ExitCode, CliError> {
         k: values[n..2 * n].to_vec(),
         v: values[2 * n..].to_vec(),
     };
+    // The f64 reference is heads·N²·d multiply–adds twice over: say so
+    // before a long wait (past about a second here).
+    let work = 2 * each * u64::from(args.seq);
+    if work > 1 << 30 {
+        let work = dlsys_core::memory::show_count(work);
+        eprintln!("{}", tf("kernel.attention_reference", &[("work", &work)]));
+    }
     let want = reference(&shape, &qkv).map_err(|e| super::say(&e))?;
     let program = dlsys_shaders::attention::program(args.rung, &shape, tiles, limits, &qkv, &want)
         .map_err(|e| super::say(&e))?;
