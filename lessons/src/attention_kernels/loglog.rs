@@ -3,7 +3,7 @@
 
 use dlsys_core::float::show_sig;
 use egui::Color32;
-use egui_plot::{GridMark, Line, Plot, PlotPoints, Points};
+use egui_plot::{GridMark, Line, PlotPoints, Points};
 
 use crate::kit::figure::{self, Key};
 use crate::kit::theme;
@@ -45,15 +45,11 @@ pub fn plot(
         }
     };
     let plain: fn(f64) -> String = |x| show_sig(x, 3);
-    Plot::new(id)
-        .height(240.0)
-        .x_axis_label(x_label)
-        .y_axis_label(y_label)
+    crate::kit::figure::plot(id, 240.0, x_label, y_label)
         .x_axis_formatter(at_decades(plain))
         .y_axis_formatter(at_decades(y_unit))
         .x_grid_spacer(theme::decade_grid())
         .y_grid_spacer(theme::decade_grid())
-        .allow_scroll(false)
         .allow_zoom(false)
         .allow_drag(false)
         .show(ui, |plot| {

@@ -12,7 +12,7 @@ use crate::kit::theme::ReadableAxes as _;
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     use crate::kit::figure::{self, Key};
-    use egui_plot::{Line, Plot, PlotPoints};
+    use egui_plot::{Line, PlotPoints};
     ui.label(t(lang, "scale.explain"));
     ui.horizontal_wrapped(|ui| {
         number(ui, t(lang, "scale.compute"), &mut s.compute_ms, 0.01..=1e5, 0.5);
@@ -22,13 +22,9 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     let compute = s.compute_ms * 1e-3;
     let visuals = ui.visuals().clone();
     ui.label(t(lang, "scale.plot"));
-    Plot::new("dp_scale_plot")
-        .height(220.0)
-        .x_axis_label(t(lang, "axis.workers"))
-        .y_axis_label(t(lang, "axis.speedup"))
+    crate::kit::figure::plot("dp_scale_plot", 220.0, t(lang, "axis.workers"), t(lang, "axis.speedup"))
         .readable_y()
         .include_y(0.0)
-        .allow_scroll(false)
         .show(ui, |plot| {
             let ideal: Vec<[f64; 2]> = (1..=MAX_WORKERS).map(|n| [n as f64, n as f64]).collect();
             plot.line(

@@ -172,7 +172,7 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, training: &mut Training, lang: La
 }
 
 fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints};
+    use egui_plot::{Line, PlotPoints};
     let visuals = ui.visuals().clone();
     let dp: Vec<f64> = trained.run.steps.iter().map(|x| x.loss).collect();
     let differs = largest_difference(trained);
@@ -195,13 +195,9 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
     let dp_name = TEXT.fill(lang, "train.series_dp", &[("n", &n), ("b", &ran.shard)]);
     let single_name = TEXT.fill(lang, "train.series_single", &[("nb", &(n * ran.shard))]);
     let single_key = single_name.clone();
-    Plot::new("dp_train_loss")
-        .height(180.0)
-        .x_axis_label(t(lang, "axis.step"))
+    crate::kit::figure::plot("dp_train_loss", 180.0, t(lang, "axis.step"), t(lang, "axis.loss"))
         .readable_x()
-        .y_axis_label(t(lang, "axis.loss"))
         .readable_y()
-        .allow_scroll(false)
         .show(ui, |plot| {
             // Drawn wide and pale underneath: the data-parallel curve runs on top of it.
             plot.line(
@@ -237,7 +233,7 @@ fn results(ui: &mut egui::Ui, ran: &DpSettings, trained: &Trained, lang: Lang) {
 /// Loss against virtual time: the synchronous run and the asynchronous one
 /// over the same examples, and how stale the asynchronous gradients were.
 fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints};
+    use egui_plot::{Line, PlotPoints};
     let visuals = ui.visuals().clone();
     let ms = 1e3;
     let mut clock = 0.0;
@@ -277,13 +273,9 @@ fn versus_async(ui: &mut egui::Ui, trained: &Trained, lang: Lang) {
             ("max", &trained.asynchronous.max_staleness()),
         ],
     ));
-    Plot::new("dp_async_loss")
-        .height(180.0)
-        .x_axis_label(t(lang, "axis.virtual_ms"))
+    crate::kit::figure::plot("dp_async_loss", 180.0, t(lang, "axis.virtual_ms"), t(lang, "axis.loss"))
         .readable_x()
-        .y_axis_label(t(lang, "axis.loss"))
         .readable_y()
-        .allow_scroll(false)
         .show(ui, |plot| {
             plot.line(Line::new(t(lang, "train.series_async"), PlotPoints::from(asynchronous)).color(theme::series(&visuals, 4)));
             plot.line(Line::new(t(lang, "train.series_sync"), PlotPoints::from(sync)).color(theme::series(&visuals, 0)).width(2.0));

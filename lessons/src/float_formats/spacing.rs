@@ -5,7 +5,7 @@
 use dlsys_core::float::{self, Format};
 use dlsys_core::text::Lang;
 use egui::Color32;
-use egui_plot::{Axis, Line, Plot, PlotPoints, Span};
+use egui_plot::{Axis, Line, PlotPoints, Span};
 
 use super::{Computed, TEXT};
 use crate::kit::figure::{self, Key};
@@ -30,11 +30,7 @@ pub fn plot(ui: &mut egui::Ui, computed: &Computed, focus: &Format, lang: Lang) 
             (0..computed.formats.len()).filter(|i| computed.formats[*i].name == focus.name),
         )
         .collect();
-    Plot::new("float_spacing")
-        .height(260.0)
-        .x_axis_label(t("plot.log_value"))
-        .y_axis_label(t("plot.log_spacing"))
-        .allow_scroll(false)
+    crate::kit::figure::plot("float_spacing", 260.0, t("plot.log_value"), t("plot.log_spacing"))
         .show(ui, |plot| {
             // Unnamed: a narrow band cannot hold its name; the legend names it.
             for (range, fill) in [

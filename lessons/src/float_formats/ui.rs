@@ -534,12 +534,8 @@ fn demos_ui(ui: &mut egui::Ui, computed: &Computed, lang: Lang, changes: &mut Ch
                 }
             });
             let visuals = ui.visuals().clone();
-            Plot::new("float_accumulation")
-                .height(200.0)
+            crate::kit::figure::plot("float_accumulation", 200.0, t(lang, "plot.step"), t(lang, "plot.running_sum"))
                 .readable_x()
-                .x_axis_label(t(lang, "plot.step"))
-                .y_axis_label(t(lang, "plot.running_sum"))
-                .allow_scroll(false)
                 .show(ui, |plot| {
                     for (i, demo) in computed.accumulation.iter().enumerate() {
                         let points: Vec<[f64; 2]> =

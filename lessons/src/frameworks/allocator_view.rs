@@ -118,7 +118,7 @@ fn growing_ui(ui: &mut egui::Ui, lang: Lang) {
 }
 
 fn replay_plot(ui: &mut egui::Ui, m: &StepMemory, lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints};
+    use egui_plot::{Line, PlotPoints};
     const MIB: f64 = (1u64 << 20) as f64;
     let visuals = ui.visuals().clone();
     let colours = [theme::series(&visuals, 0), theme::series(&visuals, 1), theme::series(&visuals, 2)];
@@ -128,11 +128,7 @@ fn replay_plot(ui: &mut egui::Ui, m: &StepMemory, lang: Lang) {
         ("plot.reserved", |p| p.reserved),
     ];
     let id = "frameworks_allocator";
-    Plot::new(id)
-        .height(200.0)
-        .x_axis_label(t(lang, "axis.event"))
-        .y_axis_label(t(lang, "axis.mib"))
-        .allow_scroll(false)
+    crate::kit::figure::plot(id, 200.0, t(lang, "axis.event"), t(lang, "axis.mib"))
         .include_y(0.0)
         .show(ui, |plot| {
             // Reserved, then allocated, then what the step holds on top:

@@ -50,16 +50,12 @@ pub fn ui(ui: &mut egui::Ui, traced: &Traced, s: &StepSettings, lang: Lang) {
 }
 
 fn lifetimes_plot(ui: &mut egui::Ui, m: &StepMemory, lang: Lang) {
-    use egui_plot::{HLine, Plot, PlotPoints, Polygon};
+    use egui_plot::{HLine, PlotPoints, Polygon};
     let visuals = ui.visuals().clone();
     let (fill, edge) = (theme::series(&visuals, 0), visuals.text_color());
     let (live_colour, arena_colour) = (theme::series(&visuals, 1), theme::series(&visuals, 2));
     let id = "frameworks_lifetimes";
-    Plot::new(id)
-        .height(260.0)
-        .x_axis_label(t(lang, "axis.point"))
-        .y_axis_label(t(lang, "axis.offset_mib"))
-        .allow_scroll(false)
+    crate::kit::figure::plot(id, 260.0, t(lang, "axis.point"), t(lang, "axis.offset_mib"))
         .include_y(0.0)
         .show(ui, |plot| {
             let name = t(lang, "plot.buffer");

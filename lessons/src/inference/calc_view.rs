@@ -131,7 +131,7 @@ fn phase_table(ui: &mut egui::Ui, rows: &[(&str, &Phase)], lang: Lang) {
 /// device reaches (points) under its two roofs, the rate if only FLOPs
 /// counted and the rate if only bytes counted (lines), and the ridge batch.
 fn batch_plot(ui: &mut egui::Ui, s: &Settings, ridge: f64, lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
+    use egui_plot::{Line, PlotPoints, Points, VLine};
     let serve = s.serve();
     let batches: Vec<u64> = (0..=12).map(|i| 1u64 << i).collect();
     let Ok(points) = calc::tokens_per_s_by_batch(&serve, &batches) else {
@@ -144,14 +144,10 @@ fn batch_plot(ui: &mut egui::Ui, s: &Settings, ridge: f64, lang: Lang) {
     let visuals = ui.visuals().clone();
     let (c_reached, c_compute, c_memory) = (theme::series(&visuals, 0), theme::series(&visuals, 1), theme::series(&visuals, 2));
     ui.label(t(lang, "plot.batch_heading"));
-    Plot::new("infer_batch_plot")
-        .height(200.0)
-        .x_axis_label(t(lang, "axis.batch"))
-        .y_axis_label(t(lang, "axis.tokens_per_s"))
+    crate::kit::figure::plot("infer_batch_plot", 200.0, t(lang, "axis.batch"), t(lang, "axis.tokens_per_s"))
         .x_axis_formatter(|mark, _| format!("{}", 2f64.powf(mark.value).round()))
         .y_grid_spacer(theme::decade_grid())
         .y_axis_formatter(|mark, _| dlsys_core::float::show_sig(10f64.powf(mark.value), 3))
-        .allow_scroll(false)
         .show(ui, |plot| {
             plot.line(Line::new(t(lang, "plot.compute_roof"), PlotPoints::from(compute)).color(c_compute));
             plot.line(Line::new(t(lang, "plot.memory_roof"), PlotPoints::from(memory)).color(c_memory));

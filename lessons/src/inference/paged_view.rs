@@ -95,7 +95,7 @@ impl Cache {
 }
 
 fn memory_plot(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints};
+    use egui_plot::{Line, PlotPoints};
     let visuals = ui.visuals().clone();
     let series = |values: &[u64]| -> Vec<[f64; 2]> {
         values.iter().enumerate().map(|(i, v)| [i as f64, *v as f64]).collect()
@@ -111,14 +111,10 @@ fn memory_plot(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
         .map(|(name, _, colour, _)| crate::kit::figure::Key::line(*name, theme::series(&visuals, *colour)))
         .collect();
     ui.label(t(lang, "plot.memory_heading"));
-    Plot::new("infer_paged_plot")
-        .height(220.0)
-        .x_axis_label(t(lang, "axis.step"))
-        .y_axis_label(t(lang, "axis.tokens"))
+    crate::kit::figure::plot("infer_paged_plot", 220.0, t(lang, "axis.step"), t(lang, "axis.tokens"))
         .readable_x()
         .readable_y()
         .include_y(0.0)
-        .allow_scroll(false)
         .show(ui, |plot| {
             for (name, points, colour, reserved) in lines {
                 let mut line = Line::new(name, PlotPoints::from(points)).color(theme::series(&visuals, colour));

@@ -60,6 +60,21 @@ impl Key {
     }
 }
 
+/// A plot as the pages draw one: `height` points tall, its axes labelled,
+/// and the mouse wheel left to scroll the page (not to zoom the plot).
+pub fn plot(
+    id: impl egui::AsIdSalt,
+    height: f32,
+    x: impl Into<egui::WidgetText>,
+    y: impl Into<egui::WidgetText>,
+) -> egui_plot::Plot<'static> {
+    egui_plot::Plot::new(id)
+        .height(height)
+        .x_axis_label(x)
+        .y_axis_label(y)
+        .allow_scroll(false)
+}
+
 /// Every plot drawn so far in this context: its id and its legend's
 /// (name, colour) pairs, the latest frame's.
 #[derive(Clone, Debug, Default)]

@@ -297,56 +297,57 @@ pub fn roofline(ui: &mut egui::Ui, lang: Lang, ran: &[Measured]) {
         }
     };
     let (memory_name, compute_name) = (t("kplot.memory_roof"), t("kplot.compute_roof"));
-    Plot::new("gpu_roofline")
-        .height(280.0)
-        .x_axis_label(t("kplot.intensity"))
-        .y_axis_label(t("kplot.throughput"))
-        .x_axis_formatter(decade)
-        .y_axis_formatter(decade)
-        .x_grid_spacer(theme::decade_grid())
-        .y_grid_spacer(theme::decade_grid())
-        .include_x(lo_x - 0.5)
-        .include_x(hi_x + 0.7)
-        .include_y(lo_y - 0.5)
-        .include_y(hi_y + 0.5)
-        .allow_scroll(false)
-        .allow_zoom(false)
-        .allow_drag(false)
-        .show(ui, |plot| {
-            let (a, b) = (lo_x - 1.0, hi_x + 1.5);
-            if let Some(c) = copy.filter(|c| *c > 0.0) {
-                // Gop/s = GB/s × op/byte: a line of slope 1 in log-log,
-                // up to the compute roof where there is one.
-                let b = roof.map_or(b, |r| (r.log10() - c.log10()).clamp(a, b));
-                let line = vec![[a, c.log10() + a], [b, c.log10() + b]];
-                plot.line(
-                    Line::new(memory_name.clone(), PlotPoints::from(line))
-                        .color(visuals.weak_text_color())
-                        .width(1.0),
-                );
-            }
-            if let Some(r) = roof.filter(|r| *r > 0.0) {
-                plot.hline(
-                    HLine::new(compute_name.clone(), r.log10())
-                        .color(family_color(Family::Compute, visuals))
-                        .width(1.5),
-                );
-            }
-            for (_, r, x, y) in &points {
-                plot.points(
-                    Points::new(r.id.clone(), PlotPoints::from(vec![[*x, *y]]))
-                        .radius(4.0)
-                        .color(family_color(r.family, visuals)),
-                );
-            }
-            for (x, y, label) in labels {
-                plot.text(
-                    Text::new("", PlotPoint::new(x, y), label)
-                        .anchor(egui::Align2::LEFT_BOTTOM)
-                        .color(text_color),
-                );
-            }
-        });
+    crate::kit::figure::plot(
+        "gpu_roofline",
+        280.0,
+        t("kplot.intensity"),
+        t("kplot.throughput"),
+    )
+    .x_axis_formatter(decade)
+    .y_axis_formatter(decade)
+    .x_grid_spacer(theme::decade_grid())
+    .y_grid_spacer(theme::decade_grid())
+    .include_x(lo_x - 0.5)
+    .include_x(hi_x + 0.7)
+    .include_y(lo_y - 0.5)
+    .include_y(hi_y + 0.5)
+    .allow_zoom(false)
+    .allow_drag(false)
+    .show(ui, |plot| {
+        let (a, b) = (lo_x - 1.0, hi_x + 1.5);
+        if let Some(c) = copy.filter(|c| *c > 0.0) {
+            // Gop/s = GB/s × op/byte: a line of slope 1 in log-log,
+            // up to the compute roof where there is one.
+            let b = roof.map_or(b, |r| (r.log10() - c.log10()).clamp(a, b));
+            let line = vec![[a, c.log10() + a], [b, c.log10() + b]];
+            plot.line(
+                Line::new(memory_name.clone(), PlotPoints::from(line))
+                    .color(visuals.weak_text_color())
+                    .width(1.0),
+            );
+        }
+        if let Some(r) = roof.filter(|r| *r > 0.0) {
+            plot.hline(
+                HLine::new(compute_name.clone(), r.log10())
+                    .color(family_color(Family::Compute, visuals))
+                    .width(1.5),
+            );
+        }
+        for (_, r, x, y) in &points {
+            plot.points(
+                Points::new(r.id.clone(), PlotPoints::from(vec![[*x, *y]]))
+                    .radius(4.0)
+                    .color(family_color(r.family, visuals)),
+            );
+        }
+        for (x, y, label) in labels {
+            plot.text(
+                Text::new("", PlotPoint::new(x, y), label)
+                    .anchor(egui::Align2::LEFT_BOTTOM)
+                    .color(text_color),
+            );
+        }
+    });
     let families: Vec<Family> = plotted.iter().map(|r| r.family).collect();
     let mut keys = family_keys(&families, visuals, lang);
     if copy.is_some() {

@@ -7,7 +7,7 @@ use dlsys_core::float::show_sig;
 use dlsys_core::memory::{Preset, attention_flops, kv_cache_bytes};
 use dlsys_core::nn::models::kv_cache::{AttentionLayer, KvCache};
 use dlsys_core::text::Lang;
-use egui_plot::{Line, Plot, PlotPoints, Points};
+use egui_plot::{Line, PlotPoints, Points};
 
 use super::TEXT;
 use super::jobs::TextJob;
@@ -168,15 +168,11 @@ fn cost_ui(ui: &mut egui::Ui, lang: Lang) {
         .collect();
     let visuals = ui.visuals().clone();
     let plot = |ui: &mut egui::Ui, id: &str, series: &str, axis: &str, points: Vec<[f64; 2]>, color: egui::Color32| {
-        Plot::new(id)
-            .height(200.0)
-            .x_axis_label(t("attn.seq_axis"))
-            .y_axis_label(axis)
+        crate::kit::figure::plot(id, 200.0, t("attn.seq_axis"), axis)
             .x_axis_formatter(|mark, _| format!("{}", 2f64.powf(mark.value).round()))
             .y_axis_formatter(|mark, _| show_sig(10f64.powf(mark.value), 2))
             .x_grid_spacer(theme::integer_grid())
             .y_grid_spacer(theme::integer_grid())
-            .allow_scroll(false)
             .allow_zoom(false)
             .allow_drag(false)
             .show(ui, |p| {

@@ -399,17 +399,13 @@ fn peak_line(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
 
 /// Total bytes held at each point of the step, coloured by phase.
 fn timeline(ui: &mut egui::Ui, m: &Measured, lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints, Points};
+    use egui_plot::{Line, PlotPoints, Points};
     let visuals = ui.visuals().clone();
     let color = |i: usize| theme::series(&visuals, i);
     ui.label(t(lang, "timeline.title"));
     let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
-    Plot::new("memory_timeline")
-        .height(160.0)
-        .x_axis_label(t(lang, "timeline.x"))
-        .y_axis_label(t(lang, "timeline.y"))
+    crate::kit::figure::plot("memory_timeline", 160.0, t(lang, "timeline.x"), t(lang, "timeline.y"))
         .include_y(0.0)
-        .allow_scroll(false)
         .allow_zoom(false)
         .allow_drag(false)
         .show(ui, |plot| {

@@ -37,13 +37,9 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
     ui.columns(2, |cols| {
         cols[0].label(t("plot.loss"));
         let mut keys = Vec::new();
-        Plot::new("mixed_loss")
-            .height(220.0)
-            .x_axis_label(t("plot.step"))
-            .y_axis_label(t("plot.log_loss"))
+        crate::kit::figure::plot("mixed_loss", 220.0, t("plot.step"), t("plot.log_loss"))
             .readable_x()
             .readable_y()
-            .allow_scroll(false)
             .show(&mut cols[0], |plot| {
                 // The baseline first, so the policy's line is drawn on top
                 // (dashed when the two coincide, so both stay visible).
@@ -85,15 +81,11 @@ pub fn results_ui(ui: &mut egui::Ui, run: &PairRun, lang: Lang) {
         if traces.iter().any(|(_, _, skipped)| !skipped.is_empty()) {
             keys.push(Key::points(t("plot.skipped"), theme::bad(&visuals)));
         }
-        Plot::new("mixed_scale")
-            .height(220.0)
-            .x_axis_label(t("plot.step"))
-            .y_axis_label(t("plot.log_scale"))
+        crate::kit::figure::plot("mixed_scale", 220.0, t("plot.step"), t("plot.log_scale"))
             .readable_x()
             .readable_y()
             .include_y(lo - 1.0)
             .include_y(hi + 1.0)
-            .allow_scroll(false)
             .show(&mut cols[1], |plot| {
                 for (i, trace, skipped) in traces {
                     plot.line(

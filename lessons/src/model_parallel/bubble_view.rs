@@ -18,7 +18,7 @@ const TARGET: f64 = 0.10;
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     use crate::kit::figure::{self, Key};
-    use egui_plot::{Line, Plot, PlotPoints, Points};
+    use egui_plot::{Line, PlotPoints, Points};
     ui.label(t(lang, "bubble.explain"));
     let (stages, times) = (s.stages, s.times());
     // GPipe's bubble is 1F1B's: one line for both.
@@ -41,14 +41,10 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     };
     let visuals = ui.visuals().clone();
     ui.label(TEXT.fill(lang, "bubble.plot", &[("p", &stages)]));
-    Plot::new("mp_bubble_plot")
-        .height(220.0)
-        .x_axis_label(t(lang, "axis.micro"))
-        .y_axis_label(t(lang, "axis.bubble"))
+    crate::kit::figure::plot("mp_bubble_plot", 220.0, t(lang, "axis.micro"), t(lang, "axis.bubble"))
         .readable_y()
         .include_y(0.0)
         .include_x(0.0)
-        .allow_scroll(false)
         .show(ui, |plot| {
             for k in &kinds {
                 let formula: Vec<[f64; 2]> = counts(*k)

@@ -189,7 +189,7 @@ fn time_share(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
 fn activation_figure(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
     use crate::kit::figure::{Key, legend};
     use crate::kit::theme::ReadableAxes as _;
-    use egui_plot::{Bar, BarChart, Plot};
+    use egui_plot::{Bar, BarChart};
     // Sequences of 2,048 tokens (all the tokens, if fewer), heads of 128
     // (one head if the width is narrower).
     let seq = s.tokens.clamp(1, 2048);
@@ -211,13 +211,9 @@ fn activation_figure(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
     let tp_name = t(lang, "tensor.fig_tp").to_owned();
     let sp_name = t(lang, "tensor.fig_sp").to_owned();
     ui.label(TEXT.fill(lang, "tensor.fig", &[("micro", &micro), ("seq", &seq), ("heads", &heads)]));
-    Plot::new("mp_sp_activations")
-        .height(170.0)
-        .x_axis_label(t(lang, "tensor.fig_x"))
-        .y_axis_label(t(lang, "tensor.fig_y"))
+    crate::kit::figure::plot("mp_sp_activations", 170.0, t(lang, "tensor.fig_x"), t(lang, "tensor.fig_y"))
         .readable_y()
         .x_axis_formatter(move |mark, _| ts.get(mark.value.round() as usize).filter(|_| (mark.value - mark.value.round()).abs() < 1e-6).map(|t| format!("T = {t}")).unwrap_or_default())
-        .allow_scroll(false)
         .allow_drag(false)
         .show(ui, |plot| {
             plot.bar_chart(BarChart::new(tp_name.clone(), bars(false, -0.2, c_tp)).color(c_tp));

@@ -10,7 +10,7 @@ use crate::kit::theme;
 use crate::kit::theme::ReadableAxes as _;
 
 pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints, Points, VLine};
+    use egui_plot::{Line, PlotPoints, Points, VLine};
     ui.label(t(lang, "sweep.explain"));
     // One cooperative worker on the web: there is nothing to sweep.
     if cfg!(target_arch = "wasm32") {
@@ -47,13 +47,9 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, runs: &mut Runs, lang: Lang) {
         .filter(|&(_, rate, bound)| above_model(rate, bound))
         .collect();
     let bend = knee(costs, cores, MAX_WORKERS);
-    Plot::new("pipe_sweep_plot")
-        .height(220.0)
-        .x_axis_label(t(lang, "axis.workers"))
-        .y_axis_label(t(lang, "axis.rate"))
+    crate::kit::figure::plot("pipe_sweep_plot", 220.0, t(lang, "axis.workers"), t(lang, "axis.rate"))
         .readable_y()
         .include_y(0.0)
-        .allow_scroll(false)
         .show(ui, |plot| {
             plot.line(Line::new(t(lang, "sweep.model"), PlotPoints::from(model)).color(theme::series(&visuals, 0)));
             plot.points(

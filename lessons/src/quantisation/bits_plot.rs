@@ -2,7 +2,7 @@
 //! model's figure as a rule, the legend below (the MLP's table and the
 //! CNN's or transformer's share it).
 
-use egui_plot::{HLine, Line, Plot, PlotPoints};
+use egui_plot::{HLine, Line, PlotPoints};
 
 use crate::kit::figure::{Key, legend};
 use crate::kit::theme::{self, ReadableAxes as _};
@@ -15,13 +15,9 @@ pub fn ui(ui: &mut egui::Ui, id: &str, x_label: &str, y_label: &str, series: &[S
     let visuals = ui.visuals().clone();
     let colours: Vec<egui::Color32> = (0..series.len()).map(|i| theme::series(&visuals, i)).collect();
     let rule = theme::series(&visuals, series.len());
-    Plot::new(id)
-        .height(180.0)
-        .x_axis_label(x_label)
+    crate::kit::figure::plot(id, 180.0, x_label, y_label)
         .readable_x()
-        .y_axis_label(y_label)
         .readable_y()
-        .allow_scroll(false)
         .show(ui, |plot| {
             plot.hline(HLine::new(fp32.0.to_owned(), fp32.1).color(rule));
             for ((name, points), colour) in series.iter().zip(&colours) {

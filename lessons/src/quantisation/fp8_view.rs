@@ -95,7 +95,7 @@ fn stale_ui(ui: &mut egui::Ui, lang: Lang) {
 }
 
 fn results(ui: &mut egui::Ui, runs: &[Fp8Run], lang: Lang) {
-    use egui_plot::{Line, Plot, PlotPoints};
+    use egui_plot::{Line, PlotPoints};
     let visuals = ui.visuals().clone();
     let keys: Vec<(String, egui::Color32)> = runs
         .iter()
@@ -105,13 +105,9 @@ fn results(ui: &mut egui::Ui, runs: &[Fp8Run], lang: Lang) {
     // The curves lie within a percent of each other: drawn as each one's
     // distance from fp32's, epoch by epoch, fp32 itself the zero line.
     let fp32 = runs.iter().find(|r| r.recipe == Recipe::Fp32).map(|r| r.loss.clone()).unwrap_or_default();
-    Plot::new("quant_fp8")
-        .height(200.0)
-        .x_axis_label(t(lang, "fp8.axis_epoch"))
+    crate::kit::figure::plot("quant_fp8", 200.0, t(lang, "fp8.axis_epoch"), t(lang, "fp8.axis_loss"))
         .readable_x()
-        .y_axis_label(t(lang, "fp8.axis_loss"))
         .readable_y()
-        .allow_scroll(false)
         .show(ui, |plot| {
             for (r, (name, colour)) in runs.iter().zip(&keys) {
                 let points: PlotPoints<'static> = (r.loss.iter().zip(&fp32).enumerate())

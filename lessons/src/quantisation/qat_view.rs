@@ -69,7 +69,7 @@ fn pct(x: f64) -> String {
 }
 
 fn results(ui: &mut egui::Ui, r: &QatReport, lang: Lang) {
-    use egui_plot::{HLine, Line, Plot, PlotPoints};
+    use egui_plot::{HLine, Line, PlotPoints};
     let visuals = ui.visuals().clone();
     ui.label(TEXT.fill(
         lang,
@@ -88,13 +88,9 @@ fn results(ui: &mut egui::Ui, r: &QatReport, lang: Lang) {
         .into();
     let (qat_name, fp32_name) = (t(lang, "qat.series_qat").to_owned(), t(lang, "qat.series_fp32").to_owned());
     let (qat_colour, fp32_colour) = (theme::series(&visuals, 0), theme::series(&visuals, 1));
-    Plot::new("quant_qat")
-        .height(180.0)
-        .x_axis_label(t(lang, "qat.axis_epoch"))
+    crate::kit::figure::plot("quant_qat", 180.0, t(lang, "qat.axis_epoch"), t(lang, "qat.axis_accuracy"))
         .readable_x()
-        .y_axis_label(t(lang, "qat.axis_accuracy"))
         .readable_y()
-        .allow_scroll(false)
         .show(ui, |plot| {
             plot.hline(HLine::new(fp32_name.clone(), 100.0 * r.fp32_accuracy).color(fp32_colour));
             plot.line(Line::new(qat_name.clone(), points).color(qat_colour));
