@@ -176,19 +176,7 @@ fn why_lse(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let n = pick(&mut rng, &[2048u32, 4096, 8192, 16384]);
     let heads = pick(&mut rng, &[16u32, 32, 40]);
-    let keys = [
-        "ex.why_lse.recompute",
-        "ex.why_lse.normalise",
-        "ex.why_lse.stable",
-        "ex.why_lse.next_layer",
-    ];
-    let options = keys.iter().map(|k| t(lang, k)).collect();
-    crate::kit::exercise_kit::choice_task(
-        seed,
-        TEXT.fill(lang, "ex.why_lse.prompt", &[("n", &n), ("heads", &heads)]),
-        options,
-        vec![t(lang, "ex.why_lse.hint1")],
-        t(lang, "ex.why_lse.explain"),
-        &t(lang, "ex.why_lse.wrong"),
-    )
+    let options = ["recompute", "normalise", "stable", "next_layer"];
+    let args: [(&str, &dyn std::fmt::Display); 2] = [("n", &n), ("heads", &heads)];
+    crate::kit::exercise_kit::catalog_choice(&TEXT, lang, "why_lse", seed, &options, &args)
 }

@@ -20,7 +20,7 @@ use dlsys_core::text::Lang;
 use rand::RngExt as _;
 
 use super::TEXT;
-use crate::kit::exercise_kit::{choice_task, pick, show};
+use crate::kit::exercise_kit::{catalog_choice, choice_task, pick, show};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -249,18 +249,9 @@ fn out_of_memory_why(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let request = pick(&mut rng, &[2, 3, 5, 6]);
     let free = request + pick(&mut rng, &[1, 2, 3]);
-    let fill = |key: &str| TEXT.fill(lang, key, &[("request", &request), ("free", &free)]);
-    choice_task(
-        seed,
-        fill("ex.out_of_memory_why.prompt"),
-        ["right", "never_reused", "other_process", "power_of_two"]
-            .iter()
-            .map(|o| fill(&format!("ex.out_of_memory_why.{o}")))
-            .collect(),
-        vec![t(lang, "ex.out_of_memory_why.hint1")],
-        fill("ex.out_of_memory_why.explain"),
-        &t(lang, "ex.out_of_memory_why.wrong"),
-    )
+    let options = ["right", "never_reused", "other_process", "power_of_two"];
+    let args: [(&str, &dyn std::fmt::Display); 2] = [("request", &request), ("free", &free)];
+    catalog_choice(&TEXT, lang, "out_of_memory_why", seed, &options, &args)
 }
 
 fn largest_cached(seed: u64, lang: Lang) -> Task {

@@ -262,19 +262,7 @@ fn continuous_batching(seed: u64, lang: Lang) -> Task {
     let batch = pick(&mut rng, &[8, 16, 32, 64]);
     let lo = pick(&mut rng, &[2, 4, 8, 16]);
     let hi = pick(&mut rng, &[500, 1000, 2000, 4000]);
-    let keys = [
-        "ex.continuous_batching.refill",
-        "ex.continuous_batching.faster_steps",
-        "ex.continuous_batching.less_memory",
-        "ex.continuous_batching.bigger_batch",
-    ];
-    let options = keys.iter().map(|k| t(lang, k)).collect();
-    crate::kit::exercise_kit::choice_task(
-        seed,
-        TEXT.fill(lang, "ex.continuous_batching.prompt", &[("batch", &batch), ("lo", &lo), ("hi", &hi)]),
-        options,
-        vec![t(lang, "ex.continuous_batching.hint1")],
-        t(lang, "ex.continuous_batching.explain"),
-        &t(lang, "ex.continuous_batching.wrong"),
-    )
+    let options = ["refill", "faster_steps", "less_memory", "bigger_batch"];
+    let args: [(&str, &dyn std::fmt::Display); 3] = [("batch", &batch), ("lo", &lo), ("hi", &hi)];
+    crate::kit::exercise_kit::catalog_choice(&TEXT, lang, "continuous_batching", seed, &options, &args)
 }

@@ -23,6 +23,28 @@ pub fn show(x: f64) -> String {
     show_sig(x, 4)
 }
 
+/// [`choice_task`] written in `text`'s keys `ex.<id>.*`: the prompt, each
+/// option `ex.<id>.<option>` (`options[0]` the right one), `hint1`, the
+/// explanation and the feedback `wrong`, each filled with `args`.
+pub fn catalog_choice(
+    text: &dlsys_core::text::Catalog,
+    lang: dlsys_core::text::Lang,
+    id: &str,
+    seed: u64,
+    options: &[&str],
+    args: &[(&str, &dyn std::fmt::Display)],
+) -> Task {
+    let fill = |key: &str| text.fill(lang, &format!("ex.{id}.{key}"), args);
+    choice_task(
+        seed,
+        fill("prompt"),
+        options.iter().map(|o| fill(o)).collect(),
+        vec![fill("hint1")],
+        fill("explain"),
+        &fill("wrong"),
+    )
+}
+
 /// A multiple-choice task: `options[0]` is the right one; it moves to
 /// position `seed % n` (the others keep their order), and every other
 /// option answers with `wrong`.

@@ -10,7 +10,7 @@ use dlsys_core::parallel::schedule::{Kind, PipelineRun, Times, pipeline};
 use dlsys_core::text::Lang;
 
 use super::TEXT;
-use crate::kit::exercise_kit::{choice_task, pick, show};
+use crate::kit::exercise_kit::{catalog_choice, pick, show};
 
 crate::exercises! {
     catalog: TEXT,
@@ -238,15 +238,8 @@ fn inside_a_node(seed: u64, lang: Lang) -> Task {
     let gpus = pick(&mut rng, &[4, 8, 16]);
     let nvlink = pick(&mut rng, &[300, 450, 900]);
     let nic = pick(&mut rng, &[25, 50, 100]);
-    let options = ["tp", "pp", "dp", "fsdp"].map(|k| t(lang, &format!("ex.inside_a_node.{k}")));
-    choice_task(
-        seed,
-        TEXT.fill(lang, "ex.inside_a_node.prompt", &[("gpus", &gpus), ("nvlink", &nvlink), ("nic", &nic)]),
-        options.to_vec(),
-        vec![t(lang, "ex.inside_a_node.hint1")],
-        t(lang, "ex.inside_a_node.explain"),
-        &t(lang, "ex.inside_a_node.wrong"),
-    )
+    let args: [(&str, &dyn std::fmt::Display); 3] = [("gpus", &gpus), ("nvlink", &nvlink), ("nic", &nic)];
+    catalog_choice(&TEXT, lang, "inside_a_node", seed, &["tp", "pp", "dp", "fsdp"], &args)
 }
 
 fn moe(seed: u64, lang: Lang) -> Task {

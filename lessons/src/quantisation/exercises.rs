@@ -164,21 +164,9 @@ fn outlier_granularity(seed: u64, lang: Lang) -> Task {
     let mut rng = rng(seed);
     let m = pick(&mut rng, &[20, 50, 100, 200, 500]);
     let channel = pick(&mut rng, &[3, 17, 42, 311, 1024, 2077]);
-    let keys = [
-        "ex.outlier_granularity.input_channel",
-        "ex.outlier_granularity.tensor",
-        "ex.outlier_granularity.token",
-        "ex.outlier_granularity.weights_only",
-    ];
-    let options = keys.iter().map(|k| t(lang, k)).collect();
-    crate::kit::exercise_kit::choice_task(
-        seed,
-        TEXT.fill(lang, "ex.outlier_granularity.prompt", &[("m", &m), ("channel", &channel)]),
-        options,
-        vec![t(lang, "ex.outlier_granularity.hint1")],
-        t(lang, "ex.outlier_granularity.explain"),
-        &t(lang, "ex.outlier_granularity.wrong"),
-    )
+    let options = ["input_channel", "tensor", "token", "weights_only"];
+    let args: [(&str, &dyn std::fmt::Display); 2] = [("m", &m), ("channel", &channel)];
+    crate::kit::exercise_kit::catalog_choice(&TEXT, lang, "outlier_granularity", seed, &options, &args)
 }
 
 fn fp8_scale_task(seed: u64, lang: Lang) -> Task {
@@ -290,17 +278,10 @@ fn calibration_needs(seed: u64, lang: Lang) -> Task {
     let (method, right) = pick(&mut rng, &[("GPTQ", 0), ("AWQ", 1)]);
     let k = pick(&mut rng, &[768, 1024, 4096, 5120, 8192]);
     let samples = pick(&mut rng, &[128, 256, 512]);
-    let keys = ["ex.calibration_needs.hessian", "ex.calibration_needs.means", "ex.calibration_needs.weights", "ex.calibration_needs.labels"];
-    let mut options: Vec<String> = keys.iter().map(|key| TEXT.fill(lang, key, &[("k", &k)])).collect();
+    let mut options = ["hessian", "means", "weights", "labels"];
     options.swap(0, right);
-    crate::kit::exercise_kit::choice_task(
-        seed,
-        TEXT.fill(lang, "ex.calibration_needs.prompt", &[("method", &method), ("k", &k), ("samples", &samples)]),
-        options,
-        vec![t(lang, "ex.calibration_needs.hint1")],
-        t(lang, "ex.calibration_needs.explain"),
-        &t(lang, "ex.calibration_needs.wrong"),
-    )
+    let args: [(&str, &dyn std::fmt::Display); 3] = [("method", &method), ("k", &k), ("samples", &samples)];
+    crate::kit::exercise_kit::catalog_choice(&TEXT, lang, "calibration_needs", seed, &options, &args)
 }
 
 #[cfg(test)]
