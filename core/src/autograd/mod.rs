@@ -22,7 +22,7 @@ pub use gradcheck::{Band, GradcheckReport, gradcheck, relative_error};
 pub use graph::{Attention, Buffer, Graph, Stepped, dropout_mask, mean_and_variance};
 pub use op::{GradHook, Node, Op, OutputHook, PlantedBug, Var, softmax_rows};
 pub use stored::{Half, Stored};
-pub use tensor::{Real, Tensor, matmul};
+pub use tensor::{Real, Tensor, matmul, max_abs_diff};
 
 #[cfg(test)]
 mod tests;

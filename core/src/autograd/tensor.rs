@@ -5,6 +5,19 @@ use std::ops::{Add, AddAssign, Div, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// The number types the engine computes in: f32 for training, f64 for
 /// gradient checks.
+/// The largest |a − b| over two slices, pair by pair (0 when empty); a
+/// NaN anywhere makes it NaN, so a broken value never reads as a match.
+pub fn max_abs_diff<T: Real>(a: &[T], b: &[T]) -> T {
+    a.iter().zip(b).fold(T::ZERO, |worst, (&x, &y)| {
+        let d = if x > y { x - y } else { y - x };
+        if worst.to_f64().is_nan() || (d <= worst) {
+            worst
+        } else {
+            d
+        }
+    })
+}
+
 pub trait Real:
     Copy
     + Default
@@ -385,5 +398,14 @@ mod tests {
         let t = Tensor::<f32>::new(vec![1.0, 5.0, 2.0, 7.0, 0.0, -1.0], &[2, 3]);
         assert_eq!(t.sum_rows().data, vec![8.0, 5.0, 1.0]);
         assert_eq!(t.argmax_rows(), vec![1, 0]);
+    }
+
+    #[test]
+    fn the_largest_difference_keeps_a_nan() {
+        assert_eq!(max_abs_diff::<f32>(&[], &[]), 0.0);
+        assert_eq!(max_abs_diff(&[1.0f64, -2.0, 3.0], &[1.5, 2.0, 3.0]), 4.0);
+        // f32::max would pass over the NaN and report 0.5.
+        assert!(max_abs_diff(&[1.0f32, f32::NAN, 3.0], &[1.5, 0.0, 3.0]).is_nan());
+        assert!(max_abs_diff(&[f32::NAN, 1.0], &[0.0, 9.0]).is_nan());
     }
 }

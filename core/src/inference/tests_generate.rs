@@ -31,23 +31,13 @@ fn the_row_wise_forward_is_the_engines_forward() {
     let engine = g.value(logits).into_owned();
     let ours = forward(&model, &mut new_cache(&model), ids).unwrap();
     assert_eq!(engine.shape, ours.shape);
-    let worst = engine
-        .data
-        .iter()
-        .zip(&ours.data)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f32::max);
+    let worst = crate::autograd::max_abs_diff(&engine.data, &ours.data);
     assert!(worst <= BOUND, "{worst}");
     // In two pieces, the second attending to the first's cache: the same.
     let mut cache = new_cache(&model);
     forward(&model, &mut cache, &ids[..30]).unwrap();
     let tail = forward(&model, &mut cache, &ids[30..]).unwrap();
-    let worst = tail
-        .data
-        .iter()
-        .zip(&ours.data[30 * ours.shape[1]..])
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f32::max);
+    let worst = crate::autograd::max_abs_diff(&tail.data, &ours.data[30 * ours.shape[1]..]);
     assert!(worst <= BOUND, "{worst}");
 }
 
@@ -68,11 +58,7 @@ fn decoding_with_the_cache_equals_decoding_without_it() {
         let (a, b): (Vec<char>, Vec<char>) =
             (with.text.chars().collect(), without.text.chars().collect());
         for (i, (x, y)) in with.logits.iter().zip(&without.logits).enumerate() {
-            let worst = x
-                .iter()
-                .zip(y)
-                .map(|(p, q)| (p - q).abs())
-                .fold(0.0, f32::max);
+            let worst = crate::autograd::max_abs_diff(x, y);
             assert!(worst <= BOUND, "step {i}: {worst}");
             let mut sorted = x.clone();
             sorted.sort_by(|p, q| q.total_cmp(p));

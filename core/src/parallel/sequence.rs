@@ -187,11 +187,7 @@ pub fn run_sp(s: &TpSettings, threads: bool) -> Result<SpRun, TensorError> {
         .iter()
         .enumerate()
         .all(|(i, (dx, _))| same_bits(dx, &rows(&tp_dx, mine(i))));
-    let norm_grad_max_difference = params[0]
-        .iter()
-        .zip(&tp_params)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
+    let norm_grad_max_difference = crate::autograd::max_abs_diff(&params[0], &tp_params);
     Ok(SpRun {
         settings: s.clone(),
         output_bitwise,

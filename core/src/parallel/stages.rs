@@ -231,11 +231,7 @@ pub fn train_pipeline(s: &PipeSettings, threads: bool) -> Result<PipeTraining, P
         .filter(|(a, b)| a.to_bits() != b.to_bits())
         .count()
         + gradients.len().abs_diff(reference.len());
-    let max_difference = gradients
-        .iter()
-        .zip(&reference)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
+    let max_difference = crate::autograd::max_abs_diff(&gradients, &reference);
     Ok(PipeTraining {
         settings: s.clone(),
         run,

@@ -216,7 +216,7 @@ fn kv_ui(ui: &mut egui::Ui, lang: Lang) {
         ui.end_row();
         for step in 0..tokens {
             let row = layer.step(&mut cache, x.row(step));
-            let diff = row.iter().zip(full.row(step)).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+            let diff = dlsys_core::autograd::max_abs_diff(&row, full.row(step));
             let formula = kv_cache_bytes(1, heads as u64, (d / heads) as u64, step as u64 + 1, 4).unwrap_or(0);
             ui.monospace((step + 1).to_string());
             ui.monospace(cache.bytes().to_string());

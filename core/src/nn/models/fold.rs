@@ -134,12 +134,7 @@ mod tests {
         let (fwv, fbv) = (g.input(fw), g.input(fb));
         let folded = g.conv2d(xv, fwv, Some(fbv), geometry);
         let (a, f) = (g.value(unfolded), g.value(folded));
-        let worst = a
-            .data
-            .iter()
-            .zip(&f.data)
-            .map(|(a, f)| (a - f).abs())
-            .fold(0.0, f64::max);
+        let worst = crate::autograd::max_abs_diff(&a.data, &f.data);
         assert!(worst < 1e-12, "{worst}");
         // Without a bias, the folded bias is the shift alone.
         let (_, nb) = fold_conv(&w, None, &bn);

@@ -157,11 +157,7 @@ mod tests {
         let mut cache = KvCache::new(d);
         for t in 0..tokens {
             let row = layer.step(&mut cache, x.row(t));
-            let worst = row
-                .iter()
-                .zip(full.row(t))
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f64::max);
+            let worst = crate::autograd::max_abs_diff(&row, full.row(t));
             assert!(worst < 1e-12, "token {t}: {worst}");
             // K and V, heads × head_dim each, 8 bytes a value, t + 1 tokens.
             let want = kv_cache_bytes(1, heads as u64, (d / heads) as u64, t as u64 + 1, 8);
