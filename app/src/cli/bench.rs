@@ -569,7 +569,8 @@ impl Report for BenchReport {
             }
         }
         for g in &self.generated {
-            let line = tf(
+            line(
+                out,
                 if g.int8 {
                     "bench.int8"
                 } else {
@@ -585,8 +586,7 @@ impl Report for BenchReport {
                     ("rung_bytes", &g.rung_bytes),
                     ("ok", &t(if g.ok { "bench.yes" } else { "bench.no" })),
                 ],
-            );
-            writeln!(out, "{line}")?;
+            )?;
         }
         if s.nhwc_vs_nchw.is_some() {
             line(out, "bench.layout", &[("ratio", &two(s.nhwc_vs_nchw))])?;

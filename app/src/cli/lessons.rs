@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use super::CliError;
-use super::output::{Report, emit};
+use super::output::{Report, emit, line};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct LessonsArgs {
@@ -42,15 +42,15 @@ pub fn run(args: &LessonsArgs) -> Result<ExitCode, CliError> {
 impl Report for LessonsReport {
     fn text(&self, out: &mut dyn Write) -> io::Result<()> {
         for lesson in &self.0 {
-            let line = super::tf(
+            line(
+                out,
                 "lessons.row",
                 &[
                     ("id", &super::lang::pad(lesson.id, 16)),
                     ("title", &lesson.title),
                     ("count", &lesson.exercises.len()),
                 ],
-            );
-            writeln!(out, "{line}")?;
+            )?;
         }
         Ok(())
     }

@@ -168,6 +168,25 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
     };
     settings.validate().map_err(|e| fail(&e))?;
     if let Some(text) = &args.value {
+        let model_flags = [
+            ("--model", args.model != "mlp"),
+            ("--dataset", args.dataset.is_some()),
+            ("--hidden", args.hidden.is_some()),
+            ("--epochs", args.epochs.is_some()),
+            ("--images", args.images.is_some()),
+            ("--steps", args.steps.is_some()),
+            ("--qat", args.qat.is_some()),
+            ("--qat-lr", args.qat_lr.is_some()),
+            ("--fp8-train", args.fp8_train),
+            ("--grid", args.grid),
+            ("--mx", args.mx),
+            ("--outlier", args.outlier.is_some()),
+            ("--activations", args.activations),
+            ("--static-activations", args.static_activations),
+        ];
+        if let Some((flag, _)) = model_flags.iter().find(|(_, given)| *given) {
+            return Err(CliError::from(tf("quant.value_only", &[("flag", flag)])));
+        }
         let value = parse_number(text).map_err(|e| CliError::from(say(&e)))?;
         let (lo, hi) = args
             .range
@@ -198,25 +217,29 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
             )));
         }
     }
-    // A flag that would be passed over is refused by name.
+    // A flag that would be passed over is refused by name, with the
+    // message that says why.
     let unused = [
         (
+            "quant.only_with",
             "--qat-lr",
             "--qat",
             args.qat_lr.is_some() && args.qat.is_none(),
         ),
         (
+            "quant.not_with",
             "--hidden",
             "--fp8-train",
             args.hidden.is_some() && args.fp8_train,
         ),
+        (
+            "quant.not_with",
+            "--qat",
+            "--fp8-train",
+            args.qat.is_some() && args.fp8_train,
+        ),
     ];
-    if let Some((flag, other, _)) = unused.iter().find(|(_, _, refused)| *refused) {
-        let key = if args.fp8_train {
-            "quant.not_with"
-        } else {
-            "quant.only_with"
-        };
+    if let Some((key, flag, other, _)) = unused.iter().find(|(.., refused)| *refused) {
         return Err(CliError::from(tf(key, &[("flag", flag), ("other", other)])));
     }
     if args.fp8_train {

@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use crate::support::{
-    assert_one_line_error, dlsys_lab, f32_bytes, fails_with_one_line, gpu_expected, succeeds,
+    assert_one_line_error, dlsys_lab, f32_bytes, fails_with_one_line, gpu_expected, json, succeeds,
     with_stdin,
 };
 
@@ -35,8 +35,7 @@ fn version_and_help() {
 
 #[test]
 fn gpu_info_json_reports_the_adapter_and_features() {
-    let out = succeeds(&["gpu-info", "--json"]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let json = json(&["gpu-info", "--json"]);
     if json["available"] == true {
         assert!(json["adapter"].as_str().is_some_and(|a| !a.is_empty()));
         assert!(json["timestamp_query"].is_boolean());
@@ -436,10 +435,9 @@ fn bench_kernels_reports_every_variant() {
     if !gpu_expected() {
         return;
     }
-    let out = succeeds(&[
+    let json = json(&[
         "bench", "kernels", "--rows", "32", "--cols", "256", "--trials", "2", "--json",
     ]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["failed"], 0, "{json}");
     let results = json["results"].as_array().unwrap();
     assert!(results.len() >= 15);

@@ -3,9 +3,7 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::support::{
-    assert_one_line_error, dlsys_lab, f32_bytes, gpu_expected, succeeds, with_stdin,
-};
+use crate::support::{assert_one_line_error, dlsys_lab, f32_bytes, gpu_expected, json, with_stdin};
 
 #[test]
 fn matmul_reads_a_then_b_and_writes_c() {
@@ -95,7 +93,7 @@ fn bench_families_report_flops_fusion_and_layouts() {
     if !gpu_expected() {
         return;
     }
-    let out = succeeds(&[
+    let json = json(&[
         "bench",
         "kernels",
         "--family",
@@ -118,7 +116,6 @@ fn bench_families_report_flops_fusion_and_layouts() {
         "1",
         "--json",
     ]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["failed"], 0, "{json}");
     // `all` races the attention rungs too.
     assert_eq!(

@@ -246,7 +246,24 @@ fn bad_input_is_one_line_in_the_learners_language() {
     ]);
     let out = dlsys_lab(&["quant", "--qat-lr", "0.1"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("--qat-lr goes with --qat"), "{err}");
+    assert!(err.contains("--qat-lr only applies with --qat"), "{err}");
+    for (args, says) in [
+        (
+            &["quant", "--fp8-train", "--qat", "1"][..],
+            "--qat does not apply to --fp8-train",
+        ),
+        (
+            &["quant", "--value", "0.5", "--hidden", "64"][..],
+            "--hidden does not apply to --value",
+        ),
+        (
+            &["quant", "--value", "0.5", "--model", "cnn"][..],
+            "--model does not apply to --value",
+        ),
+    ] {
+        let err = String::from_utf8_lossy(&dlsys_lab(args).stderr).into_owned();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     let args = ["--lang", "zh", "quant", "--bits", "9"];
     let out = dlsys_lab(&args);
     let err = String::from_utf8_lossy(&out.stderr);

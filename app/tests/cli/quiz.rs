@@ -3,12 +3,11 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use crate::support::{dlsys_lab, fails_with_one_line, has_cjk, succeeds};
+use crate::support::{dlsys_lab, fails_with_one_line, has_cjk, json};
 
 #[test]
 fn quiz_draws_what_the_app_draws_and_prints_the_answers_last() {
-    let out = succeeds(&["quiz", "--n", "6", "--seed", "42", "--json"]);
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let json = json(&["quiz", "--n", "6", "--seed", "42", "--json"]);
     let ids: Vec<(String, String)> = json["questions"]
         .as_array()
         .unwrap()

@@ -211,6 +211,17 @@ impl<T: Real> Tensor<T> {
         Self::new(vec![T::ZERO; shape.iter().product()], shape)
     }
 
+    /// Values drawn uniformly in ±`limit` by `rng` (in f64, then rounded
+    /// to `T`), in order: how every layer's weights are initialised.
+    pub fn uniform(rng: &mut impl rand::Rng, shape: &[usize], limit: f64) -> Self {
+        use rand::RngExt as _;
+        let n = shape.iter().product();
+        let data = (0..n)
+            .map(|_| T::from_f64(rng.random_range(-limit..limit)))
+            .collect();
+        Self::new(data, shape)
+    }
+
     pub fn full(shape: &[usize], value: T) -> Self {
         Self::new(vec![value; shape.iter().product()], shape)
     }

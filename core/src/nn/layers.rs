@@ -1,6 +1,6 @@
 //! The network: layers, activations and the MLP.
 
-use rand::{RngExt as _, SeedableRng as _};
+use rand::SeedableRng as _;
 use serde::{Deserialize, Serialize};
 
 use super::TrainError;
@@ -66,11 +66,8 @@ impl<T: Real> Linear<T> {
             1.0
         };
         let limit = (3.0 * gain / inputs as f64).sqrt();
-        let weight = (0..inputs * outputs)
-            .map(|_| T::from_f64(rng.random_range(-limit..limit)))
-            .collect();
         Self {
-            weight: Tensor::new(weight, &[inputs, outputs]),
+            weight: Tensor::uniform(rng, &[inputs, outputs], limit),
             bias: Tensor::zeros(&[outputs]),
         }
     }

@@ -165,22 +165,22 @@ fn table(ui: &mut egui::Ui, lines: &[AttnRow], lang: Lang) {
         lines,
         Header { text: &TEXT, lang, keys: &cols },
         |ui, l| {
-                let response = ui.monospace(&l.id);
-                if let Some(rung) = rung(&l.id) {
-                    response.on_hover_text(rung.name(lang));
-                }
+            let response = ui.monospace(&l.id);
+            if let Some(rung) = rung(&l.id) {
+                response.on_hover_text(rung.name(lang));
+            }
         },
         |ui, l| {
-                ui.monospace(format!("{} ms", show_sig(l.median_ms, 3)));
-                ui.monospace(show_bytes(l.bytes));
-                ui.monospace(show_sig(l.gflops, 3));
-                ui.monospace(show_bytes(l.extra_bytes));
-                ui.monospace(show_sig(l.share_of_bound, 2));
-                if l.ok {
-                    ui.colored_label(theme::good(ui.visuals()), t(lang, "race.right"));
-                } else {
-                    ui.colored_label(theme::bad(ui.visuals()), t(lang, "race.wrong"));
-                }
+            ui.monospace(format!("{} ms", show_sig(l.median_ms, 3)));
+            ui.monospace(show_bytes(l.bytes));
+            ui.monospace(show_sig(l.gflops, 3));
+            ui.monospace(show_bytes(l.extra_bytes));
+            ui.monospace(show_sig(l.share_of_bound, 2));
+            if l.ok {
+                ui.colored_label(theme::good(ui.visuals()), t(lang, "race.right"));
+            } else {
+                ui.colored_label(theme::bad(ui.visuals()), t(lang, "race.wrong"));
+            }
         },
     );
 }

@@ -47,20 +47,20 @@ pub fn ui(ui: &mut egui::Ui, s: &Settings, lang: Lang) {
         &rungs,
         Header { text: &TEXT, lang, keys: &cols },
         |ui, rung| {
-                ui.monospace(rung.id()).on_hover_text(rung.name(lang));
+            ui.monospace(rung.id()).on_hover_text(rung.name(lang));
         },
         |ui, &rung| {
-                let traffic = shape.traffic(rung, tiles);
-                let flops = shape.flops(rung);
-                ui.monospace(show_bytes(traffic.bytes_read));
-                ui.monospace(show_bytes(traffic.bytes_written));
-                ui.monospace(show_sig(flops, 3));
-                ui.monospace(show_sig(flops / traffic.bytes().max(1) as f64, 3));
-                ui.monospace(show_bytes(shape.extra_bytes(rung)));
-                ui.monospace(format!(
-                    "{} / {LOOP_BUDGET}",
-                    shape.loop_iterations(rung, tiles)
-                ));
+            let traffic = shape.traffic(rung, tiles);
+            let flops = shape.flops(rung);
+            ui.monospace(show_bytes(traffic.bytes_read));
+            ui.monospace(show_bytes(traffic.bytes_written));
+            ui.monospace(show_sig(flops, 3));
+            ui.monospace(show_sig(flops / traffic.bytes().max(1) as f64, 3));
+            ui.monospace(show_bytes(shape.extra_bytes(rung)));
+            ui.monospace(format!(
+                "{} / {LOOP_BUDGET}",
+                shape.loop_iterations(rung, tiles)
+            ));
         },
     );
     let tiled = shape.traffic(AttnRung::Tiled, tiles).bytes();

@@ -58,21 +58,22 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
     ui.add_space(4.0);
     ui.label(TEXT.fill(lang, "wire.table", &[("size", &size), ("n", &n)]));
     // The algorithm's name stays put; its figures scroll at 800 px.
+    let keys = ["col.algo", "col.steps", "col.worker", "col.busiest", "col.total", "col.closed", "col.sim"];
     headed(
         ui,
         "dp_wire_table",
         &rows,
-        Header { text: &TEXT, lang, keys: &["col.algo", "col.steps", "col.worker", "col.busiest", "col.total", "col.closed", "col.sim"] },
+        Header { text: &TEXT, lang, keys: &keys },
         |ui, row| {
-                ui.colored_label(color(ui.visuals(), row.algorithm), row.algorithm.name(lang));
+            ui.colored_label(color(ui.visuals(), row.algorithm), row.algorithm.name(lang));
         },
         |ui, row| {
-                ui.label(row.steps.to_string());
-                ui.label(show_bytes(row.worker_max_bytes));
-                ui.label(show_bytes(row.busiest_bytes));
-                ui.label(show_bytes(row.total_bytes));
-                ui.label(show_seconds(row.closed_s));
-                ui.label(show_seconds(row.simulated_s));
+            ui.label(row.steps.to_string());
+            ui.label(show_bytes(row.worker_max_bytes));
+            ui.label(show_bytes(row.busiest_bytes));
+            ui.label(show_bytes(row.total_bytes));
+            ui.label(show_seconds(row.closed_s));
+            ui.label(show_seconds(row.simulated_s));
         },
     );
     if let Some(ring) = rows.iter().find(|r| r.algorithm == Algorithm::Ring) {

@@ -299,15 +299,15 @@ fn overhead(ui: &mut egui::Ui, c: &Captured, lang: Lang) {
         &c.overhead,
         Header { text: &TEXT, lang, keys: &cols },
         |ui, o| {
-                ui.label(TEXT.fill(lang, "capture.size", &[("batch", &o.batch), ("width", &o.width)]));
+            ui.label(TEXT.fill(lang, "capture.size", &[("batch", &o.batch), ("width", &o.width)]));
         },
         |ui, o| {
-                ui.monospace(show_seconds(o.eager_seconds));
-                ui.monospace(show_seconds(o.replay_seconds));
-                ui.monospace(show_seconds(o.math_seconds));
-                ui.monospace(format!("{:.0} %", 100.0 * o.eager_share));
-                ui.monospace(format!("{:.0} %", 100.0 * o.replay_share));
-                ui.monospace(format!("{:.2}×", o.speedup()));
+            ui.monospace(show_seconds(o.eager_seconds));
+            ui.monospace(show_seconds(o.replay_seconds));
+            ui.monospace(show_seconds(o.math_seconds));
+            ui.monospace(format!("{:.0} %", 100.0 * o.eager_share));
+            ui.monospace(format!("{:.0} %", 100.0 * o.replay_share));
+            ui.monospace(format!("{:.2}×", o.speedup()));
         },
     );
     ui.label(TEXT.fill(

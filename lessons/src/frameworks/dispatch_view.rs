@@ -21,7 +21,7 @@ use dlsys_shaders::selection::{gemm_seconds, ladder_for};
 use super::{TEXT, t};
 use crate::kit::background::Background;
 use crate::kit::race::Race;
-use crate::kit::table::{Header, Look, headed, pinned};
+use crate::kit::table::{Header, headed};
 use crate::kit::theme;
 use crate::{Env, GpuStatus};
 
@@ -273,20 +273,20 @@ fn cache(ui: &mut egui::Ui, s: &Selected, lang: Lang) {
         &s.entries,
         Header { text: &TEXT, lang, keys: &cols },
         |ui, (call, _)| {
-                ui.monospace(call.to_string());
+            ui.monospace(call.to_string());
         },
         |ui, (call, sel)| {
-                ui.monospace(call.layout());
-                ui.monospace(sel.winner.id());
-                ui.monospace(
-                    sel.winner_seconds()
-                        .map_or_else(|| t(lang, "dispatch.untimed").to_owned(), show_seconds),
-                );
-                ui.monospace(
-                    runner_up(sel).map_or_else(String::new, |(c, secs)| {
-                        format!("{} {}", c.id(), show_seconds(secs))
-                    }),
-                );
+            ui.monospace(call.layout());
+            ui.monospace(sel.winner.id());
+            ui.monospace(
+                sel.winner_seconds()
+                    .map_or_else(|| t(lang, "dispatch.untimed").to_owned(), show_seconds),
+            );
+            ui.monospace(
+                runner_up(sel).map_or_else(String::new, |(c, secs)| {
+                    format!("{} {}", c.id(), show_seconds(secs))
+                }),
+            );
         },
     );
     if s.mode == Mode::Bench {
@@ -319,28 +319,17 @@ fn chain(ui: &mut egui::Ui, s: &Selected, lang: Lang) {
     ui.strong(TEXT.fill(lang, "dispatch.chain", &[("shape", &shape)]));
     let layers = c.layers();
     let total = c.total().max(f64::MIN_POSITIVE);
-    pinned(
+    headed(
         ui,
         "frameworks_dispatch_chain",
-        layers.len() + 1,
-        Look::default(),
-        |ui, r| match r.checked_sub(1).and_then(|i| layers.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.layer"));
-            }
-            Some((key, _)) => {
-                ui.label(TEXT.fill(lang, &format!("layer.{key}"), &[("kernel", &winner.id())]));
-            }
+        &layers,
+        Header { text: &TEXT, lang, keys: &["col.layer", "col.its_time", "col.share"] },
+        |ui, (key, _)| {
+            ui.label(TEXT.fill(lang, &format!("layer.{key}"), &[("kernel", &winner.id())]));
         },
-        |ui, r| match r.checked_sub(1).and_then(|i| layers.get(i)) {
-            None => {
-                ui.strong(t(lang, "col.its_time"));
-                ui.strong(t(lang, "col.share"));
-            }
-            Some((_, secs)) => {
-                ui.monospace(show_seconds(*secs));
-                ui.monospace(format!("{:.1} %", 100.0 * secs / total));
-            }
+        |ui, (_, secs)| {
+            ui.monospace(show_seconds(*secs));
+            ui.monospace(format!("{:.1} %", 100.0 * secs / total));
         },
     );
     ui.label(t(
@@ -365,20 +354,20 @@ fn sweep(ui: &mut egui::Ui, s: &Selected, timer: Option<&(String, bool)>, lang: 
         &s.sweep,
         Header { text: &TEXT, lang, keys: &cols },
         |ui, row| {
-                ui.monospace(row.n.to_string());
+            ui.monospace(row.n.to_string());
         },
         |ui, row| {
-                ui.monospace(show_seconds(row.cpu));
-                match row.gpu {
-                    Some((kind, secs)) => {
-                        ui.monospace(format!("{} (gpu/{})", show_seconds(secs), kind.id()));
-                        ui.monospace(if row.gpu_wins() { "GPU" } else { "CPU" });
-                    }
-                    None => {
-                        ui.monospace(t(lang, "dispatch.failed"));
-                        ui.monospace("CPU");
-                    }
+            ui.monospace(show_seconds(row.cpu));
+            match row.gpu {
+                Some((kind, secs)) => {
+                    ui.monospace(format!("{} (gpu/{})", show_seconds(secs), kind.id()));
+                    ui.monospace(if row.gpu_wins() { "GPU" } else { "CPU" });
                 }
+                None => {
+                    ui.monospace(t(lang, "dispatch.failed"));
+                    ui.monospace("CPU");
+                }
+            }
         },
     );
     let (name, stamps) = timer.cloned().unwrap_or_default();

@@ -123,27 +123,27 @@ fn table(ui: &mut egui::Ui, chains: &[ChainTiming], lang: Lang) {
         chains,
         Header { text: &TEXT, lang, keys: &cols },
         |ui, c| {
-                ui.monospace(format!("g{}", c.group + 1));
+            ui.monospace(format!("g{}", c.group + 1));
         },
         |ui, c| {
-                ui.monospace(c.ops.to_string());
-                ui.monospace(ms(c.unfused_ms));
-                ui.monospace(ms(c.fused_ms));
-                // A chain of one op is the same kernel either way.
-                match ratio(c.unfused_ms, c.fused_ms) {
-                    Some(r) if c.ops > 1 => {
-                        ui.monospace(format!("{r:.2}×"));
-                    }
-                    _ => {
-                        ui.weak(t(lang, "time.same"));
-                    }
+            ui.monospace(c.ops.to_string());
+            ui.monospace(ms(c.unfused_ms));
+            ui.monospace(ms(c.fused_ms));
+            // A chain of one op is the same kernel either way.
+            match ratio(c.unfused_ms, c.fused_ms) {
+                Some(r) if c.ops > 1 => {
+                    ui.monospace(format!("{r:.2}×"));
                 }
-                let (key, colour) = if c.right {
-                    ("time.right", theme::good(ui.visuals()))
-                } else {
-                    ("time.wrong", theme::bad(ui.visuals()))
-                };
-                ui.colored_label(colour, t(lang, key));
+                _ => {
+                    ui.weak(t(lang, "time.same"));
+                }
+            }
+            let (key, colour) = if c.right {
+                ("time.right", theme::good(ui.visuals()))
+            } else {
+                ("time.wrong", theme::bad(ui.visuals()))
+            };
+            ui.colored_label(colour, t(lang, key));
         },
     );
 }

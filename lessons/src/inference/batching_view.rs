@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{Settings, TEXT, t};
 use crate::kit::memo::Memo;
-use crate::kit::theme;
 use crate::kit::table::{Header, headed};
+use crate::kit::theme;
 
 /// The learner's stream; the model and device are the calculator's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -267,23 +267,24 @@ fn sweep_plots(ui: &mut egui::Ui, study: &Study, lang: Lang) {
 }
 
 fn results_table(ui: &mut egui::Ui, runs: &[&BatchingRun], lang: Lang) {
+    let keys = ["col.scheme", "col.throughput", "col.ttft_p50", "col.ttft_p99", "col.e2e_p50", "col.e2e_p99", "col.tpot_p99", "col.mean_batch", "col.padding", "col.kv_waste", "col.preempted"];
     headed(
         ui,
         "infer_batching_table",
         runs,
-        Header { text: &TEXT, lang, keys: &["col.scheme", "col.throughput", "col.ttft_p50", "col.ttft_p99", "col.e2e_p50", "col.e2e_p99", "col.tpot_p99", "col.mean_batch", "col.padding", "col.kv_waste", "col.preempted"] },
+        Header { text: &TEXT, lang, keys: &keys },
         |ui, run| {
-                ui.label(run.scheme.name(lang));
+            ui.label(run.scheme.name(lang));
         },
         |ui, run| {
-                ui.monospace(show_sig(run.throughput, 4));
-                for seconds in [run.ttft_p50, run.ttft_p99, run.e2e_p50, run.e2e_p99, run.tpot_p99] {
-                    ui.monospace(show_seconds(seconds));
-                }
-                ui.monospace(format!("{:.1}", run.mean_batch));
-                ui.monospace(format!("{:.1} %", 100.0 * run.padding_share));
-                ui.monospace(format!("{:.1} %", 100.0 * run.kv_waste));
-                ui.monospace(run.preempted.to_string());
+            ui.monospace(show_sig(run.throughput, 4));
+            for seconds in [run.ttft_p50, run.ttft_p99, run.e2e_p50, run.e2e_p99, run.tpot_p99] {
+                ui.monospace(show_seconds(seconds));
+            }
+            ui.monospace(format!("{:.1}", run.mean_batch));
+            ui.monospace(format!("{:.1} %", 100.0 * run.padding_share));
+            ui.monospace(format!("{:.1} %", 100.0 * run.kv_waste));
+            ui.monospace(run.preempted.to_string());
         },
     );
 }

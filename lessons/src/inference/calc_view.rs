@@ -13,8 +13,8 @@ use dlsys_core::text::Lang;
 use dlsys_core::quant::KvElement;
 
 use super::{Settings, TEXT, WEIGHT_BYTES, t};
-use crate::kit::theme;
 use crate::kit::table::{Header, headed};
+use crate::kit::theme;
 
 fn bytes_name(lang: Lang, bytes: f64) -> &'static str {
     match bytes {
@@ -107,22 +107,23 @@ pub fn ui(ui: &mut egui::Ui, s: &mut Settings, lang: Lang) {
 }
 
 fn phase_table(ui: &mut egui::Ui, rows: &[(&str, &Phase)], lang: Lang) {
+    let keys = ["col.phase", "col.flops", "col.bytes", "col.intensity", "col.compute", "col.memory", "col.time", "col.bound"];
     headed(
         ui,
         "infer_phases",
         rows,
-        Header { text: &TEXT, lang, keys: &["col.phase", "col.flops", "col.bytes", "col.intensity", "col.compute", "col.memory", "col.time", "col.bound"] },
+        Header { text: &TEXT, lang, keys: &keys },
         |ui, (name, _)| {
-                ui.label(*name);
+            ui.label(*name);
         },
         |ui, (_, p)| {
-                ui.monospace(dlsys_core::memory::show_flops(p.flops as u64));
-                ui.monospace(format!("{} GB", show_sig(p.bytes / 1e9, 3)));
-                ui.monospace(show_sig(p.intensity(), 3));
-                ui.monospace(show_seconds(p.compute_s));
-                ui.monospace(show_seconds(p.memory_s));
-                ui.monospace(show_seconds(p.seconds));
-                ui.label(p.bound.name(lang));
+            ui.monospace(dlsys_core::memory::show_flops(p.flops as u64));
+            ui.monospace(format!("{} GB", show_sig(p.bytes / 1e9, 3)));
+            ui.monospace(show_sig(p.intensity(), 3));
+            ui.monospace(show_seconds(p.compute_s));
+            ui.monospace(show_seconds(p.memory_s));
+            ui.monospace(show_seconds(p.seconds));
+            ui.label(p.bound.name(lang));
         },
     );
 }

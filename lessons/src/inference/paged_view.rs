@@ -9,9 +9,9 @@ use dlsys_core::text::Lang;
 
 use super::{TEXT, t};
 use crate::kit::memo::Memo;
+use crate::kit::table::{Header, headed};
 use crate::kit::theme;
 use crate::kit::theme::ReadableAxes as _;
-use crate::kit::table::{Header, headed};
 
 /// The last stream run, for the settings it ran with.
 #[derive(Default)]
@@ -129,21 +129,22 @@ fn memory_plot(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
 
 fn results_table(ui: &mut egui::Ui, r: &StreamReport, lang: Lang) {
     let rows: [(&str, &SchemeRun); 2] = [(t(lang, "scheme.contiguous"), &r.contiguous), (t(lang, "scheme.paged"), &r.paged)];
+    let keys = ["col.scheme", "col.waste", "col.mean_running", "col.peak_running", "col.finished", "col.steps", "col.preempted"];
     headed(
         ui,
         "infer_paged_table",
         &rows,
-        Header { text: &TEXT, lang, keys: &["col.scheme", "col.waste", "col.mean_running", "col.peak_running", "col.finished", "col.steps", "col.preempted"] },
+        Header { text: &TEXT, lang, keys: &keys },
         |ui, (name, _)| {
-                ui.label(*name);
+            ui.label(*name);
         },
         |ui, (_, run)| {
-                ui.monospace(format!("{:.1} %", 100.0 * run.waste()));
-                ui.monospace(format!("{:.1}", run.mean_running()));
-                ui.monospace(run.peak_running().to_string());
-                ui.monospace(format!("{} / {}", run.finished, run.requests));
-                ui.monospace(run.steps.to_string());
-                ui.monospace(run.preempted.to_string());
+            ui.monospace(format!("{:.1} %", 100.0 * run.waste()));
+            ui.monospace(format!("{:.1}", run.mean_running()));
+            ui.monospace(run.peak_running().to_string());
+            ui.monospace(format!("{} / {}", run.finished, run.requests));
+            ui.monospace(run.steps.to_string());
+            ui.monospace(run.preempted.to_string());
         },
     );
 }

@@ -201,19 +201,19 @@ fn table(ui: &mut egui::Ui, lines: &[Line], shape: GemmShape, lang: Lang) {
         lines,
         Header { text: &TEXT, lang, keys: &cols },
         |ui, l| {
-                ui.monospace(&l.id);
+            ui.monospace(&l.id);
         },
         |ui, l| {
-                let macs = l.ops / 2.0;
-                ui.monospace(format!("{} ms", show_sig(l.ms, 3)));
-                ui.monospace(dlsys_core::memory::show_bytes(l.bytes));
-                ui.monospace(show_sig(l.bytes as f64 / macs.max(1.0), 3));
-                ui.monospace(show_sig(l.ops / (l.ms * 1e6), 3));
-                match l.right {
-                    Some(true) => ui.colored_label(theme::good(ui.visuals()), t(lang, "int8_gemm.exact")),
-                    Some(false) => ui.colored_label(theme::bad(ui.visuals()), t(lang, "int8_gemm.wrong")),
-                    None => ui.weak(t(lang, "int8_gemm.on_cpu")),
-                };
+            let macs = l.ops / 2.0;
+            ui.monospace(format!("{} ms", show_sig(l.ms, 3)));
+            ui.monospace(dlsys_core::memory::show_bytes(l.bytes));
+            ui.monospace(show_sig(l.bytes as f64 / macs.max(1.0), 3));
+            ui.monospace(show_sig(l.ops / (l.ms * 1e6), 3));
+            match l.right {
+                Some(true) => ui.colored_label(theme::good(ui.visuals()), t(lang, "int8_gemm.exact")),
+                Some(false) => ui.colored_label(theme::bad(ui.visuals()), t(lang, "int8_gemm.wrong")),
+                None => ui.weak(t(lang, "int8_gemm.on_cpu")),
+            };
         },
     );
 }

@@ -119,15 +119,7 @@ impl CharModel {
     pub fn new(config: CharConfig, seed: u64) -> Self {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let (v, t, d) = (config.vocab, config.context, config.width);
-        let mut uniform = |shape: &[usize], limit: f64| {
-            let n = shape.iter().product();
-            Tensor::new(
-                (0..n)
-                    .map(|_| rng.random_range(-limit..limit) as f32)
-                    .collect(),
-                shape,
-            )
-        };
+        let mut uniform = |shape: &[usize], limit: f64| Tensor::uniform(&mut rng, shape, limit);
         let lecun = |fan_in: usize| (3.0 / fan_in as f64).sqrt();
         let params = vec![
             uniform(&[v, d], 0.1),

@@ -5,7 +5,7 @@
 //! for evaluation; evaluating with the batch's statistics, or with running
 //! statistics never updated, are the classic bugs the lesson shows.
 
-use rand::{RngExt as _, SeedableRng as _};
+use rand::SeedableRng as _;
 
 use super::fold::BatchNormParams;
 use crate::autograd::{Conv2d, Graph, Pool2d, Tensor, Var};
@@ -131,14 +131,7 @@ pub struct Step {
 }
 
 fn he(rng: &mut rand::rngs::StdRng, fan_in: usize, shape: &[usize]) -> Tensor<f32> {
-    let limit = (6.0 / fan_in as f64).sqrt();
-    let n = shape.iter().product();
-    Tensor::new(
-        (0..n)
-            .map(|_| rng.random_range(-limit..limit) as f32)
-            .collect(),
-        shape,
-    )
+    Tensor::uniform(rng, shape, (6.0 / fan_in as f64).sqrt())
 }
 
 impl Cnn {
