@@ -40,7 +40,7 @@ pub struct AttnBenchArgs {
 impl AttnBenchArgs {
     /// The flags given, by name (refused for a family without attention).
     pub(super) fn given(&self) -> Option<&'static str> {
-        [
+        let flags = [
             ("--heads", self.heads.is_some()),
             ("--seq", self.seq.is_some()),
             ("--head-dim", self.head_dim.is_some()),
@@ -48,10 +48,8 @@ impl AttnBenchArgs {
             ("--br", self.br.is_some()),
             ("--bc", self.bc.is_some()),
             ("--sweep", self.sweep),
-        ]
-        .into_iter()
-        .find(|(_, given)| *given)
-        .map(|(flag, _)| flag)
+        ];
+        super::given::given(&flags).first().copied()
     }
 
     fn shape(&self, seq: u32) -> Result<AttnShape, String> {

@@ -23,7 +23,7 @@ use dlsys_shaders::codegen::validated;
 
 use super::choice::{choice, name_of};
 use super::output::{Report, emit, line};
-use super::{CliError, say, tf};
+use super::{CliError, say};
 
 #[derive(Clone, Debug, clap::Args)]
 pub struct CompileArgs {
@@ -77,13 +77,8 @@ pub fn run(a: &CompileArgs) -> Result<ExitCode, CliError> {
         ("--optimizer", a.optimizer.is_some()),
         ("--precision", a.precision.is_some()),
     ];
-    if a.model != StepModel::Mlp
-        && let Some((flag, _)) = mlp_flags.iter().find(|(_, given)| *given)
-    {
-        return Err(CliError::from(tf(
-            "train.model_only",
-            &[("flag", flag), ("model", &"mlp")],
-        )));
+    if a.model != StepModel::Mlp {
+        super::given::refuse_any(&mlp_flags, "train.model_only", &[("model", &"mlp")])?;
     }
     let defaults = StepSettings::default();
     let settings = StepSettings {

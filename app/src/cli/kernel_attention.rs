@@ -85,7 +85,11 @@ pub(super) fn run(args: &AttnKernelArgs) -> Result<ExitCode, CliError> {
     // with the mask: row i has i + 1 keys): say so before a long wait (past
     // about a second here).
     let seq = u64::from(args.seq);
-    let work = if args.causal { each * (seq + 1) } else { 2 * each * seq };
+    let work = if args.causal {
+        each * (seq + 1)
+    } else {
+        2 * each * seq
+    };
     if work > 1 << 30 {
         let work = dlsys_core::memory::show_count(work);
         eprintln!("{}", tf("kernel.attention_reference", &[("work", &work)]));

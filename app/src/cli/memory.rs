@@ -106,7 +106,7 @@ struct TransformerOut {
 impl MemoryArgs {
     /// The transformer's flags that were given, by name.
     fn transformer_flags(&self) -> Vec<&'static str> {
-        [
+        let flags = [
             ("--layers", self.layers.is_some()),
             ("--hidden", self.hidden.is_some()),
             ("--heads", self.heads.is_some()),
@@ -120,23 +120,16 @@ impl MemoryArgs {
             ("--dp", self.dp.is_some()),
             ("--kv-dtype", self.kv_dtype.is_some()),
             ("--flash-attention", self.flash_attention),
-        ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
+        ];
+        super::given::given(&flags)
     }
 
     /// The MLP's flags that were given, by name.
     fn mlp_flags(&self) -> Vec<&'static str> {
-        [
+        super::given::given(&[
             ("--checkpoint", self.checkpoint.is_some()),
             ("--estimate-only", self.estimate_only),
-        ]
-        .into_iter()
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
+        ])
     }
 }
 

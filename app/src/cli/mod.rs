@@ -14,6 +14,7 @@ mod compile;
 mod compile_fused;
 mod compile_select;
 mod float;
+mod given;
 mod gpu_info;
 mod gradcheck;
 mod infer;

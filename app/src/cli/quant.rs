@@ -184,9 +184,7 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
             ("--activations", args.activations),
             ("--static-activations", args.static_activations),
         ];
-        if let Some((flag, _)) = model_flags.iter().find(|(_, given)| *given) {
-            return Err(CliError::from(tf("quant.value_only", &[("flag", flag)])));
-        }
+        super::given::refuse_any(&model_flags, "quant.value_only", &[])?;
         let value = parse_number(text).map_err(|e| CliError::from(say(&e)))?;
         let (lo, hi) = args
             .range

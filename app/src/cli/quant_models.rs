@@ -43,18 +43,9 @@ pub fn run(
         ("--epochs", !cnn && args.epochs.is_some()),
         ("--steps", cnn && args.steps.is_some()),
     ];
-    if let Some((flag, _)) = elsewhere.iter().find(|(_, set)| *set) {
-        return Err(CliError::from(tf(
-            "quant.not_for_model",
-            &[("flag", flag), ("model", &args.model)],
-        )));
-    }
-    if let Some((flag, _)) = mlp_only.iter().find(|(_, set)| *set) {
-        return Err(CliError::from(tf(
-            "quant.mlp_only",
-            &[("flag", flag), ("model", &args.model)],
-        )));
-    }
+    let model: [(&str, &dyn std::fmt::Display); 1] = [("model", &args.model)];
+    super::given::refuse_any(&elsewhere, "quant.not_for_model", &model)?;
+    super::given::refuse_any(&mlp_only, "quant.mlp_only", &model)?;
     let run = if args.model == "cnn" {
         let defaults = CnnSettings::default();
         ModelRun::Cnn(CnnSettings {

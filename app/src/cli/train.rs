@@ -181,7 +181,7 @@ impl TrainArgs {
 
     /// The MLP-only flags given a value other than their default, by name.
     pub(super) fn mlp_only_flags(&self) -> Vec<&'static str> {
-        [
+        let mut flags = vec![
             ("--hidden", self.hidden != "128"),
             ("--activation", self.activation != Activation::Relu.name()),
             ("--optimizer", self.optimizer != "momentum"),
@@ -189,12 +189,9 @@ impl TrainArgs {
             ("--allreduce", self.allreduce.is_some()),
             ("--compress", self.compress.is_some()),
             ("--async", self.asynchronous),
-        ]
-        .into_iter()
-        .chain(self.policy_flags())
-        .filter(|(_, given)| *given)
-        .map(|(flag, _)| flag)
-        .collect()
+        ];
+        flags.extend(self.policy_flags());
+        super::given::given(&flags)
     }
 
     /// The data set and configuration these arguments ask for: the flags
@@ -278,12 +275,7 @@ pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
         ("--gbps", args.gbps.is_some()),
         ("--gflops", args.gflops.is_some()),
     ];
-    if let Some((flag, _)) = dp_only.iter().find(|(_, given)| *given) {
-        return Err(CliError::from(tf(
-            "train.dp_needs_workers",
-            &[("flag", flag)],
-        )));
-    }
+    super::given::refuse_any(&dp_only, "train.dp_needs_workers", &[])?;
     let (dataset, config) = args.config()?;
     train(&dataset, config, args.json)
 }
@@ -292,12 +284,7 @@ impl TrainArgs {
     /// `--workers N`: the data-parallel path, which trains in fp32 with
     /// plain steps; the flags it does not take are refused by name.
     fn data_parallel(&self) -> Result<ExitCode, CliError> {
-        if let Some((flag, _)) = self.policy_flags().iter().find(|(_, given)| *given) {
-            return Err(CliError::from(tf(
-                "train.dp_unsupported",
-                &[("flag", flag)],
-            )));
-        }
+        super::given::refuse_any(&self.policy_flags(), "train.dp_unsupported", &[])?;
         if self.asynchronous && self.allreduce.is_some() {
             return Err(CliError::from(super::t("train.async_allreduce")));
         }

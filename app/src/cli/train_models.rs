@@ -38,12 +38,7 @@ pub fn run(args: &TrainArgs) -> Result<ExitCode, CliError> {
             ("--epochs", args.epochs.is_some()),
             ("--images", args.images.is_some()),
         ];
-        if let Some((flag, _)) = flags.iter().find(|(_, given)| *given) {
-            return Err(CliError::from(tf(
-                "train.model_not",
-                &[("flag", flag), ("model", &MODELS[2])],
-            )));
-        }
+        super::given::refuse_any(&flags, "train.model_not", &[("model", &MODELS[2])])?;
         train_transformer(args)
     }
 }
