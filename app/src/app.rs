@@ -165,14 +165,11 @@ impl DlsysApp {
                 continue;
             };
             if let Err(err) = lesson.load_state(text) {
-                let aside = persist::free_key(&self.state.unreadable, &format!("lesson/{id}"));
                 self.notices.push(Notice::LessonState {
                     id: id.to_owned(),
                     error: err.to_string(),
                 });
-                if !self.state.unreadable.values().any(|kept| kept == text) {
-                    self.state.unreadable.insert(aside, text.clone());
-                }
+                persist::set_aside(&mut self.state.unreadable, &format!("lesson/{id}"), text);
             }
         }
     }

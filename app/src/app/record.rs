@@ -274,10 +274,7 @@ impl DlsysApp {
         self.state.lesson = lesson;
         // What was kept aside before stays kept (a replace adds to it).
         for (key, text) in unreadable {
-            let key = persist::free_key(&self.state.unreadable, &key);
-            if !self.state.unreadable.values().any(|kept| *kept == text) {
-                self.state.unreadable.insert(key, text);
-            }
+            persist::set_aside(&mut self.state.unreadable, &key, &text);
         }
         ctx.set_theme(self.state.theme);
         ctx.set_zoom_factor(self.state.zoom);

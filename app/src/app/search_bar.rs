@@ -149,11 +149,11 @@ impl SearchBar {
 
     /// Searches again when the query or the language changed.
     fn refresh(&mut self, lang: Lang) {
-        let now = (self.query.clone(), lang);
-        if self.searched.as_ref() != Some(&now) {
+        let same = |(query, asked): &(String, Lang)| *query == self.query && *asked == lang;
+        if !self.searched.as_ref().is_some_and(same) {
             self.hits = self.index.search(&self.query, lang, SHOWN);
             self.selected = self.selected.min(self.hits.len().saturating_sub(1));
-            self.searched = Some(now);
+            self.searched = Some((self.query.clone(), lang));
         }
     }
 

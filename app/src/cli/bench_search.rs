@@ -75,7 +75,7 @@ pub fn run(args: &SearchArgs) -> Result<ExitCode, CliError> {
     let queries = QUERIES
         .iter()
         .map(|&(query, lang)| {
-            let mut times: Vec<f64> = (0..args.repeat)
+            let times: Vec<f64> = (0..args.repeat)
                 .map(|_| {
                     let started = web_time::Instant::now();
                     let hits = index.search(query, lang, 8);
@@ -83,8 +83,7 @@ pub fn run(args: &SearchArgs) -> Result<ExitCode, CliError> {
                     started.elapsed().as_secs_f64() * 1e3
                 })
                 .collect();
-            times.sort_by(f64::total_cmp);
-            let median = times[times.len() / 2];
+            let median = dlsys_shaders::plumbing::median(&times);
             let hits = index.search(query, lang, 8);
             QueryRow {
                 query,
@@ -92,7 +91,7 @@ pub fn run(args: &SearchArgs) -> Result<ExitCode, CliError> {
                 hits: hits.len(),
                 first: hits.first().map(|h| h.route.clone()),
                 median_ms: median,
-                max_ms: times.last().copied().unwrap_or(median),
+                max_ms: times.iter().copied().fold(median, f64::max),
                 headroom: BUDGET_MS / median.max(1e-9),
             }
         })

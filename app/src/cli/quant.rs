@@ -217,28 +217,16 @@ pub fn run(args: &QuantArgs) -> Result<ExitCode, CliError> {
     }
     // A flag that would be passed over is refused by name, with the
     // message that says why.
-    let unused = [
-        (
-            "quant.only_with",
-            "--qat-lr",
-            "--qat",
-            args.qat_lr.is_some() && args.qat.is_none(),
-        ),
-        (
-            "quant.not_with",
-            "--hidden",
-            "--fp8-train",
-            args.hidden.is_some() && args.fp8_train,
-        ),
-        (
-            "quant.not_with",
-            "--qat",
-            "--fp8-train",
-            args.qat.is_some() && args.fp8_train,
-        ),
-    ];
-    if let Some((key, flag, other, _)) = unused.iter().find(|(.., refused)| *refused) {
-        return Err(CliError::from(tf(key, &[("flag", flag), ("other", other)])));
+    if args.qat.is_none() {
+        let flags = [("--qat-lr", args.qat_lr.is_some())];
+        super::given::refuse_any(&flags, "quant.only_with", &[("other", &"--qat")])?;
+    }
+    if args.fp8_train {
+        let flags = [
+            ("--hidden", args.hidden.is_some()),
+            ("--qat", args.qat.is_some()),
+        ];
+        super::given::refuse_any(&flags, "quant.not_with", &[("other", &"--fp8-train")])?;
     }
     if args.fp8_train {
         return super::quant_fp8::run(args);

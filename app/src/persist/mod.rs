@@ -121,6 +121,15 @@ pub fn free_key(kept: &BTreeMap<String, String>, base: &str) -> String {
         .unwrap_or_else(|| base.to_owned())
 }
 
+/// Keeps `text` aside in `kept` under `base` (or the first free key after
+/// it, see [`free_key`]), unless the same text is kept already.
+pub fn set_aside(kept: &mut BTreeMap<String, String>, base: &str, text: &str) {
+    if !kept.values().any(|k| k == text) {
+        let key = free_key(kept, base);
+        kept.insert(key, text.to_owned());
+    }
+}
+
 /// The outcome of reading the saved state.
 pub struct Loaded {
     pub state: SavedState,

@@ -54,17 +54,14 @@ pub fn scroll_wanted(ctx: &egui::Context) -> Option<String> {
 }
 
 /// Called once the page is drawn: a section asked for that the page did
-/// not draw (one that shows only after a run) is
-/// forgotten, and `true` says the page should open at its top instead.
+/// not draw (one that shows only after a run) is forgotten, and `true`
+/// says the page should open at its top instead.
 pub fn scroll_missed(ctx: &egui::Context) -> bool {
-    let wanted = ctx
-        .data(|d| d.get_temp::<Wanted>(egui::Id::NULL))
-        .unwrap_or_default();
-    if wanted.0.is_none() {
-        return false;
+    let missed = scroll_wanted(ctx).is_some();
+    if missed {
+        ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(None)));
     }
-    ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(None)));
-    true
+    missed
 }
 
 /// The ids of every section drawn since the app started, in order of first drawing.
@@ -117,10 +114,7 @@ pub fn anchor(response: &egui::Response, id: &str) {
             seen.0.push(id.to_owned());
         }
     });
-    let wanted = ctx
-        .data(|d| d.get_temp::<Wanted>(egui::Id::NULL))
-        .unwrap_or_default();
-    if wanted.0.as_deref() == Some(id) {
+    if scroll_wanted(ctx).as_deref() == Some(id) {
         response.scroll_to_me(Some(egui::Align::TOP));
         ctx.data_mut(|d| d.insert_temp(egui::Id::NULL, Wanted(None)));
     }
